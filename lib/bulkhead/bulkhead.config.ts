@@ -1,0 +1,26 @@
+import { Duration } from '../config/duration';
+import { PolicySchema } from '../config/schema';
+
+/** Resolved settings of a bulkhead (durations in ms). */
+export interface BulkheadConfig {
+  /** Calls allowed to run at once. Default 25. */
+  maxConcurrentCalls: number;
+  /** Longest a call waits for a permit; 0 refuses at once when all are taken. Default 0. */
+  maxWaitDuration: number;
+  /** Most calls allowed to wait for a permit; further callers are refused at once. Default: `maxConcurrentCalls`. */
+  queueCapacity?: number;
+}
+
+/** Bulkhead settings as written in options. */
+export type BulkheadConfigInput = Partial<Omit<BulkheadConfig, 'maxWaitDuration'> & { maxWaitDuration: Duration }>;
+
+export const BULKHEAD_SCHEMA: PolicySchema<BulkheadConfig> = {
+  policy: 'bulkhead',
+  fields: {
+    maxConcurrentCalls: { kind: 'integer', min: 1 },
+    maxWaitDuration: { kind: 'duration' },
+    queueCapacity: { kind: 'integer', min: 0 },
+  },
+  defaults: { maxConcurrentCalls: 25, maxWaitDuration: 0, queueCapacity: undefined },
+  unsupported: ['eventConsumerBufferSize', 'writableStackTraceEnabled', 'fairCallHandlingStrategyEnabled'],
+};

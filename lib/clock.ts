@@ -1,0 +1,141 @@
+/**
+ * Opaque handle returned by {@link Clock.setTimeout}.
+ */
+export type TimerHandle = unknown;
+
+/**
+ * The source of time and timers for every policy. Supply one through the
+ * module option `clock` so tests drive time instead of sleeping.
+ */
+export interface Clock {
+  /** Milliseconds on a monotonic-enough scale; only differences are used. */
+  now(): number;
+  /** Runs `callback` once after `ms` milliseconds. */
+  setTimeout(callback: () => void, ms: number): TimerHandle;
+  /** Cancels a timer made by {@link Clock.setTimeout}; unknown handles are ignored. */
+  clearTimeout(handle: TimerHandle): void;
+}
+
+/** The real clock: `performance.now()` and Node's timers. */
+export const systemClock: Clock = {
+  now: () => performance.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+interface VirtualTimer {
+  at: number;
+  seq: number;
+  callback: () => void;
+  cancelled: boolean;
+}
+
+/**
+ * A clock that only moves when told to. Timers fire in due order while
+ * {@link VirtualClock.advance} moves time forward, and pending promise
+ * callbacks run between timers, so async code behaves as it would in real
+ * time without any real waiting.
+ */
+export class VirtualClock implements Clock {
+  private current: number;
+  private seq = 0;
+  private readonly heap: VirtualTimer[] = [];
+
+  /** @param start the initial reading of {@link VirtualClock.now}, in ms. */
+  constructor(start = 0) {
+    this.current = start;
+  }
+
+  /** The current virtual time in ms. */
+  now(): number {
+    return this.current;
+  }
+
+  /** Schedules `callback` at `now() + ms` (negative delays count as 0). */
+  setTimeout(callback: () => void, ms: number): TimerHandle {
+    const timer: VirtualTimer = { at: this.current + Math.max(0, ms), seq: this.seq++, callback, cancelled: false };
+    this.push(timer);
+    return timer;
+  }
+
+  /** Cancels a pending timer. */
+  clearTimeout(handle: TimerHandle): void {
+    if (handle && typeof handle === 'object' && 'cancelled' in handle) (handle as VirtualTimer).cancelled = true;
+  }
+
+  /** Number of timers still waiting to fire. */
+  get pendingTimers(): number {
+    return this.heap.reduce((n, t) => (t.cancelled ? n : n + 1), 0);
+  }
+
+  /**
+   * Moves time forward by `ms`, firing every timer that falls due on the way
+   * (in order) and letting pending promise callbacks settle after each one.
+   */
+  async advance(ms: number): Promise<void> {
+    if (!(ms >= 0)) throw new RangeError(`VirtualClock.advance: ms must be a non-negative number, got ${ms}`);
+    const target = this.current + ms;
+    await VirtualClock.settle();
+    for (;;) {
+      const next = this.peek();
+      if (next === undefined || next.at > target) break;
+      this.pop();
+      this.current = next.at;
+      next.callback();
+      await VirtualClock.settle();
+    }
+    this.current = target;
+    await VirtualClock.settle();
+  }
+
+  /** Advances to the next pending timer and fires it (and any due at the same instant). */
+  async runNext(): Promise<boolean> {
+    const next = this.peek();
+    if (next === undefined) return false;
+    await this.advance(next.at - this.current);
+    return true;
+  }
+
+  /** Lets every queued promise callback (and any `setImmediate` before it) run. */
+  static settle(): Promise<void> {
+    return new Promise((resolve) => setImmediate(resolve));
+  }
+
+  private peek(): VirtualTimer | undefined {
+    while (this.heap.length > 0 && this.heap[0].cancelled) this.pop();
+    return this.heap[0];
+  }
+
+  private push(timer: VirtualTimer): void {
+    const heap = this.heap;
+    let i = heap.push(timer) - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!earlier(heap[i], heap[parent])) break;
+      [heap[i], heap[parent]] = [heap[parent], heap[i]];
+      i = parent;
+    }
+  }
+
+  private pop(): void {
+    const heap = this.heap;
+    const last = heap.pop();
+    if (heap.length === 0 || last === undefined) return;
+    heap[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < heap.length && earlier(heap[l], heap[m])) m = l;
+      if (r < heap.length && earlier(heap[r], heap[m])) m = r;
+      if (m === i) return;
+      [heap[i], heap[m]] = [heap[m], heap[i]];
+      i = m;
+    }
+  }
+}
+
+function earlier(a: VirtualTimer, b: VirtualTimer): boolean {
+  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+}

@@ -1,0 +1,112 @@
+import { INVALID_VALUE } from '../config/config.messages';
+import { Duration } from '../config/duration';
+import { PolicySchema } from '../config/schema';
+import { ErrorClassOrName } from '../error-matcher';
+
+/** How waits between attempts are spread. `full`: uniform in [0, bound]. */
+export type JitterKind = 'full' | 'equal' | 'decorrelated' | 'none';
+
+/** A retry budget: each success deposits `ratio` of a token, each retry withdraws one. */
+export interface RetryBudgetConfig {
+  /** Tokens deposited per successful call, in (0, 1]; 0.1 allows one retry per ten successes. */
+  ratio: number;
+  /** Most tokens the budget holds; it starts at half of this. */
+  maxTokens: number;
+}
+
+/** Resolved settings of a retry instance (durations in ms). */
+export interface RetryConfig {
+  /** Attempts in all, the first call included. Default 3. */
+  maxAttempts: number;
+  /** Base wait between attempts. Default 500 ms. */
+  waitDuration: number;
+  /** Multiply the wait by `exponentialBackoffMultiplier` after each attempt. Default false. */
+  enableExponentialBackoff: boolean;
+  /** Growth factor of exponential backoff. Default 1.5 (Resilience4j's). */
+  exponentialBackoffMultiplier: number;
+  /** Cap of the exponential wait. Default: none. */
+  exponentialMaxWaitDuration: number;
+  /** Resilience4j's randomized wait: uniform in wait × [1 − factor, 1 + factor]. Default false. */
+  enableRandomizedWait: boolean;
+  /** Spread of the randomized wait, in [0, 1). Default 0.5. */
+  randomizedWaitFactor: number;
+  /** Jitter applied to the (capped) wait. Default `full`, or `none` with `enableRandomizedWait`. */
+  jitter: JitterKind;
+  /** Errors to retry beyond the default retryable set. */
+  retryExceptions: ErrorClassOrName[];
+  /** Errors never retried; wins over `retryExceptions`. */
+  ignoreExceptions: ErrorClassOrName[];
+  /** A returned value for which the call is retried. */
+  retryOnResult?: (result: unknown) => boolean;
+  /** With `retryOnResult`: throw `MaxRetriesExceededError` after the last attempt instead of returning the value. Default false. */
+  failAfterMaxAttempts: boolean;
+  /** Longest `Retry-After` honoured; an error asking for more is not retried. Default 30 s. */
+  retryAfterMaxWait: number;
+  /** Retry budget; none by default. */
+  budget?: RetryBudgetConfig;
+}
+
+/** Retry settings as written in options: durations may be strings, keys kebab-case. */
+export type RetryConfigInput = Partial<
+  Omit<RetryConfig, 'waitDuration' | 'exponentialMaxWaitDuration' | 'retryAfterMaxWait'> & {
+    waitDuration: Duration;
+    exponentialMaxWaitDuration: Duration;
+    retryAfterMaxWait: Duration;
+  }
+>;
+
+export const RETRY_SCHEMA: PolicySchema<RetryConfig> = {
+  policy: 'retry',
+  fields: {
+    maxAttempts: { kind: 'integer', min: 1 },
+    waitDuration: { kind: 'duration' },
+    enableExponentialBackoff: { kind: 'boolean' },
+    exponentialBackoffMultiplier: { kind: 'number', min: 1 },
+    exponentialMaxWaitDuration: { kind: 'duration' },
+    enableRandomizedWait: { kind: 'boolean' },
+    randomizedWaitFactor: { kind: 'number', min: 0, max: 1 },
+    jitter: { kind: 'enum', values: ['full', 'equal', 'decorrelated', 'none'] },
+    retryExceptions: { kind: 'errors' },
+    ignoreExceptions: { kind: 'errors' },
+    retryOnResult: { kind: 'function' },
+    failAfterMaxAttempts: { kind: 'boolean' },
+    retryAfterMaxWait: { kind: 'duration' },
+    budget: {
+      kind: 'object',
+      fields: { ratio: { kind: 'number', min: 0, max: 1, exclusiveMin: true }, maxTokens: { kind: 'integer', min: 1 } },
+    },
+  },
+  defaults: {
+    maxAttempts: 3,
+    waitDuration: 500,
+    enableExponentialBackoff: false,
+    exponentialBackoffMultiplier: 1.5,
+    exponentialMaxWaitDuration: Number.POSITIVE_INFINITY,
+    enableRandomizedWait: false,
+    randomizedWaitFactor: 0.5,
+    jitter: 'full',
+    retryExceptions: [],
+    ignoreExceptions: [],
+    retryOnResult: undefined,
+    failAfterMaxAttempts: false,
+    retryAfterMaxWait: 30_000,
+    budget: undefined,
+  },
+  unsupported: [
+    'eventConsumerBufferSize',
+    'intervalFunction',
+    'intervalBiFunction',
+    'retryExceptionPredicate',
+    'resultPredicate',
+    'consumeResultBeforeRetryAttempt',
+    'writableStackTraceEnabled',
+  ],
+  check(config, place) {
+    if (config.enableRandomizedWait && config.randomizedWaitFactor >= 1) {
+      throw new Error(INVALID_VALUE(place, 'randomizedWaitFactor', 'a number in [0, 1)', config.randomizedWaitFactor));
+    }
+    if (config.enableRandomizedWait && config.jitter !== 'none' && config.jitter !== 'full') {
+      throw new Error(INVALID_VALUE(place, 'jitter', "'none' when enableRandomizedWait is true", config.jitter));
+    }
+  },
+};

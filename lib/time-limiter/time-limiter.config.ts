@@ -1,0 +1,23 @@
+import { Duration } from '../config/duration';
+import { PolicySchema } from '../config/schema';
+
+/** Resolved settings of a time limiter (durations in ms). */
+export interface TimeLimiterConfig {
+  /** Longest an attempt may run. Default 1 s. */
+  timeoutDuration: number;
+  /** Abort the attempt's `AbortSignal` when it times out. Default true. */
+  cancelRunningFuture: boolean;
+}
+
+/** Time limiter settings as written in options. */
+export type TimeLimiterConfigInput = Partial<Omit<TimeLimiterConfig, 'timeoutDuration'> & { timeoutDuration: Duration }>;
+
+export const TIME_LIMITER_SCHEMA: PolicySchema<TimeLimiterConfig> = {
+  policy: 'timeLimiter',
+  fields: {
+    timeoutDuration: { kind: 'duration', positive: true },
+    cancelRunningFuture: { kind: 'boolean' },
+  },
+  defaults: { timeoutDuration: 1000, cancelRunningFuture: true },
+  unsupported: ['eventConsumerBufferSize'],
+};
