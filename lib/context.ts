@@ -1,0 +1,117 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Clock, TimerHandle } from './clock';
+
+/** Default name of the header that carries the remaining deadline in ms. */
+export const DEFAULT_DEADLINE_HEADER = 'x-request-deadline-ms';
+
+/**
+ * The deadline and cancellation scope of a request or of one attempt
+ * inside it. The `AbortSignal` is created only when someone asks for it,
+ * so a call that never looks at its signal pays nothing for it.
+ */
+export class ResilienceContext {
+  private controller?: AbortController;
+  private abortReason?: unknown;
+  private timer?: TimerHandle;
+
+  /**
+   * @param clock the clock the deadline is measured on
+   * @param deadline absolute time (on `clock`) the work must finish by; `Infinity` for none
+   * @param header name of the header that carries the remaining time downstream
+   * @param parent the enclosing scope, whose cancellation this one follows
+   * @param request the inbound request, when the scope belongs to one
+   */
+  constructor(
+    readonly clock: Clock,
+    readonly deadline: number,
+    readonly header: string = DEFAULT_DEADLINE_HEADER,
+    readonly parent?: ResilienceContext,
+    readonly request?: unknown,
+  ) {}
+
+  /** Milliseconds left before the deadline (never negative), `Infinity` without one. */
+  remaining(): number {
+    if (this.deadline === Number.POSITIVE_INFINITY) return this.deadline;
+    const left = this.deadline - this.clock.now();
+    return left > 0 ? left : 0;
+  }
+
+  /** True once the scope was aborted (timeout, deadline or parent). */
+  get aborted(): boolean {
+    return this.abortReason !== undefined || (this.parent?.aborted ?? false);
+  }
+
+  /** The scope's signal, aborted when it times out, its deadline passes or its parent aborts. */
+  get signal(): AbortSignal {
+    if (this.controller) return this.controller.signal;
+    const controller = new AbortController();
+    this.controller = controller;
+    if (this.abortReason !== undefined) {
+      controller.abort(this.abortReason);
+      return controller.signal;
+    }
+    if (this.parent) {
+      const parentSignal = this.parent.signal;
+      if (parentSignal.aborted) controller.abort(parentSignal.reason);
+      else parentSignal.addEventListener('abort', () => this.abort(parentSignal.reason), { once: true });
+    }
+    if (!controller.signal.aborted && this.parent === undefined && this.deadline !== Number.POSITIVE_INFINITY) {
+      this.timer = this.clock.setTimeout(() => this.abort(new DeadlinePassed()), this.remaining());
+    }
+    return controller.signal;
+  }
+
+  /** Aborts the scope with `reason`; later calls are ignored. */
+  abort(reason: unknown): void {
+    if (this.abortReason !== undefined) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+  }
+
+  /** Releases the deadline timer of a request scope. */
+  dispose(): void {
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/** Abort reason of a request scope whose deadline passed. */
+export class DeadlinePassed extends Error {
+  constructor() {
+    super('the request deadline has passed');
+    this.name = 'DeadlinePassed';
+  }
+}
+
+/** The async-local slot holding the current {@link ResilienceContext}. */
+export const contextStorage = new AsyncLocalStorage<ResilienceContext>();
+
+/** The current request or attempt scope, if any. */
+export function currentContext(): ResilienceContext | undefined {
+  return contextStorage.getStore();
+}
+
+/**
+ * The `AbortSignal` of the current attempt (or request): aborted when the
+ * attempt's time limit or the request deadline fires. `undefined` outside
+ * any scope. Pass it to `fetch`, database drivers and the like.
+ */
+export function currentSignal(): AbortSignal | undefined {
+  return contextStorage.getStore()?.signal;
+}
+
+/** Milliseconds left for the current attempt or request; `Infinity` when no deadline applies. */
+export function remainingTime(): number {
+  const ctx = contextStorage.getStore();
+  return ctx === undefined ? Number.POSITIVE_INFINITY : ctx.remaining();
+}
+
+/**
+ * Headers that pass the remaining time to a downstream service
+ * (`{ 'x-request-deadline-ms': '1840' }`); empty when no deadline applies.
+ */
+export function deadlineHeaders(): Record<string, string> {
+  const ctx = contextStorage.getStore();
+  if (ctx === undefined || ctx.deadline === Number.POSITIVE_INFINITY) return {};
+  return { [ctx.header]: String(Math.floor(ctx.remaining())) };
+}
