@@ -1,0 +1,275 @@
+import { VirtualClock } from '../clock';
+import { DeadlinePassed, ResilienceContext, contextStorage } from '../context';
+import { BulkheadFullError, DeadlineExceededError } from '../errors';
+import { Bulkhead, BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from './bulkhead';
+import { BulkheadConfig } from './bulkhead.config';
+
+interface Outcome<T> {
+  status: 'pending' | 'fulfilled' | 'rejected';
+  value?: T;
+  error?: unknown;
+  /** Virtual time at which the promise settled. */
+  at?: number;
+}
+
+/** Records how and when a promise settled, on the virtual clock. */
+function track<T>(clock: VirtualClock, promise: Promise<T>): Outcome<T> {
+  const outcome: Outcome<T> = { status: 'pending' };
+  promise.then(
+    (value) => Object.assign(outcome, { status: 'fulfilled', value, at: clock.now() }),
+    (error: unknown) => Object.assign(outcome, { status: 'rejected', error, at: clock.now() }),
+  );
+  return outcome;
+}
+
+function sleep(clock: VirtualClock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.setTimeout(resolve, ms));
+}
+
+function bulkhead(clock: VirtualClock, config: Partial<BulkheadConfig>): Bulkhead {
+  return new Bulkhead('reports', { maxConcurrentCalls: 25, maxWaitDuration: 0, ...config }, clock);
+}
+
+describe('Bulkhead', () => {
+  let clock: VirtualClock;
+
+  beforeEach(() => {
+    clock = new VirtualClock();
+  });
+
+  it('admits 15 of 50 simultaneous calls with 5 permits and a queue of 10, rejecting 35 at once', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 5, queueCapacity: 10, maxWaitDuration: 1000 });
+    const calls = Array.from({ length: 50 }, (_, i) => track(clock, b.execute(() => sleep(clock, 100).then(() => i))));
+    await VirtualClock.settle();
+
+    const rejected = calls.filter((c) => c.status === 'rejected');
+    expect(rejected).toHaveLength(35);
+    for (const c of rejected) {
+      expect(c.at).toBe(0);
+      expect(c.error).toBeInstanceOf(BulkheadFullError);
+      expect((c.error as BulkheadFullError).reason).toBe('queue-full');
+    }
+    expect(b.metrics).toEqual({ availableConcurrentCalls: 0, maxAllowedConcurrentCalls: 5, queueDepth: 10 });
+
+    await clock.advance(300);
+    expect(calls.filter((c) => c.status === 'fulfilled')).toHaveLength(15);
+    expect(b.metrics).toEqual({ availableConcurrentCalls: 5, maxAllowedConcurrentCalls: 5, queueDepth: 0 });
+  });
+
+  it('queues up to maxConcurrentCalls callers when queueCapacity is not set', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 2, maxWaitDuration: 1000 });
+    const calls = Array.from({ length: 6 }, () => track(clock, b.execute(() => sleep(clock, 10))));
+    await VirtualClock.settle();
+    expect(calls.filter((c) => c.status === 'rejected')).toHaveLength(2);
+    expect(b.metrics.queueDepth).toBe(2);
+    await clock.advance(20);
+    expect(calls.filter((c) => c.status === 'fulfilled')).toHaveLength(4);
+  });
+
+  it('refuses at once when all permits are taken and maxWaitDuration is 0, whatever the queue capacity', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 1, queueCapacity: 10 });
+    const first = track(clock, b.execute(() => sleep(clock, 100)));
+    await expect(b.execute(() => 'never')).rejects.toMatchObject({ reason: 'queue-full', name: 'reports' });
+    expect(b.metrics.queueDepth).toBe(0);
+    await clock.advance(100);
+    expect(first.status).toBe('fulfilled');
+  });
+
+  it('gives up waiting after maxWaitDuration with a wait-timeout error that suggests retrying after that long', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 100 });
+    const holder = track(clock, b.execute(() => sleep(clock, 1000)));
+    const waiter = track(clock, b.execute(() => 'late'));
+    await clock.advance(99);
+    expect(waiter.status).toBe('pending');
+    expect(b.metrics.queueDepth).toBe(1);
+
+    await clock.advance(1);
+    expect(waiter.status).toBe('rejected');
+    const error = waiter.error as BulkheadFullError;
+    expect(error).toBeInstanceOf(BulkheadFullError);
+    expect(error.reason).toBe('wait-timeout');
+    expect(error.retryAfterMs).toBe(100);
+    expect(b.metrics).toEqual({ availableConcurrentCalls: 0, maxAllowedConcurrentCalls: 1, queueDepth: 0 });
+
+    await clock.advance(900);
+    expect(holder.status).toBe('fulfilled');
+    expect(b.metrics.availableConcurrentCalls).toBe(1);
+  });
+
+  it('hands permits to waiters in arrival order, skipping those that left', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000, queueCapacity: 5 });
+    const order: number[] = [];
+    const run = (id: number, ms: number, ctx?: ResilienceContext): Promise<void> => {
+      const call = (): Promise<void> =>
+        b.execute(async () => {
+          order.push(id);
+          await sleep(clock, ms);
+        });
+      return ctx ? contextStorage.run(ctx, call) : call();
+    };
+    const leaving = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+    const calls = [run(0, 10), run(1, 10), run(2, 10, leaving), run(3, 10), run(4, 10)].map((p) => track(clock, p));
+    await VirtualClock.settle();
+    leaving.abort(new Error('client went away'));
+    await clock.advance(100);
+
+    expect(order).toEqual([0, 1, 3, 4]);
+    expect(calls.map((c) => c.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+  });
+
+  it('releases the permit when the call rejects', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 2 });
+    await expect(b.execute(() => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    expect(b.metrics.availableConcurrentCalls).toBe(2);
+  });
+
+  it('releases the permit when the call throws synchronously', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 2 });
+    await expect(
+      b.execute(() => {
+        throw new TypeError('sync');
+      }),
+    ).rejects.toThrow(TypeError);
+    expect(b.metrics.availableConcurrentCalls).toBe(2);
+  });
+
+  it('passes a released permit straight to a waiter after a failure, and never releases twice', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
+    const failing = track(clock, b.execute(() => sleep(clock, 10).then(() => Promise.reject(new Error('boom')))));
+    const waiting = track(clock, b.execute(() => sleep(clock, 10).then(() => 'ok')));
+    await clock.advance(10);
+    expect(failing.status).toBe('rejected');
+    expect(b.metrics).toEqual({ availableConcurrentCalls: 0, maxAllowedConcurrentCalls: 1, queueDepth: 0 });
+    await clock.advance(10);
+    expect(waiting.value).toBe('ok');
+    expect(b.metrics.availableConcurrentCalls).toBe(1);
+  });
+
+  it('passes the argument to next in call()', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 1 });
+    await expect(b.call((n: number) => n * 2, 21)).resolves.toBe(42);
+  });
+
+  describe('with a request context', () => {
+    it('leaves the queue with DeadlineExceededError when the deadline comes before maxWaitDuration', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
+      const holder = track(clock, b.execute(() => sleep(clock, 500)));
+      const ctx = new ResilienceContext(clock, clock.now() + 50);
+      const waiter = track(clock, contextStorage.run(ctx, () => b.execute(() => 'late')));
+      await clock.advance(49);
+      expect(waiter.status).toBe('pending');
+
+      await clock.advance(1);
+      expect(waiter.error).toBeInstanceOf(DeadlineExceededError);
+      expect((waiter.error as DeadlineExceededError).name).toBe('reports');
+      expect(b.metrics.queueDepth).toBe(0);
+
+      await clock.advance(450);
+      expect(holder.status).toBe('fulfilled');
+      expect(b.metrics.availableConcurrentCalls).toBe(1);
+      ctx.dispose();
+    });
+
+    it('refuses at once with DeadlineExceededError when no time is left and no permit is free', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
+      void b.execute(() => sleep(clock, 100));
+      const ctx = new ResilienceContext(clock, clock.now());
+      await expect(contextStorage.run(ctx, () => b.execute(() => 'late'))).rejects.toBeInstanceOf(DeadlineExceededError);
+      expect(b.metrics.queueDepth).toBe(0);
+      await clock.advance(100);
+    });
+
+    it('leaves the queue when the context is aborted', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
+      void b.execute(() => sleep(clock, 500));
+      const ctx = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+      const waiter = track(clock, contextStorage.run(ctx, () => b.execute(() => 'late')));
+      await clock.advance(10);
+      expect(b.metrics.queueDepth).toBe(1);
+
+      ctx.abort(new Error('client went away'));
+      await VirtualClock.settle();
+      expect(waiter.status).toBe('rejected');
+      expect((waiter.error as BulkheadFullError).reason).toBe('aborted');
+      expect(waiter.at).toBe(10);
+      expect(b.metrics.queueDepth).toBe(0);
+      await clock.advance(500);
+      expect(b.metrics.availableConcurrentCalls).toBe(1);
+    });
+
+    it('maps an abort caused by the passing deadline to DeadlineExceededError', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
+      void b.execute(() => sleep(clock, 500));
+      const ctx = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+      const waiter = track(clock, contextStorage.run(ctx, () => b.execute(() => 'late')));
+      await VirtualClock.settle();
+      ctx.abort(new DeadlinePassed());
+      await VirtualClock.settle();
+      expect(waiter.error).toBeInstanceOf(DeadlineExceededError);
+      await clock.advance(500);
+    });
+
+    it('refuses at once when the context was already aborted', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
+      void b.execute(() => sleep(clock, 100));
+      const ctx = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+      ctx.abort(new Error('gone'));
+      await expect(contextStorage.run(ctx, () => b.execute(() => 'late'))).rejects.toMatchObject({ reason: 'aborted' });
+      expect(b.metrics.queueDepth).toBe(0);
+      await clock.advance(100);
+    });
+
+    it('does not create the context signal when a permit is free', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
+      const ctx = new ResilienceContext(clock, clock.now() + 1000);
+      const signal = jest.spyOn(ctx, 'signal', 'get');
+      await contextStorage.run(ctx, () => b.execute(() => 'fast'));
+      expect(signal).not.toHaveBeenCalled();
+      expect(clock.pendingTimers).toBe(0);
+    });
+  });
+
+  describe('events', () => {
+    it('reports permitted, rejected and finished calls', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 50, queueCapacity: 1 });
+      const permitted: string[] = [];
+      const rejected: BulkheadCallRejectedEvent[] = [];
+      const finished: BulkheadCallFinishedEvent[] = [];
+      b.onCallPermitted((e) => permitted.push(e.name));
+      b.onCallRejected((e) => rejected.push(e));
+      b.onCallFinished((e) => finished.push(e));
+
+      const holder = b.execute(() => sleep(clock, 200));
+      const timedOut = track(clock, b.execute(() => 'late'));
+      const refused = track(clock, b.execute(() => 'refused'));
+      await clock.advance(200);
+      await holder;
+
+      expect(timedOut.status).toBe('rejected');
+      expect(refused.status).toBe('rejected');
+      expect(permitted).toEqual(['reports']);
+      expect(rejected.map((e) => e.reason)).toEqual(['queue-full', 'wait-timeout']);
+      expect(rejected[0].error).toBeInstanceOf(BulkheadFullError);
+      expect(finished).toEqual([{ name: 'reports', durationMs: 200 }]);
+    });
+
+    it('exposes onBulkheadRejected as the same subscription as onCallRejected, with unsubscribe', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1 });
+      expect(b.onBulkheadRejected).toBe(b.onCallRejected);
+      const seen: string[] = [];
+      const unsubscribe = b.onBulkheadRejected((e) => seen.push(e.reason));
+      void b.execute(() => sleep(clock, 10));
+      await expect(b.execute(() => 1)).rejects.toBeInstanceOf(BulkheadFullError);
+      unsubscribe();
+      await expect(b.execute(() => 1)).rejects.toBeInstanceOf(BulkheadFullError);
+      expect(seen).toEqual(['queue-full']);
+      await clock.advance(10);
+    });
+  });
+
+  it('exposes its config', () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 3, maxWaitDuration: 20, queueCapacity: 4 });
+    expect(b.config).toEqual({ maxConcurrentCalls: 3, maxWaitDuration: 20, queueCapacity: 4 });
+    expect(b.name).toBe('reports');
+  });
+});

@@ -1,0 +1,234 @@
+import { Clock, TimerHandle } from '../clock';
+import { DeadlinePassed, currentContext } from '../context';
+import { BulkheadFullError, DeadlineExceededError } from '../errors';
+import { EventStream, EventSubscriber } from '../events';
+import { Policy, invokeThunk } from '../policy';
+import { BulkheadConfig } from './bulkhead.config';
+
+/** A point-in-time view of a bulkhead's permits and queue. */
+export interface BulkheadMetrics {
+  /** Permits free right now. */
+  readonly availableConcurrentCalls: number;
+  /** The configured `maxConcurrentCalls`. */
+  readonly maxAllowedConcurrentCalls: number;
+  /** Calls waiting for a permit. */
+  readonly queueDepth: number;
+}
+
+/** A call received a permit (at once or after waiting). */
+export interface BulkheadCallPermittedEvent {
+  readonly name: string;
+}
+
+/**
+ * A call left the bulkhead without a permit: `queue-full`, `wait-timeout`,
+ * `aborted` (its signal fired) or `deadline` (the request ran out of time).
+ */
+export interface BulkheadCallRejectedEvent {
+  readonly name: string;
+  readonly reason: BulkheadFullError['reason'] | 'deadline';
+  readonly error: BulkheadFullError | DeadlineExceededError;
+}
+
+/** A permitted call finished (either way) and gave its permit back. */
+export interface BulkheadCallFinishedEvent {
+  readonly name: string;
+  /** How long the call held its permit, in ms. */
+  readonly durationMs: number;
+}
+
+interface Waiter {
+  prev: Waiter | undefined;
+  next: Waiter | undefined;
+  queued: boolean;
+  grant: () => void;
+  fail: (error: unknown) => void;
+  timer: TimerHandle;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+/**
+ * A semaphore bulkhead with a bounded, FIFO wait queue: at most
+ * `maxConcurrentCalls` calls run at once, at most `queueCapacity` wait for a
+ * permit, each for at most `maxWaitDuration` (and never past the request
+ * deadline). Everyone else gets {@link BulkheadFullError} at once.
+ */
+export class Bulkhead implements Policy {
+  private readonly permittedEvents = new EventStream<BulkheadCallPermittedEvent>();
+  private readonly rejectedEvents = new EventStream<BulkheadCallRejectedEvent>();
+  private readonly finishedEvents = new EventStream<BulkheadCallFinishedEvent>();
+
+  /** Fires when a call gets a permit. */
+  readonly onCallPermitted: EventSubscriber<BulkheadCallPermittedEvent> = this.permittedEvents.subscribe;
+  /** Fires when a call is refused or leaves the queue without a permit. */
+  readonly onCallRejected: EventSubscriber<BulkheadCallRejectedEvent> = this.rejectedEvents.subscribe;
+  /** Same as {@link Bulkhead.onCallRejected}, under the registry's name for it. */
+  readonly onBulkheadRejected: EventSubscriber<BulkheadCallRejectedEvent> = this.onCallRejected;
+  /** Fires when a permitted call finishes and releases its permit. */
+  readonly onCallFinished: EventSubscriber<BulkheadCallFinishedEvent> = this.finishedEvents.subscribe;
+
+  private readonly settings: Readonly<BulkheadConfig>;
+  private readonly queueCapacity: number;
+  private readonly retryAfterMs: number | undefined;
+  private readonly permittedEvent: BulkheadCallPermittedEvent;
+  private available: number;
+  private head: Waiter | undefined;
+  private tail: Waiter | undefined;
+  private depth = 0;
+
+  /**
+   * @param name the instance name, carried by its errors and events
+   * @param config resolved settings (durations in ms)
+   * @param clock the source of time for wait limits
+   */
+  constructor(
+    readonly name: string,
+    config: BulkheadConfig,
+    private readonly clock: Clock,
+  ) {
+    this.settings = Object.freeze({ ...config });
+    this.available = config.maxConcurrentCalls;
+    this.queueCapacity = config.maxWaitDuration > 0 ? (config.queueCapacity ?? config.maxConcurrentCalls) : 0;
+    // Every current waiter is served or gone within maxWaitDuration, so that is when room is likely again.
+    this.retryAfterMs = config.maxWaitDuration > 0 ? config.maxWaitDuration : undefined;
+    this.permittedEvent = Object.freeze({ name });
+  }
+
+  /** The settings this bulkhead runs with. */
+  get config(): Readonly<BulkheadConfig> {
+    return this.settings;
+  }
+
+  /** Free permits, the permit limit and the number of waiting calls. */
+  get metrics(): BulkheadMetrics {
+    return {
+      availableConcurrentCalls: this.available,
+      maxAllowedConcurrentCalls: this.settings.maxConcurrentCalls,
+      queueDepth: this.depth,
+    };
+  }
+
+  /** Runs `fn` once a permit is free; rejects with {@link BulkheadFullError} when none is. */
+  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
+    return this.call(invokeThunk, fn);
+  }
+
+  /**
+   * Runs `next(arg)` holding a permit, waiting in the queue when all are
+   * taken. The permit is released however the call ends.
+   */
+  async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    // A free permit implies an empty queue: release() hands permits to waiters first.
+    if (this.available > 0) this.available--;
+    else await this.enqueue();
+    if (this.permittedEvents.active) this.permittedEvents.emit(this.permittedEvent);
+    const started = this.finishedEvents.active ? this.clock.now() : undefined;
+    try {
+      return await next(arg);
+    } finally {
+      this.release();
+      if (started !== undefined && this.finishedEvents.active) {
+        this.finishedEvents.emit({ name: this.name, durationMs: this.clock.now() - started });
+      }
+    }
+  }
+
+  private enqueue(): Promise<void> {
+    if (this.depth >= this.queueCapacity) {
+      throw this.rejected(new BulkheadFullError(this.name, 'queue-full', this.retryAfterMs));
+    }
+    let limit = this.settings.maxWaitDuration;
+    let deadlineFirst = false;
+    let signal: AbortSignal | undefined;
+    const ctx = currentContext();
+    if (ctx !== undefined) {
+      const remaining = ctx.remaining();
+      if (remaining === 0) throw this.rejected(this.deadlineError());
+      if (remaining <= limit) {
+        limit = remaining;
+        deadlineFirst = true;
+      }
+      // Only a call that has to wait pays for creating the scope's signal.
+      signal = ctx.signal;
+      if (signal.aborted) throw this.rejected(this.abortError(signal.reason));
+    }
+    return new Promise<void>((grant, fail) => {
+      const waiter: Waiter = {
+        prev: this.tail,
+        next: undefined,
+        queued: true,
+        grant,
+        fail,
+        timer: undefined,
+        signal,
+        onAbort: undefined,
+      };
+      if (this.tail === undefined) this.head = waiter;
+      else this.tail.next = waiter;
+      this.tail = waiter;
+      this.depth++;
+      waiter.timer = this.clock.setTimeout(() => this.expire(waiter, deadlineFirst), limit);
+      if (signal !== undefined) {
+        const onAbort = (): void => {
+          if (waiter.queued) this.leave(waiter, this.abortError(signal.reason));
+        };
+        waiter.onAbort = onAbort;
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+    });
+  }
+
+  private release(): void {
+    const waiter = this.head;
+    if (waiter === undefined) {
+      this.available++;
+      return;
+    }
+    this.unlink(waiter);
+    waiter.grant();
+  }
+
+  private expire(waiter: Waiter, deadlineFirst: boolean): void {
+    if (!waiter.queued) return;
+    this.leave(
+      waiter,
+      deadlineFirst ? this.deadlineError() : new BulkheadFullError(this.name, 'wait-timeout', this.retryAfterMs),
+    );
+  }
+
+  private leave(waiter: Waiter, error: BulkheadFullError | DeadlineExceededError): void {
+    this.unlink(waiter);
+    waiter.fail(this.rejected(error));
+  }
+
+  private unlink(waiter: Waiter): void {
+    waiter.queued = false;
+    if (waiter.prev === undefined) this.head = waiter.next;
+    else waiter.prev.next = waiter.next;
+    if (waiter.next === undefined) this.tail = waiter.prev;
+    else waiter.next.prev = waiter.prev;
+    waiter.prev = waiter.next = undefined;
+    this.depth--;
+    this.clock.clearTimeout(waiter.timer);
+    if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+  }
+
+  private abortError(reason: unknown): BulkheadFullError | DeadlineExceededError {
+    return reason instanceof DeadlinePassed
+      ? this.deadlineError()
+      : new BulkheadFullError(this.name, 'aborted', this.retryAfterMs);
+  }
+
+  private deadlineError(): DeadlineExceededError {
+    return new DeadlineExceededError(this.name, 'no bulkhead permit became free before the deadline');
+  }
+
+  private rejected<E extends BulkheadFullError | DeadlineExceededError>(error: E): E {
+    if (this.rejectedEvents.active) {
+      const reason = error instanceof BulkheadFullError ? error.reason : 'deadline';
+      this.rejectedEvents.emit({ name: this.name, reason, error });
+    }
+    return error;
+  }
+}
