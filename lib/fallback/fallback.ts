@@ -1,0 +1,100 @@
+import { ErrorClass } from '../error-matcher';
+import { EventStream, EventSubscriber } from '../events';
+import { Policy } from '../policy';
+import { DUPLICATE_FALLBACK } from './fallback.messages';
+
+/**
+ * One `@Fallback` entry: the error classes it handles and the handler that
+ * answers instead. The handler gets the method's original arguments and
+ * the error; it may return a value (or a promise) or throw.
+ */
+export interface FallbackHandlerSpec {
+  readonly errors: readonly ErrorClass[];
+  readonly handler: (args: unknown[], error: unknown) => unknown;
+}
+
+/** A fallback answered instead of the method. */
+export interface FallbackEvent {
+  /** The fallback policy's name (usually the method it guards). */
+  readonly name: string;
+  /** The declared class whose handler ran, i.e. the kind of fallback. */
+  readonly errorClass: ErrorClass;
+  /** The error the method failed with. */
+  readonly error: unknown;
+}
+
+interface Choice {
+  readonly errorClass: ErrorClass;
+  readonly handler: FallbackHandlerSpec['handler'];
+}
+
+/**
+ * Typed fallbacks: when the call fails, the handler declared for the most
+ * specific ancestor class of the error answers instead; an error no handler
+ * declares is rethrown unchanged, as is any thrown non-object.
+ */
+export class FallbackPolicy implements Policy {
+  private readonly events = new EventStream<FallbackEvent>();
+
+  /** Fires each time a handler is chosen, before it runs. */
+  readonly onFallback: EventSubscriber<FallbackEvent> = this.events.subscribe;
+
+  private readonly declared = new Map<unknown, Choice>();
+  // Keyed by prototype: one entry per thrown class, and it lets classes made at run time be collected.
+  private readonly resolved = new WeakMap<object, Choice | null>();
+
+  /**
+   * @param name the name used in events and metrics
+   * @param specs the `@Fallback` entries of one method, in any order
+   * @throws Error when two entries name the same error class
+   */
+  constructor(
+    readonly name: string,
+    specs: readonly FallbackHandlerSpec[],
+  ) {
+    for (const { errors, handler } of specs) {
+      for (const errorClass of errors) {
+        if (this.declared.has(errorClass)) throw new Error(DUPLICATE_FALLBACK(name, errorClass.name));
+        this.declared.set(errorClass, { errorClass, handler });
+      }
+    }
+  }
+
+  /**
+   * Runs `next(args)`; on an error with a matching handler, returns what the
+   * handler returns. `args` is the method's argument array, passed on to the
+   * handler as given.
+   */
+  async call<A, R>(next: (arg: A) => R | PromiseLike<R>, args: A): Promise<R> {
+    try {
+      return await next(args);
+    } catch (error) {
+      const choice = this.choose(error);
+      if (choice === undefined) throw error;
+      if (this.events.active) this.events.emit({ name: this.name, errorClass: choice.errorClass, error });
+      return (await choice.handler(args as unknown as unknown[], error)) as R;
+    }
+  }
+
+  private choose(error: unknown): Choice | undefined {
+    if (error === null || (typeof error !== 'object' && typeof error !== 'function')) return undefined;
+    const proto = Object.getPrototypeOf(error) as object | null;
+    if (proto === null) return undefined;
+    let choice = this.resolved.get(proto);
+    if (choice === undefined) {
+      choice = this.closest(proto);
+      this.resolved.set(proto, choice);
+    }
+    return choice ?? undefined;
+  }
+
+  /** Walks from the thrown class towards `Object`; the first class with a handler is the most specific. */
+  private closest(proto: object): Choice | null {
+    for (let p: object | null = proto; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+      if (!Object.prototype.hasOwnProperty.call(p, 'constructor')) continue;
+      const choice = this.declared.get((p as { constructor: unknown }).constructor);
+      if (choice !== undefined) return choice;
+    }
+    return null;
+  }
+}
