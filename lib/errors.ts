@@ -8,7 +8,7 @@ export abstract class ResilienceError extends Error {
   abstract readonly code: string;
 
   /** @param instanceName the policy instance that raised the error. */
-  protected constructor(
+  constructor(
     instanceName: string,
     message: string,
     options?: { cause?: unknown },

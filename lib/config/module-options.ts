@@ -1,0 +1,55 @@
+import { Clock } from '../clock';
+import { BulkheadConfigInput } from '../bulkhead/bulkhead.config';
+import { CircuitBreakerConfigInput } from '../circuit-breaker/circuit-breaker.config';
+import { RetryConfigInput } from '../retry/retry.config';
+import { TimeLimiterConfigInput } from '../time-limiter/time-limiter.config';
+import { Duration } from './duration';
+import { PolicySection } from './schema';
+
+/** The policies a method pipeline is composed of, in the default order (outermost first). */
+export const DEFAULT_ORDER = [
+  'idempotent',
+  'fallback',
+  'retry',
+  'circuitBreaker',
+  'rateLimiter',
+  'timeLimiter',
+  'bulkhead',
+] as const;
+
+/** One layer of a method pipeline. */
+export type PolicyKind = (typeof DEFAULT_ORDER)[number];
+
+/** How inbound deadlines are read. */
+export interface DeadlineOptions {
+  /** Header carrying the remaining time in ms. Default `x-request-deadline-ms`. */
+  header?: string;
+  /** Budget given to a request that carries no (valid) deadline header. Default: none. */
+  defaultBudget?: Duration;
+  /** Upper bound on a budget asked for by a header. Default: none. */
+  maxBudget?: Duration;
+}
+
+/**
+ * Options of `ResilienceModule.forRoot`. Each policy section is shaped like
+ * Resilience4j's Spring Boot config (`configs` + `instances`); keys may be
+ * camelCase or kebab-case and section names may use Resilience4j's spelling
+ * (`circuitbreaker`, `timelimiter`), so the `resilience4j:` block of an
+ * `application.yml` can be passed as it is.
+ */
+export interface ResilienceModuleOptions {
+  /** A decorator naming an undeclared instance fails bootstrap. Default false. */
+  strict?: boolean;
+  /** Time and timers for every policy; inject a `VirtualClock` in tests. */
+  clock?: Clock;
+  /** Uniform [0, 1) source for jitter; inject a seeded one in tests. */
+  random?: () => number;
+  /** Pipeline order, outermost first; must list every layer once. */
+  order?: readonly PolicyKind[];
+  /** Inbound deadline handling. */
+  deadline?: DeadlineOptions;
+  retry?: PolicySection<RetryConfigInput>;
+  circuitBreaker?: PolicySection<CircuitBreakerConfigInput>;
+  bulkhead?: PolicySection<BulkheadConfigInput>;
+  timeLimiter?: PolicySection<TimeLimiterConfigInput>;
+}

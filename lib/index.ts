@@ -1,0 +1,36 @@
+export * from './clock';
+export * from './errors';
+export { EventStream } from './events';
+export type { EventSubscriber, Unsubscribe } from './events';
+export { ErrorMatcher } from './error-matcher';
+export type { ErrorClass, ErrorClassOrName } from './error-matcher';
+export { parseDuration } from './config/duration';
+export type { Duration } from './config/duration';
+export type { PolicySection } from './config/schema';
+export { DEFAULT_ORDER } from './config/module-options';
+export type { DeadlineOptions, PolicyKind, ResilienceModuleOptions } from './config/module-options';
+export {
+  currentContext,
+  currentSignal,
+  deadlineHeaders,
+  remainingTime,
+  ResilienceContext,
+  DEFAULT_DEADLINE_HEADER,
+} from './context';
+export type { Policy } from './policy';
+export { ResilienceModule } from './resilience.module';
+export { RESILIENCE_MODULE_OPTIONS } from './resilience.module-definition';
+export { ResilienceRegistry } from './resilience.registry';
+export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './resilience.registry';
+export { DeadlineInterceptor } from './deadline.interceptor';
+export { RETRY_SCHEMA } from './retry/retry.config';
+export type { JitterKind, RetryBudgetConfig, RetryConfig, RetryConfigInput } from './retry/retry.config';
+export { RetryPolicy } from './retry/retry';
+export type { RetryEvent, RetryMetrics, RetryOutcomeEvent, RetryStopReason, RetryStoppedEvent } from './retry/retry';
+export { RetryBudget } from './retry/retry-budget';
+export { Retry } from './retry/retry.decorator';
+export { TIME_LIMITER_SCHEMA } from './time-limiter/time-limiter.config';
+export type { TimeLimiterConfig, TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
+export { TimeLimiter } from './time-limiter/time-limiter';
+export type { TimeLimiterEvent } from './time-limiter/time-limiter';
+export { Timeout } from './time-limiter/timeout.decorator';

@@ -1,0 +1,102 @@
+import { DECORATOR_BAD_NAME, DECORATOR_ON_NON_METHOD, DECORATOR_TWICE, CALLED_BEFORE_BOOTSTRAP } from './resilience.messages';
+import { RESILIENCE_LAYERS } from './resilience.constants';
+import { PolicyKind } from './config/module-options';
+import { Logger } from '@nestjs/common';
+
+/** One layer declared by a decorator on a method. */
+export interface LayerSpec {
+  readonly kind: PolicyKind;
+  /** Instance name (named policies). */
+  readonly name?: string;
+  /** Per-method overrides of the named instance's settings. */
+  readonly overrides?: object;
+  /** Decorator-specific payload (fallback handlers, idempotency options). */
+  readonly options?: unknown;
+  /** The decorator as written, for messages. */
+  readonly decorator: string;
+}
+
+/** What the trampoline needs to find its pipeline and the original method. */
+export interface TrampolineInfo {
+  readonly original: (...args: unknown[]) => unknown;
+  /** Per-instance slot where the explorer stores the composed pipeline. */
+  readonly slot: symbol;
+  /** `Class.method`, for messages. */
+  readonly target: string;
+}
+
+const TRAMPOLINE = Symbol('resilience4nest:trampoline');
+const logger = new Logger('ResilienceModule');
+
+/** The composed pipeline stored on an instance: takes the call's argument array. */
+export type Pipeline = (args: unknown[]) => Promise<unknown>;
+
+function describeTarget(target: object, key: string | symbol): string {
+  const owner = typeof target === 'function' ? target.name : target.constructor?.name;
+  return `${owner ?? 'anonymous'}.${String(key)}`;
+}
+
+/**
+ * Replaces a method with a stable trampoline (once per method) and records
+ * `layer` on it. The trampoline keeps the method's `name`, links to the
+ * original as prototype and carries its metadata, so `@Get`, guards and
+ * Swagger metadata written above or below still resolve.
+ */
+export function addLayer(
+  target: object,
+  key: string | symbol | undefined,
+  descriptor: PropertyDescriptor | undefined,
+  layer: LayerSpec,
+): void {
+  const place = key === undefined ? describeTarget(target, '(class)') : describeTarget(target, key);
+  if (key === undefined || descriptor === undefined || typeof descriptor.value !== 'function') {
+    throw new TypeError(DECORATOR_ON_NON_METHOD(layer.decorator, place));
+  }
+  if (layer.name !== undefined && (typeof layer.name !== 'string' || layer.name.trim() === '')) {
+    throw new TypeError(DECORATOR_BAD_NAME(layer.decorator, place, layer.name));
+  }
+  const trampoline = ensureTrampoline(descriptor, place);
+  const layers: LayerSpec[] = Reflect.getOwnMetadata(RESILIENCE_LAYERS, trampoline) ?? [];
+  if (layer.kind !== 'fallback' && layers.some((l) => l.kind === layer.kind)) {
+    throw new TypeError(DECORATOR_TWICE(layer.decorator, place));
+  }
+  Reflect.defineMetadata(RESILIENCE_LAYERS, [...layers, layer], trampoline);
+}
+
+function ensureTrampoline(descriptor: PropertyDescriptor, target: string): (...args: unknown[]) => unknown {
+  const current = descriptor.value as ((...args: unknown[]) => unknown) & { [TRAMPOLINE]?: TrampolineInfo };
+  if (current[TRAMPOLINE] !== undefined) return current;
+  const original = current;
+  const slot = Symbol(`resilience4nest:${target}`);
+  let warned = false;
+  const trampoline = function (this: Record<symbol, Pipeline> | undefined, ...args: unknown[]): unknown {
+    const pipeline = this?.[slot];
+    if (pipeline !== undefined) return pipeline(args);
+    if (!warned) {
+      warned = true;
+      logger.warn(CALLED_BEFORE_BOOTSTRAP(target));
+    }
+    return original.apply(this, args);
+  };
+  Object.defineProperty(trampoline, 'name', { value: original.name, configurable: true });
+  Object.setPrototypeOf(trampoline, original);
+  for (const metaKey of Reflect.getOwnMetadataKeys(original)) {
+    Reflect.defineMetadata(metaKey, Reflect.getOwnMetadata(metaKey, original), trampoline);
+  }
+  Object.defineProperty(trampoline, TRAMPOLINE, { value: { original, slot, target } satisfies TrampolineInfo });
+  descriptor.value = trampoline;
+  return trampoline;
+}
+
+/** Reads the resilience metadata of a method; every lookup goes through here. */
+export class ResilienceMetadataAccessor {
+  /** The trampoline info, or `undefined` when the method has no resilience decorator. */
+  trampoline(method: unknown): TrampolineInfo | undefined {
+    return typeof method === 'function' ? (method as { [TRAMPOLINE]?: TrampolineInfo })[TRAMPOLINE] : undefined;
+  }
+
+  /** The layers declared on the method, in declaration order. */
+  layers(method: unknown): readonly LayerSpec[] {
+    return typeof method === 'function' ? (Reflect.getOwnMetadata(RESILIENCE_LAYERS, method) ?? []) : [];
+  }
+}

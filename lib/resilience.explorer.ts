@@ -1,0 +1,81 @@
+import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { overridePlace } from './config/config.messages';
+import { LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
+import { Policy } from './policy';
+import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
+import { REQUEST_SCOPED } from './resilience.messages';
+
+type Next = (args: unknown[]) => unknown;
+
+/**
+ * Finds every decorated method of providers and controllers at
+ * `onModuleInit` and stores its composed pipeline on the instance, where
+ * the method's trampoline picks it up.
+ */
+@Injectable()
+export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
+  private readonly accessor = new ResilienceMetadataAccessor();
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly registry: ResilienceRegistry,
+  ) {}
+
+  onModuleInit(): void {
+    const seen = new Set<object>();
+    for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
+      this.explore(wrapper, seen);
+    }
+  }
+
+  onModuleDestroy(): void {
+    this.registry.dispose();
+  }
+
+  private explore(wrapper: InstanceWrapper, seen: Set<object>): void {
+    const instance: unknown = wrapper.instance;
+    if (!instance || typeof instance !== 'object' || seen.has(instance)) return;
+    seen.add(instance);
+    const prototype = Object.getPrototypeOf(instance);
+    if (!prototype || prototype === Object.prototype) return;
+    for (const methodName of this.scanner.getAllMethodNames(prototype)) {
+      const method = prototype[methodName];
+      const info = this.accessor.trampoline(method);
+      if (info === undefined) continue;
+      if (!wrapper.isDependencyTreeStatic()) {
+        this.registry.warnOnce(REQUEST_SCOPED(info.target));
+        continue;
+      }
+      const pipeline = this.compose(instance, info, this.accessor.layers(method));
+      Object.defineProperty(instance, info.slot, { value: pipeline, configurable: true });
+    }
+  }
+
+  private compose(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): Pipeline {
+    const order = this.registry.options.order;
+    const sorted = [...layers].sort((a, b) => order.indexOf(b.kind) - order.indexOf(a.kind));
+    const original = info.original;
+    let next: Next = (args) => original.apply(instance, args);
+    for (const layer of sorted) {
+      const policy = this.policyFor(layer, info);
+      const inner = next;
+      next = (args) => policy.call(inner, args);
+    }
+    return next as Pipeline;
+  }
+
+  private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {
+    const kind = layer.kind as RegistryPolicy;
+    const where = `@${layer.decorator} on ${info.target}`;
+    if (layer.name === undefined) {
+      return this.registry.derive(kind, info.target, layer.overrides ?? {}, overridePlace(kind, layer.decorator, info.target, info.target), where, true);
+    }
+    if (layer.overrides !== undefined) {
+      return this.registry.derive(kind, layer.name, layer.overrides, overridePlace(kind, layer.decorator, layer.name, info.target), where);
+    }
+    return this.registry.get(kind, layer.name, where);
+  }
+}

@@ -1,0 +1,22 @@
+import { PREFIX } from './config/config.messages';
+
+export const DECORATOR_ON_NON_METHOD = (decorator: string, target: string): string =>
+  `${PREFIX}: @${decorator} can only decorate a method, but was applied to ${target}`;
+
+export const DECORATOR_BAD_NAME = (decorator: string, target: string, value: unknown): string =>
+  `${PREFIX}: @${decorator} on ${target} needs an instance name (a non-empty string), got ${JSON.stringify(value)}`;
+
+export const DECORATOR_TWICE = (decorator: string, target: string): string =>
+  `${PREFIX}: @${decorator} appears twice on ${target}; a method has one ${decorator} layer`;
+
+export const CALLED_BEFORE_BOOTSTRAP = (target: string): string =>
+  `${PREFIX}: ${target} was called before the resilience pipeline was built (before onModuleInit, or on an instance Nest did not create); it ran unprotected`;
+
+export const REQUEST_SCOPED = (target: string): string =>
+  `${PREFIX}: ${target} is request-scoped; its resilience decorators are not applied (move the protected calls to a singleton provider)`;
+
+export const INVALID_DEADLINE_HEADER = (header: string, value: string): string =>
+  `${PREFIX}: ignored header '${header}' with value ${JSON.stringify(value.slice(0, 40))}: expected a non-negative integer of milliseconds; the default budget applies`;
+
+export const FALLBACK_HANDLER_MISSING = (target: string, handler: string): string =>
+  `${PREFIX}: @Fallback on ${target} names handler '${handler}', which is not a method of the class`;

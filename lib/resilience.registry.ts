@@ -1,0 +1,153 @@
+import { Clock } from './clock';
+import { UNKNOWN_INSTANCE } from './config/config.messages';
+import { ResilienceModuleOptions } from './config/module-options';
+import { InstancePolicy, POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './config/resolve-options';
+import { applyOverrides } from './config/schema';
+import { EventStream } from './events';
+import { RetryPolicy } from './retry/retry';
+import { TimeLimiter } from './time-limiter/time-limiter';
+
+/** The instance classes, by policy. */
+export interface PolicyInstances {
+  retry: RetryPolicy;
+  timeLimiter: TimeLimiter;
+}
+
+/** A policy whose instances the registry creates. */
+export type RegistryPolicy = keyof PolicyInstances;
+
+/** Announced whenever the registry creates an instance (at bootstrap or later). */
+export interface InstanceCreatedEvent<P extends RegistryPolicy = RegistryPolicy> {
+  readonly policy: P;
+  readonly name: string;
+  readonly instance: PolicyInstances[P];
+  /** True for a method's private instance made from decorator overrides. */
+  readonly derived: boolean;
+}
+
+type Factory<P extends RegistryPolicy> = (name: string, config: PolicyConfigs[P], registry: ResilienceRegistry) => PolicyInstances[P];
+
+const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
+  retry: (name, config, registry) => new RetryPolicy(name, config, registry.clock, registry.random),
+  timeLimiter: (name, config, registry) => new TimeLimiter(name, config, registry.clock),
+};
+
+/**
+ * Holds every named policy instance of one application. Injectable in Nest
+ * (`ResilienceRegistry`), and usable without Nest: `new ResilienceRegistry(options)`.
+ * An instance not declared in the options is created from `configs.default`.
+ */
+export class ResilienceRegistry {
+  /** The validated options. */
+  readonly options: ResolvedOptions;
+  private readonly instances: { [P in RegistryPolicy]: Map<string, PolicyInstances[P]> } = {
+    retry: new Map(),
+    timeLimiter: new Map(),
+  };
+  private readonly derived: InstanceCreatedEvent[] = [];
+  private readonly createdStream = new EventStream<InstanceCreatedEvent>();
+  private readonly warned = new Set<string>();
+
+  /** Every instance created from now on (subscribe, then read {@link ResilienceRegistry.all} for the earlier ones). */
+  readonly onInstanceCreated = this.createdStream.subscribe;
+
+  /**
+   * @param options module options; validated here, so a bad value throws
+   * @param warn receives each one-time warning (unsupported Resilience4j properties)
+   */
+  constructor(options: ResilienceModuleOptions = {}, warn: (message: string) => void = () => undefined) {
+    this.warn = warn;
+    this.options = resolveOptions(options, (m) => this.warnOnce(m));
+  }
+
+  private readonly warn: (message: string) => void;
+
+  /** The clock every policy of this registry uses. */
+  get clock(): Clock {
+    return this.options.clock;
+  }
+
+  /** The random source used for jitter. */
+  get random(): () => number {
+    return this.options.random;
+  }
+
+  /** The retry instance `name`. */
+  retry(name: string): RetryPolicy {
+    return this.get('retry', name);
+  }
+
+  /** The time limiter instance `name`. */
+  timeLimiter(name: string): TimeLimiter {
+    return this.get('timeLimiter', name);
+  }
+
+  /** True when `name` is declared under `instances` of the policy's section. */
+  isDeclared(policy: InstancePolicy, name: string): boolean {
+    return this.options.sections[policy].instances.has(name);
+  }
+
+  /** Every instance of `policy` created so far. */
+  all<P extends RegistryPolicy>(policy: P): PolicyInstances[P][] {
+    return [...this.instances[policy].values()];
+  }
+
+  /**
+   * The named instance of `policy`, created on first use. In strict mode an
+   * undeclared name throws, naming `where` it was asked for.
+   */
+  get<P extends RegistryPolicy>(policy: P, name: string, where = 'ResilienceRegistry'): PolicyInstances[P] {
+    const map = this.instances[policy] as Map<string, PolicyInstances[P]>;
+    const existing = map.get(name);
+    if (existing !== undefined) return existing;
+    const section = this.options.sections[policy];
+    const declared = section.instances.get(name);
+    if (declared === undefined && this.options.strict) throw new Error(UNKNOWN_INSTANCE(policy, name, where));
+    const instance = (FACTORIES[policy] as Factory<P>)(name, (declared ?? section.defaultConfig) as PolicyConfigs[P], this);
+    map.set(name, instance);
+    if (this.createdStream.active) this.createdStream.emit({ policy, name, instance, derived: false } as InstanceCreatedEvent);
+    return instance;
+  }
+
+  /**
+   * A private instance for one decorated method: the named instance's config
+   * with `overrides` applied (validated like any config, errors naming `place`).
+   * An `anonymous` instance (e.g. `@Timeout(250)`) starts from `configs.default`.
+   */
+  derive<P extends RegistryPolicy>(
+    policy: P,
+    name: string,
+    overrides: object,
+    place: string,
+    where: string,
+    anonymous = false,
+  ): PolicyInstances[P] {
+    const section = this.options.sections[policy];
+    const declared = anonymous ? undefined : section.instances.get(name);
+    if (declared === undefined && !anonymous && this.options.strict) throw new Error(UNKNOWN_INSTANCE(policy, name, where));
+    const base = (declared ?? section.defaultConfig) as PolicyConfigs[P];
+    const config = applyOverrides(POLICY_SCHEMAS[policy], base, overrides, place, (m) => this.warnOnce(m));
+    const instance = (FACTORIES[policy] as Factory<P>)(name, config, this);
+    this.derived.push({ policy, name, instance, derived: true } as InstanceCreatedEvent);
+    if (this.createdStream.active) this.createdStream.emit(this.derived[this.derived.length - 1]);
+    return instance;
+  }
+
+  /** The private instances made from decorator overrides. */
+  get derivedInstances(): readonly InstanceCreatedEvent[] {
+    return this.derived;
+  }
+
+  /** Releases timers held by the instances (on application shutdown). */
+  dispose(): void {
+    for (const limiter of this.instances.timeLimiter.values()) limiter.dispose();
+    for (const entry of this.derived) if (entry.instance instanceof TimeLimiter) entry.instance.dispose();
+  }
+
+  /** Logs `message` once for this registry. */
+  warnOnce(message: string): void {
+    if (this.warned.has(message)) return;
+    this.warned.add(message);
+    this.warn(message);
+  }
+}

@@ -1,0 +1,198 @@
+import { Clock, TimerHandle } from '../clock';
+import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
+import { DeadlineExceededError, TimeoutExceededError } from '../errors';
+import { EventStream } from '../events';
+import { invokeThunk, Policy } from '../policy';
+import { TimeLimiterConfig } from './time-limiter.config';
+
+/** The outcome of one time-limited call. */
+export interface TimeLimiterEvent {
+  readonly name: string;
+  readonly kind: 'successful' | 'failed' | 'timeout';
+  readonly error?: unknown;
+}
+
+/**
+ * Bounds each call by `min(timeoutDuration, remaining request deadline)`.
+ * The call runs in its own context, so `currentSignal()` inside it is the
+ * attempt's signal, aborted on timeout when `cancelRunningFuture` is true.
+ *
+ * Calls limited by `timeoutDuration` alone expire in the order they start,
+ * so they share one timer over a FIFO queue instead of arming a timer each;
+ * only calls cut short by a request deadline get a timer of their own.
+ */
+export class TimeLimiter implements Policy {
+  private readonly successStream = new EventStream<TimeLimiterEvent>();
+  private readonly errorStream = new EventStream<TimeLimiterEvent>();
+  private readonly timeoutStream = new EventStream<TimeLimiterEvent>();
+  private queue: TimedAttempt<unknown, unknown>[] = [];
+  private head = 0;
+  private queueTimer: TimerHandle | undefined;
+
+  /** A call finished in time. */
+  readonly onSuccess = this.successStream.subscribe;
+  /** A call failed in time. */
+  readonly onError = this.errorStream.subscribe;
+  /** A call ran out of time (its own limit or the deadline). */
+  readonly onTimeout = this.timeoutStream.subscribe;
+
+  /**
+   * @param name instance name
+   * @param config resolved settings
+   * @param clock time source (also used by its attempts)
+   */
+  constructor(
+    readonly name: string,
+    readonly config: TimeLimiterConfig,
+    readonly clock: Clock,
+  ) {}
+
+  /** Runs `fn` within the time limit. */
+  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
+    return this.call(invokeThunk, fn) as Promise<R>;
+  }
+
+  /** Runs `next(arg)` within the time limit. */
+  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    const parent = contextStorage.getStore();
+    const now = this.clock.now();
+    let limit = this.config.timeoutDuration;
+    let byDeadline = false;
+    if (parent !== undefined && parent.deadline !== Number.POSITIVE_INFINITY) {
+      const left = parent.deadline - now;
+      if (left <= 0 || parent.aborted) return Promise.reject(this.timedOut(true, limit));
+      if (left < limit) {
+        limit = left;
+        byDeadline = true;
+      }
+    }
+    const scope = new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, parent?.request);
+    const attempt = new TimedAttempt<A, R>(this, scope, limit, byDeadline);
+    if (byDeadline) {
+      attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
+    } else {
+      this.queue.push(attempt as TimedAttempt<unknown, unknown>);
+      if (this.queueTimer === undefined) this.queueTimer = this.clock.setTimeout(this.onQueueTimer, limit);
+    }
+    return attempt.start(next, arg);
+  }
+
+  /** Cancels the shared timer (on shutdown); pending calls keep their outcome. */
+  dispose(): void {
+    if (this.queueTimer !== undefined) this.clock.clearTimeout(this.queueTimer);
+    this.queueTimer = undefined;
+  }
+
+  private readonly onQueueTimer = (): void => {
+    this.queueTimer = undefined;
+    const now = this.clock.now();
+    const queue = this.queue;
+    while (this.head < queue.length) {
+      const attempt = queue[this.head];
+      if (!attempt.settled && attempt.scope.deadline > now) break;
+      this.head++;
+      if (!attempt.settled) attempt.expire();
+    }
+    this.compact();
+    if (this.head < queue.length) {
+      this.queueTimer = this.clock.setTimeout(this.onQueueTimer, queue[this.head].scope.deadline - now);
+    }
+  };
+
+  /** @internal Drops settled attempts from the front of the queue. */
+  settled(): void {
+    const queue = this.queue;
+    while (this.head < queue.length && queue[this.head].settled) this.head++;
+    this.compact();
+  }
+
+  private compact(): void {
+    if (this.head === this.queue.length) {
+      this.queue.length = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /** @internal */
+  timedOut(byDeadline: boolean, limit: number): Error {
+    const error = byDeadline
+      ? new DeadlineExceededError(this.name, `no time left within the request deadline`)
+      : new TimeoutExceededError(this.name, limit);
+    if (this.timeoutStream.active) this.timeoutStream.emit({ name: this.name, kind: 'timeout', error });
+    return error;
+  }
+
+  /** @internal */
+  finished(error: unknown, failed: boolean): void {
+    if (failed) {
+      if (this.errorStream.active) this.errorStream.emit({ name: this.name, kind: 'failed', error });
+    } else if (this.successStream.active) {
+      this.successStream.emit({ name: this.name, kind: 'successful' });
+    }
+  }
+}
+
+/** One attempt racing its expiry; a class rather than closures keeps the per-call cost flat. */
+class TimedAttempt<A, R> {
+  private resolve!: (value: R) => void;
+  private reject!: (error: unknown) => void;
+  timer: TimerHandle;
+  settled = false;
+
+  constructor(
+    private readonly limiter: TimeLimiter,
+    readonly scope: ResilienceContext,
+    private readonly limit: number,
+    private readonly byDeadline: boolean,
+  ) {}
+
+  start(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    const promise = new Promise<R>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    let pending: R | PromiseLike<R>;
+    try {
+      pending = contextStorage.run(this.scope, next, arg);
+    } catch (error) {
+      this.onRejected(error);
+      return promise;
+    }
+    Promise.resolve(pending).then(
+      (value) => this.onFulfilled(value),
+      (error) => this.onRejected(error),
+    );
+    return promise;
+  }
+
+  expire(): void {
+    if (this.settled) return;
+    this.settled = true;
+    const error = this.limiter.timedOut(this.byDeadline, this.limit);
+    if (this.limiter.config.cancelRunningFuture) this.scope.abort(error);
+    this.reject(error);
+  }
+
+  private onFulfilled(value: R): void {
+    if (this.settled) return;
+    this.finish();
+    this.limiter.finished(undefined, false);
+    this.resolve(value);
+  }
+
+  private onRejected(error: unknown): void {
+    if (this.settled) return;
+    this.finish();
+    this.limiter.finished(error, true);
+    this.reject(error);
+  }
+
+  private finish(): void {
+    this.settled = true;
+    if (this.timer !== undefined) this.limiter.clock.clearTimeout(this.timer);
+    else this.limiter.settled();
+  }
+}
