@@ -134,6 +134,7 @@ export class Bulkhead implements Policy {
     }
   }
 
+  // Refusals throw synchronously: the only caller is async, so they still surface as rejections.
   private enqueue(): Promise<void> {
     if (this.depth >= this.queueCapacity) {
       throw this.rejected(new BulkheadFullError(this.name, 'queue-full', this.retryAfterMs));
