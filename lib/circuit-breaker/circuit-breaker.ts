@@ -1,0 +1,539 @@
+import { Clock, TimerHandle } from '../clock';
+import { ErrorMatcher } from '../error-matcher';
+import { httpStatusOf } from '../error-status';
+import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
+import { EventStream, EventSubscriber } from '../events';
+import { Policy, invokeThunk } from '../policy';
+import { CircuitBreakerConfig } from './circuit-breaker.config';
+import { CountSlidingWindow, SlidingWindow, createSlidingWindow } from './sliding-window';
+
+/**
+ * The states of a circuit breaker, as Resilience4j names them. CLOSED, OPEN
+ * and HALF_OPEN follow the calls; DISABLED (always permit, record nothing),
+ * FORCED_OPEN (permit nothing) and METRICS_ONLY (always permit, record and
+ * report, never open) are entered only by hand.
+ */
+export type CircuitBreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN' | 'DISABLED' | 'FORCED_OPEN' | 'METRICS_ONLY';
+
+/**
+ * A snapshot of the breaker's current sliding window. Rates are in percent,
+ * and -1 while the window holds fewer than `minimumNumberOfCalls` calls.
+ */
+export interface CircuitBreakerMetrics {
+  /** Failed calls as a percentage of buffered calls, or -1 below the minimum. */
+  readonly failureRate: number;
+  /** Slow calls as a percentage of buffered calls, or -1 below the minimum. */
+  readonly slowCallRate: number;
+  /** Calls in the window. */
+  readonly numberOfBufferedCalls: number;
+  /** Calls in the window recorded as failures. */
+  readonly numberOfFailedCalls: number;
+  /** Calls in the window at least `slowCallDurationThreshold` long. */
+  readonly numberOfSlowCalls: number;
+  /** Calls in the window both slow and failed. */
+  readonly numberOfSlowFailedCalls: number;
+  /** Calls in the window recorded as successes. */
+  readonly numberOfSuccessfulCalls: number;
+  /** Calls in the window both slow and successful. */
+  readonly numberOfSlowSuccessfulCalls: number;
+  /** Calls refused since the current metrics began (as Resilience4j, they restart with each new window). */
+  readonly numberOfNotPermittedCalls: number;
+}
+
+/** The breaker moved from one state to another. */
+export interface CircuitBreakerStateTransitionEvent {
+  readonly name: string;
+  readonly from: CircuitBreakerState;
+  readonly to: CircuitBreakerState;
+}
+
+/** A call was refused with {@link CallNotPermittedError}. */
+export interface CircuitBreakerCallNotPermittedEvent {
+  readonly name: string;
+  /** The state that refused it. */
+  readonly state: CircuitBreakerState;
+}
+
+/** A call was recorded as a success (including a not-recorded error). */
+export interface CircuitBreakerSuccessEvent {
+  readonly name: string;
+  readonly durationMs: number;
+}
+
+/** A call was recorded as a failure. */
+export interface CircuitBreakerErrorEvent {
+  readonly name: string;
+  readonly durationMs: number;
+  /** The thrown error, or the returned value that `recordResult` marked as a failure. */
+  readonly error: unknown;
+}
+
+/** A call ended with an error that counts as neither success nor failure. */
+export interface CircuitBreakerIgnoredErrorEvent {
+  readonly name: string;
+  readonly durationMs: number;
+  readonly error: unknown;
+}
+
+/** The failure rate reached `failureRateThreshold`. */
+export interface CircuitBreakerFailureRateExceededEvent {
+  readonly name: string;
+  readonly failureRate: number;
+}
+
+/** The slow-call rate reached `slowCallRateThreshold`. */
+export interface CircuitBreakerSlowCallRateExceededEvent {
+  readonly name: string;
+  readonly slowCallRate: number;
+}
+
+/** The breaker was reset to a fresh CLOSED state. */
+export interface CircuitBreakerResetEvent {
+  readonly name: string;
+}
+
+const SUCCESS = 0;
+const FAILURE = 1;
+const IGNORED = 2;
+type Outcome = typeof SUCCESS | typeof FAILURE | typeof IGNORED;
+
+const NO_EXCEPTIONS = new ErrorMatcher();
+
+function matcherOf(entries: CircuitBreakerConfig['recordExceptions']): ErrorMatcher {
+  // Most breakers list nothing; sharing one empty matcher keeps 10,000 of them small.
+  return entries.length === 0 ? NO_EXCEPTIONS : new ErrorMatcher(entries);
+}
+
+function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): boolean {
+  return entries.some((e) =>
+    typeof e === 'string' ? e.slice(e.lastIndexOf('.') + 1) === BulkheadFullError.name : e === BulkheadFullError,
+  );
+}
+
+/**
+ * A circuit breaker with Resilience4j's state machine and defaults.
+ *
+ * CLOSED: every call runs and its outcome goes into a sliding window
+ * (COUNT_BASED: the last `slidingWindowSize` calls; TIME_BASED: the last
+ * `slidingWindowSize` seconds). Once the window holds `minimumNumberOfCalls`
+ * calls, a failure rate or slow-call rate at or above its threshold opens
+ * the breaker. OPEN: calls are refused with {@link CallNotPermittedError} for
+ * `waitDurationInOpenState`, then the breaker turns HALF_OPEN (on a timer
+ * when `automaticTransitionFromOpenToHalfOpenEnabled`, else on the next
+ * call). HALF_OPEN: exactly `permittedNumberOfCallsInHalfOpenState` trial
+ * calls run, later callers are refused at once; when every trial has been
+ * recorded, the rates among the trials decide between OPEN and CLOSED.
+ * `maxWaitDurationInHalfOpenState` (when > 0) bounds that wait and opens
+ * the breaker again.
+ *
+ * By default every error is a failure except one carrying an HTTP 4xx status
+ * other than 408 and 429 (the dependency answered: a success) and a
+ * {@link BulkheadFullError} (our own limit: ignored). A call's outcome is
+ * recorded only in the state that admitted it, so a late answer from an
+ * earlier state never counts as a half-open trial.
+ */
+export class CircuitBreaker implements Policy {
+  private currentState: CircuitBreakerState = 'CLOSED';
+  /** Bumped on every transition; a call records its outcome only if this has not moved since it was admitted. */
+  private epoch = 0;
+  /** The window of the current state; OPEN keeps the one it was opened with, DISABLED and FORCED_OPEN have none. */
+  private window: SlidingWindow | undefined;
+  private minimumCalls: number;
+  private readonly closedWindow: SlidingWindow;
+  private readonly closedMinimumCalls: number;
+  private halfOpenWindow: CountSlidingWindow | undefined;
+  private notPermittedCalls = 0;
+  private halfOpenPermits = 0;
+  private openUntil = 0;
+  private timer: TimerHandle | undefined;
+  private thresholdsReported = false;
+  private readonly ignoreExceptions: ErrorMatcher;
+  private readonly recordExceptions: ErrorMatcher;
+  private readonly recordsBulkheadFull: boolean;
+
+  // Streams are made on first subscription: an unobserved breaker carries no listener state.
+  private transitionEvents: EventStream<CircuitBreakerStateTransitionEvent> | undefined;
+  private notPermittedEvents: EventStream<CircuitBreakerCallNotPermittedEvent> | undefined;
+  private successEvents: EventStream<CircuitBreakerSuccessEvent> | undefined;
+  private errorEvents: EventStream<CircuitBreakerErrorEvent> | undefined;
+  private ignoredErrorEvents: EventStream<CircuitBreakerIgnoredErrorEvent> | undefined;
+  private failureRateEvents: EventStream<CircuitBreakerFailureRateExceededEvent> | undefined;
+  private slowCallRateEvents: EventStream<CircuitBreakerSlowCallRateExceededEvent> | undefined;
+  private resetEvents: EventStream<CircuitBreakerResetEvent> | undefined;
+
+  /**
+   * @param name the instance name, carried by its errors and events
+   * @param config resolved settings (durations in ms), as validated by the module's schema
+   * @param clock the source of time for durations, the open wait and timers
+   */
+  constructor(
+    readonly name: string,
+    private readonly settings: CircuitBreakerConfig,
+    private readonly clock: Clock,
+  ) {
+    this.closedWindow = createSlidingWindow(settings.slidingWindowType, settings.slidingWindowSize);
+    // As Resilience4j: a count-based window can never hold more calls than its size.
+    this.closedMinimumCalls =
+      settings.slidingWindowType === 'COUNT_BASED'
+        ? Math.min(settings.minimumNumberOfCalls, settings.slidingWindowSize)
+        : settings.minimumNumberOfCalls;
+    this.window = this.closedWindow;
+    this.minimumCalls = this.closedMinimumCalls;
+    this.ignoreExceptions = matcherOf(settings.ignoreExceptions);
+    this.recordExceptions = matcherOf(settings.recordExceptions);
+    this.recordsBulkheadFull = namesBulkheadFull(settings.recordExceptions);
+  }
+
+  /** The settings this breaker runs with. */
+  get config(): Readonly<CircuitBreakerConfig> {
+    return this.settings;
+  }
+
+  /** The current state. Reading it never moves the breaker (an expired OPEN turns HALF_OPEN on the next call or timer). */
+  get state(): CircuitBreakerState {
+    return this.currentState;
+  }
+
+  /** Rates and counts of the current sliding window. */
+  get metrics(): CircuitBreakerMetrics {
+    const window = this.window;
+    if (window === undefined) {
+      return {
+        failureRate: -1,
+        slowCallRate: -1,
+        numberOfBufferedCalls: 0,
+        numberOfFailedCalls: 0,
+        numberOfSlowCalls: 0,
+        numberOfSlowFailedCalls: 0,
+        numberOfSuccessfulCalls: 0,
+        numberOfSlowSuccessfulCalls: 0,
+        numberOfNotPermittedCalls: this.notPermittedCalls,
+      };
+    }
+    window.refresh(this.clock.now());
+    const total = window.totalCalls;
+    const rated = total > 0 && total >= this.minimumCalls;
+    return {
+      failureRate: rated ? (window.failedCalls * 100) / total : -1,
+      slowCallRate: rated ? (window.slowCalls * 100) / total : -1,
+      numberOfBufferedCalls: total,
+      numberOfFailedCalls: window.failedCalls,
+      numberOfSlowCalls: window.slowCalls,
+      numberOfSlowFailedCalls: window.slowFailedCalls,
+      numberOfSuccessfulCalls: total - window.failedCalls,
+      numberOfSlowSuccessfulCalls: window.slowCalls - window.slowFailedCalls,
+      numberOfNotPermittedCalls: this.notPermittedCalls,
+    };
+  }
+
+  /** Subscribes to state transitions; returns the unsubscribe function. */
+  get onStateTransition(): EventSubscriber<CircuitBreakerStateTransitionEvent> {
+    return (this.transitionEvents ??= new EventStream()).subscribe;
+  }
+
+  /** Subscribes to refused calls; returns the unsubscribe function. */
+  get onCallNotPermitted(): EventSubscriber<CircuitBreakerCallNotPermittedEvent> {
+    return (this.notPermittedEvents ??= new EventStream()).subscribe;
+  }
+
+  /** Subscribes to calls recorded as successes; returns the unsubscribe function. */
+  get onSuccess(): EventSubscriber<CircuitBreakerSuccessEvent> {
+    return (this.successEvents ??= new EventStream()).subscribe;
+  }
+
+  /** Subscribes to calls recorded as failures; returns the unsubscribe function. */
+  get onError(): EventSubscriber<CircuitBreakerErrorEvent> {
+    return (this.errorEvents ??= new EventStream()).subscribe;
+  }
+
+  /** Subscribes to errors counted as neither success nor failure; returns the unsubscribe function. */
+  get onIgnoredError(): EventSubscriber<CircuitBreakerIgnoredErrorEvent> {
+    return (this.ignoredErrorEvents ??= new EventStream()).subscribe;
+  }
+
+  /** Subscribes to the failure rate reaching its threshold; returns the unsubscribe function. */
+  get onFailureRateExceeded(): EventSubscriber<CircuitBreakerFailureRateExceededEvent> {
+    return (this.failureRateEvents ??= new EventStream()).subscribe;
+  }
+
+  /** Subscribes to the slow-call rate reaching its threshold; returns the unsubscribe function. */
+  get onSlowCallRateExceeded(): EventSubscriber<CircuitBreakerSlowCallRateExceededEvent> {
+    return (this.slowCallRateEvents ??= new EventStream()).subscribe;
+  }
+
+  /** Subscribes to {@link CircuitBreaker.reset}; returns the unsubscribe function. */
+  get onReset(): EventSubscriber<CircuitBreakerResetEvent> {
+    return (this.resetEvents ??= new EventStream()).subscribe;
+  }
+
+  /** Runs `fn` under the breaker; rejects with {@link CallNotPermittedError} when it is refused. */
+  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
+    return this.call(invokeThunk, fn);
+  }
+
+  /**
+   * Runs `next(arg)` if the breaker permits it and records the outcome and
+   * the duration (measured on the breaker's clock).
+   */
+  async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    this.acquirePermission();
+    const epoch = this.epoch;
+    const start = this.clock.now();
+    let result: Awaited<R>;
+    try {
+      result = await next(arg);
+    } catch (error) {
+      this.complete(epoch, start, this.classifyError(error), error);
+      throw error;
+    }
+    this.complete(epoch, start, this.classifyResult(result), result);
+    return result;
+  }
+
+  /**
+   * Asks for permission to make one call. True in CLOSED, DISABLED and
+   * METRICS_ONLY; in OPEN once the wait is over (turning HALF_OPEN); in
+   * HALF_OPEN while trial permits are left. A refusal is counted and
+   * published. A permitted call must end with {@link CircuitBreaker.onResult}
+   * or {@link CircuitBreaker.releasePermission}.
+   */
+  tryAcquirePermission(): boolean {
+    switch (this.currentState) {
+      case 'CLOSED':
+      case 'METRICS_ONLY':
+      case 'DISABLED':
+        return true;
+      case 'OPEN':
+        if (this.clock.now() >= this.openUntil) {
+          this.transition('HALF_OPEN');
+          return this.tryAcquirePermission();
+        }
+        break;
+      case 'HALF_OPEN':
+        if (this.halfOpenPermits > 0) {
+          this.halfOpenPermits--;
+          return true;
+        }
+        break;
+      case 'FORCED_OPEN':
+        break;
+    }
+    this.notPermittedCalls++;
+    if (this.notPermittedEvents?.active) this.notPermittedEvents.emit({ name: this.name, state: this.currentState });
+    return false;
+  }
+
+  /** Like {@link CircuitBreaker.tryAcquirePermission}, but throws {@link CallNotPermittedError} on refusal. */
+  acquirePermission(): void {
+    if (!this.tryAcquirePermission()) {
+      throw new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs());
+    }
+  }
+
+  /** Gives back a permission whose call will not be recorded (it matters only for HALF_OPEN trial permits). */
+  releasePermission(): void {
+    if (this.currentState === 'HALF_OPEN' && this.halfOpenPermits < this.settings.permittedNumberOfCallsInHalfOpenState) {
+      this.halfOpenPermits++;
+    }
+  }
+
+  /**
+   * Records the outcome of a call made under {@link CircuitBreaker.tryAcquirePermission}:
+   * `error` when it threw (classified by the exception lists), else `result`
+   * (checked with `recordResult`). The outcome goes into the current state.
+   */
+  onResult(durationMs: number, error: unknown, result?: unknown): void {
+    if (error !== undefined) this.record(this.epoch, this.clock.now(), durationMs, this.classifyError(error), error);
+    else this.record(this.epoch, this.clock.now(), durationMs, this.classifyResult(result), result);
+  }
+
+  /** Refuses every call until another transition. */
+  transitionToForcedOpenState(): void {
+    this.transitionUnlessIn('FORCED_OPEN');
+  }
+
+  /** Permits every call and records nothing until another transition. */
+  transitionToDisabledState(): void {
+    this.transitionUnlessIn('DISABLED');
+  }
+
+  /** Permits every call and records it, publishing threshold events but never opening. */
+  transitionToMetricsOnlyState(): void {
+    this.transitionUnlessIn('METRICS_ONLY');
+  }
+
+  /** Closes the breaker with an empty window. */
+  transitionToClosedState(): void {
+    this.transitionUnlessIn('CLOSED');
+  }
+
+  /** Opens the breaker for `waitDurationInOpenState`. */
+  transitionToOpenState(): void {
+    this.transitionUnlessIn('OPEN');
+  }
+
+  /** Starts a round of `permittedNumberOfCallsInHalfOpenState` trial calls. */
+  transitionToHalfOpenState(): void {
+    this.transitionUnlessIn('HALF_OPEN');
+  }
+
+  /** Returns to a fresh CLOSED state: empty window, no timers, counters at zero. */
+  reset(): void {
+    const from = this.currentState;
+    this.enter('CLOSED');
+    if (from !== 'CLOSED' && this.transitionEvents?.active) this.transitionEvents.emit({ name: this.name, from, to: 'CLOSED' });
+    if (this.resetEvents?.active) this.resetEvents.emit({ name: this.name });
+  }
+
+  /** ms until calls may be admitted again; unknown (undefined) in FORCED_OPEN and while HALF_OPEN trials decide. */
+  private retryAfterMs(): number | undefined {
+    return this.currentState === 'OPEN' ? Math.max(0, this.openUntil - this.clock.now()) : undefined;
+  }
+
+  private classifyError(error: unknown): Outcome {
+    if (this.ignoreExceptions.matches(error)) return IGNORED;
+    if (error instanceof BulkheadFullError && !this.recordsBulkheadFull) return IGNORED;
+    if (error instanceof TimeoutExceededError) return FAILURE;
+    if (!this.recordExceptions.empty) return this.recordExceptions.matches(error) ? FAILURE : SUCCESS;
+    const status = httpStatusOf(error);
+    return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429 ? SUCCESS : FAILURE;
+  }
+
+  private classifyResult(result: unknown): Outcome {
+    const recordResult = this.settings.recordResult;
+    return recordResult !== undefined && recordResult(result) ? FAILURE : SUCCESS;
+  }
+
+  private complete(epoch: number, start: number, outcome: Outcome, value: unknown): void {
+    const now = this.clock.now();
+    this.record(epoch, now, now - start, outcome, value);
+  }
+
+  private record(epoch: number, now: number, durationMs: number, outcome: Outcome, value: unknown): void {
+    if (this.currentState === 'DISABLED') return;
+    if (outcome === SUCCESS) {
+      if (this.successEvents?.active) this.successEvents.emit({ name: this.name, durationMs });
+    } else if (outcome === FAILURE) {
+      if (this.errorEvents?.active) this.errorEvents.emit({ name: this.name, durationMs, error: value });
+    } else if (this.ignoredErrorEvents?.active) {
+      this.ignoredErrorEvents.emit({ name: this.name, durationMs, error: value });
+    }
+    if (epoch !== this.epoch) return;
+    if (outcome === IGNORED) {
+      this.releasePermission();
+      return;
+    }
+    const window = this.window;
+    if (window === undefined) return;
+    window.record(now, durationMs, outcome === FAILURE, durationMs >= this.settings.slowCallDurationThreshold);
+    if (window.totalCalls < this.minimumCalls) return;
+    switch (this.currentState) {
+      case 'CLOSED':
+        if (this.exceedsThresholds(window)) {
+          this.publishExceeded(window);
+          this.transition('OPEN');
+        }
+        break;
+      case 'HALF_OPEN':
+        if (this.exceedsThresholds(window)) {
+          this.publishExceeded(window);
+          this.transition('OPEN');
+        } else {
+          this.transition('CLOSED');
+        }
+        break;
+      case 'METRICS_ONLY':
+        // As Resilience4j: reported once per stay in METRICS_ONLY, not on every call above the threshold.
+        if (!this.thresholdsReported && this.exceedsThresholds(window)) {
+          this.thresholdsReported = true;
+          this.publishExceeded(window);
+        }
+        break;
+    }
+  }
+
+  private exceedsThresholds(window: SlidingWindow): boolean {
+    const total = window.totalCalls;
+    return (
+      (window.failedCalls * 100) / total >= this.settings.failureRateThreshold ||
+      (window.slowCalls * 100) / total >= this.settings.slowCallRateThreshold
+    );
+  }
+
+  private publishExceeded(window: SlidingWindow): void {
+    const total = window.totalCalls;
+    const failureRate = (window.failedCalls * 100) / total;
+    const slowCallRate = (window.slowCalls * 100) / total;
+    if (failureRate >= this.settings.failureRateThreshold && this.failureRateEvents?.active) {
+      this.failureRateEvents.emit({ name: this.name, failureRate });
+    }
+    if (slowCallRate >= this.settings.slowCallRateThreshold && this.slowCallRateEvents?.active) {
+      this.slowCallRateEvents.emit({ name: this.name, slowCallRate });
+    }
+  }
+
+  private transitionUnlessIn(to: CircuitBreakerState): void {
+    if (this.currentState !== to) this.transition(to);
+  }
+
+  private transition(to: CircuitBreakerState): void {
+    const from = this.currentState;
+    this.enter(to);
+    if (this.transitionEvents?.active) this.transitionEvents.emit({ name: this.name, from, to });
+  }
+
+  /** Sets up `to` from scratch: its window, permits, deadline and timer. */
+  private enter(to: CircuitBreakerState): void {
+    if (this.timer !== undefined) {
+      this.clock.clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    this.epoch++;
+    this.currentState = to;
+    const settings = this.settings;
+    switch (to) {
+      case 'CLOSED':
+      case 'METRICS_ONLY':
+        this.closedWindow.clear();
+        this.useWindow(this.closedWindow, this.closedMinimumCalls);
+        this.thresholdsReported = false;
+        break;
+      case 'OPEN':
+        // The window it opened with stays readable, as in Resilience4j.
+        this.openUntil = this.clock.now() + settings.waitDurationInOpenState;
+        if (settings.automaticTransitionFromOpenToHalfOpenEnabled) {
+          this.schedule(() => this.transition('HALF_OPEN'), settings.waitDurationInOpenState);
+        }
+        break;
+      case 'HALF_OPEN': {
+        const permitted = settings.permittedNumberOfCallsInHalfOpenState;
+        const window = (this.halfOpenWindow ??= new CountSlidingWindow(permitted));
+        window.clear();
+        // Decide only once every trial is in, whatever minimumNumberOfCalls says.
+        this.useWindow(window, permitted);
+        this.halfOpenPermits = permitted;
+        if (settings.maxWaitDurationInHalfOpenState > 0) {
+          this.schedule(() => this.transition('OPEN'), settings.maxWaitDurationInHalfOpenState);
+        }
+        break;
+      }
+      case 'DISABLED':
+      case 'FORCED_OPEN':
+        this.useWindow(undefined, 0);
+        break;
+    }
+  }
+
+  private useWindow(window: SlidingWindow | undefined, minimumCalls: number): void {
+    this.window = window;
+    this.minimumCalls = minimumCalls;
+    this.notPermittedCalls = 0;
+  }
+
+  private schedule(callback: () => void, ms: number): void {
+    const timer = this.clock.setTimeout(callback, ms);
+    // A breaker waiting to turn half-open must not keep the process alive.
+    (timer as { unref?: () => void } | undefined)?.unref?.();
+    this.timer = timer;
+  }
+}
