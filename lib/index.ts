@@ -34,3 +34,18 @@ export type { TimeLimiterConfig, TimeLimiterConfigInput } from './time-limiter/t
 export { TimeLimiter } from './time-limiter/time-limiter';
 export type { TimeLimiterEvent } from './time-limiter/time-limiter';
 export { Timeout } from './time-limiter/timeout.decorator';
+export { CIRCUIT_BREAKER_SCHEMA } from './circuit-breaker/circuit-breaker.config';
+export type { CircuitBreakerConfig, CircuitBreakerConfigInput, SlidingWindowType } from './circuit-breaker/circuit-breaker.config';
+export { CircuitBreaker } from './circuit-breaker/circuit-breaker.decorator';
+export { BULKHEAD_SCHEMA } from './bulkhead/bulkhead.config';
+export type { BulkheadConfig, BulkheadConfigInput } from './bulkhead/bulkhead.config';
+export { BulkheadPolicy } from './bulkhead/bulkhead-policy';
+export type { BulkheadCallFinishedEvent, BulkheadCallPermittedEvent, BulkheadCallRejectedEvent, BulkheadMetrics } from './bulkhead/bulkhead-policy';
+export { Bulkhead } from './bulkhead/bulkhead.decorator';
+export { FallbackPolicy } from './fallback/fallback';
+export type { FallbackEvent, FallbackHandlerSpec } from './fallback/fallback';
+export { Fallback } from './fallback/fallback.decorator';
+export type { FallbackFn } from './fallback/fallback.decorator';
+export { ResilienceExceptionFilter } from './filter/resilience-exception.filter';
+export { RESILIENCE_PROBLEMS, resilienceProblem, retryAfterSeconds } from './filter/resilience-problems';
+export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem } from './filter/resilience-problems';

@@ -3,6 +3,9 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { overridePlace } from './config/config.messages';
 import { LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
+import { FallbackLayerOptions } from './fallback/fallback.decorator';
+import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
+import { FALLBACK_HANDLER_MISSING } from './fallback/fallback.messages';
 import { Policy } from './policy';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { REQUEST_SCOPED } from './resilience.messages';
@@ -56,15 +59,28 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
 
   private compose(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): Pipeline {
     const order = this.registry.options.order;
-    const sorted = [...layers].sort((a, b) => order.indexOf(b.kind) - order.indexOf(a.kind));
+    const fallbacks = layers.filter((l) => l.kind === 'fallback');
+    const single = layers.filter((l) => l.kind !== 'fallback');
+    if (fallbacks.length > 0) single.push(fallbacks[0]);
+    const sorted = single.sort((a, b) => order.indexOf(b.kind) - order.indexOf(a.kind));
     const original = info.original;
     let next: Next = (args) => original.apply(instance, args);
     for (const layer of sorted) {
-      const policy = this.policyFor(layer, info);
+      const policy = layer.kind === 'fallback' ? this.fallbackFor(instance, info, fallbacks) : this.policyFor(layer, info);
       const inner = next;
       next = (args) => policy.call(inner, args);
     }
     return next as Pipeline;
+  }
+
+  private fallbackFor(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): FallbackPolicy {
+    const specs: FallbackHandlerSpec[] = layers.map((layer) => {
+      const { errors, handler } = layer.options as FallbackLayerOptions;
+      const fn = typeof handler === 'function' ? handler : (instance as Record<string, unknown>)[handler];
+      if (typeof fn !== 'function') throw new Error(FALLBACK_HANDLER_MISSING(info.target, String(handler)));
+      return { errors, handler: (args, error) => fn.call(instance, ...args, error) };
+    });
+    return new FallbackPolicy(info.target, specs);
   }
 
   private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {

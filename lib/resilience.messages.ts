@@ -18,5 +18,3 @@ export const REQUEST_SCOPED = (target: string): string =>
 export const INVALID_DEADLINE_HEADER = (header: string, value: string): string =>
   `${PREFIX}: ignored header '${header}' with value ${JSON.stringify(value.slice(0, 40))}: expected a non-negative integer of milliseconds; the default budget applies`;
 
-export const FALLBACK_HANDLER_MISSING = (target: string, handler: string): string =>
-  `${PREFIX}: @Fallback on ${target} names handler '${handler}', which is not a method of the class`;

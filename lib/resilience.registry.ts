@@ -4,12 +4,16 @@ import { ResilienceModuleOptions } from './config/module-options';
 import { InstancePolicy, POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './config/resolve-options';
 import { applyOverrides } from './config/schema';
 import { EventStream } from './events';
+import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
+import { CircuitBreaker as CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker';
 import { RetryPolicy } from './retry/retry';
 import { TimeLimiter } from './time-limiter/time-limiter';
 
 /** The instance classes, by policy. */
 export interface PolicyInstances {
   retry: RetryPolicy;
+  circuitBreaker: CircuitBreakerPolicy;
+  bulkhead: BulkheadPolicy;
   timeLimiter: TimeLimiter;
 }
 
@@ -29,6 +33,8 @@ type Factory<P extends RegistryPolicy> = (name: string, config: PolicyConfigs[P]
 
 const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
   retry: (name, config, registry) => new RetryPolicy(name, config, registry.clock, registry.random),
+  circuitBreaker: (name, config, registry) => new CircuitBreakerPolicy(name, config, registry.clock),
+  bulkhead: (name, config, registry) => new BulkheadPolicy(name, config, registry.clock),
   timeLimiter: (name, config, registry) => new TimeLimiter(name, config, registry.clock),
 };
 
@@ -42,6 +48,8 @@ export class ResilienceRegistry {
   readonly options: ResolvedOptions;
   private readonly instances: { [P in RegistryPolicy]: Map<string, PolicyInstances[P]> } = {
     retry: new Map(),
+    circuitBreaker: new Map(),
+    bulkhead: new Map(),
     timeLimiter: new Map(),
   };
   private readonly derived: InstanceCreatedEvent[] = [];
@@ -75,6 +83,16 @@ export class ResilienceRegistry {
   /** The retry instance `name`. */
   retry(name: string): RetryPolicy {
     return this.get('retry', name);
+  }
+
+  /** The circuit breaker instance `name`. */
+  circuitBreaker(name: string): CircuitBreakerPolicy {
+    return this.get('circuitBreaker', name);
+  }
+
+  /** The bulkhead instance `name`. */
+  bulkhead(name: string): BulkheadPolicy {
+    return this.get('bulkhead', name);
   }
 
   /** The time limiter instance `name`. */

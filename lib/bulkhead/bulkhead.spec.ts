@@ -1,7 +1,7 @@
 import { VirtualClock } from '../clock';
 import { DeadlinePassed, ResilienceContext, contextStorage } from '../context';
 import { BulkheadFullError, DeadlineExceededError } from '../errors';
-import { Bulkhead, BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from './bulkhead';
+import { BulkheadPolicy, BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from './bulkhead-policy';
 import { BulkheadConfig } from './bulkhead.config';
 
 interface Outcome<T> {
@@ -26,11 +26,11 @@ function sleep(clock: VirtualClock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimeout(resolve, ms));
 }
 
-function bulkhead(clock: VirtualClock, config: Partial<BulkheadConfig>): Bulkhead {
-  return new Bulkhead('reports', { maxConcurrentCalls: 25, maxWaitDuration: 0, ...config }, clock);
+function bulkhead(clock: VirtualClock, config: Partial<BulkheadConfig>): BulkheadPolicy {
+  return new BulkheadPolicy('reports', { maxConcurrentCalls: 25, maxWaitDuration: 0, ...config }, clock);
 }
 
-describe('Bulkhead', () => {
+describe('BulkheadPolicy', () => {
   let clock: VirtualClock;
 
   beforeEach(() => {

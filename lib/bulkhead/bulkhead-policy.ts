@@ -54,7 +54,7 @@ interface Waiter {
  * permit, each for at most `maxWaitDuration` (and never past the request
  * deadline). Everyone else gets {@link BulkheadFullError} at once.
  */
-export class Bulkhead implements Policy {
+export class BulkheadPolicy implements Policy {
   private readonly permittedEvents = new EventStream<BulkheadCallPermittedEvent>();
   private readonly rejectedEvents = new EventStream<BulkheadCallRejectedEvent>();
   private readonly finishedEvents = new EventStream<BulkheadCallFinishedEvent>();
@@ -63,7 +63,7 @@ export class Bulkhead implements Policy {
   readonly onCallPermitted: EventSubscriber<BulkheadCallPermittedEvent> = this.permittedEvents.subscribe;
   /** Fires when a call is refused or leaves the queue without a permit. */
   readonly onCallRejected: EventSubscriber<BulkheadCallRejectedEvent> = this.rejectedEvents.subscribe;
-  /** Same as {@link Bulkhead.onCallRejected}, under the registry's name for it. */
+  /** Same as {@link BulkheadPolicy.onCallRejected}, under the registry's name for it. */
   readonly onBulkheadRejected: EventSubscriber<BulkheadCallRejectedEvent> = this.onCallRejected;
   /** Fires when a permitted call finishes and releases its permit. */
   readonly onCallFinished: EventSubscriber<BulkheadCallFinishedEvent> = this.finishedEvents.subscribe;
