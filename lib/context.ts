@@ -20,6 +20,8 @@ export class ResilienceContext {
    * @param header name of the header that carries the remaining time downstream
    * @param parent the enclosing scope, whose cancellation this one follows
    * @param request the inbound request, when the scope belongs to one
+   * @param abortsAtDeadline whether the signal aborts by itself when the deadline passes
+   *   (a request scope); an attempt scope is aborted by its time limiter instead
    */
   constructor(
     readonly clock: Clock,
@@ -27,6 +29,7 @@ export class ResilienceContext {
     readonly header: string = DEFAULT_DEADLINE_HEADER,
     readonly parent?: ResilienceContext,
     readonly request?: unknown,
+    private readonly abortsAtDeadline = parent === undefined,
   ) {}
 
   /** Milliseconds left before the deadline (never negative), `Infinity` without one. */
@@ -55,7 +58,7 @@ export class ResilienceContext {
       if (parentSignal.aborted) controller.abort(parentSignal.reason);
       else parentSignal.addEventListener('abort', () => this.abort(parentSignal.reason), { once: true });
     }
-    if (!controller.signal.aborted && this.parent === undefined && this.deadline !== Number.POSITIVE_INFINITY) {
+    if (!controller.signal.aborted && this.abortsAtDeadline && this.deadline !== Number.POSITIVE_INFINITY) {
       this.timer = this.clock.setTimeout(() => this.abort(new DeadlinePassed()), this.remaining());
     }
     return controller.signal;
