@@ -1,0 +1,128 @@
+import { Controller, Get, Headers, INestApplication, Injectable, Logger } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { AddressInfo } from 'node:net';
+import request from 'supertest';
+import {
+  deadlineHeaders,
+  remainingTime,
+  ResilienceExceptionFilter,
+  ResilienceModule,
+  Timeout,
+  VirtualClock,
+} from '../../lib';
+import { INVALID_DEADLINE_HEADER } from '../../lib/resilience.messages';
+
+const clock = new VirtualClock();
+
+@Injectable()
+class InventoryClient {
+  baseUrl = '';
+
+  /** Spends 250 ms of (virtual) time, then calls the downstream service passing the time left. */
+  async stock(): Promise<{ seenHeader: string; remainingInside: number; upstreamRemaining: number }> {
+    await new Promise<void>((resolve) => clock.setTimeout(resolve, 250));
+    const upstreamRemaining = remainingTime();
+    const response = await fetch(`${this.baseUrl}/stock`, { headers: deadlineHeaders() });
+    return { ...((await response.json()) as { seenHeader: string; remainingInside: number }), upstreamRemaining };
+  }
+}
+
+@Controller()
+class FrontController {
+  constructor(private readonly inventory: InventoryClient) {}
+
+  @Get('order')
+  order() {
+    return this.inventory.stock();
+  }
+
+  @Get('budget')
+  budget() {
+    return { remaining: remainingTime() };
+  }
+}
+
+@Injectable()
+class StockService {
+  @Timeout(500)
+  async level(): Promise<number> {
+    return remainingTime();
+  }
+}
+
+@Controller()
+class InventoryController {
+  constructor(private readonly stock: StockService) {}
+
+  @Get('stock')
+  async get(@Headers('x-request-deadline-ms') seenHeader: string) {
+    return { seenHeader, remainingInside: await this.stock.level() };
+  }
+}
+
+async function boot(controller: new (...args: never[]) => unknown, providers: Array<new (...args: never[]) => unknown>, defaultBudget?: string) {
+  const moduleRef = await Test.createTestingModule({
+    imports: [ResilienceModule.forRoot({ clock, deadline: defaultBudget ? { defaultBudget } : undefined })],
+    controllers: [controller],
+    providers,
+  }).compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  app.useGlobalFilters(new ResilienceExceptionFilter());
+  await app.listen(0, '127.0.0.1');
+  return app;
+}
+
+describe('deadline propagation across two HTTP hops', () => {
+  let front: INestApplication;
+  let inventory: INestApplication;
+
+  beforeAll(async () => {
+    inventory = await boot(InventoryController, [StockService]);
+    front = await boot(FrontController, [InventoryClient], '2s');
+    const { port } = inventory.getHttpServer().address() as AddressInfo;
+    front.get(InventoryClient).baseUrl = `http://127.0.0.1:${port}`;
+  });
+
+  afterAll(async () => {
+    await front.close();
+    await inventory.close();
+  });
+
+  it('the downstream sees the time left after the upstream spent some, and its own timeout caps it further', async () => {
+    const inFlight = request(front.getHttpServer()).get('/order').set('x-request-deadline-ms', '1000');
+    const response = inFlight.then((r) => r);
+    for (let i = 0; i < 200 && clock.pendingTimers === 0; i++) await VirtualClock.settle();
+    expect(clock.pendingTimers).toBeGreaterThan(0);
+    await clock.advance(250);
+    const { status, body } = await response;
+    expect(status).toBe(200);
+    expect(body).toEqual({ seenHeader: '750', remainingInside: 500, upstreamRemaining: 750 });
+  });
+
+  it('a request without the header gets the default budget', async () => {
+    const { body } = await request(front.getHttpServer()).get('/budget').expect(200);
+    expect(body).toEqual({ remaining: 2000 });
+  });
+
+  it.each([['soon'], ['-5'], ['12.5'], ['']])('a malformed header %p is ignored with a warning, the default budget applies', async (value) => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const { body } = await request(front.getHttpServer()).get('/budget').set('x-request-deadline-ms', value).expect(200);
+    expect(body).toEqual({ remaining: 2000 });
+    warn.mockRestore();
+  });
+
+  it('names the header and the bad value in the warning', () => {
+    expect(INVALID_DEADLINE_HEADER('x-request-deadline-ms', 'soon')).toContain("'x-request-deadline-ms'");
+    expect(INVALID_DEADLINE_HEADER('x-request-deadline-ms', 'soon')).toContain('"soon"');
+  });
+
+  it('a request arriving with no time left fails at once with 504', async () => {
+    const response = await request(front.getHttpServer()).get('/budget').set('x-request-deadline-ms', '0').expect(504);
+    expect(response.headers['content-type']).toContain('application/problem+json');
+  });
+
+  it('without a header or default budget there is no deadline', async () => {
+    const { body } = await request(inventory.getHttpServer()).get('/stock').expect(200);
+    expect(body.remainingInside).toBe(500);
+  });
+});
