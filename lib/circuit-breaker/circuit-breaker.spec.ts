@@ -149,7 +149,12 @@ describe('CircuitBreaker', () => {
       expect(at.state).toBe('CLOSED');
       await fail(at);
       expect(at.state).toBe('OPEN');
-      expect(at.metrics).toMatchObject({ failureRate: 50, numberOfBufferedCalls: 4, numberOfFailedCalls: 2, numberOfSuccessfulCalls: 2 });
+      expect(at.metrics).toMatchObject({
+        failureRate: 50,
+        numberOfBufferedCalls: 4,
+        numberOfFailedCalls: 2,
+        numberOfSuccessfulCalls: 2,
+      });
       expect(rates).toEqual([50]);
     });
 
@@ -406,7 +411,11 @@ describe('CircuitBreaker', () => {
     });
 
     it('opens again after maxWaitDurationInHalfOpenState, and a late trial no longer counts', async () => {
-      const { cb, clock } = setup({ ...halfOpen, permittedNumberOfCallsInHalfOpenState: 1, maxWaitDurationInHalfOpenState: 5000 });
+      const { cb, clock } = setup({
+        ...halfOpen,
+        permittedNumberOfCallsInHalfOpenState: 1,
+        maxWaitDurationInHalfOpenState: 5000,
+      });
       const seen = transitions(cb);
       await toHalfOpen(cb, clock);
       const hung = start(cb);
@@ -421,7 +430,11 @@ describe('CircuitBreaker', () => {
     });
 
     it('waits for its trials indefinitely when maxWaitDurationInHalfOpenState is 0', async () => {
-      const { cb, clock } = setup({ ...halfOpen, permittedNumberOfCallsInHalfOpenState: 1, slowCallDurationThreshold: 7_200_000 });
+      const { cb, clock } = setup({
+        ...halfOpen,
+        permittedNumberOfCallsInHalfOpenState: 1,
+        slowCallDurationThreshold: 7_200_000,
+      });
       await toHalfOpen(cb, clock);
       const hung = start(cb);
       await clock.advance(3_600_000);

@@ -130,7 +130,9 @@ function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): b
  * other than 408 and 429 (the dependency answered: a success) and a
  * {@link BulkheadFullError} (our own limit: ignored). A call's outcome is
  * recorded only in the state that admitted it, so a late answer from an
- * earlier state never counts as a half-open trial.
+ * earlier state never counts as a half-open trial. A refusal's
+ * `retryAfterMs` is the time left in OPEN; FORCED_OPEN and a busy HALF_OPEN
+ * cannot know it and leave it undefined.
  */
 export class CircuitBreaker implements Policy {
   private currentState: CircuitBreakerState = 'CLOSED';
