@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Clock, TimerHandle } from './clock';
+import { DeadlineExceededError } from './errors';
 
 /** Default name of the header that carries the remaining deadline in ms. */
 export const DEFAULT_DEADLINE_HEADER = 'x-request-deadline-ms';
@@ -59,7 +60,7 @@ export class ResilienceContext {
       else parentSignal.addEventListener('abort', () => this.abort(parentSignal.reason), { once: true });
     }
     if (!controller.signal.aborted && this.abortsAtDeadline && this.deadline !== Number.POSITIVE_INFINITY) {
-      this.timer = this.clock.setTimeout(() => this.abort(new DeadlinePassed()), this.remaining());
+      this.timer = this.clock.setTimeout(() => this.abort(new DeadlineExceededError('deadline', 'the request deadline has passed')), this.remaining());
     }
     return controller.signal;
   }
@@ -75,14 +76,6 @@ export class ResilienceContext {
   dispose(): void {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
-  }
-}
-
-/** Abort reason of a request scope whose deadline passed. */
-export class DeadlinePassed extends Error {
-  constructor() {
-    super('the request deadline has passed');
-    this.name = 'DeadlinePassed';
   }
 }
 

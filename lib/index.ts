@@ -49,3 +49,16 @@ export type { FallbackFn } from './fallback/fallback.decorator';
 export { ResilienceExceptionFilter } from './filter/resilience-exception.filter';
 export { RESILIENCE_PROBLEMS, resilienceProblem, retryAfterSeconds } from './filter/resilience-problems';
 export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem } from './filter/resilience-problems';
+export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
+export type {
+  CircuitBreakerCallNotPermittedEvent,
+  CircuitBreakerErrorEvent,
+  CircuitBreakerFailureRateExceededEvent,
+  CircuitBreakerIgnoredErrorEvent,
+  CircuitBreakerMetrics,
+  CircuitBreakerResetEvent,
+  CircuitBreakerSlowCallRateExceededEvent,
+  CircuitBreakerState,
+  CircuitBreakerStateTransitionEvent,
+  CircuitBreakerSuccessEvent,
+} from './circuit-breaker/circuit-breaker-policy';

@@ -5,7 +5,7 @@ import { InstancePolicy, POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolve
 import { applyOverrides } from './config/schema';
 import { EventStream } from './events';
 import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
-import { CircuitBreaker as CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker';
+import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 import { RetryPolicy } from './retry/retry';
 import { TimeLimiter } from './time-limiter/time-limiter';
 

@@ -1,5 +1,5 @@
 import { Clock, TimerHandle } from '../clock';
-import { DeadlinePassed, currentContext } from '../context';
+import { currentContext } from '../context';
 import { BulkheadFullError, DeadlineExceededError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { Policy, invokeThunk } from '../policy';
@@ -216,7 +216,7 @@ export class BulkheadPolicy implements Policy {
   }
 
   private abortError(reason: unknown): BulkheadFullError | DeadlineExceededError {
-    return reason instanceof DeadlinePassed
+    return reason instanceof DeadlineExceededError
       ? this.deadlineError()
       : new BulkheadFullError(this.name, 'aborted', this.retryAfterMs);
   }

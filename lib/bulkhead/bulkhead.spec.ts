@@ -1,5 +1,5 @@
 import { VirtualClock } from '../clock';
-import { DeadlinePassed, ResilienceContext, contextStorage } from '../context';
+import { ResilienceContext, contextStorage } from '../context';
 import { BulkheadFullError, DeadlineExceededError } from '../errors';
 import { BulkheadPolicy, BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from './bulkhead-policy';
 import { BulkheadConfig } from './bulkhead.config';
@@ -203,7 +203,7 @@ describe('BulkheadPolicy', () => {
       const ctx = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
       const waiter = track(clock, contextStorage.run(ctx, () => b.execute(() => 'late')));
       await VirtualClock.settle();
-      ctx.abort(new DeadlinePassed());
+      ctx.abort(new DeadlineExceededError('deadline'));
       await VirtualClock.settle();
       expect(waiter.error).toBeInstanceOf(DeadlineExceededError);
       await clock.advance(500);

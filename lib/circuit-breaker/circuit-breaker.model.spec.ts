@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { VirtualClock } from '../clock';
 import { BulkheadFullError, TimeoutExceededError } from '../errors';
-import { CircuitBreaker, CircuitBreakerState } from './circuit-breaker';
+import { CircuitBreakerPolicy, CircuitBreakerState } from './circuit-breaker-policy';
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker.config';
 
 /*
@@ -204,7 +204,7 @@ interface RealCall {
 }
 
 /** Starts a call on the real breaker; undefined when it was refused (the refusal is synchronous). */
-function startReal(cb: CircuitBreaker, ending: Ending): RealCall | undefined {
+function startReal(cb: CircuitBreakerPolicy, ending: Ending): RealCall | undefined {
   let invoked = false;
   let settle!: () => void;
   const settled = cb
@@ -260,13 +260,13 @@ const settings: fc.Arbitrary<ModelSettings> = fc.record({
   automaticTransitionFromOpenToHalfOpenEnabled: fc.boolean(),
 });
 
-describe('CircuitBreaker against a reference model', () => {
+describe('CircuitBreakerPolicy against a reference model', () => {
   it('agrees on every state, window and permit decision over random call sequences', async () => {
     const seen = new Set<string>();
     await fc.assert(
       fc.asyncProperty(settings, fc.array(op, { minLength: 1, maxLength: 80 }), async (s, ops) => {
         const clock = new VirtualClock();
-        const cb = new CircuitBreaker('model', { ...CIRCUIT_BREAKER_SCHEMA.defaults, ...s }, clock);
+        const cb = new CircuitBreakerPolicy('model', { ...CIRCUIT_BREAKER_SCHEMA.defaults, ...s }, clock);
         cb.onStateTransition((e) => seen.add(`${e.from}->${e.to}`));
         cb.onCallNotPermitted((e) => seen.add(`refused in ${e.state}`));
         const model = new ReferenceModel(s);

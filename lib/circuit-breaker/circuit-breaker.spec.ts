@@ -1,6 +1,6 @@
 import { VirtualClock } from '../clock';
 import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
-import { CircuitBreaker } from './circuit-breaker';
+import { CircuitBreakerPolicy } from './circuit-breaker-policy';
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker.config';
 
 class IoError extends Error {}
@@ -23,14 +23,14 @@ function config(overrides: Partial<CircuitBreakerConfig> = {}): CircuitBreakerCo
   return { ...CIRCUIT_BREAKER_SCHEMA.defaults, ...overrides };
 }
 
-function setup(overrides: Partial<CircuitBreakerConfig> = {}): { clock: VirtualClock; cb: CircuitBreaker } {
+function setup(overrides: Partial<CircuitBreakerConfig> = {}): { clock: VirtualClock; cb: CircuitBreakerPolicy } {
   const clock = new VirtualClock();
-  return { clock, cb: new CircuitBreaker('backend', config(overrides), clock) };
+  return { clock, cb: new CircuitBreakerPolicy('backend', config(overrides), clock) };
 }
 
-const succeed = (cb: CircuitBreaker): Promise<string> => cb.execute(() => 'ok');
+const succeed = (cb: CircuitBreakerPolicy): Promise<string> => cb.execute(() => 'ok');
 
-async function fail(cb: CircuitBreaker, error: unknown = new IoError('down')): Promise<void> {
+async function fail(cb: CircuitBreakerPolicy, error: unknown = new IoError('down')): Promise<void> {
   await expect(
     cb.execute(() => {
       throw error;
@@ -39,7 +39,7 @@ async function fail(cb: CircuitBreaker, error: unknown = new IoError('down')): P
 }
 
 /** A call that takes `ms` on the virtual clock, then succeeds or throws `error`. */
-async function timed(cb: CircuitBreaker, clock: VirtualClock, ms: number, error?: unknown): Promise<void> {
+async function timed(cb: CircuitBreakerPolicy, clock: VirtualClock, ms: number, error?: unknown): Promise<void> {
   const call = cb.execute(
     () =>
       new Promise<string>((resolve, reject) => {
@@ -63,7 +63,7 @@ interface Pending {
 }
 
 /** Starts a call that stays in flight until told how to end. */
-function start(cb: CircuitBreaker): Pending {
+function start(cb: CircuitBreakerPolicy): Pending {
   let resolve!: (v: string) => void;
   let reject!: (e: unknown) => void;
   let invoked = false;
@@ -93,7 +93,7 @@ function start(cb: CircuitBreaker): Pending {
   };
 }
 
-async function refused(cb: CircuitBreaker): Promise<CallNotPermittedError> {
+async function refused(cb: CircuitBreakerPolicy): Promise<CallNotPermittedError> {
   let invoked = false;
   const error = await cb
     .execute(() => {
@@ -109,18 +109,18 @@ async function refused(cb: CircuitBreaker): Promise<CallNotPermittedError> {
   return error as CallNotPermittedError;
 }
 
-function transitions(cb: CircuitBreaker): string[] {
+function transitions(cb: CircuitBreakerPolicy): string[] {
   const seen: string[] = [];
   cb.onStateTransition((e) => seen.push(`${e.from}->${e.to}`));
   return seen;
 }
 
-async function openBreaker(cb: CircuitBreaker, calls: number): Promise<void> {
+async function openBreaker(cb: CircuitBreakerPolicy, calls: number): Promise<void> {
   for (let i = 0; i < calls; i++) await fail(cb);
   expect(cb.state).toBe('OPEN');
 }
 
-describe('CircuitBreaker', () => {
+describe('CircuitBreakerPolicy', () => {
   describe('CLOSED: rates over the sliding window', () => {
     it('computes no rate and never opens before minimumNumberOfCalls', async () => {
       const { cb } = setup({ slidingWindowSize: 10, minimumNumberOfCalls: 5 });
@@ -337,7 +337,7 @@ describe('CircuitBreaker', () => {
   describe('HALF_OPEN', () => {
     const halfOpen = { slidingWindowSize: 2, waitDurationInOpenState: 1000, permittedNumberOfCallsInHalfOpenState: 3 };
 
-    async function toHalfOpen(cb: CircuitBreaker, clock: VirtualClock): Promise<void> {
+    async function toHalfOpen(cb: CircuitBreakerPolicy, clock: VirtualClock): Promise<void> {
       await openBreaker(cb, 2);
       await clock.advance(1000);
     }
@@ -646,7 +646,7 @@ describe('CircuitBreaker', () => {
 
     it('passes values and the original error through, and exposes its config', async () => {
       const settings = config({ slidingWindowSize: 7 });
-      const cb = new CircuitBreaker('payments', settings, new VirtualClock());
+      const cb = new CircuitBreakerPolicy('payments', settings, new VirtualClock());
       const error = new IoError('original');
       await expect(cb.call((n: number) => n * 2, 21)).resolves.toBe(42);
       await expect(cb.execute(() => Promise.reject(error))).rejects.toBe(error);

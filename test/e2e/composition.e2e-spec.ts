@@ -34,7 +34,7 @@ class TopDown {
 
   async work(): Promise<number> {
     const attempt = ++this.attempts;
-    if (attempt === 1) await new Promise((resolve) => this.clock.setTimeout(resolve, 1500));
+    if (attempt === 1) await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 1500));
     return attempt;
   }
 }
@@ -56,7 +56,7 @@ class Payments {
   @Fallback(CallNotPermittedError, 'rejected')
   @CircuitBreaker('psp')
   @Retry('psp')
-  async charge(orderId: string, fail: Error): Promise<string> {
+  async charge(_orderId: string, fail: Error): Promise<string> {
     this.calls++;
     throw fail;
   }

@@ -134,7 +134,7 @@ function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): b
  * `retryAfterMs` is the time left in OPEN; FORCED_OPEN and a busy HALF_OPEN
  * cannot know it and leave it undefined.
  */
-export class CircuitBreaker implements Policy {
+export class CircuitBreakerPolicy implements Policy {
   private currentState: CircuitBreakerState = 'CLOSED';
   /** Bumped on every transition; a call records its outcome only if this has not moved since it was admitted. */
   private epoch = 0;
@@ -263,7 +263,7 @@ export class CircuitBreaker implements Policy {
     return (this.slowCallRateEvents ??= new EventStream()).subscribe;
   }
 
-  /** Subscribes to {@link CircuitBreaker.reset}; returns the unsubscribe function. */
+  /** Subscribes to {@link CircuitBreakerPolicy.reset}; returns the unsubscribe function. */
   get onReset(): EventSubscriber<CircuitBreakerResetEvent> {
     return (this.resetEvents ??= new EventStream()).subscribe;
   }
@@ -296,8 +296,8 @@ export class CircuitBreaker implements Policy {
    * Asks for permission to make one call. True in CLOSED, DISABLED and
    * METRICS_ONLY; in OPEN once the wait is over (turning HALF_OPEN); in
    * HALF_OPEN while trial permits are left. A refusal is counted and
-   * published. A permitted call must end with {@link CircuitBreaker.onResult}
-   * or {@link CircuitBreaker.releasePermission}.
+   * published. A permitted call must end with {@link CircuitBreakerPolicy.onResult}
+   * or {@link CircuitBreakerPolicy.releasePermission}.
    */
   tryAcquirePermission(): boolean {
     switch (this.currentState) {
@@ -325,7 +325,7 @@ export class CircuitBreaker implements Policy {
     return false;
   }
 
-  /** Like {@link CircuitBreaker.tryAcquirePermission}, but throws {@link CallNotPermittedError} on refusal. */
+  /** Like {@link CircuitBreakerPolicy.tryAcquirePermission}, but throws {@link CallNotPermittedError} on refusal. */
   acquirePermission(): void {
     if (!this.tryAcquirePermission()) {
       throw new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs());
@@ -340,7 +340,7 @@ export class CircuitBreaker implements Policy {
   }
 
   /**
-   * Records the outcome of a call made under {@link CircuitBreaker.tryAcquirePermission}:
+   * Records the outcome of a call made under {@link CircuitBreakerPolicy.tryAcquirePermission}:
    * `error` when it threw (classified by the exception lists), else `result`
    * (checked with `recordResult`). The outcome goes into the current state.
    */

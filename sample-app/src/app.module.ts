@@ -1,0 +1,23 @@
+import { Module } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { ResilienceModule, ResilienceModuleOptions } from 'resilience4nest';
+import { loadResilienceYaml } from './config/load-config';
+import { DownstreamModule } from './downstream/downstream.module';
+import { InventoryClient } from './inventory/inventory.client';
+import { InventoryController } from './inventory/inventory.controller';
+import { PaymentsClient } from './payments/payments.client';
+import { PaymentsController } from './payments/payments.controller';
+
+@Module({
+  imports: [
+    ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [loadResilienceYaml] }),
+    ResilienceModule.forRootAsync({
+      inject: [ConfigService],
+      useFactory: (config: ConfigService) => config.getOrThrow<ResilienceModuleOptions>('resilience4j'),
+    }),
+    DownstreamModule,
+  ],
+  controllers: [InventoryController, PaymentsController],
+  providers: [InventoryClient, PaymentsClient],
+})
+export class AppModule {}

@@ -1,0 +1,12 @@
+import { Controller, Get, Param } from '@nestjs/common';
+import { InventoryClient, StockLevel } from './inventory.client';
+
+@Controller('inventory')
+export class InventoryController {
+  constructor(private readonly inventory: InventoryClient) {}
+
+  @Get(':sku')
+  stock(@Param('sku') sku: string): Promise<StockLevel> {
+    return this.inventory.stockLevel(sku);
+  }
+}

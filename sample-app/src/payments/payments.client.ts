@@ -1,0 +1,52 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { BulkheadFullError, CallNotPermittedError, CircuitBreaker, Fallback, ResilienceError, Retry, Timeout } from 'resilience4nest';
+import { PAYMENT_PROVIDER } from '../downstream/tokens';
+import { DownstreamHttpError, fetchJson } from '../downstream/http-client';
+import { SimulatedDependency } from '../downstream/simulated-dependency';
+
+/** A payment to charge; `paymentId` is stable across the client's own retries. */
+export interface PaymentRequest {
+  paymentId: string;
+  amount: number;
+}
+
+/**
+ * The three answers a payment can get. `rejected` and `pending` are the two
+ * failure cases that need opposite messages: a rejected payment never
+ * reached the provider (safe to say "not charged"); a pending one may have
+ * been charged, so the only honest answer is "outcome unknown".
+ */
+export type PaymentOutcome =
+  | { status: 'charged'; paymentId: string; chargeId: string }
+  | { status: 'rejected'; paymentId: string; charged: false; retryAfterMs?: number }
+  | { status: 'pending'; paymentId: string; outcome: 'unknown' };
+
+@Injectable()
+export class PaymentsClient {
+  constructor(@Inject(PAYMENT_PROVIDER) private readonly provider: SimulatedDependency) {}
+
+  @Fallback([CallNotPermittedError, BulkheadFullError], 'rejectedNotCharged')
+  @Fallback([ResilienceError, DownstreamHttpError, TypeError], 'pendingOutcomeUnknown')
+  @Retry('payments')
+  @CircuitBreaker('payments')
+  @Timeout('payments')
+  async charge(payment: PaymentRequest): Promise<PaymentOutcome> {
+    const { chargeId } = await fetchJson<{ chargeId: string }>('payments', `${this.provider.url}/charges`, {
+      method: 'POST',
+      // The provider deduplicates on this key, so a retry after a lost reply cannot charge twice.
+      headers: { 'idempotency-key': `payment-${payment.paymentId}` },
+      body: JSON.stringify({ amount: payment.amount }),
+    });
+    return { status: 'charged', paymentId: payment.paymentId, chargeId };
+  }
+
+  /** The breaker (or bulkhead) refused: the request never left, nothing was charged. */
+  rejectedNotCharged(payment: PaymentRequest, error: CallNotPermittedError | BulkheadFullError): PaymentOutcome {
+    return { status: 'rejected', paymentId: payment.paymentId, charged: false, retryAfterMs: error.retryAfterMs };
+  }
+
+  /** The request may have reached the provider: never claim it failed. */
+  pendingOutcomeUnknown(payment: PaymentRequest): PaymentOutcome {
+    return { status: 'pending', paymentId: payment.paymentId, outcome: 'unknown' };
+  }
+}
