@@ -20,6 +20,7 @@ type Next = (args: unknown[]) => unknown;
 @Injectable()
 export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly accessor = new ResilienceMetadataAccessor();
+  private readonly fallbackPolicies: FallbackPolicy[] = [];
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -80,7 +81,14 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       if (typeof fn !== 'function') throw new Error(FALLBACK_HANDLER_MISSING(info.target, String(handler)));
       return { errors, handler: (args, error) => fn.call(instance, ...args, error) };
     });
-    return new FallbackPolicy(info.target, specs);
+    const policy = new FallbackPolicy(info.target, specs);
+    this.fallbackPolicies.push(policy);
+    return policy;
+  }
+
+  /** The fallback policy of every decorated method, made at `onModuleInit` (the registry does not hold them). */
+  get fallbacks(): readonly FallbackPolicy[] {
+    return this.fallbackPolicies;
   }
 
   private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {
