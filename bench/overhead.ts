@@ -1,0 +1,181 @@
+import { FallbackPolicy, ResilienceRegistry } from '../lib';
+import { FRESH_BARE_LABEL } from './fresh-peers';
+import { Measurement, measure, measureInFreshProcess } from './measure';
+import { PEER_LABELS, peers } from './peers';
+import { Column, ns, printHeading, printTable, spread, times, verdict } from './report';
+import { BenchSection } from './section';
+import { BENCH_OPTIONS, bootNest } from './subjects';
+
+const ISSUE_2_ADDED_NS = 1500;
+const ISSUE_3_ADDED_NS = 2000;
+const ISSUE_3_VS_COCKATIEL = 10;
+
+const OURS = {
+  bare: 'bare async method',
+  retryTimeout: '@Retry + @Timeout',
+  fullStack: 'full stack (decorators)',
+  registry: 'full stack (registry execute)',
+} as const;
+
+/** Where a figure was measured: a process with no AsyncLocalStorage ever run, or this one after ours ran. */
+type Process = 'no ALS' | 'ALS on';
+
+interface Row {
+  readonly m: Measurement;
+  readonly process: Process;
+}
+
+/**
+ * Happy-path cost per call of the decorated pipelines (issues 2 and 3)
+ * against the bare method, cockatiel 3 and opossum 9.
+ *
+ * Our time limiter runs each attempt in an AsyncLocalStorage context; on
+ * Node 20 the first `run()` installs promise hooks that stay for the life
+ * of the process and slow every promise, ours or not. So the bare method
+ * and the peers are also timed in a fresh process where no
+ * AsyncLocalStorage has run (the process a peer's user has), and "added"
+ * is measured from that bare call. Within each process, candidates are
+ * timed in interleaved rounds.
+ */
+export const overhead: BenchSection = {
+  name: 'overhead',
+  summary: 'ns per call: bare vs @Retry+@Timeout (issue 2); full stack vs cockatiel wrap and opossum (issue 3)',
+  async run() {
+    // First, while this process is idle, so the two never compete for a core.
+    const fresh = await measureInFreshProcess('fresh-peers.ts');
+    const inProcess = await measureWithResilience();
+
+    const get = (rows: readonly Measurement[], label: string): Measurement => {
+      const m = rows.find((r) => r.label === label);
+      if (m === undefined) throw new Error(`no measurement labelled "${label}"`);
+      return m;
+    };
+    const freshBare = get(fresh, FRESH_BARE_LABEL);
+    const alsBare = get(inProcess, OURS.bare);
+    const columns: Column[] = [
+      { heading: 'path', align: 'left' },
+      { heading: 'process', align: 'left' },
+      { heading: 'ns/call' },
+      { heading: 'added ns' },
+      { heading: 'ratio to bare' },
+      { heading: 'spread' },
+    ];
+    const line = ({ m, process }: Row): string[] =>
+      m === freshBare
+        ? [m.label, process, ns(m.nsPerCall), '—', '1.00×', spread(m.spread)]
+        : [m.label, process, ns(m.nsPerCall), ns(m.nsPerCall - freshBare.nsPerCall), times(m.nsPerCall / freshBare.nsPerCall), spread(m.spread)];
+    const bareRows: Row[] = [
+      { m: freshBare, process: 'no ALS' },
+      { m: alsBare, process: 'ALS on' },
+    ];
+
+    printHeading('Issue 2 — bare vs @Retry + @Timeout (happy path)');
+    const retryTimeout = get(inProcess, OURS.retryTimeout);
+    const issue2: Row[] = [...bareRows, { m: retryTimeout, process: 'ALS on' }];
+    printTable(columns, issue2.map(line));
+    const added2 = retryTimeout.nsPerCall - freshBare.nsPerCall;
+    console.log('');
+    console.log(verdict(`added ≤ ${ISSUE_2_ADDED_NS} ns (vs bare, no ALS)`, `${ns(added2)} ns`, added2 <= ISSUE_2_ADDED_NS));
+    console.log(`  vs bare in the same process (ALS on): ${ns(retryTimeout.nsPerCall - alsBare.nsPerCall)} ns added, ${times(retryTimeout.nsPerCall / alsBare.nsPerCall)}`);
+
+    printHeading('Issue 3 — full stack vs bare, cockatiel 3 wrap and opossum 9 (happy path)');
+    const full = get(inProcess, OURS.fullStack);
+    const peerLabels = [PEER_LABELS.cockatielConsecutive, PEER_LABELS.cockatielSampling, PEER_LABELS.opossum];
+    const issue3: Row[] = [
+      ...bareRows,
+      { m: full, process: 'ALS on' },
+      { m: get(inProcess, OURS.registry), process: 'ALS on' },
+      ...peerLabels.map((l): Row => ({ m: get(fresh, l), process: 'no ALS' })),
+      ...peerLabels.map((l): Row => ({ m: get(inProcess, l), process: 'ALS on' })),
+    ];
+    printTable(columns, issue3.map(line));
+    const fullAdded = full.nsPerCall - freshBare.nsPerCall;
+    console.log('');
+    console.log(verdict(`full stack adds ≤ ${ISSUE_3_ADDED_NS} ns (vs bare, no ALS)`, `${ns(fullAdded)} ns`, fullAdded <= ISSUE_3_ADDED_NS));
+    console.log(`  vs bare in the same process (ALS on): ${ns(full.nsPerCall - alsBare.nsPerCall)} ns added`);
+    // Each peer as its own user runs it (no ALS); per-call time decides, being the stricter of the two ratios.
+    for (const label of [PEER_LABELS.cockatielConsecutive, PEER_LABELS.cockatielSampling]) {
+      const c = get(fresh, label);
+      const perCall = c.nsPerCall / full.nsPerCall;
+      const overheadRatio = (c.nsPerCall - freshBare.nsPerCall) / fullAdded;
+      console.log(verdict(`≥ ${ISSUE_3_VS_COCKATIEL}× faster than ${label} (per-call time, peer with no ALS)`, times(perCall), perCall >= ISSUE_3_VS_COCKATIEL));
+      const sameProcess = get(inProcess, label).nsPerCall / full.nsPerCall;
+      console.log(`  added-overhead ratio ${times(overheadRatio)}; per-call ratio with the peer in this process (ALS on) ${times(sameProcess)}`);
+    }
+    const opossum = get(fresh, PEER_LABELS.opossum);
+    console.log(
+      verdict(
+        'no slower than opossum single breaker (per-call time, peer with no ALS)',
+        `${ns(full.nsPerCall)} vs ${ns(opossum.nsPerCall)} ns (ours takes ${times(full.nsPerCall / opossum.nsPerCall)} its time)`,
+        full.nsPerCall <= opossum.nsPerCall,
+      ),
+    );
+    const opossumAls = get(inProcess, PEER_LABELS.opossum);
+    console.log(`  with opossum in this process (ALS on): ${ns(full.nsPerCall)} vs ${ns(opossumAls.nsPerCall)} ns (ours takes ${times(full.nsPerCall / opossumAls.nsPerCall)} its time)`);
+
+    console.log('');
+    console.log(
+      [
+        `Sequential awaited calls of a trivial async method (a Nest provider's; a plain class's in the fresh process).`,
+        `Median of ${full.rounds.length} interleaved rounds after warm-up; spread = (slowest − fastest round) / median.`,
+        `"added" and "ratio" are against the bare call with no ALS. "no ALS": a fresh node process that never ran an`,
+        `AsyncLocalStorage; "ALS on": this process, where our time limiter has run one (Node 20 then hooks every promise).`,
+        `Full stack = @Fallback, @Retry (3 attempts), @CircuitBreaker (COUNT_BASED 100), @Timeout (1 s), @Bulkhead (25);`,
+        `cockatiel's wrap has no fallback layer; opossum is one breaker with timeout 1 s and capacity 25.`,
+      ].join('\n'),
+    );
+  },
+};
+
+/** Boots the Nest app and times our paths, plus the peers for reference, in this process. */
+async function measureWithResilience(): Promise<Measurement[]> {
+  const { app, service } = await bootNest();
+  const bare = (): Promise<number> => service.bare(1);
+  // The programmatic path: the same policies from a registry built without Nest, composed by hand.
+  const registry = new ResilienceRegistry(BENCH_OPTIONS);
+  const retry = registry.retry('bench');
+  const breaker = registry.circuitBreaker('bench');
+  const limiter = registry.timeLimiter('bench');
+  const bulkhead = registry.bulkhead('bench');
+  const fallback = new FallbackPolicy('bench', [{ errors: [Error], handler: () => service.fallback(1, undefined) }]);
+  const runThunk = (fn: () => Promise<number>): Promise<number> => fn();
+  const peerSet = peers(bare);
+  try {
+    const results = await measure([
+      { label: OURS.bare, call: bare, expect: 2 },
+      { label: OURS.retryTimeout, call: () => service.retryTimeout(1), expect: 2 },
+      { label: OURS.fullStack, call: () => service.fullStack(1), expect: 2 },
+      {
+        label: OURS.registry,
+        call: () => fallback.call(runThunk, () => retry.execute(() => breaker.execute(() => limiter.execute(() => bulkhead.execute(bare))))),
+        expect: 2,
+      },
+      ...peerSet.candidates,
+    ]);
+    // Every path must have stayed on the happy path, or the figures mean something else.
+    checkHappyPath('decorators', app.get(ResilienceRegistry), service.fallbacks);
+    checkHappyPath('registry', registry, service.fallbacks);
+    peerSet.verifyHappyPath();
+    return results;
+  } finally {
+    peerSet.close();
+    registry.dispose();
+    await app.close();
+  }
+}
+
+/** The named 'bench' instances of `registry` saw only first-attempt successes and no fallback ran. */
+function checkHappyPath(where: string, registry: ResilienceRegistry, fallbacks: number): void {
+  const retried = registry.retry('bench').metrics;
+  const breaker = registry.circuitBreaker('bench');
+  const bulkhead = registry.bulkhead('bench').metrics;
+  const off =
+    retried.successfulCallsWithRetry + retried.failedCallsWithRetry + retried.failedCallsWithoutRetry > 0 ||
+    breaker.state !== 'CLOSED' ||
+    breaker.metrics.numberOfFailedCalls > 0 ||
+    bulkhead.availableConcurrentCalls !== bulkhead.maxAllowedConcurrentCalls ||
+    fallbacks > 0;
+  if (off) {
+    throw new Error(`${where} left the happy path: ${JSON.stringify({ retried, state: breaker.state, bulkhead, fallbacks })}`);
+  }
+}
