@@ -1,7 +1,7 @@
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/lib', '<rootDir>/test', '<rootDir>/sample-app'],
+  roots: ['<rootDir>/lib', '<rootDir>/test', '<rootDir>/sample-app', '<rootDir>/scenarios'],
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   transform: { '^.+\\.ts$': 'ts-jest' },
   setupFiles: ['reflect-metadata'],

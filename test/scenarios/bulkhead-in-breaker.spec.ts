@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Bulkhead, BulkheadFullError, CircuitBreaker, ResilienceModuleOptions, ResilienceRegistry, VirtualClock } from '../../lib';
-import { bootScenario, track } from './scenario-kit';
+import { bootScenario, track } from '../../scenarios/kit';
 
 /*
  * Scenario (c) of issue 3: a bulkhead of 10 inside a breaker, 40

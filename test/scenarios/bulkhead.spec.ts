@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Bulkhead, BulkheadFullError, ResilienceRegistry, VirtualClock } from '../../lib';
-import { bootScenario, track } from './scenario-kit';
+import { bootScenario, track } from '../../scenarios/kit';
 
 /*
  * Scenario (b) of issue 3 (DESIGN.md's bulkhead example): 5 concurrent
