@@ -4,6 +4,7 @@ import { join, relative } from 'node:path';
 import { breaker } from './breaker';
 import { bulkhead } from './bulkhead';
 import { ScenarioReport } from './kit';
+import { retryAmplification } from './retry-amplification';
 import { retryStorm } from './retry-storm';
 
 /*
@@ -22,6 +23,7 @@ export interface ScenarioEntry {
 
 export const SCENARIOS: readonly ScenarioEntry[] = [
   { name: 'retry-storm', summary: 'a one-minute spike with no retries, unbudgeted retries and a 10% retry budget', run: retryStorm },
+  { name: 'retry-amplification', summary: 'three layers of 3 attempts against a failing service (27 calls) versus one layer with a budget', run: retryAmplification },
   { name: 'bulkhead', summary: 'a reviews call slowing to 4 s stalls every endpoint of a 200-worker server, unless a bulkhead of 40 guards it', run: bulkhead },
   { name: 'breaker', summary: 'thread-seconds and calls reaching a dependency down for 30 s, without and with a breaker', run: breaker },
 ];
@@ -49,8 +51,8 @@ export function usage(): string {
   ].join('\n');
 }
 
-/** Runs the scenarios named by `arg`, printing through `print`; returns the process exit code. */
-export async function main(arg: string | undefined, print: (text: string) => void = console.log): Promise<number> {
+/** Runs the scenarios named by `arg`, printing through `print` and writing charts to `outDir`; returns the exit code. */
+export async function main(arg: string | undefined, print: (text: string) => void = console.log, outDir = OUTPUT_DIR): Promise<number> {
   if (arg === undefined || arg === '--help' || arg === '-h') {
     print(usage());
     return 0;
@@ -60,12 +62,12 @@ export async function main(arg: string | undefined, print: (text: string) => voi
     print(`unknown scenario '${arg}'\n\n${usage()}`);
     return 1;
   }
-  mkdirSync(OUTPUT_DIR, { recursive: true });
+  mkdirSync(outDir, { recursive: true });
   const started = performance.now();
   for (const scenario of selected) {
     const t0 = performance.now();
     const report = await scenario.run();
-    const file = join(OUTPUT_DIR, `${scenario.name}.svg`);
+    const file = join(outDir, `${scenario.name}.svg`);
     writeFileSync(file, report.svg);
     const elapsed = ((performance.now() - t0) / 1000).toFixed(1);
     print(`${report.table}\nchart: ${relative(process.cwd(), file)}   (${elapsed} s)\n`);

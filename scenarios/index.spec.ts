@@ -1,0 +1,35 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { main, SCENARIOS, selectScenarios, usage } from './index';
+
+describe('scenario CLI', () => {
+  it('dispatches on the name, `all` selects every scenario', () => {
+    expect(SCENARIOS.map((s) => s.name)).toEqual(expect.arrayContaining(['retry-storm', 'breaker', 'bulkhead', 'retry-amplification']));
+    expect(selectScenarios('all')).toBe(SCENARIOS);
+    expect(selectScenarios('breaker')?.map((s) => s.name)).toEqual(['breaker']);
+    expect(selectScenarios('nope')).toBeUndefined();
+    for (const s of SCENARIOS) expect(usage()).toContain(s.name);
+  });
+
+  it('prints the usage and fails on an unknown name', async () => {
+    const printed: string[] = [];
+    await expect(main('nope', (t) => void printed.push(t))).resolves.toBe(1);
+    expect(printed.join('\n')).toContain("unknown scenario 'nope'");
+    await expect(main(undefined, (t) => void printed.push(t))).resolves.toBe(0);
+  });
+
+  it('prints the table and writes the chart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'scenario-output-'));
+    try {
+      const printed: string[] = [];
+      await expect(main('breaker', (t) => void printed.push(t), dir)).resolves.toBe(0);
+      expect(printed.join('\n')).toMatch(/no breaker\s+603\.0/);
+      const svg = join(dir, 'breaker.svg');
+      expect(existsSync(svg)).toBe(true);
+      expect(readFileSync(svg, 'utf8')).toContain('<svg');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
