@@ -262,13 +262,14 @@ function reachedBeforeOpen(run: OutageRun): number {
   return run.calls.filter((c) => inOutage(c.startedAt) && c.startedAt < open).length;
 }
 
-/** Callers waiting at each instant (their sum over time is the thread-seconds). */
+/** Callers waiting, averaged over each 250 ms (thread-seconds per second); its area is the thread-seconds. */
 function waitingOverTime(calls: readonly Settled[]): Array<readonly [number, number]> {
+  const bucket = 250;
   const points: Array<readonly [number, number]> = [];
-  for (let t = 0; t <= RUN_MS + TIMEOUT_MS; t += INTERVAL_MS / 2) {
-    let waiting = 0;
-    for (const c of calls) if (c.startedAt <= t && t < (c.settledAt ?? Number.POSITIVE_INFINITY)) waiting++;
-    points.push([t / 1000, waiting]);
+  for (let from = 0; from < RUN_MS + TIMEOUT_MS; from += bucket) {
+    let heldMs = 0;
+    for (const c of calls) heldMs += Math.max(0, Math.min(from + bucket, c.settledAt ?? from + bucket) - Math.max(from, c.startedAt));
+    points.push([(from + bucket / 2) / 1000, heldMs / bucket]);
   }
   return points;
 }

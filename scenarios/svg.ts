@@ -75,7 +75,7 @@ export function lineChart(spec: ChartSpec): string {
   const xMin = Math.min(0, ...xs);
   const xTicks = niceTicks(Math.max(...xs, 1) - xMin, 10).map((t) => t + xMin);
   const xMax = xTicks[xTicks.length - 1];
-  const yTicks = niceTicks(spec.yMax ?? Math.max(...ys, 1), 6);
+  const yTicks = niceTicks(spec.yMax ?? Math.max(...ys, 1) * 1.05, 6); // headroom above the highest line
   const yMax = spec.yMax ?? yTicks[yTicks.length - 1];
 
   const px = (x: number): number => MARGIN.left + ((x - xMin) / (xMax - xMin)) * plotW;
