@@ -2,6 +2,8 @@ import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { overridePlace } from './config/config.messages';
+import { DEFAULT_ORDER, PolicyKind } from './config/module-options';
+import { StandardLayers, StandardPipeline } from './standard-pipeline';
 import { LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
 import { FallbackLayerOptions } from './fallback/fallback.decorator';
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
@@ -11,6 +13,9 @@ import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { REQUEST_SCOPED } from './resilience.messages';
 
 type Next = (args: unknown[]) => unknown;
+
+/** The layers the standard pipeline runs when the pipeline order is the default one. */
+const STANDARD_KINDS = new Set<PolicyKind>(['fallback', 'retry', 'circuitBreaker', 'timeLimiter', 'bulkhead']);
 
 /**
  * Finds every decorated method of providers and controllers at
@@ -66,6 +71,15 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const sorted = single.sort((a, b) => order.indexOf(b.kind) - order.indexOf(a.kind));
     const original = info.original;
     let next: Next = (args) => original.apply(instance, args);
+    if (order === DEFAULT_ORDER) {
+      const standard = sorted.filter((layer) => STANDARD_KINDS.has(layer.kind));
+      const policies: Record<string, unknown> = {};
+      for (const layer of standard) {
+        policies[layer.kind] = layer.kind === 'fallback' ? this.fallbackFor(instance, info, fallbacks) : this.policyFor(layer, info);
+      }
+      next = new StandardPipeline(policies as StandardLayers, next, this.registry.clock).run;
+      sorted.splice(0, standard.length);
+    }
     for (const layer of sorted) {
       const policy = layer.kind === 'fallback' ? this.fallbackFor(instance, info, fallbacks) : this.policyFor(layer, info);
       const inner = next;

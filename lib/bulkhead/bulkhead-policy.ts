@@ -48,6 +48,9 @@ interface Waiter {
   onAbort: (() => void) | undefined;
 }
 
+/** What {@link BulkheadPolicy.tryEnter} returns when every permit is taken. */
+export const NO_PERMIT = -1;
+
 /**
  * A semaphore bulkhead with a bounded, FIFO wait queue: at most
  * `maxConcurrentCalls` calls run at once, at most `queueCapacity` wait for a
@@ -119,19 +122,41 @@ export class BulkheadPolicy implements Policy {
    * taken. The permit is released however the call ends.
    */
   async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    let started = this.tryEnter();
     // A free permit implies an empty queue: release() hands permits to waiters first.
-    if (this.available > 0) this.available--;
-    else await this.enqueue();
-    if (this.permittedEvents.active) this.permittedEvents.emit(this.permittedEvent);
-    const started = this.finishedEvents.active ? this.clock.now() : undefined;
+    if (started === NO_PERMIT) {
+      await this.enqueue();
+      started = this.entered();
+    }
     try {
       return await next(arg);
     } finally {
-      this.release();
-      if (started !== undefined && this.finishedEvents.active) {
-        this.finishedEvents.emit({ name: this.name, durationMs: this.clock.now() - started });
-      }
+      this.exit(started);
     }
+  }
+
+  /**
+   * Takes a free permit without waiting. Returns the entry time to pass to
+   * {@link BulkheadPolicy.exit} (NaN when no one measures it), or
+   * {@link NO_PERMIT} when every permit is taken (nothing was taken then).
+   */
+  tryEnter(): number {
+    if (this.available === 0) return NO_PERMIT;
+    this.available--;
+    return this.entered();
+  }
+
+  /** Gives back the permit taken by {@link BulkheadPolicy.tryEnter} (or {@link BulkheadPolicy.call}). */
+  exit(started: number): void {
+    this.release();
+    if (this.finishedEvents.active && !Number.isNaN(started)) {
+      this.finishedEvents.emit({ name: this.name, durationMs: this.clock.now() - started });
+    }
+  }
+
+  private entered(): number {
+    if (this.permittedEvents.active) this.permittedEvents.emit(this.permittedEvent);
+    return this.finishedEvents.active ? this.clock.now() : Number.NaN;
   }
 
   // Refusals throw synchronously: the only caller is async, so they still surface as rejections.

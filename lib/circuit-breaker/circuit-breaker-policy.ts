@@ -285,11 +285,34 @@ export class CircuitBreakerPolicy implements Policy {
     try {
       result = await next(arg);
     } catch (error) {
-      this.complete(epoch, start, this.classifyError(error), error);
+      this.recordCall(epoch, start, true, error);
       throw error;
     }
-    this.complete(epoch, start, this.classifyResult(result), result);
+    this.recordCall(epoch, start, false, result);
     return result;
+  }
+
+  /**
+   * The epoch a call permitted now belongs to; pass it to
+   * {@link CircuitBreakerPolicy.recordCall} so a result arriving after a
+   * state change is not counted in the new state.
+   */
+  get callEpoch(): number {
+    return this.epoch;
+  }
+
+  /**
+   * Records a call permitted by {@link CircuitBreakerPolicy.tryAcquirePermission}:
+   * the epoch and clock time it started at, and how it ended (`outcome` is
+   * the error when `failed`, else the result).
+   */
+  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown): void {
+    this.complete(epoch, start, failed ? this.classifyError(outcome) : this.classifyResult(outcome), outcome);
+  }
+
+  /** The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
+  notPermittedError(): CallNotPermittedError {
+    return new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs());
   }
 
   /**
@@ -327,9 +350,7 @@ export class CircuitBreakerPolicy implements Policy {
 
   /** Like {@link CircuitBreakerPolicy.tryAcquirePermission}, but throws {@link CallNotPermittedError} on refusal. */
   acquirePermission(): void {
-    if (!this.tryAcquirePermission()) {
-      throw new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs());
-    }
+    if (!this.tryAcquirePermission()) throw this.notPermittedError();
   }
 
   /** Gives back a permission whose call will not be recorded (it matters only for HALF_OPEN trial permits). */

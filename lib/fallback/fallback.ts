@@ -69,11 +69,20 @@ export class FallbackPolicy implements Policy {
     try {
       return await next(args);
     } catch (error) {
-      const choice = this.choose(error);
-      if (choice === undefined) throw error;
-      if (this.events.active) this.events.emit({ name: this.name, errorClass: choice.errorClass, error });
-      return (await choice.handler(args as unknown as unknown[], error)) as R;
+      return (await this.recover(args as unknown as unknown[], error)) as R;
     }
+  }
+
+  /**
+   * Answers for a call that failed with `error`: what the chosen handler
+   * returns (a value or a promise), or `error` rethrown when no handler
+   * declares its class.
+   */
+  recover(args: unknown[], error: unknown): unknown {
+    const choice = this.choose(error);
+    if (choice === undefined) throw error;
+    if (this.events.active) this.events.emit({ name: this.name, errorClass: choice.errorClass, error });
+    return choice.handler(args, error);
   }
 
   private choose(error: unknown): Choice | undefined {

@@ -120,33 +120,62 @@ export class RetryPolicy implements Policy {
 
   /** Runs `next(arg)` with retries. */
   async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    const maxAttempts = this.config.maxAttempts;
-    let previousWait = this.config.waitDuration;
-    for (let attempt = 1; ; attempt++) {
+    let result: R;
+    try {
+      result = await next(arg);
+    } catch (error) {
+      return this.continueAfterError(next, arg, 1, error);
+    }
+    return this.continueAfterResult(next, arg, 1, result);
+  }
+
+  /**
+   * Continues a call whose attempt `attempt` threw `error`: retries it
+   * (waiting, then calling `next(arg)` again) or throws the original error.
+   * Lets a composed pipeline run the first attempt itself.
+   */
+  continueAfterError<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, error: unknown): Promise<R> {
+    const wait = this.waitBeforeRetry(error, attempt, this.config.waitDuration);
+    if (wait === NO_RETRY) throw this.failed(error, attempt);
+    return this.retryLoop(next, arg, attempt + 1, wait);
+  }
+
+  /**
+   * Continues a call whose attempt `attempt` returned `result`: returns it
+   * (counting the success), or retries it when `retryOnResult` asks to.
+   */
+  continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
+    if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
+    const wait = this.waitForResult(result, attempt, this.config.waitDuration);
+    return wait === NO_RETRY ? this.succeeded(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait);
+  }
+
+  private async retryLoop<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, wait: number): Promise<R> {
+    for (; ; attempt++) {
+      await this.sleep(wait);
       let result: R;
       try {
         result = await next(arg);
       } catch (error) {
-        const wait = this.waitBeforeRetry(error, attempt, previousWait);
+        wait = this.waitBeforeRetry(error, attempt, wait);
         if (wait === NO_RETRY) throw this.failed(error, attempt);
-        previousWait = wait;
-        await this.sleep(wait);
         continue;
       }
-      const retryOnResult = this.config.retryOnResult;
-      if (retryOnResult !== undefined && retryOnResult(result)) {
-        if (attempt < maxAttempts) {
-          const wait = this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random));
-          if (wait !== NO_RETRY) {
-            previousWait = wait;
-            await this.sleep(wait);
-            continue;
-          }
-        }
-        if (this.config.failAfterMaxAttempts) throw this.failed(new MaxRetriesExceededError(this.name, attempt, result), attempt);
-      }
-      return this.succeeded(result, attempt);
+      if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
+      wait = this.waitForResult(result, attempt, wait);
+      if (wait === NO_RETRY) return this.succeeded(result, attempt);
     }
+  }
+
+  /** The wait before retrying a returned value, or NO_RETRY; throws when attempts run out and `failAfterMaxAttempts`. */
+  private waitForResult(result: unknown, attempt: number, previousWait: number): number {
+    if (!this.config.retryOnResult?.(result)) return NO_RETRY;
+    if (attempt < this.config.maxAttempts) {
+      const wait = this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random));
+      if (wait !== NO_RETRY) return wait;
+    }
+    if (this.config.failAfterMaxAttempts) throw this.failed(new MaxRetriesExceededError(this.name, attempt, result), attempt);
+    return NO_RETRY;
   }
 
   private succeeded<R>(result: R, attempts: number): R {

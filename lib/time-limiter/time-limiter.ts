@@ -53,21 +53,36 @@ export class TimeLimiter implements Policy {
   }
 
   /** Runs `next(arg)` within the time limit. */
-  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R>;
+  /**
+   * Runs `next(arg)` within the time limit and settles with what `observer`
+   * makes of the outcome, saving a composed pipeline a promise per call.
+   */
+  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer: AttemptObserver<R>): Promise<unknown>;
+  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer?: AttemptObserver<R>): Promise<unknown> {
     const parent = contextStorage.getStore();
     const now = this.clock.now();
     let limit = this.config.timeoutDuration;
     let byDeadline = false;
     if (parent !== undefined && parent.deadline !== Number.POSITIVE_INFINITY) {
       const left = parent.deadline - now;
-      if (left <= 0 || parent.aborted) return Promise.reject(this.timedOut(true, limit));
+      if (left <= 0 || parent.aborted) {
+        const error = this.timedOut(true, limit);
+        if (observer === undefined) return Promise.reject(error);
+        observer.calleeSettled();
+        try {
+          return Promise.resolve(observer.rejected(error));
+        } catch (mapped) {
+          return Promise.reject(mapped);
+        }
+      }
       if (left < limit) {
         limit = left;
         byDeadline = true;
       }
     }
     const scope = new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, parent?.request, false);
-    const attempt = new TimedAttempt<A, R>(this, scope, limit, byDeadline);
+    const attempt = new TimedAttempt<A, R>(this, scope, limit, byDeadline, observer);
     if (byDeadline) {
       attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
     } else {
@@ -135,9 +150,22 @@ export class TimeLimiter implements Policy {
   }
 }
 
+/**
+ * Lets a composed pipeline act on a time-limited attempt's outcome inside
+ * the limiter's own promise, instead of chaining another one.
+ */
+export interface AttemptObserver<R> {
+  /** The callee's own promise settled (also when that is after a timeout). */
+  calleeSettled(): void;
+  /** What the attempt resolves with when the callee returned `value` in time (may throw or return a promise). */
+  fulfilled(value: R): unknown;
+  /** What the attempt resolves with when it failed with `error`, a timeout included (may throw or return a promise). */
+  rejected(error: unknown): unknown;
+}
+
 /** One attempt racing its expiry; a class rather than closures keeps the per-call cost flat. */
 class TimedAttempt<A, R> {
-  private resolve!: (value: R) => void;
+  private resolve!: (value: unknown) => void;
   private reject!: (error: unknown) => void;
   timer: TimerHandle;
   settled = false;
@@ -147,10 +175,11 @@ class TimedAttempt<A, R> {
     readonly scope: ResilienceContext,
     private readonly limit: number,
     private readonly byDeadline: boolean,
+    private readonly observer: AttemptObserver<R> | undefined,
   ) {}
 
-  start(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    const promise = new Promise<R>((resolve, reject) => {
+  start(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<unknown> {
+    const promise = new Promise<unknown>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
     });
@@ -173,21 +202,43 @@ class TimedAttempt<A, R> {
     this.settled = true;
     const error = this.limiter.timedOut(this.byDeadline, this.limit);
     if (this.limiter.config.cancelRunningFuture) this.scope.abort(error);
-    this.reject(error);
+    this.fail(error);
   }
 
   private onFulfilled(value: R): void {
+    this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
     this.limiter.finished(undefined, false);
-    this.resolve(value);
+    if (this.observer === undefined) {
+      this.resolve(value);
+      return;
+    }
+    try {
+      this.resolve(this.observer.fulfilled(value));
+    } catch (error) {
+      this.reject(error);
+    }
   }
 
   private onRejected(error: unknown): void {
+    this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
     this.limiter.finished(error, true);
-    this.reject(error);
+    this.fail(error);
+  }
+
+  private fail(error: unknown): void {
+    if (this.observer === undefined) {
+      this.reject(error);
+      return;
+    }
+    try {
+      this.resolve(this.observer.rejected(error));
+    } catch (mapped) {
+      this.reject(mapped);
+    }
   }
 
   private finish(): void {

@@ -1,0 +1,180 @@
+import { BulkheadPolicy, NO_PERMIT } from './bulkhead/bulkhead-policy';
+import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
+import { Clock } from './clock';
+import { FallbackPolicy } from './fallback/fallback';
+import { Pipeline } from './metadata';
+import { RetryPolicy } from './retry/retry';
+import { AttemptObserver, TimeLimiter } from './time-limiter/time-limiter';
+
+/** The layers of one method that the standard pipeline runs; any may be absent. */
+export interface StandardLayers {
+  readonly fallback?: FallbackPolicy;
+  readonly retry?: RetryPolicy;
+  readonly circuitBreaker?: CircuitBreakerPolicy;
+  readonly timeLimiter?: TimeLimiter;
+  readonly bulkhead?: BulkheadPolicy;
+}
+
+/**
+ * Runs a method under Fallback → Retry → CircuitBreaker → TimeLimiter →
+ * Bulkhead, Resilience4j's order, with the same outcome as nesting each
+ * policy's `call`, but as one small state machine per attempt: the
+ * synchronous checks (breaker permit, bulkhead permit) run inline and the
+ * whole outcome is handled on a single promise, where nesting would chain a
+ * promise per layer. Retrying, waiting for a bulkhead permit and falling
+ * back take the policies' own (slower) paths.
+ */
+export class StandardPipeline {
+  readonly fallback?: FallbackPolicy;
+  readonly retry?: RetryPolicy;
+  readonly breaker?: CircuitBreakerPolicy;
+  readonly limiter?: TimeLimiter;
+  readonly bulkhead?: BulkheadPolicy;
+
+  /**
+   * @param layers the method's policies
+   * @param invoke calls the method itself with its argument array
+   * @param clock the clock the breaker measures durations on
+   */
+  constructor(
+    layers: StandardLayers,
+    readonly invoke: (args: unknown[]) => unknown,
+    readonly clock: Clock,
+  ) {
+    this.fallback = layers.fallback;
+    this.retry = layers.retry;
+    this.breaker = layers.circuitBreaker;
+    this.limiter = layers.timeLimiter;
+    this.bulkhead = layers.bulkhead;
+  }
+
+  /** Runs one call of the method through every layer. */
+  readonly run: Pipeline = (args) => this.attempt(args, true);
+
+  /** One attempt without retry or fallback; what the retry loop calls again. */
+  private readonly retryAttempt = (args: unknown[]): Promise<unknown> => this.attempt(args, false);
+
+  private attempt(args: unknown[], first: boolean): Promise<unknown> {
+    const breaker = this.breaker;
+    let epoch = 0;
+    let start = 0;
+    if (breaker !== undefined) {
+      if (!breaker.tryAcquirePermission()) {
+        const refusal = breaker.notPermittedError();
+        return first ? settle(() => this.afterError(args, refusal)) : Promise.reject(refusal);
+      }
+      epoch = breaker.callEpoch;
+      start = this.clock.now();
+    }
+    const run = new Attempt(this, args, first, epoch, start);
+    const bulkhead = this.bulkhead;
+    let next = this.invoke;
+    if (bulkhead !== undefined) {
+      run.permit = bulkhead.tryEnter();
+      // No free permit: wait in the bulkhead's queue; it gives the permit back itself.
+      if (run.permit === NO_PERMIT) next = (queuedArgs) => bulkhead.call(this.invoke, queuedArgs);
+    }
+    if (this.limiter !== undefined) return this.limiter.call(next, args, run);
+    let pending: unknown;
+    try {
+      pending = next(args);
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    return Promise.resolve(pending).then(
+      (value) => run.settledWith(value),
+      (error) => run.failedWith(error),
+    );
+  }
+
+  /** @internal What a first attempt that returned `value` answers: the value, or a retry of it. */
+  afterResult(args: unknown[], value: unknown): unknown {
+    const retry = this.retry;
+    if (retry === undefined) return value;
+    let outcome: unknown;
+    try {
+      outcome = retry.continueAfterResult(this.retryAttempt, args, 1, value);
+    } catch (error) {
+      return this.fallBack(args, error);
+    }
+    return outcome instanceof Promise ? this.fallBackOnRejection(args, outcome) : outcome;
+  }
+
+  /** @internal What a first attempt that failed with `error` answers: a retry, a fallback, or the error. */
+  afterError(args: unknown[], error: unknown): unknown {
+    const retry = this.retry;
+    if (retry === undefined) return this.fallBack(args, error);
+    let retried: Promise<unknown>;
+    try {
+      retried = retry.continueAfterError(this.retryAttempt, args, 1, error);
+    } catch (final) {
+      return this.fallBack(args, final);
+    }
+    return this.fallBackOnRejection(args, retried);
+  }
+
+  private fallBack(args: unknown[], error: unknown): unknown {
+    if (this.fallback === undefined) throw error;
+    return this.fallback.recover(args, error);
+  }
+
+  private fallBackOnRejection(args: unknown[], outcome: Promise<unknown>): Promise<unknown> {
+    const fallback = this.fallback;
+    return fallback === undefined ? outcome : outcome.then(undefined, (error: unknown) => fallback.recover(args, error));
+  }
+}
+
+/**
+ * The state of one attempt: the breaker epoch and start time to record it
+ * under, and the bulkhead permit to give back when the method really ends.
+ */
+class Attempt implements AttemptObserver<unknown> {
+  permit = NO_PERMIT;
+
+  constructor(
+    private readonly pipeline: StandardPipeline,
+    private readonly args: unknown[],
+    private readonly first: boolean,
+    private readonly epoch: number,
+    private readonly start: number,
+  ) {}
+
+  /** The method returned `value` (no time limiter in between). */
+  settledWith(value: unknown): unknown {
+    this.calleeSettled();
+    return this.fulfilled(value);
+  }
+
+  /** The method failed with `error` (no time limiter in between). */
+  failedWith(error: unknown): unknown {
+    this.calleeSettled();
+    return this.rejected(error);
+  }
+
+  calleeSettled(): void {
+    if (this.permit !== NO_PERMIT) {
+      this.pipeline.bulkhead!.exit(this.permit);
+      this.permit = NO_PERMIT;
+    }
+  }
+
+  fulfilled(value: unknown): unknown {
+    this.pipeline.breaker?.recordCall(this.epoch, this.start, false, value);
+    return this.first ? this.pipeline.afterResult(this.args, value) : value;
+  }
+
+  rejected(error: unknown): unknown {
+    this.pipeline.breaker?.recordCall(this.epoch, this.start, true, error);
+    if (!this.first) throw error;
+    return this.pipeline.afterError(this.args, error);
+  }
+}
+
+/** A promise of what `outcome` returns or throws. */
+function settle(outcome: () => unknown): Promise<unknown> {
+  try {
+    return Promise.resolve(outcome());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
