@@ -62,3 +62,4 @@ export type {
   CircuitBreakerStateTransitionEvent,
   CircuitBreakerSuccessEvent,
 } from './circuit-breaker/circuit-breaker-policy';
+export * from './idempotency';

@@ -8,6 +8,8 @@ import { LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from 
 import { FallbackLayerOptions } from './fallback/fallback.decorator';
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
 import { FALLBACK_HANDLER_MISSING } from './fallback/fallback.messages';
+import { CheckedIdempotentOptions } from './idempotency/idempotency.options';
+import { IdempotencyRegistry } from './idempotency/idempotency.registry';
 import { Policy } from './policy';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { REQUEST_SCOPED } from './resilience.messages';
@@ -31,6 +33,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly registry: ResilienceRegistry,
+    private readonly idempotency: IdempotencyRegistry,
   ) {}
 
   onModuleInit(): void {
@@ -58,12 +61,12 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
         this.registry.warnOnce(REQUEST_SCOPED(info.target));
         continue;
       }
-      const pipeline = this.compose(instance, info, this.accessor.layers(method));
+      const pipeline = this.compose(instance, info, this.accessor.layers(method), method);
       Object.defineProperty(instance, info.slot, { value: pipeline, configurable: true });
     }
   }
 
-  private compose(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): Pipeline {
+  private compose(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[], method: unknown): Pipeline {
     const order = this.registry.options.order;
     const fallbacks = layers.filter((l) => l.kind === 'fallback');
     const single = layers.filter((l) => l.kind !== 'fallback');
@@ -81,7 +84,12 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       sorted.splice(0, standard.length);
     }
     for (const layer of sorted) {
-      const policy = layer.kind === 'fallback' ? this.fallbackFor(instance, info, fallbacks) : this.policyFor(layer, info);
+      const policy =
+        layer.kind === 'fallback'
+          ? this.fallbackFor(instance, info, fallbacks)
+          : layer.kind === 'idempotent'
+            ? this.idempotency.policyFor(info, layer.options as CheckedIdempotentOptions, method)
+            : this.policyFor(layer, info);
       const inner = next;
       next = (args) => policy.call(inner, args);
     }

@@ -2,6 +2,8 @@ import { DynamicModule, Logger, Module } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { ResilienceModuleOptions } from './config/module-options';
 import { DeadlineInterceptor } from './deadline.interceptor';
+import { IdempotencyStore } from './idempotency/idempotency-store';
+import { IdempotencyRegistry } from './idempotency/idempotency.registry';
 import { ResilienceExplorer } from './resilience.explorer';
 import {
   RESILIENCE_ASYNC_OPTIONS_TYPE,
@@ -31,10 +33,17 @@ import { ResilienceRegistry } from './resilience.registry';
         return new ResilienceRegistry(options, (message) => logger.warn(message));
       },
     },
+    {
+      provide: IdempotencyRegistry,
+      inject: [ResilienceRegistry],
+      useFactory: (registry: ResilienceRegistry) => new IdempotencyRegistry(registry),
+    },
+    { provide: IdempotencyStore, inject: [IdempotencyRegistry], useFactory: (idempotency: IdempotencyRegistry) => idempotency.store },
     ResilienceExplorer,
     { provide: APP_INTERCEPTOR, useClass: DeadlineInterceptor },
   ],
-  exports: [ResilienceRegistry],
+  // The idempotency interceptor is created in each controller's module and needs the registry from there.
+  exports: [ResilienceRegistry, IdempotencyRegistry, IdempotencyStore],
 })
 export class ResilienceModule extends ResilienceConfigurableModule {
   /** Registers the module with static options (all optional). */

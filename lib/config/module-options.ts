@@ -3,6 +3,7 @@ import { BulkheadConfigInput } from '../bulkhead/bulkhead.config';
 import { CircuitBreakerConfigInput } from '../circuit-breaker/circuit-breaker.config';
 import { RetryConfigInput } from '../retry/retry.config';
 import { TimeLimiterConfigInput } from '../time-limiter/time-limiter.config';
+import type { IdempotencyModuleOptions } from '../idempotency/idempotency.options';
 import { Duration } from './duration';
 import { PolicySection } from './schema';
 
@@ -52,4 +53,6 @@ export interface ResilienceModuleOptions {
   circuitBreaker?: PolicySection<CircuitBreakerConfigInput>;
   bulkhead?: PolicySection<BulkheadConfigInput>;
   timeLimiter?: PolicySection<TimeLimiterConfigInput>;
+  /** Idempotency keys for `@Idempotent`: store, TTL, lease, header, principal, replayed headers, reconciler. */
+  idempotency?: IdempotencyModuleOptions;
 }

@@ -15,3 +15,64 @@ export const CLAIM_DID_NOT_SETTLE = (store: string, key: string, attempts: numbe
 /** A stored record could not be read back. */
 export const CORRUPT_RECORD = (store: string, key: string): string =>
   `${PREFIX}: ${store}: the stored record of idempotency key ${JSON.stringify(key)} is not in this module's format`;
+
+/** Place name of the module's `idempotency` section in configuration messages. */
+export const IDEMPOTENCY_OPTIONS_PLACE = 'idempotency options';
+
+/** Place name of one `@Idempotent` in configuration messages. */
+export const idempotentPlace = (target: string): string => `@Idempotent on ${target}`;
+
+/** `ttl` is shorter than `lease`: a record could vanish while its owner still runs. */
+export const TTL_SHORTER_THAN_LEASE = (place: string, ttlMs: number, leaseMs: number): string =>
+  `${PREFIX}: invalid configuration of ${place}: key 'ttl' (${ttlMs}ms) must be at least 'lease' (${leaseMs}ms), or a record could expire while its request still runs`;
+
+/** A route's key comes from the header, so a `key` function there is a mistake. */
+export const KEY_ON_ROUTE = (target: string, option: string): string =>
+  `${PREFIX}: @Idempotent on ${target}: option '${option}' is for methods that are not HTTP routes (message handlers); on a route the key comes from the idempotency key header`;
+
+/** A method that is not an HTTP route has no header to read its key from. */
+export const KEY_REQUIRED = (target: string): string =>
+  `${PREFIX}: @Idempotent on ${target} needs a 'key' option, e.g. @Idempotent({ key: (message) => message.id }): it is not an HTTP route, so there is no idempotency key header to read`;
+
+/** Transactional mode needs a store that can complete a key inside the caller's transaction. */
+export const STORE_NOT_TRANSACTIONAL = (target: string, store: string): string =>
+  `${PREFIX}: @Idempotent on ${target} asks for 'transactional: true', but the idempotency store (${store}) cannot complete keys inside a database transaction; use PostgresIdempotencyStore with a pg Pool`;
+
+/** The Postgres store was given something that cannot hand out connections. */
+export const POOL_CANNOT_CONNECT = (): string =>
+  `${PREFIX}: PostgresIdempotencyStore: transactional mode needs a pg Pool as 'pool' (something with connect()), got an object without connect()`;
+
+/** No principal resolver: keys of different users share one namespace. */
+export const NO_PRINCIPAL_RESOLVER = (target: string): string =>
+  `${PREFIX}: @Idempotent on ${target} (and any other route) scopes keys by method and path only: set 'idempotency.principal' to a function of the request (e.g. (req) => req.user?.id) so that two clients choosing the same key cannot see each other's answers`;
+
+/** A stale key was found and nobody can say whether its first attempt had its effect. */
+export const NO_RECONCILER = (target: string): string =>
+  `${PREFIX}: @Idempotent on ${target} found a key whose earlier attempt stopped without finishing; without a reconciler (option 'reconciler') it is not run again and requests with that key get 409 until the record expires`;
+
+/** A helper that needs the current idempotent call was called outside of one. */
+export const OUTSIDE_IDEMPOTENT_CALL = (helper: string): string =>
+  `${PREFIX}: ${helper}() was called outside a method protected by @Idempotent (or before its key was claimed)`;
+
+/** `idempotencyTransaction()` inside a method that is not transactional. */
+export const NOT_TRANSACTIONAL = (target: string): string =>
+  `${PREFIX}: idempotencyTransaction() was called in ${target}, whose @Idempotent is not transactional; add 'transactional: true'`;
+
+/** The header is absent on a route that requires it. */
+export const KEY_HEADER_MISSING = (header: string, method: string, path: string): string =>
+  `The '${header}' header is required on ${method} ${path}`;
+
+/** The header is present but not a valid key. */
+export const KEY_HEADER_INVALID = (header: string, reason: string): string => `The '${header}' header is malformed: ${reason}`;
+
+/** The `key` function of a non-HTTP method returned nothing usable. */
+export const KEY_FUNCTION_EMPTY = (target: string, value: unknown): string =>
+  `@Idempotent on ${target}: the 'key' option returned ${typeof value === 'string' ? JSON.stringify(value) : String(value)}, not a non-empty string`;
+
+/** The business transaction of a transactional call did not commit. */
+export const TRANSACTION_NOT_COMMITTED = (target: string): string =>
+  `The transaction of ${target} did not commit; nothing was stored and the idempotency key was released`;
+
+/** A value passed to the fingerprint refers to itself. */
+export const CYCLIC_FINGERPRINT = (target: string): string =>
+  `${PREFIX}: @Idempotent on ${target}: the value to fingerprint contains a cycle; give a 'fingerprint' option that picks the payload`;

@@ -15,3 +15,22 @@ export type { PostgresIdempotencyStoreOptions, PostgresQueryable, PostgresQueryR
 export { DEFAULT_IDEMPOTENCY_TABLE, PostgresIdempotencyStore } from './postgres-idempotency-store';
 export type { RedisIdempotencyStoreOptions, RedisScriptClient } from './redis-idempotency-store';
 export { DEFAULT_IDEMPOTENCY_REDIS_PREFIX, RedisIdempotencyStore } from './redis-idempotency-store';
+export type { PostgresPoolClient, TransactionalIdempotencyStore } from './postgres-idempotency-store';
+export { isTransactionalStore } from './postgres-idempotency-store';
+export { Idempotent } from './idempotent.decorator';
+export { IdempotencyInterceptor } from './idempotency.interceptor';
+export { IdempotencyRegistry } from './idempotency.registry';
+export type { IdempotencyOutcomeEvent } from './idempotency.registry';
+export type { IdempotencyOutcome, IdempotencyTransport } from './idempotent-method';
+export { downstreamIdempotencyKey, idempotencyTransaction } from './idempotency.context';
+export { DEFAULT_IDEMPOTENCY_HEADER, DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED_HEADER } from './idempotency.options';
+export type {
+  IdempotencyModuleOptions,
+  IdempotencyReconciler,
+  IdempotencyReconciliation,
+  IdempotentOptions,
+  ReconciledHttpAnswer,
+  ReconciledResult,
+  StaleIdempotencyKey,
+} from './idempotency.options';
+export { MAX_IDEMPOTENCY_KEY_LENGTH } from './idempotency-key';

@@ -14,7 +14,7 @@ import {
   storeDuration,
   wallClock,
 } from './idempotency-store';
-import { CLAIM_DID_NOT_SETTLE, CORRUPT_RECORD, INVALID_TABLE_NAME } from './idempotency.messages';
+import { CLAIM_DID_NOT_SETTLE, CORRUPT_RECORD, INVALID_TABLE_NAME, POOL_CANNOT_CONNECT } from './idempotency.messages';
 
 const STORE = 'PostgresIdempotencyStore';
 
@@ -38,6 +38,29 @@ export interface PostgresQueryResult {
 export interface PostgresQueryable {
   /** Runs `text` with `$1…$n` bound to `values`. */
   query(text: string, values?: unknown[]): Promise<PostgresQueryResult>;
+}
+
+/** A connection checked out of a pool (a `pg` `PoolClient`). */
+export interface PostgresPoolClient extends PostgresQueryable {
+  /** Returns the connection to its pool; with an error (or `true`) the pool discards it instead. */
+  release(error?: Error | boolean): void;
+}
+
+/**
+ * A store that can complete a key on a connection inside the caller's
+ * transaction, which transactional `@Idempotent` methods need.
+ */
+export interface TransactionalIdempotencyStore extends IdempotencyStore {
+  /** Checks out a connection for one transaction. */
+  connect(): Promise<PostgresPoolClient>;
+  /** Completes the key on `client`, so it commits (or rolls back) with the transaction. */
+  completeInTransaction(client: PostgresQueryable, key: string, token: string, response: StoredResponse, ttlMs?: number): Promise<boolean>;
+}
+
+/** True when `store` can take part in a caller's transaction. */
+export function isTransactionalStore(store: IdempotencyStore): store is TransactionalIdempotencyStore {
+  const candidate = store as Partial<TransactionalIdempotencyStore>;
+  return typeof candidate.connect === 'function' && typeof candidate.completeInTransaction === 'function';
 }
 
 /** Options of {@link PostgresIdempotencyStore}. */
@@ -74,7 +97,7 @@ interface Row {
  * stored on the transaction that holds the business writes, so both commit
  * or neither does.
  */
-export class PostgresIdempotencyStore implements IdempotencyStore {
+export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
   private readonly pool: PostgresQueryable;
   private readonly clock: Clock;
   private readonly table: string;
@@ -156,6 +179,18 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   async completeInTransaction(client: PostgresQueryable, key: string, token: string, response: StoredResponse, ttlMs?: number): Promise<boolean> {
     await this.ready();
     return this.completeOn(client, key, token, response, ttlMs);
+  }
+
+  /**
+   * Checks out a connection of the pool (with the table created), for a
+   * transaction whose business writes and {@link PostgresIdempotencyStore.completeInTransaction}
+   * commit together. Needs a `pg` `Pool` as `pool`.
+   */
+  async connect(): Promise<PostgresPoolClient> {
+    const pool = this.pool as PostgresQueryable & { connect?: () => Promise<PostgresPoolClient> };
+    if (typeof pool.connect !== 'function') throw new Error(POOL_CANNOT_CONNECT());
+    await this.ready();
+    return pool.connect();
   }
 
   /** {@inheritDoc IdempotencyStore.release} */

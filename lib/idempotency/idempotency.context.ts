@@ -1,0 +1,75 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { deriveDownstreamKey } from './idempotency-key';
+import { NOT_TRANSACTIONAL, OUTSIDE_IDEMPOTENT_CALL } from './idempotency.messages';
+import { PostgresPoolClient } from './postgres-idempotency-store';
+
+/**
+ * One claimed run of a protected method: what the helpers below read while
+ * it runs. `owner` tells the pipeline layer which method the scope was
+ * opened for, so a nested protected call is not mistaken for it.
+ */
+export class IdempotencyScope {
+  /** Set by the method's pipeline layer when the method itself starts (pipes and guards passed). */
+  started = false;
+
+  /**
+   * @param owner the protected method's policy object
+   * @param target `Class.method`, for messages
+   * @param storeKey the scoped key in the store
+   * @param createdAt when the operation was first claimed (kept across takeovers)
+   * @param transaction the open transaction of a transactional method
+   */
+  constructor(
+    readonly owner: object,
+    readonly target: string,
+    readonly storeKey: string,
+    readonly createdAt: number,
+    readonly transaction: PostgresPoolClient | undefined,
+  ) {}
+}
+
+/** The async-local slot of the current protected run. */
+export const idempotencyStorage = new AsyncLocalStorage<IdempotencyScope>();
+
+/**
+ * A stable idempotency key for a call the current `@Idempotent` method makes
+ * to another service (a payment provider's `Idempotency-Key`). Every attempt
+ * at the same logical operation, in any process, gets the same value, so a
+ * retry after a crash cannot charge twice downstream; `suffix` tells apart
+ * several downstream calls of one operation. A reconciler gets the same
+ * value from `stale.downstreamKey(suffix)`.
+ *
+ * @throws Error outside a method protected by `@Idempotent`
+ * @example
+ * ```ts
+ * await stripe.paymentIntents.create(params, { idempotencyKey: downstreamIdempotencyKey('charge') });
+ * ```
+ */
+export function downstreamIdempotencyKey(suffix = ''): string {
+  const scope = idempotencyStorage.getStore();
+  if (scope === undefined) throw new Error(OUTSIDE_IDEMPOTENT_CALL('downstreamIdempotencyKey'));
+  return deriveDownstreamKey(scope.storeKey, scope.createdAt, suffix);
+}
+
+/**
+ * The database connection of the current transactional `@Idempotent`
+ * method (a `pg` `PoolClient` inside `BEGIN`). Make the business writes on
+ * it: they commit together with the key's completion, or not at all. Do not
+ * commit, roll back or release it yourself.
+ *
+ * @throws Error outside such a method
+ * @example
+ * ```ts
+ * @Post() @Idempotent({ transactional: true })
+ * async pay(@Body() body: PaymentDto) {
+ *   const { rows } = await idempotencyTransaction().query('INSERT INTO ledger (pence) VALUES ($1) RETURNING id', [body.pence]);
+ *   return { id: rows[0].id };
+ * }
+ * ```
+ */
+export function idempotencyTransaction<C extends PostgresPoolClient = PostgresPoolClient>(): C {
+  const scope = idempotencyStorage.getStore();
+  if (scope === undefined) throw new Error(OUTSIDE_IDEMPOTENT_CALL('idempotencyTransaction'));
+  if (scope.transaction === undefined) throw new Error(NOT_TRANSACTIONAL(scope.target));
+  return scope.transaction as C;
+}

@@ -1,0 +1,200 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { from, mergeMap, Observable, of } from 'rxjs';
+import { IdempotencyKeyInProgressError, IdempotencyKeyMissingError, ResilienceError } from '../errors';
+import { resilienceProblem } from '../filter/resilience-problems';
+import { ResilienceMetadataAccessor } from '../metadata';
+import { StoredHttpResponse } from './idempotency-store';
+import { fingerprintOf, parseIdempotencyKey, scopedKey } from './idempotency-key';
+import { idempotencyStorage } from './idempotency.context';
+import { CORRUPT_RECORD, CYCLIC_FINGERPRINT, KEY_HEADER_INVALID, KEY_HEADER_MISSING, TRANSACTION_NOT_COMMITTED } from './idempotency.messages';
+import { IDEMPOTENT_REPLAYED_HEADER, storeName } from './idempotency.options';
+import { IdempotencyRegistry } from './idempotency.registry';
+import { CapturedAnswer, HeldResponse, SubstituteAnswer } from './held-response';
+import { IdempotencyOutcome, IdempotentMethod, IdempotentRun } from './idempotent-method';
+
+/** Methods the header applies to: the ones that are not idempotent by themselves (IETF draft). */
+const PROTECTED_METHODS = new Set(['POST', 'PATCH']);
+
+/** Headers the pipeline may have set for its own answer, dropped before a replay or a problem goes out. */
+const ANSWER_HEADERS = ['content-length', 'content-type', 'etag', 'location', 'last-modified', 'set-cookie', 'transfer-encoding'];
+
+type HttpRequest = IncomingMessage & { originalUrl?: string; body?: unknown; headersDistinct?: Record<string, string[] | undefined> };
+
+/**
+ * The HTTP side of `@Idempotent`, which attaches it to each decorated
+ * method: reads and checks the key header on POST and PATCH, claims the
+ * scoped key, and either replays the stored answer, refuses (400, 409,
+ * 422 as `application/problem+json`), or runs the handler and stores the
+ * answer its pipeline serialized before the client gets it. Requests with
+ * other methods, and non-HTTP calls, pass through.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  private readonly accessor = new ResilienceMetadataAccessor();
+
+  constructor(private readonly registry: IdempotencyRegistry) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    const info = this.accessor.trampoline(context.getHandler());
+    // Without a layer the explorer skipped the method (request-scoped): its resilience decorators are not applied.
+    const method = info === undefined ? undefined : this.registry.methodOf(info);
+    if (method === undefined || !method.settings.route) return next.handle();
+    const http = context.switchToHttp();
+    const request = http.getRequest<HttpRequest>();
+    if (!PROTECTED_METHODS.has(request.method ?? '')) return next.handle();
+    const reply = http.getResponse<ServerResponse & { raw?: ServerResponse }>();
+    const response = reply.raw ?? reply;
+    const { header, headerLabel } = this.registry.options;
+    const path = requestPath(request);
+    const parsed = parseIdempotencyKey(request.headersDistinct?.[header] ?? headerValues(request.headers[header]));
+    if (parsed.kind === 'absent' && !method.settings.required) {
+      this.registry.emit('bypassed', method, 'http');
+      return next.handle();
+    }
+    if (parsed.kind !== 'valid') {
+      const detail = parsed.kind === 'absent' ? KEY_HEADER_MISSING(headerLabel, request.method ?? 'POST', path) : KEY_HEADER_INVALID(headerLabel, parsed.reason);
+      return this.answer(response, problem(new IdempotencyKeyMissingError(method.name, detail), path), method, 'missing_key', undefined);
+    }
+    return from(this.start(method, parsed.key, request, response, path, next)).pipe(mergeMap((answer) => answer));
+  }
+
+  private async start(method: IdempotentMethod, key: string, request: HttpRequest, response: ServerResponse, path: string, next: CallHandler): Promise<Observable<unknown>> {
+    const httpMethod = request.method as string;
+    const storeKey = scopedKey(this.registry.options.principal?.(request), httpMethod, path, key);
+    const fingerprint = fingerprintOf([httpMethod, path, queryOf(request), request.body ?? null], () => CYCLIC_FINGERPRINT(method.name));
+    const start = await method.begin(storeKey, fingerprint, key, { transport: 'http', request });
+    if (start.kind === 'replay') {
+      if (start.response.kind !== 'http') throw new Error(CORRUPT_RECORD(storeName(this.registry.store), storeKey));
+      return this.answer(response, replay(start.response, this.registry.options.replayHeaders), method, start.outcome, key);
+    }
+    if (start.kind === 'refuse') return this.answer(response, problem(start.error, path), method, start.outcome, key);
+    const run = await method.open(storeKey, start.token, start.record, false);
+    return this.execute(method, run, key, response, path, next);
+  }
+
+  /** Answers with `substitute` once Nest writes its (empty) reply, so every adapter step still runs. */
+  private answer(response: ServerResponse, substitute: SubstituteAnswer, method: IdempotentMethod, outcome: IdempotencyOutcome, key: string | undefined): Observable<unknown> {
+    this.registry.emit(outcome, method, 'http', key);
+    new HeldResponse(response, async () => substitute);
+    return of(undefined);
+  }
+
+  private execute(method: IdempotentMethod, run: IdempotentRun, key: string, response: ServerResponse, path: string, next: CallHandler): Observable<unknown> {
+    const held = new HeldResponse(response, (captured) => this.settle(method, run, key, captured, path));
+    let handlerDone = false;
+    let closed = false;
+    // A client that left before any answer was written may never get one (Nest drops an Observable's reply):
+    // settle without an answer then, so the lease timer and any transaction do not linger.
+    const abandonIfSilent = () => {
+      if (closed && handlerDone && !held.finished) setImmediate(() => held.abandon());
+    };
+    response.once('close', () => {
+      closed = true;
+      abandonIfSilent();
+    });
+    return new Observable((subscriber) => {
+      const subscription = idempotencyStorage.run(run.scope, () =>
+        next.handle().subscribe({
+          next: (value) => subscriber.next(value),
+          error: (error: unknown) => {
+            run.fail(error);
+            handlerDone = true;
+            abandonIfSilent();
+            subscriber.error(error);
+          },
+          complete: () => {
+            handlerDone = true;
+            abandonIfSilent();
+            subscriber.complete();
+          },
+        }),
+      );
+      return () => {
+        subscription.unsubscribe();
+        handlerDone = true;
+        abandonIfSilent();
+      };
+    });
+  }
+
+  private async settle(method: IdempotentMethod, run: IdempotentRun, key: string, captured: CapturedAnswer | undefined, path: string): Promise<SubstituteAnswer | undefined> {
+    const decision = method.decideForAnswer(run, captured?.status);
+    const stored = decision === 'store' && captured !== undefined ? storedAnswer(captured, this.registry.options.replayHeaders) : undefined;
+    const settled = await run.finish(decision, stored);
+    switch (settled.status) {
+      case 'completed':
+        this.registry.emit('executed', method, 'http', key);
+        return undefined;
+      case 'released':
+        this.registry.emit('released', method, 'http', key, run.error);
+        return undefined;
+      case 'rolled_back':
+        // The transaction's writes are gone, so the answer the handler wrote would describe an effect that did not happen.
+        if (settled.error instanceof IdempotencyKeyInProgressError) {
+          this.registry.emit('in_progress', method, 'http', key, settled.error);
+          return problem(settled.error, path);
+        }
+        this.registry.emit('released', method, 'http', key, settled.error);
+        return notCommitted(method.name, path);
+      default:
+        this.registry.emit('kept_unknown', method, 'http', key, settled.status === 'kept' ? (settled.error ?? run.error) : undefined);
+        return undefined;
+    }
+  }
+}
+
+/** The stored form of a captured answer: allow-listed headers and the body text exactly as sent. */
+function storedAnswer(captured: CapturedAnswer, replayHeaders: readonly string[]): StoredHttpResponse {
+  const headers: Record<string, string> = {};
+  for (const name of replayHeaders) {
+    const value = headerText(captured.headers, name);
+    if (value !== undefined) headers[name] = value;
+  }
+  return { kind: 'http', status: captured.status, headers, body: captured.body.toString('utf8') };
+}
+
+function replay(stored: StoredHttpResponse, replayHeaders: readonly string[]): SubstituteAnswer {
+  return {
+    status: stored.status,
+    headers: { ...stored.headers, [IDEMPOTENT_REPLAYED_HEADER]: 'true' },
+    body: stored.body,
+    drop: [...ANSWER_HEADERS, ...replayHeaders],
+  };
+}
+
+function problem(error: ResilienceError, path: string): SubstituteAnswer {
+  const answer = resilienceProblem(error, path);
+  return { status: answer.status, headers: answer.headers, body: JSON.stringify(answer.body), drop: ANSWER_HEADERS };
+}
+
+function notCommitted(name: string, path: string): SubstituteAnswer {
+  const body = { type: 'about:blank', title: 'Internal Server Error', status: 500, detail: TRANSACTION_NOT_COMMITTED(name), instance: path, name };
+  return { status: 500, headers: { 'Content-Type': 'application/problem+json' }, body: JSON.stringify(body), drop: ANSWER_HEADERS };
+}
+
+function headerText(headers: OutgoingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  if (value === undefined) return undefined;
+  return Array.isArray(value) ? value.join(', ') : String(value);
+}
+
+function headerValues(value: string | string[] | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  return Array.isArray(value) ? value : [value];
+}
+
+/** The request path without its query string, as the client sent it. */
+function requestPath(request: HttpRequest): string {
+  const url = request.originalUrl ?? request.url ?? '/';
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}
+
+/** The raw query string (part of the fingerprint: the same key with other query parameters is another request). */
+function queryOf(request: HttpRequest): string {
+  const url = request.originalUrl ?? request.url ?? '';
+  const query = url.indexOf('?');
+  return query === -1 ? '' : url.slice(query + 1);
+}

@@ -1,0 +1,309 @@
+import { Clock, systemClock } from '../clock';
+import { describe, INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from '../config/config.messages';
+import { Duration, parseDuration } from '../config/duration';
+import { camelKey } from '../config/schema';
+import { ErrorClassOrName } from '../error-matcher';
+import { DEFAULT_IDEMPOTENCY_LEASE_MS, DEFAULT_IDEMPOTENCY_TTL_MS, InProgressRecord, IdempotencyStore, wallClock } from './idempotency-store';
+import { IDEMPOTENCY_OPTIONS_PLACE, TTL_SHORTER_THAN_LEASE } from './idempotency.messages';
+import { MemoryIdempotencyStore } from './memory-idempotency-store';
+
+/** Header read for the client's key when the `header` option is not given. */
+export const DEFAULT_IDEMPOTENCY_HEADER = 'Idempotency-Key';
+
+/** Response headers stored and replayed when `replayHeaders` is not given. */
+export const DEFAULT_REPLAY_HEADERS: readonly string[] = ['location', 'content-type', 'etag'];
+
+/** Header set on every replayed answer. */
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
+
+/**
+ * What a {@link IdempotencyReconciler} is told about a key whose earlier
+ * attempt stopped (its process died, or its outcome was unknown) and whose
+ * lease ran out. The caller now owns the key; nothing runs until the
+ * reconciler has answered.
+ */
+export interface StaleIdempotencyKey {
+  /** `Class.method` of the protected method. */
+  readonly target: string;
+  /** `'http'` for a request to a route, `'call'` for a method called with a `key` option. */
+  readonly transport: 'http' | 'call';
+  /** The client's key (the header's value, or what the `key` option returned). */
+  readonly key: string;
+  /** The record as found, with the time the operation was first claimed. */
+  readonly record: InProgressRecord;
+  /**
+   * The key the earlier attempt got from `downstreamIdempotencyKey(suffix)`:
+   * look the operation up with it at the payment provider or in your tables.
+   */
+  downstreamKey(suffix?: string): string;
+  /** The HTTP request retrying the operation (`transport: 'http'`). */
+  readonly request?: unknown;
+  /** The arguments of the call retrying the operation (`transport: 'call'`). */
+  readonly args?: readonly unknown[];
+}
+
+/** An HTTP answer a reconciler found for a stale key: stored, then replayed. */
+export interface ReconciledHttpAnswer {
+  readonly action: 'complete';
+  /** Status code to replay. */
+  readonly status: number;
+  /** Body: a string is sent as it is, anything else as JSON. */
+  readonly body?: unknown;
+  /** Headers to replay (a JSON body gets `content-type: application/json` unless given). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** The result a reconciler found for a stale key of a method call: stored, then returned. */
+export interface ReconciledResult {
+  readonly action: 'complete';
+  /** What the method returns for this key from now on (JSON-serializable). */
+  readonly value?: unknown;
+}
+
+/**
+ * A reconciler's verdict on a stale key:
+ * - `run`: the earlier attempt had no effect; run the method now.
+ * - `complete`: it had its effect; this is the answer to store and give.
+ * - `wait`: it cannot tell yet; the key stays unresolved (409 / in-progress
+ *   error) and is handed to the reconciler again once this lease runs out.
+ */
+export type IdempotencyReconciliation = { readonly action: 'run' } | { readonly action: 'wait' } | ReconciledHttpAnswer | ReconciledResult;
+
+/**
+ * Decides what became of an operation whose attempt stopped without
+ * finishing, before anyone may run it again (resume or resolve).
+ *
+ * @example
+ * ```ts
+ * reconciler: async (stale) => {
+ *   const charge = await payments.findByReference(stale.downstreamKey());
+ *   return charge ? { action: 'complete', status: 201, body: charge } : { action: 'run' };
+ * }
+ * ```
+ */
+export type IdempotencyReconciler = (stale: StaleIdempotencyKey) => IdempotencyReconciliation | Promise<IdempotencyReconciliation>;
+
+/** Module option `idempotency` of `ResilienceModule.forRoot`. */
+export interface IdempotencyModuleOptions {
+  /** Where keys live; default a `MemoryIdempotencyStore` of this process (on the module clock when one is injected). */
+  store?: IdempotencyStore;
+  /** How long a finished key is remembered (and replayed). Default `24h`. */
+  ttl?: Duration;
+  /** How long a claim holds its key before another attempt may reconcile it; renewed while the method runs. Default `30s`. */
+  lease?: Duration;
+  /** Request header carrying the client's key. Default `Idempotency-Key`. */
+  header?: string;
+  /**
+   * Who is asking: keys are scoped by this, the method and the path, so two
+   * clients picking the same key stay apart. Runs after guards (so
+   * `req.user` is set). Default none, with a startup warning.
+   */
+  principal?: (request: any) => string | undefined;
+  /** Response headers stored and replayed (never `Set-Cookie`). Default `Location`, `Content-Type`, `ETag`. */
+  replayHeaders?: readonly string[];
+  /** Resolves stale keys of every `@Idempotent` that has no `reconciler` of its own. */
+  reconciler?: IdempotencyReconciler;
+}
+
+/** Options of one `@Idempotent`. */
+export interface IdempotentOptions {
+  /**
+   * Refuse a request (call) without a key: 400 over HTTP, an
+   * `IdempotencyKeyMissingError` otherwise. With false it runs unprotected.
+   * A malformed key is refused either way. Default true.
+   */
+  required?: boolean;
+  /**
+   * The key of a call that is not an HTTP request (a message handler),
+   * from the method's arguments, e.g. `(message) => message.id`. Required
+   * on methods that are not routes; not allowed on routes.
+   */
+  key?: (...args: any[]) => string | undefined;
+  /**
+   * What identifies a keyed call's payload: a second call with the same key
+   * and another fingerprint is refused (`IdempotencyKeyReuseError`).
+   * Default: the first argument. Give one when that argument carries
+   * per-delivery data (attempt counters, timestamps). Not for routes, which
+   * fingerprint method, path, query and body.
+   */
+  fingerprint?: (...args: any[]) => unknown;
+  /** Record lifetime for this method; default the module's `ttl`. */
+  ttl?: Duration;
+  /** Lease for this method; default the module's `lease`. */
+  lease?: Duration;
+  /**
+   * Which answered statuses are definitive, so stored and replayed; another
+   * status below 500 releases the key, 500 and above keep it for
+   * reconciliation. Default: below 500.
+   */
+  definitive?: (status: number) => boolean;
+  /**
+   * Errors that prove the method had no effect, so the key is released and
+   * a retry runs it. Default: `CallNotPermittedError`, `BulkheadFullError`,
+   * `RateLimitedError` (refusals before any call left).
+   */
+  releaseOn?: readonly ErrorClassOrName[];
+  /**
+   * Run the method in a transaction on the store's database
+   * (`PostgresIdempotencyStore`): writes made through
+   * `idempotencyTransaction()` commit together with the key's completion,
+   * or neither does. An error rolls everything back and releases the key.
+   */
+  transactional?: boolean;
+  /** Resolves stale keys of this method; default the module's `reconciler`. */
+  reconciler?: IdempotencyReconciler;
+}
+
+/** The module's idempotency settings after validation. */
+export interface ResolvedIdempotencyOptions {
+  readonly store: IdempotencyStore;
+  readonly ttlMs: number;
+  readonly leaseMs: number;
+  /** Header name, lower case. */
+  readonly header: string;
+  /** Header name as configured, for messages. */
+  readonly headerLabel: string;
+  readonly principal?: (request: unknown) => string | undefined;
+  /** Lower-case header names. */
+  readonly replayHeaders: readonly string[];
+  readonly reconciler?: IdempotencyReconciler;
+}
+
+const MODULE_KEYS = ['store', 'ttl', 'lease', 'header', 'principal', 'replayHeaders', 'reconciler'];
+const DECORATOR_KEYS = ['required', 'key', 'fingerprint', 'ttl', 'lease', 'definitive', 'releaseOn', 'transactional', 'reconciler'];
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const STORE_METHODS = ['claim', 'complete', 'release', 'renew', 'get', 'cleanupExpired'] as const;
+
+/**
+ * Validates the module's `idempotency` section (keys in camelCase or
+ * kebab-case); a bad value throws naming the key and the value.
+ *
+ * @param raw the section as given
+ * @param clock the module clock: the default memory store follows an injected one
+ */
+export function resolveIdempotencyOptions(raw: unknown, clock: Clock): ResolvedIdempotencyOptions {
+  const place = IDEMPOTENCY_OPTIONS_PLACE;
+  const section = raw ?? {};
+  if (typeof section !== 'object' || Array.isArray(section)) throw new Error(NOT_AN_OBJECT(place, raw));
+  const given: Record<string, { rawKey: string; value: unknown }> = {};
+  for (const [rawKey, value] of Object.entries(section)) {
+    const key = camelKey(rawKey);
+    if (!MODULE_KEYS.includes(key)) throw new Error(UNKNOWN_KEY(place, rawKey, MODULE_KEYS));
+    given[key] = { rawKey, value };
+  }
+  const ttlMs = readDuration(place, given.ttl, DEFAULT_IDEMPOTENCY_TTL_MS);
+  const leaseMs = readDuration(place, given.lease, DEFAULT_IDEMPOTENCY_LEASE_MS);
+  if (ttlMs < leaseMs) throw new Error(TTL_SHORTER_THAN_LEASE(place, ttlMs, leaseMs));
+  const headerLabel = given.header === undefined ? DEFAULT_IDEMPOTENCY_HEADER : readHeaderName(place, given.header.rawKey, given.header.value);
+  return {
+    store: readStore(place, given.store, clock),
+    ttlMs,
+    leaseMs,
+    header: headerLabel.toLowerCase(),
+    headerLabel,
+    principal: readFunction(place, given.principal) as ResolvedIdempotencyOptions['principal'],
+    replayHeaders: readReplayHeaders(place, given.replayHeaders),
+    reconciler: readFunction(place, given.reconciler) as IdempotencyReconciler | undefined,
+  };
+}
+
+/** `@Idempotent` options after validation, durations still relative to the module's. */
+export interface CheckedIdempotentOptions {
+  readonly required: boolean;
+  readonly key?: (...args: unknown[]) => string | undefined;
+  readonly fingerprint?: (...args: unknown[]) => unknown;
+  readonly ttlMs?: number;
+  readonly leaseMs?: number;
+  readonly definitive?: (status: number) => boolean;
+  readonly releaseOn?: readonly ErrorClassOrName[];
+  readonly transactional: boolean;
+  readonly reconciler?: IdempotencyReconciler;
+}
+
+/** Validates the options of one `@Idempotent` at decoration time; `place` names it in messages. */
+export function checkIdempotentOptions(options: unknown, place: string): CheckedIdempotentOptions {
+  if (options === undefined) return { required: true, transactional: false };
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new TypeError(NOT_AN_OBJECT(place, options));
+  const given: Record<string, { rawKey: string; value: unknown }> = {};
+  for (const [rawKey, value] of Object.entries(options)) {
+    if (!DECORATOR_KEYS.includes(rawKey)) throw new TypeError(UNKNOWN_KEY(place, rawKey, DECORATOR_KEYS));
+    given[rawKey] = { rawKey, value };
+  }
+  const ttlMs = given.ttl === undefined ? undefined : readDuration(place, given.ttl, 0);
+  const leaseMs = given.lease === undefined ? undefined : readDuration(place, given.lease, 0);
+  if (ttlMs !== undefined && leaseMs !== undefined && ttlMs < leaseMs) throw new TypeError(TTL_SHORTER_THAN_LEASE(place, ttlMs, leaseMs));
+  const releaseOn = given.releaseOn?.value;
+  if (releaseOn !== undefined && (!Array.isArray(releaseOn) || releaseOn.some((e) => typeof e !== 'function' && (typeof e !== 'string' || e === '')))) {
+    throw new TypeError(INVALID_VALUE(place, 'releaseOn', 'a list of error classes or class names', releaseOn));
+  }
+  return {
+    required: readBoolean(place, given.required, true),
+    key: readFunction(place, given.key) as CheckedIdempotentOptions['key'],
+    fingerprint: readFunction(place, given.fingerprint) as CheckedIdempotentOptions['fingerprint'],
+    ttlMs,
+    leaseMs,
+    definitive: readFunction(place, given.definitive) as CheckedIdempotentOptions['definitive'],
+    releaseOn: releaseOn as readonly ErrorClassOrName[] | undefined,
+    transactional: readBoolean(place, given.transactional, false),
+    reconciler: readFunction(place, given.reconciler) as IdempotencyReconciler | undefined,
+  };
+}
+
+type Given = { rawKey: string; value: unknown } | undefined;
+
+function readDuration(place: string, given: Given, fallback: number): number {
+  if (given === undefined) return fallback;
+  const ms = parseDuration(given.value);
+  if (ms === undefined || ms <= 0) throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a positive duration (ms, or a string such as "30s" or "24h")', given.value));
+  return Math.ceil(ms);
+}
+
+function readBoolean(place: string, given: Given, fallback: boolean): boolean {
+  if (given === undefined) return fallback;
+  if (typeof given.value !== 'boolean') throw new TypeError(INVALID_VALUE(place, given.rawKey, 'true or false', given.value));
+  return given.value;
+}
+
+function readFunction(place: string, given: Given): ((...args: unknown[]) => unknown) | undefined {
+  if (given === undefined || given.value === undefined) return undefined;
+  if (typeof given.value !== 'function') throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a function', given.value));
+  return given.value as (...args: unknown[]) => unknown;
+}
+
+function readHeaderName(place: string, rawKey: string, value: unknown): string {
+  if (typeof value !== 'string' || !TOKEN.test(value)) throw new TypeError(INVALID_VALUE(place, rawKey, 'an HTTP header name', value));
+  return value;
+}
+
+function readReplayHeaders(place: string, given: Given): readonly string[] {
+  if (given === undefined) return DEFAULT_REPLAY_HEADERS;
+  const value = given.value;
+  if (!Array.isArray(value) || value.some((h) => typeof h !== 'string' || !TOKEN.test(h))) {
+    throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a list of HTTP header names', value));
+  }
+  const names = value.map((h: string) => h.toLowerCase());
+  // A cookie belongs to the client that got the first answer; replaying it would hand one client's session to another.
+  if (names.includes('set-cookie')) throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a list of header names without Set-Cookie, which is never replayed', value));
+  return [...new Set(names)];
+}
+
+function readStore(place: string, given: Given, clock: Clock): IdempotencyStore {
+  if (given === undefined || given.value === undefined) {
+    // The default store lives in this process only, so any clock works; an injected one lets tests drive leases and TTLs.
+    return new MemoryIdempotencyStore({ clock: clock === systemClock ? wallClock : clock });
+  }
+  const store = given.value as Record<string, unknown> | null;
+  if (store === null || typeof store !== 'object' || STORE_METHODS.some((m) => typeof store[m] !== 'function')) {
+    throw new TypeError(INVALID_VALUE(place, given.rawKey, `an IdempotencyStore (an object with ${STORE_METHODS.join(', ')})`, describeStore(given.value)));
+  }
+  return store as unknown as IdempotencyStore;
+}
+
+function describeStore(value: unknown): unknown {
+  return value !== null && typeof value === 'object' && value.constructor !== Object ? `an instance of ${value.constructor.name}` : value;
+}
+
+/** Renders a store for messages: its class name. */
+export function storeName(store: IdempotencyStore): string {
+  return (store as object).constructor?.name ?? describe(store);
+}

@@ -1,0 +1,99 @@
+import { PATH_METADATA } from '@nestjs/common/constants';
+import { ErrorMatcher } from '../error-matcher';
+import { EventStream, EventSubscriber } from '../events';
+import { TrampolineInfo } from '../metadata';
+import { ResilienceRegistry } from '../resilience.registry';
+import { IdempotencyStore } from './idempotency-store';
+import { KEY_ON_ROUTE, KEY_REQUIRED, NO_PRINCIPAL_RESOLVER, STORE_NOT_TRANSACTIONAL } from './idempotency.messages';
+import { CheckedIdempotentOptions, resolveIdempotencyOptions, ResolvedIdempotencyOptions, storeName } from './idempotency.options';
+import { DEFAULT_RELEASE_ON, IdempotencyOutcome, IdempotencyTransport, IdempotentMethod } from './idempotent-method';
+import { isTransactionalStore } from './postgres-idempotency-store';
+
+/** One request or call through an `@Idempotent` method, and what became of it. */
+export interface IdempotencyOutcomeEvent {
+  /** What happened (label of `resilience4nest_idempotency_requests_total`). */
+  readonly outcome: IdempotencyOutcome;
+  /** `Class.method` of the protected method. */
+  readonly name: string;
+  /** An HTTP request, or a call keyed by the `key` option. */
+  readonly transport: IdempotencyTransport;
+  /** The client's key, when a valid one was given. */
+  readonly key?: string;
+  /** The error behind the outcome, when there is one (the method's, a store's or a reconciler's). */
+  readonly error?: unknown;
+}
+
+/**
+ * The idempotency settings, the store and the per-method layers of one
+ * application. Injectable in Nest (`IdempotencyRegistry`); without Nest,
+ * `new IdempotencyRegistry(new ResilienceRegistry({ idempotency: { ... } }))`.
+ */
+export class IdempotencyRegistry {
+  /** The module's `idempotency` section, validated. */
+  readonly options: ResolvedIdempotencyOptions;
+  private readonly events = new EventStream<IdempotencyOutcomeEvent>();
+  private readonly methods = new Map<TrampolineInfo, IdempotentMethod>();
+
+  /** One event per request or call through an `@Idempotent` method. */
+  readonly onOutcome: EventSubscriber<IdempotencyOutcomeEvent> = this.events.subscribe;
+
+  /** @param resilience the application's registry: its module options, clock and warnings */
+  constructor(private readonly resilience: ResilienceRegistry) {
+    this.options = resolveIdempotencyOptions(resilience.options.extras.idempotency, resilience.clock);
+  }
+
+  /** The store every `@Idempotent` method uses. */
+  get store(): IdempotencyStore {
+    return this.options.store;
+  }
+
+  /**
+   * The layer of one decorated method, made at bootstrap. Checks what can
+   * be checked before the first request: a route takes its key from the
+   * header, any other method needs `key`, and transactional mode needs a
+   * store that takes part in transactions.
+   *
+   * @param info the method's trampoline
+   * @param options the decorator's validated options
+   * @param method the method as found on the prototype (carries the route metadata)
+   */
+  policyFor(info: TrampolineInfo, options: CheckedIdempotentOptions, method: unknown): IdempotentMethod {
+    const name = info.target;
+    const route = typeof method === 'function' && Reflect.getMetadata(PATH_METADATA, method) !== undefined;
+    if (route && options.key !== undefined) throw new Error(KEY_ON_ROUTE(name, 'key'));
+    if (route && options.fingerprint !== undefined) throw new Error(KEY_ON_ROUTE(name, 'fingerprint'));
+    if (!route && options.key === undefined) throw new Error(KEY_REQUIRED(name));
+    const { store, ttlMs, leaseMs, reconciler } = this.options;
+    if (options.transactional && !isTransactionalStore(store)) throw new Error(STORE_NOT_TRANSACTIONAL(name, storeName(store)));
+    if (route && this.options.principal === undefined) this.resilience.warnOnce(NO_PRINCIPAL_RESOLVER(name));
+    const lease = options.leaseMs ?? leaseMs;
+    const layer = new IdempotentMethod(
+      name,
+      {
+        ...options,
+        store,
+        clock: this.resilience.clock,
+        leaseMs: lease,
+        ttlMs: Math.max(options.ttlMs ?? ttlMs, lease),
+        releaseOn: new ErrorMatcher(options.releaseOn ?? DEFAULT_RELEASE_ON),
+        reconciler: options.reconciler ?? reconciler,
+        route,
+      },
+      (outcome, from, transport, key, error) => this.emit(outcome, from, transport, key, error),
+      (message) => this.resilience.warnOnce(message),
+    );
+    this.methods.set(info, layer);
+    return layer;
+  }
+
+  /** The layer made for a method at bootstrap, if any. */
+  methodOf(info: TrampolineInfo): IdempotentMethod | undefined {
+    return this.methods.get(info);
+  }
+
+  /** Reports one outcome to the subscribers of {@link IdempotencyRegistry.onOutcome}. */
+  emit(outcome: IdempotencyOutcome, method: IdempotentMethod, transport: IdempotencyTransport, key?: string, error?: unknown): void {
+    if (!this.events.active) return;
+    this.events.emit({ outcome, name: method.name, transport, ...(key === undefined ? {} : { key }), ...(error === undefined ? {} : { error }) });
+  }
+}

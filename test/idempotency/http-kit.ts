@@ -1,0 +1,92 @@
+import { INestApplication, ModuleMetadata } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { AddressInfo } from 'node:net';
+import { IdempotencyOutcomeEvent, IdempotencyRegistry, ResilienceModule, ResilienceModuleOptions } from '../../lib';
+
+/** A promise a test resolves when it chooses: holds a handler mid-flight. */
+export class Gate {
+  readonly promise: Promise<void>;
+  open!: () => void;
+
+  constructor() {
+    this.promise = new Promise<void>((resolve) => (this.open = resolve));
+  }
+}
+
+/**
+ * Resolves waiters once a condition holds, re-checked whenever the code
+ * under test calls `notify()`: a test waits for a request to reach its
+ * handler (or a lease to be renewed) without polling or sleeping.
+ */
+export class Watch {
+  private waiters: Array<{ condition: () => boolean; resolve: () => void }> = [];
+
+  /** Re-checks every waiter's condition. */
+  notify(): void {
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.condition()) return true;
+      w.resolve();
+      return false;
+    });
+  }
+
+  /** Resolves as soon as `condition()` is true. */
+  until(condition: () => boolean): Promise<void> {
+    if (condition()) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ condition, resolve }));
+  }
+}
+
+/** What a test sees of one HTTP answer. */
+export interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+}
+
+/** One running app on 127.0.0.1 and the outcomes its idempotency layer reported. */
+export interface RunningApp {
+  readonly app: INestApplication;
+  readonly url: string;
+  readonly outcomes: IdempotencyOutcomeEvent[];
+  close(): Promise<void>;
+}
+
+/** Boots `metadata` with `ResilienceModule.forRoot(options)` and listens on a free loopback port. */
+export async function startApp(options: ResilienceModuleOptions, metadata: ModuleMetadata): Promise<RunningApp> {
+  const moduleRef = await Test.createTestingModule({ ...metadata, imports: [ResilienceModule.forRoot(options), ...(metadata.imports ?? [])] }).compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  const outcomes: IdempotencyOutcomeEvent[] = [];
+  app.get(IdempotencyRegistry).onOutcome((event) => outcomes.push(event));
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  return { app, url: `http://127.0.0.1:${port}`, outcomes, close: () => app.close() };
+}
+
+/** Options of {@link send}. */
+export interface SendOptions {
+  readonly method?: string;
+  /** The idempotency key header's value; omitted when undefined. */
+  readonly key?: string;
+  /** A JSON value, or the raw body text. */
+  readonly body?: unknown;
+  readonly headers?: Record<string, string>;
+}
+
+/** Sends one request and reads the whole answer. */
+export async function send(base: string, path: string, options: SendOptions = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key !== undefined) headers['idempotency-key'] = options.key;
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(`${base}${path}`, { method: options.method ?? 'POST', headers, body });
+  return { status: response.status, headers: response.headers, text: await response.text() };
+}
+
+/** The answer's body parsed as JSON. */
+export function json(answer: Answer): any {
+  return JSON.parse(answer.text);
+}

@@ -1,0 +1,123 @@
+import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import { Pool } from 'pg';
+import { Clock } from '../../lib/clock';
+import { IdempotencyStore, StoredResponse, ClaimOptions, ClaimResult, IdempotencyRecord } from '../../lib/idempotency/idempotency-store';
+import { MemoryIdempotencyStore } from '../../lib/idempotency/memory-idempotency-store';
+import { PostgresIdempotencyStore } from '../../lib/idempotency/postgres-idempotency-store';
+import { RedisIdempotencyStore } from '../../lib/idempotency/redis-idempotency-store';
+import { TestServerKind } from '../support/server-env';
+import { Watch } from './http-kit';
+
+/** One store backend for suites that run against all three. */
+export interface StoreTarget {
+  readonly name: string;
+  readonly server?: TestServerKind;
+  /** Connects to the server (once per suite). */
+  setup(url: string): Promise<void>;
+  /** A store on a fresh namespace (table or key prefix), reading time from `clock`. */
+  create(clock: Clock): IdempotencyStore;
+  teardown(): Promise<void>;
+}
+
+/** The in-process store. */
+export function memoryTarget(): StoreTarget {
+  return {
+    name: 'MemoryIdempotencyStore',
+    setup: async () => undefined,
+    create: (clock) => new MemoryIdempotencyStore({ clock }),
+    teardown: async () => undefined,
+  };
+}
+
+/** PostgreSQL, one fresh table per store, dropped at teardown. */
+export function postgresTarget(): StoreTarget & { pool(): Pool } {
+  let pool: Pool | undefined;
+  const tables: string[] = [];
+  return {
+    name: 'PostgresIdempotencyStore',
+    server: 'postgres',
+    async setup(url) {
+      pool = new Pool({ connectionString: url, max: 20 });
+    },
+    create(clock) {
+      const table = `idem_http_${randomUUID().replace(/-/g, '')}`;
+      tables.push(table);
+      return new PostgresIdempotencyStore({ pool: pool as Pool, table, clock });
+    },
+    pool: () => pool as Pool,
+    async teardown() {
+      for (const table of tables.splice(0)) await pool?.query(`DROP TABLE IF EXISTS "${table}"`);
+      await pool?.end();
+    },
+  };
+}
+
+/** Redis, one fresh key prefix per store. */
+export function redisTarget(): StoreTarget {
+  let client: Redis | undefined;
+  return {
+    name: 'RedisIdempotencyStore',
+    server: 'redis',
+    async setup(url) {
+      client = new Redis(url, { maxRetriesPerRequest: 1 });
+    },
+    create: (clock) => new RedisIdempotencyStore({ client: client as Redis, prefix: `idem-http:${randomUUID()}:`, clock }),
+    async teardown() {
+      await client?.quit();
+    },
+  };
+}
+
+/**
+ * A store that passes every call through to `inner`, except those a test
+ * makes fail, to show what happens when the store misbehaves mid-request.
+ */
+export class FaultyStore implements IdempotencyStore {
+  /** `complete` throws while true (the store is unreachable when the answer is written). */
+  failComplete = false;
+  /** `renew` answers false while true (the owner cannot reach the store to keep its lease). */
+  failRenew = false;
+  /** Completions refused or thrown, in order. */
+  readonly completions: Array<{ key: string; stored: boolean }> = [];
+  /** Leases renewed so far. */
+  renewals = 0;
+  /** Notified after each renewal. */
+  readonly watch = new Watch();
+
+  constructor(private readonly inner: IdempotencyStore) {}
+
+  claim(key: string, fingerprint: string, options?: ClaimOptions): Promise<ClaimResult> {
+    return this.inner.claim(key, fingerprint, options);
+  }
+
+  async complete(key: string, token: string, response: StoredResponse, ttlMs?: number): Promise<boolean> {
+    if (this.failComplete) {
+      this.completions.push({ key, stored: false });
+      throw new Error('store unreachable');
+    }
+    const stored = await this.inner.complete(key, token, response, ttlMs);
+    this.completions.push({ key, stored });
+    return stored;
+  }
+
+  release(key: string, token: string): Promise<boolean> {
+    return this.inner.release(key, token);
+  }
+
+  async renew(key: string, token: string, leaseMs?: number): Promise<boolean> {
+    if (this.failRenew) return false;
+    const renewed = await this.inner.renew(key, token, leaseMs);
+    if (renewed) this.renewals++;
+    this.watch.notify();
+    return renewed;
+  }
+
+  get(key: string): Promise<IdempotencyRecord | undefined> {
+    return this.inner.get(key);
+  }
+
+  cleanupExpired(): Promise<number> {
+    return this.inner.cleanupExpired();
+  }
+}
