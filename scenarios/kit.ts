@@ -21,14 +21,19 @@ class ScenarioModule {}
  * Boots `ResilienceModule.forRoot` on a fresh {@link VirtualClock} (also
  * provided as `VirtualClock`, so simulated dependencies wait on it) with the
  * given providers. `random` defaults to `() => 0`; pass {@link mulberry32}
- * where jitter matters.
+ * where jitter matters. Options that need the clock (a store) may be given
+ * as a function of it.
  */
-export async function bootScenario(providers: unknown[], options: ResilienceModuleOptions = {}): Promise<Scenario> {
+export async function bootScenario(
+  providers: unknown[],
+  options: ResilienceModuleOptions | ((clock: VirtualClock) => ResilienceModuleOptions) = {},
+): Promise<Scenario> {
   const clock = new VirtualClock();
+  const resolved = typeof options === 'function' ? options(clock) : options;
   const moduleRef = await NestFactory.createApplicationContext(
     {
       module: ScenarioModule,
-      imports: [ResilienceModule.forRoot({ clock, random: () => 0, ...options })],
+      imports: [ResilienceModule.forRoot({ clock, random: () => 0, ...resolved })],
       providers: [{ provide: VirtualClock, useValue: clock }, ...(providers as never[])],
     },
     { logger: false, abortOnError: false },
@@ -105,4 +110,53 @@ export interface ScenarioReport {
   readonly table: string;
   /** A standalone SVG document. */
   readonly svg: string;
+}
+
+/**
+ * Python's `random.random()` after `random.seed(seed)` (MT19937 seeded by
+ * `init_by_array`, 53-bit floats), for a non-negative integer seed below
+ * 2^32: a note whose simulation seeds Python's generator can then be
+ * replayed draw for draw.
+ */
+export function pythonRandom(seed: number): () => number {
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new RangeError(`pythonRandom: seed must be an integer in [0, 2^32), got ${seed}`);
+  const N = 624;
+  const M = 397;
+  const mt = new Uint32Array(N);
+  mt[0] = 19650218;
+  for (let i = 1; i < N; i++) mt[i] = Math.imul(1812433253, mt[i - 1] ^ (mt[i - 1] >>> 30)) + i;
+  // init_by_array([seed])
+  let i = 1;
+  for (let k = N; k > 0; k--) {
+    mt[i] = (mt[i] ^ Math.imul(mt[i - 1] ^ (mt[i - 1] >>> 30), 1664525)) + seed;
+    if (++i >= N) {
+      mt[0] = mt[N - 1];
+      i = 1;
+    }
+  }
+  for (let k = N - 1; k > 0; k--) {
+    mt[i] = (mt[i] ^ Math.imul(mt[i - 1] ^ (mt[i - 1] >>> 30), 1566083941)) - i;
+    if (++i >= N) {
+      mt[0] = mt[N - 1];
+      i = 1;
+    }
+  }
+  mt[0] = 0x80000000;
+  let index = N;
+  const next = (): number => {
+    if (index >= N) {
+      for (let k = 0; k < N; k++) {
+        const y = (mt[k] & 0x80000000) | (mt[(k + 1) % N] & 0x7fffffff);
+        mt[k] = mt[(k + M) % N] ^ (y >>> 1) ^ (y & 1 ? 0x9908b0df : 0);
+      }
+      index = 0;
+    }
+    let y = mt[index++];
+    y ^= y >>> 11;
+    y ^= (y << 7) & 0x9d2c5680;
+    y ^= (y << 15) & 0xefc60000;
+    y ^= y >>> 18;
+    return y >>> 0;
+  };
+  return () => ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
 }
