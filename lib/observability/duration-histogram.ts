@@ -1,0 +1,30 @@
+/**
+ * Bucket counts of call durations, filled on the hot path with a few
+ * numeric operations (no labels to hash, nothing allocated) and read by
+ * the metrics collector at scrape time.
+ */
+export class DurationHistogram {
+  /** Calls per bucket, not cumulative; the last slot is `+Inf`. */
+  readonly counts: Float64Array;
+  /** Sum of the recorded durations, in ms. */
+  sumMs = 0;
+  /** Number of recorded durations. */
+  count = 0;
+
+  /** @param boundsMs the buckets' upper bounds in ms, increasing */
+  constructor(private readonly boundsMs: Float64Array) {
+    this.counts = new Float64Array(boundsMs.length + 1);
+  }
+
+  /** Records one duration; an event with `durationMs` can be passed as it is. */
+  readonly record = (event: { readonly durationMs: number }): void => {
+    const ms = event.durationMs;
+    const bounds = this.boundsMs;
+    let i = 0;
+    // Most calls fall in the first buckets, so a forward scan beats a binary search here.
+    while (i < bounds.length && ms > bounds[i]) i++;
+    this.counts[i]++;
+    this.sumMs += ms;
+    this.count++;
+  };
+}

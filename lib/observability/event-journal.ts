@@ -1,0 +1,174 @@
+import { Unsubscribe } from '../events';
+import { ObservedInstance } from './instance-catalog';
+
+/** A policy the status endpoints report on. */
+export type StatusPolicy = ObservedInstance['policy'];
+
+/** One recorded event, as the `…events` endpoints serve it (Resilience4j's event type names). */
+export interface RecordedEvent {
+  /** The instance name. */
+  readonly name: string;
+  /** e.g. `SUCCESS`, `ERROR`, `STATE_TRANSITION`, `NOT_PERMITTED`, `RETRY`, `CALL_REJECTED`, `TIMEOUT`, `FALLBACK`. */
+  readonly type: string;
+  /** When it happened (wall clock, ISO 8601). */
+  readonly creationTime: string;
+  readonly durationMs?: number;
+  /** `ErrorClass: message` of the error involved. */
+  readonly errorMessage?: string;
+  /** `FROM_TO_TO`, e.g. `CLOSED_TO_OPEN`. */
+  readonly stateTransition?: string;
+  /** Attempts made (retry). */
+  readonly attempts?: number;
+  /** Wait before the next attempt (retry). */
+  readonly waitMs?: number;
+  /** Why a retry stopped or a bulkhead refused. */
+  readonly reason?: string;
+  /** The error class whose fallback answered. */
+  readonly kind?: string;
+}
+
+/** The raw fields events carry; each is read only if present. */
+interface RawEvent {
+  readonly durationMs?: number;
+  readonly error?: unknown;
+  readonly from?: string;
+  readonly to?: string;
+  readonly attempt?: number;
+  readonly attempts?: number;
+  readonly waitMs?: number;
+  readonly reason?: string;
+  readonly errorClass?: { readonly name: string };
+}
+
+/**
+ * The last `capacity` events of one instance. Recording stores the event
+ * object the policy already built, its type and the time, nothing else;
+ * the JSON shape is made only when someone reads it.
+ */
+class EventRing {
+  private readonly times: Float64Array;
+  private readonly sequence: Float64Array;
+  private readonly types: string[];
+  private readonly events: RawEvent[];
+  private next = 0;
+  private size = 0;
+
+  constructor(
+    readonly name: string,
+    private readonly capacity: number,
+    private readonly counter: { value: number },
+  ) {
+    this.times = new Float64Array(capacity);
+    this.sequence = new Float64Array(capacity);
+    this.types = new Array<string>(capacity);
+    this.events = new Array<RawEvent>(capacity);
+  }
+
+  push(type: string, event: RawEvent): void {
+    const i = this.next;
+    this.times[i] = Date.now();
+    this.sequence[i] = this.counter.value++;
+    this.types[i] = type;
+    this.events[i] = event;
+    this.next = i + 1 === this.capacity ? 0 : i + 1;
+    if (this.size < this.capacity) this.size++;
+  }
+
+  /** Oldest first, with the journal-wide sequence number for merging. */
+  read(into: Array<[number, RecordedEvent]>): void {
+    const start = (this.next - this.size + this.capacity) % this.capacity;
+    for (let k = 0; k < this.size; k++) {
+      const i = (start + k) % this.capacity;
+      into.push([this.sequence[i], render(this.name, this.types[i], this.times[i], this.events[i])]);
+    }
+  }
+}
+
+function render(name: string, type: string, at: number, event: RawEvent): RecordedEvent {
+  return {
+    name,
+    type,
+    creationTime: new Date(at).toISOString(),
+    durationMs: event.durationMs,
+    errorMessage: event.error === undefined ? undefined : errorMessage(event.error),
+    stateTransition: event.from === undefined ? undefined : `${event.from}_TO_${event.to}`,
+    attempts: event.attempts ?? event.attempt,
+    waitMs: event.waitMs,
+    reason: event.reason,
+    kind: event.errorClass?.name,
+  };
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof Error) return `${error.constructor.name}: ${error.message}`;
+  try {
+    return String(error);
+  } catch {
+    return typeof error;
+  }
+}
+
+/**
+ * The last N events of every instance (Resilience4j's
+ * `eventConsumerBufferSize`), for the status endpoints. Recording costs a
+ * listener call per event; it runs only when the status endpoints are on.
+ */
+export class EventJournal {
+  private readonly rings = new Map<StatusPolicy, EventRing[]>();
+  private readonly counter = { value: 0 };
+
+  /** @param capacity events kept per instance */
+  constructor(private readonly capacity: number) {}
+
+  /** Starts recording the events of one instance; returns the unsubscribe functions. */
+  record(observed: ObservedInstance): Unsubscribe[] {
+    const ring = new EventRing(observed.name, this.capacity, this.counter);
+    const list = this.rings.get(observed.policy) ?? [];
+    list.push(ring);
+    this.rings.set(observed.policy, list);
+    const on = (type: string) => (event: object) => ring.push(type, event as RawEvent);
+    switch (observed.policy) {
+      case 'circuitBreaker': {
+        const b = observed.instance;
+        return [
+          b.onSuccess(on('SUCCESS')),
+          b.onError(on('ERROR')),
+          b.onIgnoredError(on('IGNORED_ERROR')),
+          b.onCallNotPermitted(on('NOT_PERMITTED')),
+          b.onStateTransition(on('STATE_TRANSITION')),
+          b.onReset(on('RESET')),
+          b.onFailureRateExceeded(on('FAILURE_RATE_EXCEEDED')),
+          b.onSlowCallRateExceeded(on('SLOW_CALL_RATE_EXCEEDED')),
+        ];
+      }
+      case 'retry': {
+        const r = observed.instance;
+        const stopped = on('RETRY_STOPPED');
+        return [
+          r.onRetry(on('RETRY')),
+          r.onSuccess(on('SUCCESS')),
+          r.onError(on('ERROR')),
+          // Running out of attempts is followed by ERROR anyway; the other reasons say why a retry did not happen.
+          r.onRetryStopped((event) => event.reason !== 'max-attempts' && stopped(event)),
+        ];
+      }
+      case 'bulkhead': {
+        const b = observed.instance;
+        return [b.onCallPermitted(on('CALL_PERMITTED')), b.onCallRejected(on('CALL_REJECTED')), b.onCallFinished(on('CALL_FINISHED'))];
+      }
+      case 'timeLimiter': {
+        const t = observed.instance;
+        return [t.onSuccess(on('SUCCESS')), t.onError(on('ERROR')), t.onTimeout(on('TIMEOUT'))];
+      }
+      case 'fallback':
+        return [observed.instance.onFallback(on('FALLBACK'))];
+    }
+  }
+
+  /** The recorded events of `policy`'s instances (of `name` only, if given), oldest first. */
+  events(policy: StatusPolicy, name?: string): RecordedEvent[] {
+    const collected: Array<[number, RecordedEvent]> = [];
+    for (const ring of this.rings.get(policy) ?? []) if (name === undefined || ring.name === name) ring.read(collected);
+    return collected.sort((a, b) => a[0] - b[0]).map(([, event]) => event);
+  }
+}

@@ -1,0 +1,108 @@
+import { Clock } from '../clock';
+import { Unsubscribe } from '../events';
+import { FallbackPolicy } from '../fallback/fallback';
+
+const SLOTS = 10;
+
+/** Calls and fallback answers in a sliding time window of {@link SLOTS} slots. */
+class WindowCounts {
+  private readonly slotOf = new Float64Array(SLOTS).fill(-Infinity);
+  private readonly calls = new Float64Array(SLOTS);
+  private readonly fallbacks = new Float64Array(SLOTS);
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly slotMs: number,
+  ) {}
+
+  addCall(): void {
+    this.calls[this.current()]++;
+  }
+
+  addFallback(): void {
+    this.fallbacks[this.current()]++;
+  }
+
+  totals(): { calls: number; fallbacks: number } {
+    const oldest = Math.floor(this.clock.now() / this.slotMs) - SLOTS + 1;
+    let calls = 0;
+    let fallbacks = 0;
+    for (let i = 0; i < SLOTS; i++) {
+      if (this.slotOf[i] < oldest) continue;
+      calls += this.calls[i];
+      fallbacks += this.fallbacks[i];
+    }
+    return { calls, fallbacks };
+  }
+
+  private current(): number {
+    const slot = Math.floor(this.clock.now() / this.slotMs);
+    const i = ((slot % SLOTS) + SLOTS) % SLOTS;
+    if (this.slotOf[i] !== slot) {
+      this.slotOf[i] = slot;
+      this.calls[i] = 0;
+      this.fallbacks[i] = 0;
+    }
+    return i;
+  }
+}
+
+/** Calls, fallback answers and their share (percent, 0 without calls) over the window. */
+export interface FallbackShareCounts {
+  readonly calls: number;
+  readonly fallbacks: number;
+  readonly share: number;
+}
+
+/** The share of fallback answers over the window, overall and per method. */
+export interface FallbackShareSnapshot extends FallbackShareCounts {
+  readonly methods: Readonly<Record<string, FallbackShareCounts>>;
+}
+
+const counts = (calls: number, fallbacks: number): FallbackShareCounts => ({ calls, fallbacks, share: calls === 0 ? 0 : (fallbacks * 100) / calls });
+
+/**
+ * Counts calls to `@Fallback` methods and the answers their fallbacks gave,
+ * over a sliding window of `windowMs` (kept in ten slots, so the window
+ * reaches back between 90 % and 100 % of it).
+ */
+export class FallbackShare {
+  private readonly tracked = new Map<FallbackPolicy, WindowCounts>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly windowMs: number,
+  ) {}
+
+  /**
+   * Starts counting the fallbacks of `policy`, and the calls of the method
+   * it guards through `countCalls` (FallbackPolicy itself never sees a call
+   * that succeeds); the returned function stops both.
+   */
+  track(policy: FallbackPolicy, countCalls: (onCall: () => void) => Unsubscribe): Unsubscribe {
+    const window = new WindowCounts(this.clock, this.windowMs / SLOTS);
+    this.tracked.set(policy, window);
+    const stopFallbacks = policy.onFallback(() => window.addFallback());
+    const stopCalls = countCalls(() => window.addCall());
+    return () => {
+      stopFallbacks();
+      stopCalls();
+      this.tracked.delete(policy);
+    };
+  }
+
+  /** The counts now, overall and by method (`Class.method`). */
+  snapshot(): FallbackShareSnapshot {
+    let calls = 0;
+    let fallbacks = 0;
+    const methods: Record<string, FallbackShareCounts> = {};
+    for (const [policy, window] of this.tracked) {
+      const totals = window.totals();
+      calls += totals.calls;
+      fallbacks += totals.fallbacks;
+      const same = methods[policy.name];
+      methods[policy.name] = same === undefined ? counts(totals.calls, totals.fallbacks) : counts(same.calls + totals.calls, same.fallbacks + totals.fallbacks);
+    }
+    return { ...counts(calls, fallbacks), methods };
+  }
+}

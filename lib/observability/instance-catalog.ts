@@ -1,0 +1,78 @@
+import { Injectable } from '@nestjs/common';
+import { Unsubscribe } from '../events';
+import { FallbackPolicy } from '../fallback/fallback';
+import { ResilienceExplorer } from '../resilience.explorer';
+import { InstanceCreatedEvent, RegistryPolicy, ResilienceRegistry } from '../resilience.registry';
+
+/** A method's fallback policy, in the shape of the registry's instances. */
+export interface ObservedFallback {
+  readonly policy: 'fallback';
+  /** `Class.method`. */
+  readonly name: string;
+  readonly instance: FallbackPolicy;
+  readonly derived: false;
+}
+
+/** An instance observability reports on: one of the registry's, or a method's fallback policy. */
+export type ObservedInstance = { [P in RegistryPolicy]: InstanceCreatedEvent<P> }[RegistryPolicy] | ObservedFallback;
+
+const POLICIES: readonly RegistryPolicy[] = ['retry', 'circuitBreaker', 'bulkhead', 'timeLimiter'];
+
+/**
+ * Calls `visit` once for every instance of `registry` and every fallback
+ * policy: the declared instances (created now, as Resilience4j creates its
+ * configured instances at startup, so their series exist before the first
+ * call), those made so far, and each one made later. Returns the function
+ * that stops watching for later ones.
+ */
+export function watchInstances(
+  registry: ResilienceRegistry,
+  fallbacks: readonly FallbackPolicy[],
+  visit: (observed: ObservedInstance) => void,
+): Unsubscribe {
+  const seen = new Set<object>();
+  const once = (observed: ObservedInstance): void => {
+    if (seen.has(observed.instance)) return;
+    seen.add(observed.instance);
+    visit(observed);
+  };
+  // Subscribed first, so an instance made while the existing ones are visited is not missed.
+  const unsubscribe = registry.onInstanceCreated((event) => once(event as ObservedInstance));
+  for (const policy of POLICIES) {
+    for (const name of registry.options.sections[policy].instances.keys()) registry.get(policy, name);
+    for (const instance of registry.all(policy)) once({ policy, name: instance.name, instance, derived: false } as ObservedInstance);
+  }
+  for (const event of registry.derivedInstances) once(event as ObservedInstance);
+  for (const instance of fallbacks) once({ policy: 'fallback', name: instance.name, instance, derived: false });
+  return unsubscribe;
+}
+
+/**
+ * The instances of one application — the registry's and the fallback
+ * policies the explorer made for decorated methods — for the metrics,
+ * logs, health and status endpoints. Watch from `onApplicationBootstrap`,
+ * once the explorer has composed every pipeline.
+ */
+@Injectable()
+export class InstanceCatalog {
+  constructor(
+    /** The application's registry. */
+    readonly registry: ResilienceRegistry,
+    private readonly explorer: ResilienceExplorer,
+  ) {}
+
+  /** See {@link watchInstances}. */
+  watch(visit: (observed: ObservedInstance) => void): Unsubscribe {
+    return watchInstances(this.registry, this.explorer.fallbacks, visit);
+  }
+
+  /** The fallback policies of the decorated methods. */
+  get fallbacks(): readonly FallbackPolicy[] {
+    return this.explorer.fallbacks;
+  }
+
+  /** Calls `onCall` on each call of the method `policy` guards, until the returned function is called. */
+  countCalls(policy: FallbackPolicy, onCall: () => void): Unsubscribe {
+    return this.explorer.countCalls(policy, onCall);
+  }
+}

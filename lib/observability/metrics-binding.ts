@@ -1,0 +1,278 @@
+import { BulkheadPolicy } from '../bulkhead/bulkhead-policy';
+import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
+import { Unsubscribe } from '../events';
+import { FallbackPolicy } from '../fallback/fallback';
+import { ResilienceRegistry } from '../resilience.registry';
+import { RetryPolicy } from '../retry/retry';
+import { TimeLimiter } from '../time-limiter/time-limiter';
+import { DurationHistogram } from './duration-histogram';
+import { ObservedInstance, watchInstances } from './instance-catalog';
+import { attachCollectors, Collector, Emit, FamilyDefinition } from './metric-family';
+import { DEFAULT_BUCKETS, MetricsRegistry } from './observability.options';
+
+const family = (name: string, type: FamilyDefinition['type'], help: string, combine: FamilyDefinition['combine'] = 'sum'): FamilyDefinition => ({
+  name,
+  type,
+  help,
+  combine,
+});
+
+/**
+ * Every series family, by what it measures. The `resilience4j_*` ones carry
+ * the names, labels and label values of Resilience4j's Micrometer binding
+ * as exported to Prometheus, so its dashboards and alerts work unchanged;
+ * the `resilience4nest_*` ones are this module's own. Samples of several
+ * instances (or applications) with the same labels are added up, except
+ * the rates, where the highest is kept.
+ */
+export const METRIC_FAMILIES = {
+  circuitBreakerState: family('resilience4j_circuitbreaker_state', 'gauge', 'The states of the circuit breaker (1 in the current state, else 0)'),
+  circuitBreakerCalls: family('resilience4j_circuitbreaker_calls_seconds', 'histogram', 'Duration of the calls the circuit breaker recorded, by outcome'),
+  circuitBreakerNotPermitted: family('resilience4j_circuitbreaker_not_permitted_calls_total', 'counter', 'Total number of not permitted calls'),
+  circuitBreakerFailureRate: family('resilience4j_circuitbreaker_failure_rate', 'gauge', 'The failure rate of the circuit breaker (percent, -1 below minimumNumberOfCalls)', 'max'),
+  circuitBreakerSlowCallRate: family('resilience4j_circuitbreaker_slow_call_rate', 'gauge', 'The slow call rate of the circuit breaker (percent, -1 below minimumNumberOfCalls)', 'max'),
+  circuitBreakerBufferedCalls: family('resilience4j_circuitbreaker_buffered_calls', 'gauge', 'The number of buffered calls stored in the sliding window'),
+  circuitBreakerSlowCalls: family('resilience4j_circuitbreaker_slow_calls', 'gauge', 'The number of slow calls in the sliding window'),
+  retryCalls: family('resilience4j_retry_calls_total', 'counter', 'The number of calls, by whether they succeeded and were retried'),
+  bulkheadAvailable: family('resilience4j_bulkhead_available_concurrent_calls', 'gauge', 'The number of available permissions'),
+  bulkheadMaxAllowed: family('resilience4j_bulkhead_max_allowed_concurrent_calls', 'gauge', 'The maximum number of available permissions'),
+  timeLimiterCalls: family('resilience4j_timelimiter_calls_total', 'counter', 'The number of time-limited calls, by outcome (timeout includes an expired request deadline)'),
+  retryBudgetDenied: family('resilience4nest_retry_budget_denied_total', 'counter', 'Retries the retry budget denied (the original error propagated)'),
+  fallbackCalls: family('resilience4nest_fallback_calls_total', 'counter', 'Calls answered by a fallback, by the error class whose handler answered'),
+  bulkheadRejected: family('resilience4nest_bulkhead_rejected_total', 'counter', 'Calls that left the bulkhead without a permit'),
+  bulkheadQueueDepth: family('resilience4nest_bulkhead_queue_depth', 'gauge', 'Calls waiting for a bulkhead permit'),
+  idempotencyRequests: family('resilience4nest_idempotency_requests_total', 'counter', 'Requests with an idempotency key, by outcome'),
+} as const satisfies Record<string, FamilyDefinition>;
+
+const STATES: readonly CircuitBreakerState[] = ['CLOSED', 'OPEN', 'HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'];
+// Resilience4j's Micrometer binding labels states with the enum name in lower case.
+const STATE_LABELS = STATES.map((s) => s.toLowerCase());
+const CALL_KINDS = ['successful', 'failed', 'ignored'] as const;
+
+/** Options of {@link ResilienceMetricsBinding}. */
+export interface MetricsBindingOptions {
+  /** The prom-client registry to register in. */
+  readonly registry: MetricsRegistry;
+  /** Upper bounds, in seconds, of the call-duration buckets. Default: prom-client's. */
+  readonly buckets?: readonly number[];
+  /** Fallback policies to count (the module passes those of every decorated method). */
+  readonly fallbacks?: readonly FallbackPolicy[];
+}
+
+interface BreakerSeries {
+  readonly breaker: CircuitBreakerPolicy;
+  readonly calls: readonly [DurationHistogram, DurationHistogram, DurationHistogram];
+  notPermitted: number;
+}
+
+interface BulkheadSeries {
+  readonly bulkhead: BulkheadPolicy;
+  rejected: number;
+}
+
+interface TimeLimiterSeries {
+  readonly limiter: TimeLimiter;
+  successful: number;
+  failed: number;
+  timeout: number;
+}
+
+interface FallbackSeries {
+  readonly policy: FallbackPolicy;
+  readonly byKind: Map<string, number>;
+}
+
+/**
+ * The Prometheus series of one registry's instances (and the given fallback
+ * policies), in a prom-client registry. Counters the policies keep are read
+ * at scrape time; only call durations and counts no policy keeps are
+ * recorded as events happen, each a few numeric operations. Instances made
+ * later are bound as they appear. {@link ResilienceMetricsBinding.close}
+ * removes the application's series; families other applications still
+ * use stay registered.
+ *
+ * @example
+ * ```ts
+ * const binding = new ResilienceMetricsBinding(registry, { registry: promClient.register });
+ * // … on shutdown
+ * binding.close();
+ * ```
+ */
+export class ResilienceMetricsBinding {
+  private readonly breakers: BreakerSeries[] = [];
+  private readonly retries: RetryPolicy[] = [];
+  private readonly bulkheads: BulkheadSeries[] = [];
+  private readonly limiters: TimeLimiterSeries[] = [];
+  private readonly fallbacks: FallbackSeries[] = [];
+  private readonly idempotency = new Map<string, number>();
+  private readonly subscriptions: Unsubscribe[] = [];
+  private readonly boundsMs: Float64Array;
+  private readonly leLabels: readonly string[];
+  private readonly detach: () => void;
+  private closed = false;
+
+  /**
+   * @param registry the instances to report on
+   * @param options the prom-client registry and histogram buckets
+   * @throws Error when a family's name is taken in the prom-client registry by a metric of someone else
+   */
+  constructor(registry: ResilienceRegistry, options: MetricsBindingOptions) {
+    const buckets = options.buckets ?? DEFAULT_BUCKETS;
+    this.boundsMs = Float64Array.from(buckets, (s) => s * 1000);
+    this.leLabels = buckets.map(String);
+    // Attached before subscribing, so a name clash leaves nothing subscribed.
+    this.detach = attachCollectors(options.registry, this.collectors(), buckets);
+    this.subscriptions.push(watchInstances(registry, options.fallbacks ?? [], (observed) => this.bind(observed)));
+  }
+
+  /** Counts one request of an idempotent route by its outcome (a fixed set of values, never a key). */
+  recordIdempotencyOutcome(outcome: string): void {
+    this.idempotency.set(outcome, (this.idempotency.get(outcome) ?? 0) + 1);
+  }
+
+  /** Unsubscribes from every instance and removes this application's series. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const unsubscribe of this.subscriptions) unsubscribe();
+    this.subscriptions.length = 0;
+    this.detach();
+  }
+
+  private bind(observed: ObservedInstance): void {
+    const subscribe = (unsubscribe: Unsubscribe): void => {
+      this.subscriptions.push(unsubscribe);
+    };
+    switch (observed.policy) {
+      case 'circuitBreaker': {
+        const breaker = observed.instance;
+        const calls = [new DurationHistogram(this.boundsMs), new DurationHistogram(this.boundsMs), new DurationHistogram(this.boundsMs)] as const;
+        const series: BreakerSeries = { breaker, calls, notPermitted: 0 };
+        subscribe(breaker.onSuccess(calls[0].record));
+        subscribe(breaker.onError(calls[1].record));
+        subscribe(breaker.onIgnoredError(calls[2].record));
+        // The breaker's own count restarts with each window; the Prometheus counter must not.
+        subscribe(breaker.onCallNotPermitted(() => void series.notPermitted++));
+        this.breakers.push(series);
+        break;
+      }
+      case 'retry':
+        this.retries.push(observed.instance);
+        break;
+      case 'bulkhead': {
+        const series: BulkheadSeries = { bulkhead: observed.instance, rejected: 0 };
+        subscribe(observed.instance.onCallRejected(() => void series.rejected++));
+        this.bulkheads.push(series);
+        break;
+      }
+      case 'timeLimiter': {
+        const series: TimeLimiterSeries = { limiter: observed.instance, successful: 0, failed: 0, timeout: 0 };
+        subscribe(observed.instance.onSuccess(() => void series.successful++));
+        subscribe(observed.instance.onError(() => void series.failed++));
+        subscribe(observed.instance.onTimeout(() => void series.timeout++));
+        this.limiters.push(series);
+        break;
+      }
+      case 'fallback': {
+        const series: FallbackSeries = { policy: observed.instance, byKind: new Map() };
+        subscribe(
+          observed.instance.onFallback((event) => {
+            const kind = event.errorClass.name;
+            series.byKind.set(kind, (series.byKind.get(kind) ?? 0) + 1);
+          }),
+        );
+        this.fallbacks.push(series);
+        break;
+      }
+    }
+  }
+
+  private collectors(): Array<readonly [FamilyDefinition, Collector]> {
+    const f = METRIC_FAMILIES;
+    return [
+      [f.circuitBreakerState, (emit) => {
+        for (const { breaker } of this.breakers) {
+          const state = breaker.state;
+          for (let i = 0; i < STATES.length; i++) emit({ name: breaker.name, state: STATE_LABELS[i] }, STATES[i] === state ? 1 : 0);
+        }
+      }],
+      [f.circuitBreakerCalls, (emit) => {
+        for (const { breaker, calls } of this.breakers) {
+          for (let k = 0; k < CALL_KINDS.length; k++) this.emitHistogram(emit, breaker.name, CALL_KINDS[k], calls[k]);
+        }
+      }],
+      [f.circuitBreakerNotPermitted, (emit) => {
+        for (const { breaker, notPermitted } of this.breakers) emit({ name: breaker.name, kind: 'not_permitted' }, notPermitted);
+      }],
+      [f.circuitBreakerFailureRate, (emit) => {
+        for (const { breaker } of this.breakers) emit({ name: breaker.name }, breaker.metrics.failureRate);
+      }],
+      [f.circuitBreakerSlowCallRate, (emit) => {
+        for (const { breaker } of this.breakers) emit({ name: breaker.name }, breaker.metrics.slowCallRate);
+      }],
+      [f.circuitBreakerBufferedCalls, (emit) => {
+        for (const { breaker } of this.breakers) {
+          const m = breaker.metrics;
+          emit({ name: breaker.name, kind: 'successful' }, m.numberOfSuccessfulCalls);
+          emit({ name: breaker.name, kind: 'failed' }, m.numberOfFailedCalls);
+        }
+      }],
+      [f.circuitBreakerSlowCalls, (emit) => {
+        for (const { breaker } of this.breakers) {
+          const m = breaker.metrics;
+          emit({ name: breaker.name, kind: 'successful' }, m.numberOfSlowSuccessfulCalls);
+          emit({ name: breaker.name, kind: 'failed' }, m.numberOfSlowFailedCalls);
+        }
+      }],
+      [f.retryCalls, (emit) => {
+        for (const retry of this.retries) {
+          const m = retry.metrics;
+          emit({ name: retry.name, kind: 'successful_without_retry' }, m.successfulCallsWithoutRetry);
+          emit({ name: retry.name, kind: 'successful_with_retry' }, m.successfulCallsWithRetry);
+          emit({ name: retry.name, kind: 'failed_without_retry' }, m.failedCallsWithoutRetry);
+          emit({ name: retry.name, kind: 'failed_with_retry' }, m.failedCallsWithRetry);
+        }
+      }],
+      [f.retryBudgetDenied, (emit) => {
+        for (const retry of this.retries) emit({ name: retry.name }, retry.metrics.budgetDenied);
+      }],
+      [f.bulkheadAvailable, (emit) => {
+        for (const { bulkhead } of this.bulkheads) emit({ name: bulkhead.name }, bulkhead.metrics.availableConcurrentCalls);
+      }],
+      [f.bulkheadMaxAllowed, (emit) => {
+        for (const { bulkhead } of this.bulkheads) emit({ name: bulkhead.name }, bulkhead.metrics.maxAllowedConcurrentCalls);
+      }],
+      [f.bulkheadQueueDepth, (emit) => {
+        for (const { bulkhead } of this.bulkheads) emit({ name: bulkhead.name }, bulkhead.metrics.queueDepth);
+      }],
+      [f.bulkheadRejected, (emit) => {
+        for (const { bulkhead, rejected } of this.bulkheads) emit({ name: bulkhead.name }, rejected);
+      }],
+      [f.timeLimiterCalls, (emit) => {
+        for (const s of this.limiters) {
+          emit({ name: s.limiter.name, kind: 'successful' }, s.successful);
+          emit({ name: s.limiter.name, kind: 'failed' }, s.failed);
+          emit({ name: s.limiter.name, kind: 'timeout' }, s.timeout);
+        }
+      }],
+      [f.fallbackCalls, (emit) => {
+        for (const { policy, byKind } of this.fallbacks) for (const [kind, count] of byKind) emit({ name: policy.name, kind }, count);
+      }],
+      [f.idempotencyRequests, (emit) => {
+        for (const [outcome, count] of this.idempotency) emit({ outcome }, count);
+      }],
+    ];
+  }
+
+  private emitHistogram(emit: Emit, name: string, kind: string, histogram: DurationHistogram): void {
+    const counts = histogram.counts;
+    let cumulative = 0;
+    for (let i = 0; i < this.leLabels.length; i++) {
+      cumulative += counts[i];
+      emit({ name, kind, le: this.leLabels[i] }, cumulative, '_bucket');
+    }
+    emit({ name, kind, le: '+Inf' }, histogram.count, '_bucket');
+    emit({ name, kind }, histogram.sumMs / 1000, '_sum');
+    emit({ name, kind }, histogram.count, '_count');
+  }
+}

@@ -1,0 +1,186 @@
+import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import type { HealthIndicatorService } from '@nestjs/terminus';
+import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
+import { Unsubscribe } from '../events';
+import { FallbackShare, FallbackShareCounts } from './fallback-share';
+import { InstanceCatalog } from './instance-catalog';
+import { FALLBACK_SHARE_NOT_CONFIGURED } from './observability.messages';
+import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
+import { loadOptionalPeer } from './optional-peer';
+
+/**
+ * A breaker's health, as Resilience4j's health indicator reports it: `UP`
+ * when CLOSED; `DOWN` when OPEN and `allowHealthIndicatorToFail`, else
+ * `CIRCUIT_OPEN`; `CIRCUIT_HALF_OPEN`; `UNKNOWN` in the manual states.
+ */
+export type CircuitBreakerHealthStatus = 'UP' | 'DOWN' | 'CIRCUIT_OPEN' | 'CIRCUIT_HALF_OPEN' | 'UNKNOWN';
+
+/** What the health check reports of one breaker (rates in percent, -1 below `minimumNumberOfCalls`). */
+export interface CircuitBreakerHealth {
+  readonly status: CircuitBreakerHealthStatus;
+  readonly state: CircuitBreakerState;
+  readonly failureRate: number;
+  readonly slowCallRate: number;
+  readonly failureRateThreshold: number;
+  readonly slowCallRateThreshold: number;
+  readonly bufferedCalls: number;
+  readonly failedCalls: number;
+  readonly slowCalls: number;
+  readonly slowFailedCalls: number;
+  readonly notPermittedCalls: number;
+}
+
+/** A terminus health indicator result: `{ [key]: { status: 'up' | 'down', …data } }`. */
+export type ResilienceHealthResult<Key extends string, Data extends object> = Record<Key, { status: 'up' | 'down' } & Data>;
+
+/** The data of {@link ResilienceHealthIndicator.check}: each registered breaker by name. */
+export interface CircuitBreakersHealthData {
+  readonly instances: Readonly<Record<string, CircuitBreakerHealth>>;
+}
+
+/** The data of {@link ResilienceHealthIndicator.checkFallbacks}. */
+export interface FallbackShareHealthData extends FallbackShareCounts {
+  /** The configured threshold, in percent. */
+  readonly threshold: number;
+  readonly windowMs: number;
+  readonly minimumNumberOfCalls: number;
+  /** Counts per `@Fallback` method (`Class.method`). */
+  readonly methods: Readonly<Record<string, FallbackShareCounts>>;
+}
+
+type Terminus = { HealthIndicatorService: new () => HealthIndicatorService };
+
+const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPolicy) => CircuitBreakerHealthStatus>> = {
+  CLOSED: () => 'UP',
+  OPEN: (breaker) => (breaker.config.allowHealthIndicatorToFail ? 'DOWN' : 'CIRCUIT_OPEN'),
+  HALF_OPEN: () => 'CIRCUIT_HALF_OPEN',
+  DISABLED: () => 'UNKNOWN',
+  FORCED_OPEN: () => 'UNKNOWN',
+  METRICS_ONLY: () => 'UNKNOWN',
+};
+
+/**
+ * A health indicator for `@nestjs/terminus` 11 (an optional peer, loaded on
+ * the first check). Provided and exported by `ResilienceModule`.
+ *
+ * `check()` reports the circuit breakers whose config sets
+ * `registerHealthIndicator`, mapped as Resilience4j maps them; it is down
+ * only while a breaker with `allowHealthIndicatorToFail` is OPEN.
+ * `checkFallbacks()` is down while the share of calls answered by a
+ * fallback reaches module option `health.fallbackShare.threshold`.
+ *
+ * @example
+ * ```ts
+ * @Controller('health')
+ * class HealthController {
+ *   constructor(private readonly health: HealthCheckService, private readonly resilience: ResilienceHealthIndicator) {}
+ *
+ *   @Get()
+ *   @HealthCheck()
+ *   check() {
+ *     return this.health.check([() => this.resilience.check(), () => this.resilience.checkFallbacks()]);
+ *   }
+ * }
+ * ```
+ */
+@Injectable()
+export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly options: ResolvedHealthOptions;
+  private readonly breakers: CircuitBreakerPolicy[] = [];
+  private readonly subscriptions: Unsubscribe[] = [];
+  private fallbackShare: FallbackShare | undefined;
+  private indicators: HealthIndicatorService | undefined;
+
+  constructor(private readonly catalog: InstanceCatalog) {
+    this.options = readHealthOptions(catalog.registry.options.extras.health);
+  }
+
+  /** Collects the breakers (declared ones included) and, if configured, starts counting fallbacks. */
+  onApplicationBootstrap(): void {
+    const shareOptions = this.options.fallbackShare;
+    const share = shareOptions && new FallbackShare(this.catalog.registry.clock, shareOptions.windowMs);
+    this.fallbackShare = share;
+    this.subscriptions.push(
+      this.catalog.watch((observed) => {
+        if (observed.policy === 'circuitBreaker') this.breakers.push(observed.instance);
+        else if (observed.policy === 'fallback' && share !== undefined) this.subscriptions.push(share.track(observed.instance, (onCall) => this.catalog.countCalls(observed.instance, onCall)));
+      }),
+    );
+  }
+
+  /** Stops watching and counting. */
+  onModuleDestroy(): void {
+    for (const unsubscribe of this.subscriptions) unsubscribe();
+    this.subscriptions.length = 0;
+  }
+
+  /**
+   * The circuit breakers' health under `key`: down when a breaker with
+   * `allowHealthIndicatorToFail` is OPEN, else up; each breaker's status,
+   * state and window under `instances`.
+   */
+  check<const Key extends string = 'circuitBreakers'>(key: Key = 'circuitBreakers' as Key): ResilienceHealthResult<Key, CircuitBreakersHealthData> {
+    const session = this.service().check(key);
+    const instances: Record<string, CircuitBreakerHealth> = {};
+    let down = false;
+    for (const breaker of this.breakers) {
+      if (!breaker.config.registerHealthIndicator) continue;
+      const health = describe(breaker);
+      down ||= health.status === 'DOWN';
+      // A method's own breaker made from overrides shares its instance's name.
+      let label = breaker.name;
+      for (let n = 2; label in instances; n++) label = `${breaker.name}#${n}`;
+      instances[label] = health;
+    }
+    const data: CircuitBreakersHealthData = { instances };
+    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, CircuitBreakersHealthData>;
+  }
+
+  /**
+   * The share of calls to `@Fallback` methods answered by a fallback over
+   * the window, under `key`: down when at least `minimumNumberOfCalls` calls
+   * were made and the share reached `threshold`.
+   *
+   * @throws Error when module option `health.fallbackShare` is not set
+   */
+  checkFallbacks<const Key extends string = 'fallbacks'>(key: Key = 'fallbacks' as Key): ResilienceHealthResult<Key, FallbackShareHealthData> {
+    const options = this.options.fallbackShare;
+    if (options === undefined || this.fallbackShare === undefined) throw new Error(FALLBACK_SHARE_NOT_CONFIGURED);
+    const session = this.service().check(key);
+    const snapshot = this.fallbackShare.snapshot();
+    const data: FallbackShareHealthData = {
+      calls: snapshot.calls,
+      fallbacks: snapshot.fallbacks,
+      share: snapshot.share,
+      threshold: options.threshold,
+      windowMs: options.windowMs,
+      minimumNumberOfCalls: options.minimumNumberOfCalls,
+      methods: snapshot.methods,
+    };
+    const down = snapshot.calls >= options.minimumNumberOfCalls && snapshot.share >= options.threshold;
+    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, FallbackShareHealthData>;
+  }
+
+  private service(): HealthIndicatorService {
+    // Stateless in terminus 11, so one of our own serves; loading it here keeps terminus optional.
+    this.indicators ??= new (loadOptionalPeer<Terminus>('@nestjs/terminus', 'ResilienceHealthIndicator').HealthIndicatorService)();
+    return this.indicators;
+  }
+}
+
+function describe(breaker: CircuitBreakerPolicy): CircuitBreakerHealth {
+  const m = breaker.metrics;
+  return {
+    status: HEALTH_OF[breaker.state](breaker),
+    state: breaker.state,
+    failureRate: m.failureRate,
+    slowCallRate: m.slowCallRate,
+    failureRateThreshold: breaker.config.failureRateThreshold,
+    slowCallRateThreshold: breaker.config.slowCallRateThreshold,
+    bufferedCalls: m.numberOfBufferedCalls,
+    failedCalls: m.numberOfFailedCalls,
+    slowCalls: m.numberOfSlowCalls,
+    slowFailedCalls: m.numberOfSlowFailedCalls,
+    notPermittedCalls: m.numberOfNotPermittedCalls,
+  };
+}

@@ -1,0 +1,72 @@
+import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { InstanceCatalog } from './instance-catalog';
+import { ResilienceMetricsBinding } from './metrics-binding';
+import { METRICS_DISABLED } from './observability.messages';
+import { MetricsRegistry, readMetricsOptions, ResolvedMetricsOptions } from './observability.options';
+import { loadOptionalPeer, tryLoadOptionalPeer } from './optional-peer';
+
+type PromClient = { register: MetricsRegistry };
+
+/**
+ * Binds the application's instances to Prometheus series at bootstrap
+ * (module option `metrics`), and removes them when the application closes.
+ * Injectable; provided and exported by `ResilienceModule`.
+ */
+@Injectable()
+export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly options: ResolvedMetricsOptions;
+  private binding: ResilienceMetricsBinding | undefined;
+  private target: MetricsRegistry | undefined;
+
+  constructor(private readonly catalog: InstanceCatalog) {
+    // Read here, so a bad option fails while the application is created.
+    this.options = readMetricsOptions(catalog.registry.options.extras.metrics);
+  }
+
+  /** The prom-client registry the series are in; `undefined` when metrics are off. */
+  get registry(): MetricsRegistry | undefined {
+    return this.target;
+  }
+
+  /** The registry, or an error naming `feature` when metrics are off. */
+  requireRegistry(feature: string): MetricsRegistry {
+    if (this.target === undefined) throw new Error(METRICS_DISABLED(feature));
+    return this.target;
+  }
+
+  /** Counts one request of an idempotent route by its outcome; nothing when metrics are off. */
+  recordIdempotencyOutcome(outcome: string): void {
+    this.binding?.recordIdempotencyOutcome(outcome);
+  }
+
+  /** Binds every instance, the fallback policies of decorated methods included (they exist once the explorer has run). */
+  onApplicationBootstrap(): void {
+    const target = this.resolveRegistry();
+    if (target === undefined) return;
+    this.binding = new ResilienceMetricsBinding(this.catalog.registry, {
+      registry: target,
+      buckets: this.options.buckets,
+      fallbacks: this.catalog.fallbacks,
+    });
+    this.target = target;
+  }
+
+  /** Removes this application's series (families other applications use stay). */
+  onModuleDestroy(): void {
+    this.binding?.close();
+    this.binding = undefined;
+    this.target = undefined;
+  }
+
+  private resolveRegistry(): MetricsRegistry | undefined {
+    const { enabled, registry } = this.options;
+    if (enabled === false) return undefined;
+    // A registry given is used as is: prom-client itself is needed only for its global one.
+    if (registry !== undefined) return registry;
+    const client =
+      enabled === true
+        ? loadOptionalPeer<PromClient>('prom-client', "module option 'metrics'")
+        : tryLoadOptionalPeer<PromClient>('prom-client');
+    return client?.register;
+  }
+}

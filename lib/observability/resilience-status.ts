@@ -1,0 +1,120 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
+import { Unsubscribe } from '../events';
+import { EventJournal, RecordedEvent, StatusPolicy } from './event-journal';
+import { InstanceCatalog, ObservedInstance } from './instance-catalog';
+import { ResolvedEndpointsOptions } from './observability.options';
+
+/** Injection token of the validated status endpoint options. */
+export const RESILIENCE_STATUS_OPTIONS = 'RESILIENCE:STATUS_OPTIONS';
+
+/** One instance as the status endpoints list it. */
+export interface InstanceStatus {
+  readonly name: string;
+  /** True for a method's private instance made from decorator overrides. */
+  readonly derived: boolean;
+  /** The settings (durations in ms; error classes and functions by name). */
+  readonly config?: Readonly<Record<string, unknown>>;
+  /** Circuit breakers only. */
+  readonly state?: CircuitBreakerState;
+  /** The policy's live counters or window. */
+  readonly metrics?: object;
+}
+
+/** What `POST …/circuitbreakers/:name` accepts as `updateState`, as Resilience4j's actuator names it. */
+export const BREAKER_UPDATES = {
+  CLOSE: (b: CircuitBreakerPolicy) => b.transitionToClosedState(),
+  FORCE_OPEN: (b: CircuitBreakerPolicy) => b.transitionToForcedOpenState(),
+  DISABLE: (b: CircuitBreakerPolicy) => b.transitionToDisabledState(),
+  METRICS_ONLY: (b: CircuitBreakerPolicy) => b.transitionToMetricsOnlyState(),
+} as const;
+
+/** A value of `updateState`. */
+export type BreakerUpdate = keyof typeof BREAKER_UPDATES;
+
+/**
+ * What the status endpoints serve: every instance with its config and live
+ * state, and the last events of each. Provided by
+ * `ResilienceEndpointsModule` when `status` is on.
+ */
+@Injectable()
+export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly instances: ObservedInstance[] = [];
+  private readonly journal: EventJournal;
+  private readonly subscriptions: Unsubscribe[] = [];
+
+  constructor(
+    private readonly catalog: InstanceCatalog,
+    @Inject(RESILIENCE_STATUS_OPTIONS) options: NonNullable<ResolvedEndpointsOptions['status']>,
+  ) {
+    this.journal = new EventJournal(options.eventBufferSize);
+  }
+
+  /** Starts recording events of every instance. */
+  onApplicationBootstrap(): void {
+    this.subscriptions.push(
+      this.catalog.watch((observed) => {
+        this.instances.push(observed);
+        this.subscriptions.push(...this.journal.record(observed));
+      }),
+    );
+  }
+
+  /** Stops recording. */
+  onModuleDestroy(): void {
+    for (const unsubscribe of this.subscriptions) unsubscribe();
+    this.subscriptions.length = 0;
+  }
+
+  /** Every instance of `policy` (named `name`, if given). */
+  list(policy: StatusPolicy, name?: string): InstanceStatus[] {
+    return this.instances.filter((o) => o.policy === policy && (name === undefined || o.name === name)).map(status);
+  }
+
+  /** The recorded events of `policy`'s instances (named `name`, if given), oldest first. */
+  events(policy: StatusPolicy, name?: string): RecordedEvent[] {
+    return this.journal.events(policy, name);
+  }
+
+  /** Moves every breaker named `name` by `update`; returns them, empty when there is none. */
+  updateBreakers(name: string, update: BreakerUpdate): InstanceStatus[] {
+    const matching = this.instances.filter((o) => o.policy === 'circuitBreaker' && o.name === name);
+    for (const o of matching) BREAKER_UPDATES[update](o.instance as CircuitBreakerPolicy);
+    return matching.map(status);
+  }
+}
+
+function status(observed: ObservedInstance): InstanceStatus {
+  const { name, derived } = observed;
+  switch (observed.policy) {
+    case 'circuitBreaker':
+      return { name, derived, state: observed.instance.state, config: plain(observed.instance.config), metrics: observed.instance.metrics };
+    case 'retry':
+      return {
+        name,
+        derived,
+        config: plain(observed.instance.config),
+        metrics: { ...observed.instance.metrics, budgetTokens: observed.instance.budgetTokens },
+      };
+    case 'bulkhead':
+      return { name, derived, config: plain(observed.instance.config), metrics: observed.instance.metrics };
+    case 'timeLimiter':
+      return { name, derived, config: plain(observed.instance.config) };
+    case 'fallback':
+      return { name, derived };
+  }
+}
+
+/** A config as JSON can carry it: error classes and functions by name. */
+function plain(config: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(config)) out[key] = plainValue(value);
+  return out;
+}
+
+function plainValue(value: unknown): unknown {
+  if (typeof value === 'function') return value.name || '(anonymous function)';
+  if (Array.isArray(value)) return value.map(plainValue);
+  if (value !== null && typeof value === 'object') return plain(value);
+  return value;
+}

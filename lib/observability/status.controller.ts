@@ -1,0 +1,93 @@
+import { BadRequestException, Body, Controller, Get, NotFoundException, Param, Post, Type, UseGuards } from '@nestjs/common';
+import { RecordedEvent, StatusPolicy } from './event-journal';
+import { INVALID_UPDATE_STATE, UNKNOWN_STATUS_INSTANCE } from './observability.messages';
+import { GuardLike } from './observability.options';
+import { BREAKER_UPDATES, BreakerUpdate, InstanceStatus, ResilienceStatus } from './resilience-status';
+
+interface Resource {
+  readonly policy: StatusPolicy;
+  /** The property the response carries the list in, as Spring Boot Actuator names it. */
+  readonly key: string;
+  readonly events: boolean;
+}
+
+/** The routes under the status path, as Resilience4j's actuator endpoints name them. */
+const RESOURCES: Readonly<Record<string, Resource>> = {
+  circuitbreakers: { policy: 'circuitBreaker', key: 'circuitBreakers', events: false },
+  circuitbreakerevents: { policy: 'circuitBreaker', key: 'circuitBreakerEvents', events: true },
+  retries: { policy: 'retry', key: 'retries', events: false },
+  retryevents: { policy: 'retry', key: 'retryEvents', events: true },
+  bulkheads: { policy: 'bulkhead', key: 'bulkheads', events: false },
+  bulkheadevents: { policy: 'bulkhead', key: 'bulkheadEvents', events: true },
+  timelimiters: { policy: 'timeLimiter', key: 'timeLimiters', events: false },
+  timelimiterevents: { policy: 'timeLimiter', key: 'timeLimiterEvents', events: true },
+  fallbacks: { policy: 'fallback', key: 'fallbacks', events: false },
+  fallbackevents: { policy: 'fallback', key: 'fallbackEvents', events: true },
+};
+
+const LISTS = Object.values(RESOURCES).filter((r) => !r.events);
+
+function resourceOf(resource: string): Resource {
+  const found = Object.prototype.hasOwnProperty.call(RESOURCES, resource) ? RESOURCES[resource] : undefined;
+  if (found === undefined) throw new NotFoundException();
+  return found;
+}
+
+/**
+ * The read-only status controller at `path`: `GET /` (every instance),
+ * `GET /circuitbreakers`, `/retries`, `/bulkheads`, `/timelimiters`,
+ * `/fallbacks` (each `/:name` too) and their `…events` counterparts.
+ */
+export function createStatusController(path: string, guards: readonly GuardLike[]): Type<unknown> {
+  @Controller(path)
+  class ResilienceStatusController {
+    constructor(readonly status: ResilienceStatus) {}
+
+    @Get()
+    all(): Record<string, InstanceStatus[]> {
+      const out: Record<string, InstanceStatus[]> = {};
+      for (const { policy, key } of LISTS) out[key] = this.status.list(policy);
+      return out;
+    }
+
+    @Get(':resource')
+    list(@Param('resource') resource: string): Record<string, InstanceStatus[] | RecordedEvent[]> {
+      const { policy, key, events } = resourceOf(resource);
+      return { [key]: events ? this.status.events(policy) : this.status.list(policy) };
+    }
+
+    @Get(':resource/:name')
+    one(@Param('resource') resource: string, @Param('name') name: string): Record<string, InstanceStatus[] | RecordedEvent[]> {
+      const { policy, key, events } = resourceOf(resource);
+      const instances = this.status.list(policy, name);
+      if (instances.length === 0) throw new NotFoundException(UNKNOWN_STATUS_INSTANCE(policy, name));
+      return { [key]: events ? this.status.events(policy, name) : instances };
+    }
+  }
+  if (guards.length > 0) UseGuards(...guards)(ResilienceStatusController);
+  return ResilienceStatusController;
+}
+
+/**
+ * The state-changing status route at `path`, behind `guards`:
+ * `POST /circuitbreakers/:name` with `{ "updateState": "FORCE_OPEN" | "CLOSE" | "DISABLE" | "METRICS_ONLY" }`.
+ */
+export function createStatusAdminController(path: string, guards: readonly GuardLike[]): Type<unknown> {
+  @Controller(path)
+  @UseGuards(...guards)
+  class ResilienceStatusAdminController {
+    constructor(readonly status: ResilienceStatus) {}
+
+    @Post('circuitbreakers/:name')
+    update(@Param('name') name: string, @Body() body: unknown): { circuitBreakers: InstanceStatus[] } {
+      const update = (body as { updateState?: unknown } | undefined)?.updateState;
+      if (typeof update !== 'string' || !Object.prototype.hasOwnProperty.call(BREAKER_UPDATES, update)) {
+        throw new BadRequestException(INVALID_UPDATE_STATE(update, Object.keys(BREAKER_UPDATES)));
+      }
+      const updated = this.status.updateBreakers(name, update as BreakerUpdate);
+      if (updated.length === 0) throw new NotFoundException(UNKNOWN_STATUS_INSTANCE('circuitBreaker', name));
+      return { circuitBreakers: updated };
+    }
+  }
+  return ResilienceStatusAdminController;
+}
