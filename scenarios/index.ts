@@ -24,10 +24,10 @@ export interface ScenarioEntry {
 
 export const SCENARIOS: readonly ScenarioEntry[] = [
   { name: 'retry-storm', summary: 'a one-minute spike with no retries, unbudgeted retries and a 10% retry budget', run: retryStorm },
-  { name: 'retry-amplification', summary: 'three layers of 3 attempts against a failing service (27 calls) versus one layer with a budget', run: retryAmplification },
-  { name: 'bulkhead', summary: 'a reviews call slowing to 4 s stalls every endpoint of a 200-worker server, unless a bulkhead of 40 guards it', run: bulkhead },
   { name: 'overcharge', summary: '100 payments with 40% of replies lost: one idempotency key per payment versus a key per attempt', run: overcharge },
   { name: 'breaker', summary: 'thread-seconds and calls reaching a dependency down for 30 s, without and with a breaker', run: breaker },
+  { name: 'bulkhead', summary: 'a reviews call slowing to 4 s stalls every endpoint of a 200-worker server, unless a bulkhead of 40 guards it', run: bulkhead },
+  { name: 'retry-amplification', summary: 'three layers of 3 attempts against a failing service (27 calls) versus one layer with a budget', run: retryAmplification },
 ];
 
 /** Where the charts go (ignored by git). */

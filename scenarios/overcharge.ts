@@ -216,16 +216,17 @@ export function overchargeChart(r: OverchargeResult): string {
     xLabel: 'payments made',
     yLabel: 'charged so far (£)',
     series: [
-      ...r.rows.map((row) => ({
-        label: `${row.label}: £${(row.total / 100).toFixed(2)} in ${row.rows} rows`,
-        points: row.cumulative.map((p, i) => [i + 1, p / 100] as const),
-      })),
       {
         label: `what was owed: £${((s.payments * s.pence) / 100).toFixed(2)}`,
         points: [[0, 0], [s.payments, (s.payments * s.pence) / 100]] as const,
         color: '#555',
         dashed: true,
       },
+      ...r.rows.map((row, i) => ({
+        label: `${row.label}: £${(row.total / 100).toFixed(2)} in ${row.rows} rows`,
+        points: row.cumulative.map((p, n) => [n + 1, p / 100] as const),
+        color: i === 0 ? '#d62728' : '#1f77b4',
+      })),
     ],
   });
 }
