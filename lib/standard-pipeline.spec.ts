@@ -1,0 +1,144 @@
+import * as fc from 'fast-check';
+import { VirtualClock } from './clock';
+import { FallbackPolicy } from './fallback/fallback';
+import { Policy } from './policy';
+import { ResilienceRegistry } from './resilience.registry';
+import { StandardLayers, StandardPipeline } from './standard-pipeline';
+import { CallNotPermittedError } from './errors';
+
+type Behaviour = 'ok' | 'unavailable' | 'notFound' | 'hang' | 'slow' | 'throwSync';
+
+class Unavailable extends Error {
+  readonly status = 503;
+}
+class NotFound extends Error {
+  readonly status = 404;
+}
+
+const OPTIONS = {
+  retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none' as const } } },
+  circuitBreaker: { instances: { cb: { slidingWindowSize: 4, minimumNumberOfCalls: 4, failureRateThreshold: 50, waitDurationInOpenState: 1000, permittedNumberOfCallsInHalfOpenState: 2, slowCallDurationThreshold: 250, slowCallRateThreshold: 75 } } },
+  timeLimiter: { instances: { tl: { timeoutDuration: 500 } } },
+  bulkhead: { instances: { bh: { maxConcurrentCalls: 2, maxWaitDuration: 200, queueCapacity: 1 } } },
+};
+
+/** Which layers a method has; every combination is checked. */
+type LayerSet = { fallback: boolean; retry: boolean; circuitBreaker: boolean; timeLimiter: boolean; bulkhead: boolean };
+
+function build(layers: LayerSet, kind: 'standard' | 'nested') {
+  const clock = new VirtualClock();
+  const registry = new ResilienceRegistry({ ...OPTIONS, clock, random: () => 0.5 });
+  const policies: StandardLayers = {
+    fallback: layers.fallback ? new FallbackPolicy('m', [{ errors: [CallNotPermittedError], handler: () => 'refused' }]) : undefined,
+    retry: layers.retry ? registry.retry('r') : undefined,
+    circuitBreaker: layers.circuitBreaker ? registry.circuitBreaker('cb') : undefined,
+    timeLimiter: layers.timeLimiter ? registry.timeLimiter('tl') : undefined,
+    bulkhead: layers.bulkhead ? registry.bulkhead('bh') : undefined,
+  };
+  let script: Behaviour[] = [];
+  let calls = 0;
+  const invoke = (): unknown => {
+    const behaviour = script[calls++ % script.length];
+    switch (behaviour) {
+      case 'ok':
+        return Promise.resolve('value');
+      case 'unavailable':
+        return Promise.reject(new Unavailable('busy'));
+      case 'notFound':
+        return Promise.reject(new NotFound('none'));
+      case 'throwSync':
+        throw new Unavailable('sync');
+      case 'hang':
+        return new Promise((resolve) => clock.setTimeout(() => resolve('late'), 2000));
+      case 'slow':
+        return new Promise((resolve) => clock.setTimeout(() => resolve('slow'), 300));
+    }
+  };
+  let run: (args: unknown[]) => Promise<unknown>;
+  if (kind === 'standard') {
+    run = new StandardPipeline(policies, invoke, clock).run;
+  } else {
+    let next = (args: unknown[]): unknown => invoke.apply(undefined, args as []);
+    for (const policy of [policies.bulkhead, policies.timeLimiter, policies.circuitBreaker, policies.retry, policies.fallback]) {
+      if (policy === undefined) continue;
+      const inner = next;
+      const p: Policy = policy;
+      next = (args) => p.call(inner, args);
+    }
+    run = (args) => {
+      try {
+        return Promise.resolve(next(args));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+  }
+  return {
+    clock,
+    policies,
+    setScript: (s: Behaviour[]) => (script = s),
+    run,
+    calls: () => calls,
+  };
+}
+
+function snapshot(side: ReturnType<typeof build>) {
+  return {
+    calls: side.calls(),
+    now: side.clock.now(),
+    retry: side.policies.retry?.metrics,
+    breaker: side.policies.circuitBreaker && { state: side.policies.circuitBreaker.state, ...side.policies.circuitBreaker.metrics },
+    bulkhead: side.policies.bulkhead?.metrics,
+  };
+}
+
+const describeOutcome = (settled: PromiseSettledResult<unknown>) =>
+  settled.status === 'fulfilled' ? { value: settled.value } : { error: (settled.reason as Error).constructor.name, name: (settled.reason as Error).name };
+
+describe('StandardPipeline', () => {
+  it('gives the same outcomes, timings and policy state as nesting each policy', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({ fallback: fc.boolean(), retry: fc.boolean(), circuitBreaker: fc.boolean(), timeLimiter: fc.boolean(), bulkhead: fc.boolean() }),
+        fc.array(fc.constantFrom<Behaviour>('ok', 'unavailable', 'notFound', 'hang', 'slow', 'throwSync'), { minLength: 1, maxLength: 12 }),
+        fc.array(fc.record({ concurrent: fc.integer({ min: 1, max: 4 }), advance: fc.constantFrom(0, 50, 150, 400, 1100) }), { minLength: 1, maxLength: 8 }),
+        async (layers, script, steps) => {
+          const sides = [build(layers, 'standard'), build(layers, 'nested')];
+          for (const side of sides) side.setScript(script);
+          const outcomes: Array<Array<{ at: number; outcome: unknown }>> = [[], []];
+          for (const step of steps) {
+            // Calls overlap through the virtual clock (hanging and slow calls); each one's immediate
+            // effects settle before the next starts, so microtask interleaving does not decide the outcome.
+            for (let c = 0; c < step.concurrent; c++) {
+              sides.forEach((side, i) => {
+                side.run([c]).then(
+                  (value) => outcomes[i].push({ at: side.clock.now(), outcome: describeOutcome({ status: 'fulfilled', value }) }),
+                  (reason) => outcomes[i].push({ at: side.clock.now(), outcome: describeOutcome({ status: 'rejected', reason }) }),
+                );
+              });
+              await VirtualClock.settle();
+            }
+            for (const side of sides) await side.clock.advance(step.advance);
+            expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
+          }
+          for (const side of sides) await side.clock.advance(10_000);
+          const sort = (list: Array<{ at: number; outcome: unknown }>) => list.map((o) => JSON.stringify(o)).sort();
+          expect(sort(outcomes[0])).toEqual(sort(outcomes[1]));
+          expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('gives the bulkhead permit back only when a timed-out call really ends', async () => {
+    const side = build({ fallback: false, retry: false, circuitBreaker: false, timeLimiter: true, bulkhead: true }, 'standard');
+    side.setScript(['hang']);
+    const outcome = side.run([]).catch((e) => e);
+    await side.clock.advance(500);
+    expect((await outcome).constructor.name).toBe('TimeoutExceededError');
+    expect(side.policies.bulkhead!.metrics.availableConcurrentCalls).toBe(1);
+    await side.clock.advance(1500);
+    expect(side.policies.bulkhead!.metrics.availableConcurrentCalls).toBe(2);
+  });
+});
