@@ -32,6 +32,7 @@ export const TIMEOUT_MS = 2_000;
 /** 10 ms is what the note's reference figure of 17 thread-seconds implies (see the reference simulation). */
 export const HEALTHY_LATENCY_MS = 10;
 
+/** Calls in the run, and of them started during the outage. */
 export const CALLS = RUN_MS / INTERVAL_MS; // 600
 export const OUTAGE_CALLS = (OUTAGE_END_MS - OUTAGE_START_MS) / INTERVAL_MS; // 300
 
@@ -51,6 +52,7 @@ export const BREAKER_REFERENCE = {
   breaker: { threadSeconds: 17.0, reached: 7 },
 } as const;
 
+/** True when `t` (ms) falls in the outage. */
 export const inOutage = (t: number): boolean => t >= OUTAGE_START_MS && t < OUTAGE_END_MS;
 
 /** The dependency: answers in 10 ms, except during the outage, when it never answers (it lets go only when the caller's signal aborts). */

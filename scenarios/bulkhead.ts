@@ -42,6 +42,7 @@ export interface BulkheadSettings {
   readonly seed: number;
 }
 
+/** The note's 200 workers, 60/s to reviews at 50 ms then 4 s, and a bulkhead of 40. */
 export const BULKHEAD_DEFAULTS: BulkheadSettings = {
   workers: 200,
   reviewsRate: 60,
@@ -60,7 +61,7 @@ const SAMPLE_MS = 250;
 
 /** The run's settings, shared by the dependency and the driver. */
 @Injectable()
-class RunSettings {
+class BulkheadRun {
   settings: BulkheadSettings = BULKHEAD_DEFAULTS;
 }
 
@@ -69,7 +70,7 @@ class RunSettings {
 class ReviewsService {
   constructor(
     private readonly clock: VirtualClock,
-    private readonly run: RunSettings,
+    private readonly run: BulkheadRun,
   ) {}
 
   fetch(productId: number): Promise<string[]> {
@@ -207,11 +208,11 @@ function figures(records: readonly RequestRecord[], timeoutMs: number): Endpoint
 /** Runs the server for `runMs` with the plain or the guarded reviews client, then drains it. */
 export async function runBulkheadVariant(guarded: boolean, settings: BulkheadSettings = BULKHEAD_DEFAULTS): Promise<BulkheadRow> {
   const client = guarded ? GuardedReviewsClient : PlainReviewsClient;
-  const { moduleRef, clock } = await bootScenario([RunSettings, ReviewsService, client], {
+  const { moduleRef, clock } = await bootScenario([BulkheadRun, ReviewsService, client], {
     bulkhead: { instances: { reviews: { maxConcurrentCalls: settings.bulkhead, maxWaitDuration: 0 } } },
   });
   try {
-    moduleRef.get(RunSettings).settings = settings;
+    moduleRef.get(BulkheadRun).settings = settings;
     const reviews = moduleRef.get<PlainReviewsClient | GuardedReviewsClient>(client);
     let bulkheadRejected = 0;
     if (guarded) moduleRef.get(ResilienceRegistry).bulkhead('reviews').onCallRejected(() => void bulkheadRejected++);

@@ -22,6 +22,7 @@ export interface ScenarioEntry {
   readonly run: () => Promise<ScenarioReport>;
 }
 
+/** Every scenario, in the issue's order; `all` runs them in turn. */
 export const SCENARIOS: readonly ScenarioEntry[] = [
   { name: 'retry-storm', summary: 'a one-minute spike with no retries, unbudgeted retries and a 10% retry budget', run: retryStorm },
   { name: 'overcharge', summary: '100 payments with 40% of replies lost: one idempotency key per payment versus a key per attempt', run: overcharge },

@@ -30,6 +30,7 @@ export interface AmplificationSettings {
   readonly seed: number;
 }
 
+/** 10 user requests/s for 80 s; the bottom service fails from t=10 s to t=70 s. */
 export const AMPLIFICATION_DEFAULTS: AmplificationSettings = {
   rate: 10,
   outageFromMs: 10_000,
@@ -51,6 +52,7 @@ export interface AmplificationVariant {
 
 const BUDGET = { ratio: 0.1, maxTokens: 10 };
 
+/** Retrying at every layer (3 and 2 attempts), at one layer, and at one layer with a 10% budget. */
 export const AMPLIFICATION_VARIANTS: readonly AmplificationVariant[] = [
   { label: 'every layer, 3 attempts', web: { maxAttempts: 3 }, api: { maxAttempts: 3 }, data: { maxAttempts: 3 }, reference: '27' },
   { label: 'every layer, 2 attempts', web: { maxAttempts: 2 }, api: { maxAttempts: 2 }, data: { maxAttempts: 2 }, reference: '8' },
@@ -82,7 +84,7 @@ interface UserRequest {
 }
 
 @Injectable()
-class AmplificationSettingsHolder {
+class AmplificationRun {
   settings: AmplificationSettings = AMPLIFICATION_DEFAULTS;
 }
 
@@ -93,7 +95,7 @@ class BottomService {
 
   constructor(
     private readonly clock: VirtualClock,
-    private readonly run: AmplificationSettingsHolder,
+    private readonly run: AmplificationRun,
   ) {}
 
   async query(request: UserRequest): Promise<string> {
@@ -171,7 +173,7 @@ export async function runAmplificationVariant(
   settings: AmplificationSettings = AMPLIFICATION_DEFAULTS,
 ): Promise<AmplificationRow> {
   const shared: RetryConfigInput = { waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2, jitter: 'full' };
-  const { moduleRef, clock } = await bootScenario([AmplificationSettingsHolder, BottomService, DataTier, ApiTier, WebTier], {
+  const { moduleRef, clock } = await bootScenario([AmplificationRun, BottomService, DataTier, ApiTier, WebTier], {
     random: mulberry32(settings.seed),
     retry: {
       instances: {
@@ -182,7 +184,7 @@ export async function runAmplificationVariant(
     },
   });
   try {
-    moduleRef.get(AmplificationSettingsHolder).settings = settings;
+    moduleRef.get(AmplificationRun).settings = settings;
     const web = moduleRef.get(WebTier);
     const requests: UserRequest[] = [];
     const interval = 1000 / settings.rate;

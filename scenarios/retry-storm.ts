@@ -43,6 +43,7 @@ export interface RetryStormSettings {
   readonly retryDelayMs: number;
 }
 
+/** The note's storm: 100/s capacity, 80/s with 140/s from t=60 to t=120, retries 2 s later, 600 s. */
 export const RETRY_STORM_DEFAULTS: RetryStormSettings = {
   seconds: 600,
   capacity: 100,
@@ -74,6 +75,7 @@ export interface StormVariant {
 /** The note places no cap on attempts; this is "as many as it takes" within any run here. */
 const UNBOUNDED_ATTEMPTS = 1_000_000;
 
+/** The note's three rows, and the unbudgeted storm without the note's ceiling. */
 export const STORM_VARIANTS: readonly StormVariant[] = [
   { label: 'no retries', retry: { maxAttempts: 1 }, reference: { peak: 140, at150: 80, recoveredAt: 120 } },
   {
@@ -130,7 +132,7 @@ class RetryNotSent extends Error {}
 
 /** Shared by the server and the callers of one run. */
 @Injectable()
-class StormSettings {
+class StormRun {
   settings: RetryStormSettings = RETRY_STORM_DEFAULTS;
   retryCeiling = Number.POSITIVE_INFINITY;
 }
@@ -143,7 +145,7 @@ class StormServer {
 
   constructor(
     private readonly clock: VirtualClock,
-    private readonly run: StormSettings,
+    private readonly run: StormRun,
   ) {}
 
   handle(): void {
@@ -170,7 +172,7 @@ class StormCallers {
   constructor(
     private readonly clock: VirtualClock,
     private readonly server: StormServer,
-    private readonly run: StormSettings,
+    private readonly run: StormRun,
   ) {}
 
   @Retry('callers')
@@ -196,11 +198,11 @@ function rateAt(s: RetryStormSettings, t: number): number {
 
 /** Runs one row on the real module: fresh app, fresh clock. */
 export async function runStormVariant(variant: StormVariant, settings: RetryStormSettings = RETRY_STORM_DEFAULTS): Promise<StormRow> {
-  const { moduleRef, clock } = await bootScenario([StormSettings, StormServer, StormCallers], {
+  const { moduleRef, clock } = await bootScenario([StormRun, StormServer, StormCallers], {
     retry: { instances: { callers: { waitDuration: settings.retryDelayMs, jitter: 'none', ...variant.retry } } },
   });
   try {
-    const run = moduleRef.get(StormSettings);
+    const run = moduleRef.get(StormRun);
     run.settings = settings;
     run.retryCeiling = variant.retryCeiling?.(settings) ?? Number.POSITIVE_INFINITY;
     const server = moduleRef.get(StormServer);
