@@ -13,6 +13,7 @@ import { IdempotencyRegistry } from './idempotency/idempotency.registry';
 import { Policy } from './policy';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { REQUEST_SCOPED } from './resilience.messages';
+import { EventStream, Unsubscribe } from './events';
 
 type Next = (args: unknown[]) => unknown;
 
@@ -27,7 +28,8 @@ const STANDARD_KINDS = new Set<PolicyKind>(['fallback', 'retry', 'circuitBreaker
 @Injectable()
 export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly accessor = new ResilienceMetadataAccessor();
-  private readonly fallbackPolicies: FallbackPolicy[] = [];
+  // The method each fallback policy guards: where its composed pipeline is stored, and who counts its calls.
+  private readonly guarded = new Map<FallbackPolicy, { readonly instance: object; readonly slot: symbol; calls?: EventStream<void> }>();
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -104,13 +106,34 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       return { errors, handler: (args, error) => fn.call(instance, ...args, error) };
     });
     const policy = new FallbackPolicy(info.target, specs);
-    this.fallbackPolicies.push(policy);
+    this.guarded.set(policy, { instance, slot: info.slot });
     return policy;
   }
 
   /** The fallback policy of every decorated method, made at `onModuleInit` (the registry does not hold them). */
   get fallbacks(): readonly FallbackPolicy[] {
-    return this.fallbackPolicies;
+    return [...this.guarded.keys()];
+  }
+
+  /**
+   * Calls `onCall` on each call of the method `policy` guards, until the
+   * returned function is called (the share of fallback answers needs the
+   * calls, which the fallback never sees when the method succeeds). The
+   * method's pipeline is wrapped on the first subscription only.
+   */
+  countCalls(policy: FallbackPolicy, onCall: () => void): Unsubscribe {
+    const method = this.guarded.get(policy);
+    if (method === undefined) return () => undefined;
+    if (method.calls === undefined) {
+      const calls = (method.calls = new EventStream<void>());
+      const pipeline = (method.instance as Record<symbol, Pipeline>)[method.slot];
+      const counted: Pipeline = (args) => {
+        if (calls.active) calls.emit();
+        return pipeline(args);
+      };
+      Object.defineProperty(method.instance, method.slot, { value: counted, configurable: true });
+    }
+    return method.calls.subscribe(onCall);
   }
 
   private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {

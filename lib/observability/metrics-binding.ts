@@ -2,6 +2,7 @@ import { BulkheadPolicy } from '../bulkhead/bulkhead-policy';
 import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
 import { Unsubscribe } from '../events';
 import { FallbackPolicy } from '../fallback/fallback';
+import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
 import { ResilienceRegistry } from '../resilience.registry';
 import { RetryPolicy } from '../retry/retry';
 import { TimeLimiter } from '../time-limiter/time-limiter';
@@ -39,6 +40,7 @@ export const METRIC_FAMILIES = {
   timeLimiterCalls: family('resilience4j_timelimiter_calls_total', 'counter', 'The number of time-limited calls, by outcome (timeout includes an expired request deadline)'),
   retryBudgetDenied: family('resilience4nest_retry_budget_denied_total', 'counter', 'Retries the retry budget denied (the original error propagated)'),
   fallbackCalls: family('resilience4nest_fallback_calls_total', 'counter', 'Calls answered by a fallback, by the error class whose handler answered'),
+  fallbackGuardedCalls: family('resilience4nest_fallback_guarded_calls_total', 'counter', 'Calls of methods with a fallback, however answered (the denominator of the fallback share)'),
   bulkheadRejected: family('resilience4nest_bulkhead_rejected_total', 'counter', 'Calls that left the bulkhead without a permit'),
   bulkheadQueueDepth: family('resilience4nest_bulkhead_queue_depth', 'gauge', 'Calls waiting for a bulkhead permit'),
   idempotencyRequests: family('resilience4nest_idempotency_requests_total', 'counter', 'Requests with an idempotency key, by outcome'),
@@ -57,6 +59,10 @@ export interface MetricsBindingOptions {
   readonly buckets?: readonly number[];
   /** Fallback policies to count (the module passes those of every decorated method). */
   readonly fallbacks?: readonly FallbackPolicy[];
+  /** Subscribes to the calls of the method a fallback policy guards; without it the guarded-calls series is left out. */
+  readonly countCalls?: (policy: FallbackPolicy, onCall: () => void) => Unsubscribe;
+  /** Where outcomes of `@Idempotent` methods are announced (the module passes its `IdempotencyRegistry`). */
+  readonly idempotency?: Pick<IdempotencyRegistry, 'onOutcome'>;
 }
 
 interface BreakerSeries {
@@ -80,6 +86,9 @@ interface TimeLimiterSeries {
 interface FallbackSeries {
   readonly policy: FallbackPolicy;
   readonly byKind: Map<string, number>;
+  /** Calls of the guarded method, when they can be counted (`counted`). */
+  calls: number;
+  readonly counted: boolean;
 }
 
 /**
@@ -108,6 +117,7 @@ export class ResilienceMetricsBinding {
   private readonly subscriptions: Unsubscribe[] = [];
   private readonly boundsMs: Float64Array;
   private readonly leLabels: readonly string[];
+  private readonly countCalls: MetricsBindingOptions['countCalls'];
   private readonly detach: () => void;
   private closed = false;
 
@@ -120,14 +130,16 @@ export class ResilienceMetricsBinding {
     const buckets = options.buckets ?? DEFAULT_BUCKETS;
     this.boundsMs = Float64Array.from(buckets, (s) => s * 1000);
     this.leLabels = buckets.map(String);
+    this.countCalls = options.countCalls;
     // Attached before subscribing, so a name clash leaves nothing subscribed.
     this.detach = attachCollectors(options.registry, this.collectors(), buckets);
     this.subscriptions.push(watchInstances(registry, options.fallbacks ?? [], (observed) => this.bind(observed)));
-  }
-
-  /** Counts one request of an idempotent route by its outcome (a fixed set of values, never a key). */
-  recordIdempotencyOutcome(outcome: string): void {
-    this.idempotency.set(outcome, (this.idempotency.get(outcome) ?? 0) + 1);
+    if (options.idempotency !== undefined) {
+      // Counted by outcome only, a fixed set of values: never by key or method, so the series stay few.
+      this.subscriptions.push(
+        options.idempotency.onOutcome(({ outcome }) => void this.idempotency.set(outcome, (this.idempotency.get(outcome) ?? 0) + 1)),
+      );
+    }
   }
 
   /** Unsubscribes from every instance and removes this application's series. Idempotent. */
@@ -174,7 +186,8 @@ export class ResilienceMetricsBinding {
         break;
       }
       case 'fallback': {
-        const series: FallbackSeries = { policy: observed.instance, byKind: new Map() };
+        const series: FallbackSeries = { policy: observed.instance, byKind: new Map(), calls: 0, counted: this.countCalls !== undefined };
+        if (this.countCalls !== undefined) subscribe(this.countCalls(observed.instance, () => void series.calls++));
         subscribe(
           observed.instance.onFallback((event) => {
             const kind = event.errorClass.name;
@@ -257,6 +270,9 @@ export class ResilienceMetricsBinding {
       }],
       [f.fallbackCalls, (emit) => {
         for (const { policy, byKind } of this.fallbacks) for (const [kind, count] of byKind) emit({ name: policy.name, kind }, count);
+      }],
+      [f.fallbackGuardedCalls, (emit) => {
+        for (const { policy, calls, counted } of this.fallbacks) if (counted) emit({ name: policy.name }, calls);
       }],
       [f.idempotencyRequests, (emit) => {
         for (const [outcome, count] of this.idempotency) emit({ outcome }, count);

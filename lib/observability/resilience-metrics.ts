@@ -1,4 +1,5 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
 import { InstanceCatalog } from './instance-catalog';
 import { ResilienceMetricsBinding } from './metrics-binding';
 import { METRICS_DISABLED } from './observability.messages';
@@ -18,7 +19,10 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
   private binding: ResilienceMetricsBinding | undefined;
   private target: MetricsRegistry | undefined;
 
-  constructor(private readonly catalog: InstanceCatalog) {
+  constructor(
+    private readonly catalog: InstanceCatalog,
+    private readonly idempotency: IdempotencyRegistry,
+  ) {
     // Read here, so a bad option fails while the application is created.
     this.options = readMetricsOptions(catalog.registry.options.extras.metrics);
   }
@@ -34,11 +38,6 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
     return this.target;
   }
 
-  /** Counts one request of an idempotent route by its outcome; nothing when metrics are off. */
-  recordIdempotencyOutcome(outcome: string): void {
-    this.binding?.recordIdempotencyOutcome(outcome);
-  }
-
   /** Binds every instance, the fallback policies of decorated methods included (they exist once the explorer has run). */
   onApplicationBootstrap(): void {
     const target = this.resolveRegistry();
@@ -47,6 +46,8 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
       registry: target,
       buckets: this.options.buckets,
       fallbacks: this.catalog.fallbacks,
+      countCalls: (policy, onCall) => this.catalog.countCalls(policy, onCall),
+      idempotency: this.idempotency,
     });
     this.target = target;
   }
