@@ -33,6 +33,7 @@ export class IdempotencyRegistry {
   readonly options: ResolvedIdempotencyOptions;
   private readonly events = new EventStream<IdempotencyOutcomeEvent>();
   private readonly methods = new Map<TrampolineInfo, IdempotentMethod>();
+  private warnedPrincipal = false;
 
   /** One event per request or call through an `@Idempotent` method. */
   readonly onOutcome: EventSubscriber<IdempotencyOutcomeEvent> = this.events.subscribe;
@@ -65,7 +66,11 @@ export class IdempotencyRegistry {
     if (!route && options.key === undefined) throw new Error(KEY_REQUIRED(name));
     const { store, ttlMs, leaseMs, reconciler } = this.options;
     if (options.transactional && !isTransactionalStore(store)) throw new Error(STORE_NOT_TRANSACTIONAL(name, storeName(store)));
-    if (route && this.options.principal === undefined) this.resilience.warnOnce(NO_PRINCIPAL_RESOLVER(name));
+    if (route && this.options.principal === undefined && !this.warnedPrincipal) {
+      // One warning for the application, naming the first route: the setting is module-wide.
+      this.warnedPrincipal = true;
+      this.resilience.warnOnce(NO_PRINCIPAL_RESOLVER(name));
+    }
     const lease = options.leaseMs ?? leaseMs;
     const layer = new IdempotentMethod(
       name,

@@ -154,6 +154,7 @@ describe.each(targets)('@Idempotent over HTTP: $name', (target) => {
       const gate = new Gate();
       ledger.gates.push(gate);
       const first = pay('k-held');
+      await ledger.watch.until(() => ledger.count() === 1);
       const others = await Promise.all(Array.from({ length: 49 }, () => pay('k-held')));
       expect(others.map((a) => a.status)).toEqual(Array(49).fill(409));
       expect(others[0].headers.get('retry-after')).toBe(String(LEASE / 1000));
@@ -216,6 +217,7 @@ describe.each(targets)('@Idempotent over HTTP: $name', (target) => {
       const gate = new Gate();
       ledger.gates.push(gate);
       const first = pay('k-changed', 999);
+      await ledger.watch.until(() => ledger.count() === 1);
       const busy = await pay('k-changed', 999);
       expect(busy.status).toBe(409);
       const changed = await pay('k-changed', 1);
