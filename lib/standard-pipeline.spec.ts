@@ -37,8 +37,13 @@ function build(layers: LayerSet, kind: 'standard' | 'nested') {
   };
   let script: Behaviour[] = [];
   let calls = 0;
-  const invoke = (): unknown => {
-    const behaviour = script[calls++ % script.length];
+  const attempts = new Map<unknown, number>();
+  // Each call's n-th attempt behaves the same on both sides, whatever order attempts happen to start in.
+  const invoke = (id: unknown): unknown => {
+    calls++;
+    const attempt = attempts.get(id) ?? 0;
+    attempts.set(id, attempt + 1);
+    const behaviour = script[((id as number) * 7 + attempt) % script.length];
     switch (behaviour) {
       case 'ok':
         return Promise.resolve('value');
@@ -56,9 +61,9 @@ function build(layers: LayerSet, kind: 'standard' | 'nested') {
   };
   let run: (args: unknown[]) => Promise<unknown>;
   if (kind === 'standard') {
-    run = new StandardPipeline(policies, invoke, clock).run;
+    run = new StandardPipeline(policies, (args) => invoke(args[0]), clock).run;
   } else {
-    let next = (args: unknown[]): unknown => invoke.apply(undefined, args as []);
+    let next = (args: unknown[]): unknown => invoke(args[0]);
     for (const policy of [policies.bulkhead, policies.timeLimiter, policies.circuitBreaker, policies.retry, policies.fallback]) {
       if (policy === undefined) continue;
       const inner = next;
@@ -105,36 +110,39 @@ describe('StandardPipeline', () => {
         async (layers, script, steps) => {
           const sides = [build(layers, 'standard'), build(layers, 'nested')];
           for (const side of sides) side.setScript(script);
-          const outcomes: Array<Array<{ at: number; outcome: unknown }>> = [[], []];
+          const outcomes: Array<Array<{ id: number; at: number; outcome: unknown }>> = [[], []];
+          let id = 0;
           for (const step of steps) {
-            // Calls overlap through the virtual clock (hanging and slow calls); each one's immediate
-            // effects settle before the next starts, so microtask interleaving does not decide the outcome.
-            for (let c = 0; c < step.concurrent; c++) {
+            // Calls overlap through the virtual clock (hanging and slow calls). Each starts 1 ms after the
+            // previous one: every duration is a multiple of 50 ms and there are fewer than 50 calls, so no
+            // two calls' events fall on one instant, where the order of same-time timers would decide.
+            for (let c = 0; c < step.concurrent; c++, id++) {
+              const callId = id;
               sides.forEach((side, i) => {
-                side.run([c]).then(
-                  (value) => outcomes[i].push({ at: side.clock.now(), outcome: describeOutcome({ status: 'fulfilled', value }) }),
-                  (reason) => outcomes[i].push({ at: side.clock.now(), outcome: describeOutcome({ status: 'rejected', reason }) }),
+                side.run([callId]).then(
+                  (value) => outcomes[i].push({ id: callId, at: side.clock.now(), outcome: describeOutcome({ status: 'fulfilled', value }) }),
+                  (reason) => outcomes[i].push({ id: callId, at: side.clock.now(), outcome: describeOutcome({ status: 'rejected', reason }) }),
                 );
               });
-              await VirtualClock.settle();
+              for (const side of sides) await side.clock.advance(1);
             }
             for (const side of sides) await side.clock.advance(step.advance);
             expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
           }
           for (const side of sides) await side.clock.advance(10_000);
-          const sort = (list: Array<{ at: number; outcome: unknown }>) => list.map((o) => JSON.stringify(o)).sort();
+          const sort = (list: Array<{ id: number; at: number; outcome: unknown }>) => list.map((o) => JSON.stringify(o)).sort();
           expect(sort(outcomes[0])).toEqual(sort(outcomes[1]));
           expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 200 },
     );
   });
 
   it('gives the bulkhead permit back only when a timed-out call really ends', async () => {
     const side = build({ fallback: false, retry: false, circuitBreaker: false, timeLimiter: true, bulkhead: true }, 'standard');
     side.setScript(['hang']);
-    const outcome = side.run([]).catch((e) => e);
+    const outcome = side.run([0]).catch((e) => e);
     await side.clock.advance(500);
     expect((await outcome).constructor.name).toBe('TimeoutExceededError');
     expect(side.policies.bulkhead!.metrics.availableConcurrentCalls).toBe(1);
