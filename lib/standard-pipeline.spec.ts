@@ -142,9 +142,9 @@ describe('StandardPipeline', () => {
   it('gives the bulkhead permit back only when a timed-out call really ends', async () => {
     const side = build({ fallback: false, retry: false, circuitBreaker: false, timeLimiter: true, bulkhead: true }, 'standard');
     side.setScript(['hang']);
-    const outcome = side.run([0]).catch((e) => e);
+    const outcome = side.run([0]).catch((e: unknown) => e as Error);
     await side.clock.advance(500);
-    expect((await outcome).constructor.name).toBe('TimeoutExceededError');
+    expect(((await outcome) as Error).constructor.name).toBe('TimeoutExceededError');
     expect(side.policies.bulkhead!.metrics.availableConcurrentCalls).toBe(1);
     await side.clock.advance(1500);
     expect(side.policies.bulkhead!.metrics.availableConcurrentCalls).toBe(2);
