@@ -52,10 +52,15 @@ export interface RunningApp {
   close(): Promise<void>;
 }
 
-/** Boots `metadata` with `ResilienceModule.forRoot(options)` and listens on a free loopback port. */
-export async function startApp(options: ResilienceModuleOptions, metadata: ModuleMetadata): Promise<RunningApp> {
+/**
+ * Boots `metadata` with `ResilienceModule.forRoot(options)` and listens on a
+ * free loopback port; `prepare` runs before the routes are mounted (Express
+ * middleware added there sees every request).
+ */
+export async function startApp(options: ResilienceModuleOptions, metadata: ModuleMetadata, prepare?: (app: INestApplication) => void): Promise<RunningApp> {
   const moduleRef = await Test.createTestingModule({ ...metadata, imports: [ResilienceModule.forRoot(options), ...(metadata.imports ?? [])] }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
+  prepare?.(app);
   const outcomes: IdempotencyOutcomeEvent[] = [];
   app.get(IdempotencyRegistry).onOutcome((event) => outcomes.push(event));
   await app.listen(0, '127.0.0.1');
