@@ -1,4 +1,5 @@
 import { Controller, Get, Res, Type } from '@nestjs/common';
+import { MetricsRegistry } from './observability.options';
 import { ResilienceMetrics } from './resilience-metrics';
 
 /** The part of an Express response or Fastify reply the controller uses. */
@@ -14,13 +15,17 @@ interface HeaderSetter {
 export function createMetricsController(path: string): Type<unknown> {
   @Controller(path)
   class ResilienceMetricsController {
-    constructor(readonly metrics: ResilienceMetrics) {}
+    private readonly registry: MetricsRegistry;
+
+    constructor(metrics: ResilienceMetrics) {
+      // Checked while the application is created, not at the first scrape.
+      this.registry = metrics.requireRegistry("ResilienceEndpointsModule's metrics endpoint");
+    }
 
     @Get()
     async scrape(@Res({ passthrough: true }) response: HeaderSetter): Promise<string> {
-      const registry = this.metrics.requireRegistry('the /metrics endpoint of ResilienceEndpointsModule');
-      response.header('Content-Type', registry.contentType);
-      return registry.metrics();
+      response.header('Content-Type', this.registry.contentType);
+      return this.registry.metrics();
     }
   }
   return ResilienceMetricsController;

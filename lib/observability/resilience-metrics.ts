@@ -17,14 +17,15 @@ type PromClient = { register: MetricsRegistry };
 export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly options: ResolvedMetricsOptions;
   private binding: ResilienceMetricsBinding | undefined;
-  private target: MetricsRegistry | undefined;
+  private readonly target: MetricsRegistry | undefined;
 
   constructor(
     private readonly catalog: InstanceCatalog,
     private readonly idempotency: IdempotencyRegistry,
   ) {
-    // Read here, so a bad option fails while the application is created.
+    // Resolved here, so a bad option or a missing prom-client fails while the application is created.
     this.options = readMetricsOptions(catalog.registry.options.extras.metrics);
+    this.target = this.resolveRegistry();
   }
 
   /** The prom-client registry the series are in; `undefined` when metrics are off. */
@@ -40,23 +41,20 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
 
   /** Binds every instance, the fallback policies of decorated methods included (they exist once the explorer has run). */
   onApplicationBootstrap(): void {
-    const target = this.resolveRegistry();
-    if (target === undefined) return;
+    if (this.target === undefined) return;
     this.binding = new ResilienceMetricsBinding(this.catalog.registry, {
-      registry: target,
+      registry: this.target,
       buckets: this.options.buckets,
       fallbacks: this.catalog.fallbacks,
       countCalls: (policy, onCall) => this.catalog.countCalls(policy, onCall),
       idempotency: this.idempotency,
     });
-    this.target = target;
   }
 
   /** Removes this application's series (families other applications use stay). */
   onModuleDestroy(): void {
     this.binding?.close();
     this.binding = undefined;
-    this.target = undefined;
   }
 
   private resolveRegistry(): MetricsRegistry | undefined {

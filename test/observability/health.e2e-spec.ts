@@ -1,0 +1,159 @@
+import { Controller, Get, INestApplication } from '@nestjs/common';
+import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import request from 'supertest';
+import { ResilienceHealthIndicator, ResilienceModuleOptions, ResilienceRegistry, VirtualClock } from '../../lib';
+import { FALLBACK_SHARE_NOT_CONFIGURED } from '../../lib/observability/observability.messages';
+import { bootApp, Shop, SHOP_OPTIONS } from './kit';
+
+@Controller('health')
+class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly resilience: ResilienceHealthIndicator,
+  ) {}
+
+  @Get()
+  @HealthCheck()
+  check() {
+    return this.health.check([() => this.resilience.check()]);
+  }
+
+  @Get('fallbacks')
+  @HealthCheck()
+  fallbacks() {
+    return this.health.check([() => this.resilience.checkFallbacks()]);
+  }
+}
+
+const HEALTH_OPTIONS: ResilienceModuleOptions = {
+  metrics: false,
+  circuitBreaker: {
+    instances: {
+      // May turn the service down when it opens.
+      psp: { ...SHOP_OPTIONS.circuitBreaker!.instances!.psp, registerHealthIndicator: true, allowHealthIndicatorToFail: true },
+      // Reported, but an open breaker only says CIRCUIT_OPEN.
+      search: { registerHealthIndicator: true },
+      hidden: {},
+    },
+  },
+  health: { fallbackShare: { threshold: 50, window: '1m', minimumNumberOfCalls: 2 } },
+};
+
+async function openPsp(clock: VirtualClock, shop: Shop): Promise<void> {
+  const ok = shop.charge(0, false);
+  await clock.advance(0);
+  await ok;
+  const failed = shop.charge(0, true).catch(() => undefined);
+  await clock.advance(0);
+  await failed;
+}
+
+describe('ResilienceHealthIndicator through terminus /health', () => {
+  let app: INestApplication;
+  let clock: VirtualClock;
+  let shop: Shop;
+  let registry: ResilienceRegistry;
+
+  beforeEach(async () => {
+    ({ app, clock, shop } = await bootApp(HEALTH_OPTIONS, { imports: [TerminusModule.forRoot({ logger: false })], controllers: [HealthController] }));
+    registry = app.get(ResilienceRegistry);
+  });
+
+  afterEach(() => app.close());
+
+  const health = (path = '/health') => request(app.getHttpServer()).get(path);
+
+  it('is 200 and up with every breaker CLOSED; reports only breakers with registerHealthIndicator', async () => {
+    const { body } = await health().expect(200);
+    expect(body.status).toBe('ok');
+    expect(body.info.circuitBreakers.status).toBe('up');
+    expect(Object.keys(body.info.circuitBreakers.instances).sort()).toEqual(['psp', 'search']);
+    expect(body.info.circuitBreakers.instances.psp).toEqual({
+      status: 'UP',
+      state: 'CLOSED',
+      failureRate: -1,
+      slowCallRate: -1,
+      failureRateThreshold: 50,
+      slowCallRateThreshold: 100,
+      bufferedCalls: 0,
+      failedCalls: 0,
+      slowCalls: 0,
+      slowFailedCalls: 0,
+      notPermittedCalls: 0,
+    });
+  });
+
+  it('is 503 and down when a breaker with allowHealthIndicatorToFail is OPEN', async () => {
+    await openPsp(clock, shop);
+    await shop.quote();
+    const { body } = await health().expect(503);
+    expect(body.status).toBe('error');
+    expect(body.error.circuitBreakers.status).toBe('down');
+    expect(body.error.circuitBreakers.instances.psp).toMatchObject({
+      status: 'DOWN',
+      state: 'OPEN',
+      failureRate: 50,
+      bufferedCalls: 2,
+      failedCalls: 1,
+      notPermittedCalls: 1,
+    });
+    expect(body.error.circuitBreakers.instances.search.status).toBe('UP');
+  });
+
+  it('is 200 with CIRCUIT_OPEN when the open breaker may not fail the check', async () => {
+    registry.circuitBreaker('search').transitionToOpenState();
+    const { body } = await health().expect(200);
+    expect(body.info.circuitBreakers.status).toBe('up');
+    expect(body.info.circuitBreakers.instances.search).toMatchObject({ status: 'CIRCUIT_OPEN', state: 'OPEN' });
+  });
+
+  it('is 200 with CIRCUIT_HALF_OPEN while trial calls run, even where the breaker may fail the check', async () => {
+    await openPsp(clock, shop);
+    await clock.advance(60_000);
+    await expect(shop.quote()).resolves.toBe('live');
+    const { body } = await health().expect(200);
+    expect(body.info.circuitBreakers.instances.psp).toMatchObject({ status: 'CIRCUIT_HALF_OPEN', state: 'HALF_OPEN' });
+  });
+
+  it.each([
+    ['FORCED_OPEN', (r: ResilienceRegistry) => r.circuitBreaker('psp').transitionToForcedOpenState()],
+    ['DISABLED', (r: ResilienceRegistry) => r.circuitBreaker('psp').transitionToDisabledState()],
+    ['METRICS_ONLY', (r: ResilienceRegistry) => r.circuitBreaker('psp').transitionToMetricsOnlyState()],
+  ])('reports %s as UNKNOWN and stays up', async (state, move) => {
+    move(registry);
+    const { body } = await health().expect(200);
+    expect(body.info.circuitBreakers.instances.psp).toMatchObject({ status: 'UNKNOWN', state });
+  });
+
+  it('checkFallbacks is down once the share of fallback answers in the window reaches the threshold, and up again after it', async () => {
+    let { body } = await health('/health/fallbacks').expect(200);
+    expect(body.info.fallbacks).toMatchObject({ status: 'up', calls: 0, fallbacks: 0, share: 0, threshold: 50, windowMs: 60_000 });
+
+    await shop.quote();
+    await shop.quote();
+    ({ body } = await health('/health/fallbacks').expect(200));
+    expect(body.info.fallbacks).toMatchObject({ status: 'up', calls: 2, fallbacks: 0, share: 0 });
+
+    await openPsp(clock, shop);
+    await expect(shop.quote()).resolves.toBe('cached');
+    ({ body } = await health('/health/fallbacks').expect(200));
+    expect(body.info.fallbacks).toMatchObject({ calls: 3, fallbacks: 1 });
+
+    await expect(shop.quote()).resolves.toBe('cached');
+    ({ body } = await health('/health/fallbacks').expect(503));
+    expect(body.error.fallbacks).toMatchObject({ status: 'down', calls: 4, fallbacks: 2, share: 50 });
+    expect(body.error.fallbacks.methods).toEqual({ 'Shop.quote': { calls: 4, fallbacks: 2, share: 50 } });
+
+    await clock.advance(60_000);
+    ({ body } = await health('/health/fallbacks').expect(200));
+    expect(body.info.fallbacks).toMatchObject({ status: 'up', calls: 0, fallbacks: 0 });
+  });
+});
+
+describe('ResilienceHealthIndicator without health.fallbackShare', () => {
+  it('checkFallbacks names the option it needs', async () => {
+    const { app } = await bootApp({ metrics: false });
+    expect(() => app.get(ResilienceHealthIndicator).checkFallbacks()).toThrow(FALLBACK_SHARE_NOT_CONFIGURED);
+    await app.close();
+  });
+});
