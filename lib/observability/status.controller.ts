@@ -1,4 +1,4 @@
-import { BadRequestException, Body, Controller, Get, NotFoundException, Param, Post, Type, UseGuards } from '@nestjs/common';
+import { BadRequestException, Body, Controller, Get, HttpCode, NotFoundException, Param, Post, Type, UseGuards } from '@nestjs/common';
 import { RecordedEvent, StatusPolicy } from './event-journal';
 import { INVALID_UPDATE_STATE, UNKNOWN_STATUS_INSTANCE } from './observability.messages';
 import { GuardLike } from './observability.options';
@@ -79,6 +79,7 @@ export function createStatusAdminController(path: string, guards: readonly Guard
     constructor(readonly status: ResilienceStatus) {}
 
     @Post('circuitbreakers/:name')
+    @HttpCode(200)
     update(@Param('name') name: string, @Body() body: unknown): { circuitBreakers: InstanceStatus[] } {
       const update = (body as { updateState?: unknown } | undefined)?.updateState;
       if (typeof update !== 'string' || !Object.prototype.hasOwnProperty.call(BREAKER_UPDATES, update)) {
