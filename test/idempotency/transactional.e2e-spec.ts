@@ -37,6 +37,19 @@ class Payments {
   }
 }
 
+/** A message handler whose writes commit with its key. */
+@Injectable()
+class SettlementConsumer {
+  runs = 0;
+
+  @Idempotent({ key: (message: { id: string }) => message.id, transactional: true })
+  async settle(message: { id: string; account: number; pence: number }): Promise<{ settled: number }> {
+    this.runs++;
+    const { rows } = await idempotencyTransaction().query(`INSERT INTO ${ledger} (account, pence) VALUES ($1, $2) RETURNING id`, [message.account, message.pence]);
+    return { settled: rows[0].id as number };
+  }
+}
+
 @Controller('payments')
 class PaymentsController {
   constructor(private readonly payments: Payments) {}
@@ -79,7 +92,7 @@ describe('@Idempotent({ transactional: true }) on PostgreSQL', () => {
     storeClock = new VirtualClock(START);
     store = new PostgresIdempotencyStore({ pool, table, clock: storeClock });
     // The module clock stays still, so no lease is renewed: the store's clock alone decides when a lease has run out.
-    running = await startApp({ clock: new VirtualClock(), idempotency: { store, lease: LEASE, principal: () => 'acct' } }, { controllers: [PaymentsController], providers: [Payments] });
+    running = await startApp({ clock: new VirtualClock(), idempotency: { store, lease: LEASE, principal: () => 'acct' } }, { controllers: [PaymentsController], providers: [Payments, SettlementConsumer] });
     payments = running.app.get(Payments);
   });
   afterEach(async () => {
@@ -148,5 +161,24 @@ describe('@Idempotent({ transactional: true }) on PostgreSQL', () => {
     expect(json(late).type).toBe(RESILIENCE_PROBLEMS.IDEMPOTENCY_KEY_IN_PROGRESS.type);
     expect(await rows()).toEqual([{ account: 1, pence: 999 }]);
     expect(await pay('k-takeover', { account: 1, pence: 999 })).toMatchObject({ status: 201, text: taken.text });
+  });
+
+  describe('on a message handler', () => {
+    it('commits the writes with the key and returns the stored result to a redelivery', async () => {
+      const consumer = running.app.get(SettlementConsumer);
+      const first = await consumer.settle({ id: 'm-1', account: 1, pence: 500 });
+      expect(await consumer.settle({ id: 'm-1', account: 1, pence: 500 })).toEqual(first);
+      expect(consumer.runs).toBe(1);
+      expect(await rows()).toEqual([{ account: 1, pence: 500 }]);
+    });
+
+    it('throws the COMMIT error, keeps no row and frees the key', async () => {
+      const consumer = running.app.get(SettlementConsumer);
+      await expect(consumer.settle({ id: 'm-2', account: 2, pence: 500 })).rejects.toThrow(/foreign key/);
+      expect(await rows()).toEqual([]);
+      await expect(consumer.settle({ id: 'm-2', account: 2, pence: 500 })).rejects.toThrow(/foreign key/);
+      expect(consumer.runs).toBe(2);
+      expect(running.outcomes.map((o) => o.outcome)).toEqual(['released', 'released']);
+    });
   });
 });
