@@ -323,7 +323,6 @@ export class IdempotentRun {
    * freeing it, so the method is never run twice for one operation.
    */
   async finish(decision: SettleDecision, response?: StoredResponse): Promise<SettleResult> {
-    if (this.settled) return { status: 'kept' };
     this.settled = true;
     if (this.timer !== undefined) this.settings.clock.clearTimeout(this.timer);
     this.timer = undefined;
