@@ -1,0 +1,63 @@
+import { VirtualClock } from '../clock';
+import { EventStream } from '../events';
+import { FallbackPolicy } from '../fallback/fallback';
+import { FallbackShare } from './fallback-share';
+
+class Outage extends Error {}
+
+/** A fallback policy and a stand-in for its method's call counting. */
+function guarded(name: string) {
+  const policy = new FallbackPolicy(name, [{ errors: [Outage], handler: () => 'fallback' }]);
+  const calls = new EventStream<void>();
+  const call = (fail: boolean): Promise<unknown> => {
+    calls.emit();
+    return policy.call(() => (fail ? Promise.reject(new Outage()) : Promise.resolve('ok')), []);
+  };
+  return { policy, call, countCalls: (onCall: () => void) => calls.subscribe(onCall) };
+}
+
+describe('FallbackShare', () => {
+  it('gives the share of calls answered by a fallback, overall and per method', async () => {
+    const clock = new VirtualClock();
+    const share = new FallbackShare(clock, 60_000);
+    const a = guarded('A.a');
+    const b = guarded('B.b');
+    share.track(a.policy, a.countCalls);
+    share.track(b.policy, b.countCalls);
+    await a.call(false);
+    await a.call(true);
+    await b.call(true);
+    await b.call(true);
+    expect(share.snapshot()).toEqual({
+      calls: 4,
+      fallbacks: 3,
+      share: 75,
+      methods: { 'A.a': { calls: 2, fallbacks: 1, share: 50 }, 'B.b': { calls: 2, fallbacks: 2, share: 100 } },
+    });
+  });
+
+  it('forgets what fell out of the window, a tenth of it at a time', async () => {
+    const clock = new VirtualClock();
+    const share = new FallbackShare(clock, 10_000);
+    const a = guarded('A.a');
+    share.track(a.policy, a.countCalls);
+    await a.call(true);
+    await clock.advance(5_000);
+    await a.call(false);
+    await clock.advance(4_999);
+    expect(share.snapshot()).toMatchObject({ calls: 2, fallbacks: 1 });
+    await clock.advance(1);
+    expect(share.snapshot()).toMatchObject({ calls: 1, fallbacks: 0, share: 0 });
+    await clock.advance(5_000);
+    expect(share.snapshot()).toMatchObject({ calls: 0, fallbacks: 0, share: 0 });
+  });
+
+  it('stops counting when told', async () => {
+    const share = new FallbackShare(new VirtualClock(), 60_000);
+    const a = guarded('A.a');
+    const stop = share.track(a.policy, a.countCalls);
+    stop();
+    await a.call(true);
+    expect(share.snapshot()).toEqual({ calls: 0, fallbacks: 0, share: 0, methods: {} });
+  });
+});

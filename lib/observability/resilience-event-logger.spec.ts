@@ -1,0 +1,107 @@
+import { Logger } from '@nestjs/common';
+import { VirtualClock } from '../clock';
+import { ResilienceModuleOptions } from '../config/module-options';
+import { ResilienceExplorer } from '../resilience.explorer';
+import { ResilienceRegistry } from '../resilience.registry';
+import { InstanceCatalog } from './instance-catalog';
+import {
+  BREAKER_TRANSITION,
+  BUDGET_EXHAUSTED,
+  BUDGET_RECOVERED,
+  BULKHEAD_RECOVERED,
+  BULKHEAD_SATURATED,
+} from './observability.messages';
+import { ResilienceEventLogger } from './resilience-event-logger';
+
+class Unavailable extends Error {
+  readonly status = 503;
+}
+
+function start(options: ResilienceModuleOptions) {
+  const clock = new VirtualClock();
+  const registry = new ResilienceRegistry({ clock, ...options });
+  const explorer = { fallbacks: [] } as unknown as ResilienceExplorer;
+  const logger = new ResilienceEventLogger(new InstanceCatalog(registry, explorer));
+  const lines: Array<[string, string]> = [];
+  jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void lines.push(['warn', String(message)]));
+  jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => void lines.push(['log', String(message)]));
+  logger.onApplicationBootstrap();
+  return { clock, registry, logger, lines };
+}
+
+describe('ResilienceEventLogger', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it('logs each breaker transition once, with the window the breaker opened on, never a call', async () => {
+    const { registry, clock, logger, lines } = start({
+      circuitBreaker: { instances: { psp: { slidingWindowSize: 4, minimumNumberOfCalls: 4, waitDurationInOpenState: '10s', permittedNumberOfCallsInHalfOpenState: 1 } } },
+    });
+    const breaker = registry.circuitBreaker('psp');
+    for (let i = 0; i < 2; i++) await breaker.execute(() => 'ok');
+    for (let i = 0; i < 2; i++) await breaker.execute(() => Promise.reject(new Unavailable())).catch(() => undefined);
+    for (let i = 0; i < 20; i++) await breaker.execute(() => 'ok').catch(() => undefined);
+    await clock.advance(10_000);
+    await breaker.execute(() => 'ok');
+    expect(lines).toEqual([
+      ['warn', BREAKER_TRANSITION('psp', 'CLOSED', 'OPEN', { ...breaker.metrics, failureRate: 50, slowCallRate: 0, numberOfBufferedCalls: 4 }, 10_000)],
+      ['log', BREAKER_TRANSITION('psp', 'OPEN', 'HALF_OPEN', undefined, 10_000)],
+      ['log', BREAKER_TRANSITION('psp', 'HALF_OPEN', 'CLOSED', undefined, 10_000)],
+    ]);
+    expect(lines[0][1]).toBe("circuit breaker 'psp' CLOSED -> OPEN (failure rate 50.0%, slow-call rate 0.0% over 4 calls); calls are refused for 10000 ms");
+    logger.onModuleDestroy();
+  });
+
+  it('logs an episode of budget denials when it starts and at the first call after a quiet period', async () => {
+    const { registry, clock, logger, lines } = start({
+      retry: { instances: { inventory: { maxAttempts: 2, waitDuration: 0, budget: { ratio: 0.1, maxTokens: 1 } } } },
+      logging: { quietPeriod: '5s' },
+    });
+    const retry = registry.retry('inventory');
+    // The budget starts with half a token, so no failure here may be retried.
+    for (let i = 0; i < 5; i++) await retry.execute(() => Promise.reject(new Unavailable())).catch(() => undefined);
+    expect(lines).toEqual([['warn', BUDGET_EXHAUSTED('inventory')]]);
+    await clock.advance(1_000);
+    await retry.execute(() => Promise.reject(new Unavailable())).catch(() => undefined);
+    await clock.advance(4_999);
+    await retry.execute(() => 'ok');
+    expect(lines).toHaveLength(1);
+    await clock.advance(1);
+    await retry.execute(() => 'ok');
+    expect(lines).toEqual([
+      ['warn', BUDGET_EXHAUSTED('inventory')],
+      ['log', BUDGET_RECOVERED('inventory', 6, 1_000)],
+    ]);
+    logger.onModuleDestroy();
+  });
+
+  it('logs bulkhead saturation once per episode, not once per rejection', async () => {
+    const { registry, clock, logger, lines } = start({ bulkhead: { instances: { pool: { maxConcurrentCalls: 1 } } }, logging: { quietPeriod: '1s' } });
+    const bulkhead = registry.bulkhead('pool');
+    let release!: () => void;
+    const held = bulkhead.execute(() => new Promise<void>((resolve) => (release = resolve)));
+    for (let i = 0; i < 10; i++) await bulkhead.execute(() => undefined).catch(() => undefined);
+    await clock.advance(1_000);
+    release();
+    await held;
+    expect(lines).toEqual([['warn', BULKHEAD_SATURATED('pool', 1, 'queue-full')]]);
+    // The first call to finish after a quiet second ends the episode.
+    await bulkhead.execute(() => undefined);
+    await bulkhead.execute(() => undefined);
+    expect(lines).toEqual([
+      ['warn', BULKHEAD_SATURATED('pool', 1, 'queue-full')],
+      ['log', BULKHEAD_RECOVERED('pool', 10, 0)],
+    ]);
+    logger.onModuleDestroy();
+  });
+
+  it('logs nothing with logging: false, and nothing after the application closed', async () => {
+    const off = start({ logging: false });
+    off.registry.circuitBreaker('a').transitionToForcedOpenState();
+    expect(off.lines).toEqual([]);
+    jest.restoreAllMocks();
+    const on = start({});
+    on.logger.onModuleDestroy();
+    on.registry.circuitBreaker('a').transitionToForcedOpenState();
+    expect(on.lines).toEqual([]);
+  });
+});
