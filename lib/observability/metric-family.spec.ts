@@ -1,4 +1,4 @@
-import { Registry } from 'prom-client';
+import { OpenMetricsContentType, Registry } from 'prom-client';
 import { attachCollectors, Collector, FamilyDefinition } from './metric-family';
 
 const calls: FamilyDefinition = { name: 'test_calls_total', help: 'Calls', type: 'counter', combine: 'sum' };
@@ -46,7 +46,8 @@ describe('metric families in a prom-client registry', () => {
   });
 
   it('work in the OpenMetrics format and in JSON', async () => {
-    const registry = new Registry(Registry.OPENMETRICS_CONTENT_TYPE);
+    const registry = new Registry<OpenMetricsContentType>();
+    registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
     attachCollectors(registry, [[calls, counter('x', 1)]], []);
     expect(await registry.metrics()).toContain('# TYPE test_calls counter\ntest_calls_total{name="x"} 1');
     expect(await registry.getMetricsAsJSON()).toEqual([
