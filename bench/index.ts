@@ -1,12 +1,13 @@
 import 'reflect-metadata';
 import { layers } from './layers';
 import { memory } from './memory';
+import { metrics } from './metrics';
 import { overhead } from './overhead';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
-const SECTIONS: readonly BenchSection[] = [overhead, layers, memory];
+const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, metrics];
 
 /**
  * `npm run bench` runs every section; `npm run bench -- overhead memory`
