@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { idempotency } from './idempotency';
 import { layers } from './layers';
 import { memory } from './memory';
 import { metrics } from './metrics';
@@ -7,7 +8,7 @@ import { printEnvironment } from './report';
 import { BenchSection } from './section';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
-const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, metrics];
+const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, idempotency, metrics];
 
 /**
  * `npm run bench` runs every section; `npm run bench -- overhead memory`

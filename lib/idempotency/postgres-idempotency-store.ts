@@ -87,9 +87,10 @@ interface Row {
 
 /**
  * Idempotency keys in a PostgreSQL table. A claim is one
- * `INSERT … ON CONFLICT` on the primary key, so exactly one of any number of
- * concurrent claims wins, across every process using the table; a record
- * past its TTL is claimed over in the same statement. Times are absolute
+ * `INSERT … ON CONFLICT DO NOTHING` on the primary key, so exactly one of
+ * any number of concurrent claims wins, across every process using the
+ * table, at the cost of a plain insert; a record past its TTL is claimed
+ * over by an update that holds only while it is still expired. Times are absolute
  * milliseconds from the store's clock, not the server's, so every process
  * must use a wall clock.
  *
@@ -145,15 +146,17 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
     const now = Math.floor(this.clock.now());
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       const token = randomUUID();
-      const inserted = await this.pool.query(this.sql.claim, [key, fingerprint, token, now, now + leaseMs, now + ttlMs]);
-      if (inserted.rows.length > 0) {
-        return { outcome: 'claimed', token, record: { key, state: 'in_progress', fingerprint, createdAt: now, expiresAt: now + ttlMs, leaseExpiresAt: now + leaseMs } };
-      }
+      const fresh = [key, fingerprint, token, now, now + leaseMs, now + ttlMs];
+      const claimed: ClaimResult = { outcome: 'claimed', token, record: { key, state: 'in_progress', fingerprint, createdAt: now, expiresAt: now + ttlMs, leaseExpiresAt: now + leaseMs } };
+      if ((await this.pool.query(this.sql.claim, fresh)).rowCount === 1) return claimed;
       const found = await this.pool.query(this.sql.get, [key]);
       if (found.rows.length === 0) continue;
       const row = found.rows[0] as unknown as Row;
       const record = toRecord(key, row);
-      if (record.expiresAt <= now) continue;
+      if (record.expiresAt <= now) {
+        if ((await this.pool.query(this.sql.reclaim, fresh)).rowCount === 1) return claimed;
+        continue;
+      }
       if (record.fingerprint !== fingerprint) return { outcome: 'fingerprint_mismatch' };
       if (record.state === 'completed') return { outcome: 'completed', record };
       if (record.leaseExpiresAt > now) return { outcome: 'in_progress', record, retryAfterMs: record.leaseExpiresAt - now };
@@ -255,13 +258,14 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
 
 function statements(table: string) {
   return {
-    // The WHERE on DO UPDATE reclaims a row past its TTL; a live row makes the statement return nothing.
+    // The common case, a fresh key, is this one statement; rowCount tells whether it won, so nothing is returned.
     claim:
-      `INSERT INTO ${table} AS r (key, fingerprint, state, token, created_at, lease_expires_at, expires_at, response) ` +
-      `VALUES ($1, $2, 'in_progress', $3, $4, $5, $6, NULL) ` +
-      `ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, state = 'in_progress', token = EXCLUDED.token, ` +
-      `created_at = EXCLUDED.created_at, lease_expires_at = EXCLUDED.lease_expires_at, expires_at = EXCLUDED.expires_at, response = NULL ` +
-      `WHERE r.expires_at <= $4 RETURNING 1`,
+      `INSERT INTO ${table} (key, fingerprint, state, token, created_at, lease_expires_at, expires_at, response) ` +
+      `VALUES ($1, $2, 'in_progress', $3, $4, $5, $6, NULL) ON CONFLICT (key) DO NOTHING`,
+    // A row past its TTL is claimed over only while still expired: of several reclaimers the row lock lets one win.
+    reclaim:
+      `UPDATE ${table} SET fingerprint = $2, state = 'in_progress', token = $3, created_at = $4, lease_expires_at = $5, expires_at = $6, response = NULL ` +
+      `WHERE key = $1 AND expires_at <= $4`,
     get: `SELECT fingerprint, state, token, created_at, lease_expires_at, expires_at, response FROM ${table} WHERE key = $1`,
     // Compare-and-set on the token read just before, so of several takers only one wins.
     takeOver:
