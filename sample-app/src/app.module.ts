@@ -7,6 +7,9 @@ import { InventoryClient } from './inventory/inventory.client';
 import { InventoryController } from './inventory/inventory.controller';
 import { PaymentsClient } from './payments/payments.client';
 import { PaymentsController } from './payments/payments.controller';
+import { ProductsController } from './products/products.controller';
+import { ExchangeRatesClient } from './rates/exchange-rates.client';
+import { RecommendationsClient } from './recommendations/recommendations.client';
 
 @Module({
   imports: [
@@ -17,7 +20,7 @@ import { PaymentsController } from './payments/payments.controller';
     }),
     DownstreamModule,
   ],
-  controllers: [InventoryController, PaymentsController],
-  providers: [InventoryClient, PaymentsClient],
+  controllers: [InventoryController, PaymentsController, ProductsController],
+  providers: [InventoryClient, PaymentsClient, ExchangeRatesClient, RecommendationsClient],
 })
 export class AppModule {}

@@ -1,8 +1,7 @@
 import { NestFactory } from '@nestjs/core';
 import { ResilienceExceptionFilter } from 'resilience4nest';
 import { AppModule } from './app.module';
-import { INVENTORY_API, PAYMENT_PROVIDER } from './downstream/tokens';
-import { SimulatedDependency } from './downstream/simulated-dependency';
+import { Dependencies } from './downstream/dependencies';
 
 async function bootstrap(): Promise<void> {
   const app = await NestFactory.create(AppModule);
@@ -10,9 +9,8 @@ async function bootstrap(): Promise<void> {
   app.enableShutdownHooks();
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port, '127.0.0.1');
-  for (const token of [INVENTORY_API, PAYMENT_PROVIDER]) {
-    const dependency = app.get<SimulatedDependency>(token);
-    console.log(`simulated ${dependency.name}: ${dependency.url} (admin: POST ${dependency.url}/__admin)`);
+  for (const dependency of app.get(Dependencies).all()) {
+    console.log(`simulated ${dependency.name}: ${dependency.url} (break it: POST /admin/dependencies/${dependency.name})`);
   }
   console.log(`sample app: http://127.0.0.1:${port}`);
 }

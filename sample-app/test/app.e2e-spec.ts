@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RESILIENCE_MODULE_OPTIONS, ResilienceExceptionFilter, ResilienceModuleOptions, ResilienceRegistry, VirtualClock } from 'resilience4nest';
 import { AppModule } from '../src/app.module';
+import { Dependencies } from '../src/downstream/dependencies';
 
 /**
  * The sample app against its real (simulated, loopback) dependencies, with
@@ -13,6 +14,22 @@ import { AppModule } from '../src/app.module';
 describe('sample app under failure', () => {
   let app: INestApplication;
   let clock: VirtualClock;
+  // Calls to the simulated dependencies still on the wire, so the clock only moves once real I/O is done.
+  const realFetch = globalThis.fetch;
+  let fetchesInFlight = 0;
+  beforeAll(() => {
+    globalThis.fetch = async (...args: Parameters<typeof fetch>) => {
+      fetchesInFlight++;
+      try {
+        return await realFetch(...args);
+      } finally {
+        fetchesInFlight--;
+      }
+    };
+  });
+  afterAll(() => {
+    globalThis.fetch = realFetch;
+  });
 
   beforeEach(async () => {
     clock = new VirtualClock();
@@ -33,16 +50,27 @@ describe('sample app under failure', () => {
   const breakDependency = (name: string, change: object) =>
     request(app.getHttpServer()).post(`/admin/dependencies/${name}`).send(change).expect(201);
 
-  /** Sends a request and moves the virtual clock in steps until it is answered (bounded). */
-  async function withClock(pending: request.Test, stepMs = 100, maxSteps = 200): Promise<request.Response> {
+  /**
+   * Sends a request and, while it is unanswered, lets real loopback I/O finish
+   * (until every call on the wire is one a down dependency leaves hanging), then jumps the virtual
+   * clock to its next timer: timeouts, backoffs and breaker waits fire on
+   * virtual time, healthy dependencies answer on real I/O first.
+   */
+  async function withClock(pending: request.Test, maxSteps = 200): Promise<request.Response> {
     let done = false;
     const response = pending.then((r) => {
       done = true;
       return r;
     });
+    const dependencies = app.get(Dependencies);
     for (let i = 0; i < maxSteps && !done; i++) {
-      for (let j = 0; j < 50 && !done; j++) await VirtualClock.settle();
-      if (!done) await clock.advance(stepMs);
+      const ioDeadline = performance.now() + 5000;
+      for (let turn = 0; !done && performance.now() < ioDeadline; turn++) {
+        await VirtualClock.settle();
+        const hanging = dependencies.all().reduce((n, d) => n + d.hangingRequests, 0);
+        if (turn >= 5 && fetchesInFlight === hanging && dependencies.all().every((d) => d.busy === 0)) break;
+      }
+      if (!done) await clock.runNext();
     }
     return response;
   }
@@ -62,6 +90,10 @@ describe('sample app under failure', () => {
 
   it('payment provider failing: "pending, outcome unknown"; once the breaker opens: "rejected, not charged" with 503 and Retry-After', async () => {
     await breakDependency('payments', { errorRate: 1 });
+    let openedAt = Number.NaN;
+    app.get(ResilienceRegistry).circuitBreaker('payments').onStateTransition(({ to }) => {
+      if (to === 'OPEN') openedAt = clock.now();
+    });
     const outcomes: Array<{ status: number; body: { status: string } }> = [];
     for (let i = 0; i < 12; i++) {
       const response = await withClock(request(app.getHttpServer()).post('/payments').send({ paymentId: `p-${i}`, amount: 999 }));
@@ -76,7 +108,8 @@ describe('sample app under failure', () => {
 
     const refused = await request(app.getHttpServer()).post('/payments').send({ paymentId: 'p-late', amount: 999 });
     expect(refused.status).toBe(503);
-    expect(refused.headers['retry-after']).toBe('10');
+    // Retry-After is the time left of the 10 s the breaker stays open, in whole seconds rounded up.
+    expect(refused.headers['retry-after']).toBe(String(Math.ceil((openedAt + 10_000 - clock.now()) / 1000)));
     expect(refused.body).toMatchObject({ status: 'rejected', paymentId: 'p-late', charged: false });
   });
 
@@ -90,5 +123,36 @@ describe('sample app under failure', () => {
     expect(response.status).toBe(201);
     expect(response.body).toMatchObject({ status: 'charged', paymentId: 'p-ok' });
     expect(app.get(ResilienceRegistry).circuitBreaker('payments').state).toBe('HALF_OPEN');
+  });
+
+  it('product page: every part answers while the dependencies are healthy', async () => {
+    const { body } = await request(app.getHttpServer()).get('/products/sku-1?currency=EUR').expect(200);
+    expect(body).toEqual({ sku: 'sku-1', available: 12, price: { currency: 'EUR', amount: 23.39, fresh: true }, recommendations: ['sku-3'] });
+  });
+
+  it('recommendations down: dropped from the page, nothing invented; the rest answers', async () => {
+    await breakDependency('recommendations', { down: true });
+    const response = await withClock(request(app.getHttpServer()).get('/products/sku-1'));
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ sku: 'sku-1', available: 12, price: { currency: 'GBP', amount: 19.99, fresh: true } });
+  });
+
+  it('rates down: the last known rate, flagged not fresh, until it is too old; then an explicit 503', async () => {
+    await request(app.getHttpServer()).get('/products/sku-3?currency=USD').expect(200);
+    await breakDependency('rates', { errorRate: 1 });
+    await clock.advance(60_000);
+    const stale = await withClock(request(app.getHttpServer()).get('/products/sku-3?currency=USD'));
+    expect(stale.status).toBe(200);
+    expect(stale.body.price).toEqual({ currency: 'USD', amount: 9.53, fresh: false, rateAgeMs: expect.any(Number) });
+    expect(stale.body.price.rateAgeMs).toBeGreaterThanOrEqual(60_000);
+
+    await clock.advance(10 * 60_000);
+    const tooOld = await withClock(request(app.getHttpServer()).get('/products/sku-3?currency=USD'));
+    expect(tooOld.status).toBe(503);
+    expect(tooOld.body.message).toMatch(/last known rate is \d+ s old, past the 600 s limit/);
+
+    const never = await withClock(request(app.getHttpServer()).get('/products/sku-3?currency=JPY'));
+    expect(never.status).toBe(503);
+    expect(never.body.message).toMatch(/no earlier rate is known/);
   });
 });

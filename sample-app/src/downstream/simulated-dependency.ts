@@ -24,6 +24,7 @@ export class SimulatedDependency {
   private readonly hanging = new Set<ServerResponse>();
   /** Requests that reached the dependency's own handler. */
   served = 0;
+  private answering = 0;
 
   private constructor(
     readonly name: string,
@@ -43,6 +44,16 @@ export class SimulatedDependency {
   /** `http://127.0.0.1:<port>` */
   get url(): string {
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** Requests being answered right now (not counting those a down dependency leaves hanging). */
+  get busy(): number {
+    return this.answering;
+  }
+
+  /** Requests a down dependency is leaving unanswered. */
+  get hangingRequests(): number {
+    return this.hanging.size;
   }
 
   /** Current behaviour. */
@@ -70,6 +81,15 @@ export class SimulatedDependency {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.answering++;
+    try {
+      await this.answer(req, res);
+    } finally {
+      this.answering--;
+    }
+  }
+
+  private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req);
     if (req.url === '/__admin') {
       try {

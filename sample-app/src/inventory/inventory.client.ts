@@ -1,8 +1,7 @@
-import { Inject, Injectable, NotFoundException } from '@nestjs/common';
+import { Injectable, NotFoundException } from '@nestjs/common';
 import { Bulkhead, Fallback, ResilienceError, Retry, Timeout } from 'resilience4nest';
-import { INVENTORY_API } from '../downstream/tokens';
 import { DownstreamHttpError, fetchJson } from '../downstream/http-client';
-import { SimulatedDependency } from '../downstream/simulated-dependency';
+import { Dependencies } from '../downstream/dependencies';
 
 /** A stock level; `available: 'unknown'` says so plainly instead of guessing a zero. */
 export interface StockLevel {
@@ -13,7 +12,7 @@ export interface StockLevel {
 
 @Injectable()
 export class InventoryClient {
-  constructor(@Inject(INVENTORY_API) private readonly api: SimulatedDependency) {}
+  constructor(private readonly dependencies: Dependencies) {}
 
   @Fallback([ResilienceError, DownstreamHttpError, TypeError], 'unknownStock')
   @Retry('inventory')
@@ -21,7 +20,7 @@ export class InventoryClient {
   @Bulkhead('inventory')
   async stockLevel(sku: string): Promise<StockLevel> {
     try {
-      const { available } = await fetchJson<{ available: number }>('inventory', `${this.api.url}/stock/${encodeURIComponent(sku)}`);
+      const { available } = await fetchJson<{ available: number }>('inventory', `${this.dependencies.inventory.url}/stock/${encodeURIComponent(sku)}`);
       return { sku, available, source: 'inventory' };
     } catch (error) {
       // "no such SKU" is the dependency's answer on the merits, not an outage: no retry, no fallback.

@@ -1,8 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { BulkheadFullError, CallNotPermittedError, CircuitBreaker, Fallback, ResilienceError, Retry, Timeout } from 'resilience4nest';
-import { PAYMENT_PROVIDER } from '../downstream/tokens';
 import { DownstreamHttpError, fetchJson } from '../downstream/http-client';
-import { SimulatedDependency } from '../downstream/simulated-dependency';
+import { Dependencies } from '../downstream/dependencies';
 
 /** A payment to charge; `paymentId` is stable across the client's own retries. */
 export interface PaymentRequest {
@@ -23,7 +22,7 @@ export type PaymentOutcome =
 
 @Injectable()
 export class PaymentsClient {
-  constructor(@Inject(PAYMENT_PROVIDER) private readonly provider: SimulatedDependency) {}
+  constructor(private readonly dependencies: Dependencies) {}
 
   @Fallback([CallNotPermittedError, BulkheadFullError], 'rejectedNotCharged')
   @Fallback([ResilienceError, DownstreamHttpError, TypeError], 'pendingOutcomeUnknown')
@@ -31,7 +30,7 @@ export class PaymentsClient {
   @CircuitBreaker('payments')
   @Timeout('payments')
   async charge(payment: PaymentRequest): Promise<PaymentOutcome> {
-    const { chargeId } = await fetchJson<{ chargeId: string }>('payments', `${this.provider.url}/charges`, {
+    const { chargeId } = await fetchJson<{ chargeId: string }>('payments', `${this.dependencies.payments.url}/charges`, {
       method: 'POST',
       // The provider deduplicates on this key, so a retry after a lost reply cannot charge twice.
       headers: { 'idempotency-key': `payment-${payment.paymentId}` },
