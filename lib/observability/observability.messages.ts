@@ -1,29 +1,37 @@
 import { PREFIX } from '../config/config.messages';
 import { CircuitBreakerMetrics, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
 
+/** An optional peer a feature needs cannot be loaded. */
 export const MISSING_PEER = (peer: string, feature: string, cause: string): string =>
   `${PREFIX}: ${feature} needs the optional peer dependency '${peer}', which cannot be loaded (install it: npm install ${peer}): ${cause}`;
 
+/** A family's name is taken in the prom-client registry by a metric of someone else. */
 export const FOREIGN_METRIC = (metric: string): string =>
   `${PREFIX}: the prom-client registry already holds a metric named '${metric}' that resilience4nest did not register; ` +
   `remove it, or give resilience4nest its own registry with the module option 'metrics.registry'`;
 
+/** Another application registered the duration histogram with other buckets. */
 export const BUCKETS_DIFFER = (metric: string, registered: readonly number[], wanted: readonly number[]): string =>
   `${PREFIX}: metric '${metric}' is already registered in this prom-client registry by another application with buckets ` +
   `[${registered.join(', ')}], not [${wanted.join(', ')}]; give both applications the same 'metrics.buckets' or separate registries`;
 
+/** A feature needs the metrics registry, but metrics are off. */
 export const METRICS_DISABLED = (feature: string): string =>
   `${PREFIX}: ${feature} needs metrics, but they are off (module option 'metrics' is false, or prom-client is not installed)`;
 
+/** `checkFallbacks()` was called without module option `health.fallbackShare`. */
 export const FALLBACK_SHARE_NOT_CONFIGURED = `${PREFIX}: ResilienceHealthIndicator.checkFallbacks() needs the module option 'health.fallbackShare' (e.g. { threshold: 50, window: '1m' })`;
 
+/** A status route names an instance that does not exist. */
 export const UNKNOWN_STATUS_INSTANCE = (policy: string, name: string): string => `${PREFIX}: no ${policy} instance named '${name}'`;
 
+/** The body of a breaker state change has no valid `updateState`. */
 export const INVALID_UPDATE_STATE = (value: unknown, allowed: readonly string[]): string =>
   `${PREFIX}: key 'updateState' must be one of ${allowed.map((s) => `'${s}'`).join(', ')}, got ${JSON.stringify(value) ?? 'undefined'}`;
 
 const rate = (value: number): string => (value < 0 ? 'n/a' : `${value.toFixed(1)}%`);
 
+/** A breaker moved; when it opened, the window it opened on. */
 export const BREAKER_TRANSITION = (
   name: string,
   from: CircuitBreakerState,
@@ -38,14 +46,18 @@ export const BREAKER_TRANSITION = (
   return `circuit breaker '${name}' ${from} -> ${to}${why}`;
 };
 
+/** The first retry-budget denial of an episode. */
 export const BUDGET_EXHAUSTED = (name: string): string =>
   `retry '${name}': retry budget exhausted; failing calls are not retried until successes refill it`;
 
+/** An episode of retry-budget denials ended. */
 export const BUDGET_RECOVERED = (name: string, denied: number, ms: number): string =>
   `retry '${name}': retry budget no longer denying; ${denied} retries were denied over ${ms} ms`;
 
+/** The first bulkhead rejection of an episode. */
 export const BULKHEAD_SATURATED = (name: string, maxConcurrentCalls: number, reason: string): string =>
   `bulkhead '${name}' saturated: all ${maxConcurrentCalls} permits taken, calls are rejected (first: ${reason})`;
 
+/** An episode of bulkhead rejections ended. */
 export const BULKHEAD_RECOVERED = (name: string, rejected: number, ms: number): string =>
   `bulkhead '${name}' no longer saturated; ${rejected} calls were rejected over ${ms} ms`;

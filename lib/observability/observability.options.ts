@@ -8,10 +8,15 @@ import { camelKey } from '../config/schema';
  * registry fits it, and the package's types do not depend on prom-client.
  */
 export interface MetricsRegistry {
+  /** Registers a metric (resilience4nest passes its own families). */
   registerMetric(metric: never): void;
+  /** The metric registered under `name`, if any. */
   getSingleMetric(name: string): unknown;
+  /** Unregisters the metric named `name`. */
   removeSingleMetric(name: string): void;
+  /** Every metric in the exposition format of `contentType`. */
   metrics(): Promise<string>;
+  /** The exposition format's HTTP content type. */
   readonly contentType: string;
 }
 
