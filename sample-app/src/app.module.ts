@@ -5,6 +5,7 @@ import { loadResilienceYaml } from './config/load-config';
 import { DownstreamModule } from './downstream/downstream.module';
 import { InventoryClient } from './inventory/inventory.client';
 import { InventoryController } from './inventory/inventory.controller';
+import { LoadProbeController, QuoteService } from './load-probe/load-probe.controller';
 import { PaymentsClient } from './payments/payments.client';
 import { PaymentsController } from './payments/payments.controller';
 import { ProductsController } from './products/products.controller';
@@ -20,7 +21,7 @@ import { RecommendationsClient } from './recommendations/recommendations.client'
     }),
     DownstreamModule,
   ],
-  controllers: [InventoryController, PaymentsController, ProductsController],
-  providers: [InventoryClient, PaymentsClient, ExchangeRatesClient, RecommendationsClient],
+  controllers: [InventoryController, PaymentsController, ProductsController, LoadProbeController],
+  providers: [InventoryClient, PaymentsClient, ExchangeRatesClient, RecommendationsClient, QuoteService],
 })
 export class AppModule {}
