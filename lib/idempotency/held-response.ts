@@ -107,16 +107,21 @@ export class HeldResponse {
   private send(captured: CapturedAnswer | undefined, substitute: SubstituteAnswer | undefined): void {
     const response = this.response;
     if (captured === undefined) return;
-    if (substitute === undefined || response.headersSent) {
-      this.end.call(response, captured.body, this.callback);
-      return;
-    }
-    for (const name of substitute.drop) response.removeHeader(name);
-    response.statusCode = substitute.status;
-    for (const [name, value] of Object.entries(substitute.headers)) response.setHeader(name, value);
-    if (substitute.body.length > 0) response.setHeader('content-length', Buffer.byteLength(substitute.body));
-    this.end.call(response, substitute.body, this.callback);
+    if (substitute === undefined || response.headersSent) this.end.call(response, captured.body, this.callback);
+    else writeAnswer(response, substitute, this.end, this.callback);
   }
+}
+
+/**
+ * Writes `answer` on `response` through `end` (the response's own by
+ * default), in place of whatever the pipeline set for its own answer.
+ */
+export function writeAnswer(response: ServerResponse, answer: SubstituteAnswer, end: Writer = response.end, callback?: () => void): void {
+  for (const name of answer.drop) response.removeHeader(name);
+  response.statusCode = answer.status;
+  for (const [name, value] of Object.entries(answer.headers)) response.setHeader(name, value);
+  if (answer.body.length > 0) response.setHeader('content-length', Buffer.byteLength(answer.body));
+  end.call(response, answer.body, callback);
 }
 
 /** `writeHead`'s headers (an object, or a flat or paired array) set on the response. */

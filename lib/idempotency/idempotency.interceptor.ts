@@ -1,5 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { from, mergeMap, Observable, of } from 'rxjs';
 import { IdempotencyKeyInProgressError, IdempotencyKeyMissingError, ResilienceError } from '../errors';
 import { resilienceProblem } from '../filter/resilience-problems';
@@ -10,7 +12,7 @@ import { idempotencyStorage } from './idempotency.context';
 import { CORRUPT_RECORD, CYCLIC_FINGERPRINT, KEY_HEADER_INVALID, KEY_HEADER_MISSING, TRANSACTION_NOT_COMMITTED } from './idempotency.messages';
 import { IDEMPOTENT_REPLAYED_HEADER, storeName } from './idempotency.options';
 import { IdempotencyRegistry } from './idempotency.registry';
-import { CapturedAnswer, HeldResponse, SubstituteAnswer } from './held-response';
+import { CapturedAnswer, HeldResponse, SubstituteAnswer, writeAnswer } from './held-response';
 import { IdempotencyOutcome, IdempotentMethod, IdempotentRun } from './idempotent-method';
 
 /** Methods the header applies to: the ones that are not idempotent by themselves (IETF draft). */
@@ -32,6 +34,7 @@ type HttpRequest = IncomingMessage & { originalUrl?: string; body?: unknown; hea
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly accessor = new ResilienceMetadataAccessor();
+  private readonly writesItself = new WeakMap<IdempotentMethod, boolean>();
 
   constructor(private readonly registry: IdempotencyRegistry) {}
 
@@ -46,6 +49,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (!PROTECTED_METHODS.has(request.method ?? '')) return next.handle();
     const reply = http.getResponse<ServerResponse & { raw?: ServerResponse }>();
     const response = reply.raw ?? reply;
+    const handled = this.handledByRoute(method, context);
     const { header, headerLabel } = this.registry.options;
     const path = requestPath(request);
     const parsed = parseIdempotencyKey(request.headersDistinct?.[header] ?? headerValues(request.headers[header]));
@@ -55,29 +59,70 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     if (parsed.kind !== 'valid') {
       const detail = parsed.kind === 'absent' ? KEY_HEADER_MISSING(headerLabel, request.method ?? 'POST', path) : KEY_HEADER_INVALID(headerLabel, parsed.reason);
-      return this.answer(response, problem(new IdempotencyKeyMissingError(method.name, detail), path), method, 'missing_key', undefined);
+      return this.answer(response, handled, problem(new IdempotencyKeyMissingError(method.name, detail), path), method, 'missing_key', undefined);
     }
-    return from(this.start(method, parsed.key, request, response, path, next)).pipe(mergeMap((answer) => answer));
+    return from(this.start(method, parsed.key, request, response, handled, path, next)).pipe(mergeMap((answer) => answer));
   }
 
-  private async start(method: IdempotentMethod, key: string, request: HttpRequest, response: ServerResponse, path: string, next: CallHandler): Promise<Observable<unknown>> {
+  /**
+   * True when the route answers through `@Res()` or `@Next()` without
+   * passthrough: Nest then writes nothing after it, so an answer given
+   * instead of the handler must be written here.
+   */
+  private handledByRoute(method: IdempotentMethod, context: ExecutionContext): boolean {
+    let handled = this.writesItself.get(method);
+    if (handled === undefined) {
+      const host = context.getClass();
+      const name = context.getHandler().name;
+      const params: Record<string, unknown> = Reflect.getMetadata(ROUTE_ARGS_METADATA, host, name) ?? {};
+      const ownsResponse = Object.keys(params).some((key) => {
+        const type = Number(key.split(':')[0]);
+        return type === RouteParamtypes.RESPONSE || type === RouteParamtypes.NEXT;
+      });
+      handled = ownsResponse && Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, host, name) !== true;
+      this.writesItself.set(method, handled);
+    }
+    return handled;
+  }
+
+  private async start(
+    method: IdempotentMethod,
+    key: string,
+    request: HttpRequest,
+    response: ServerResponse,
+    handled: boolean,
+    path: string,
+    next: CallHandler,
+  ): Promise<Observable<unknown>> {
     const httpMethod = request.method as string;
     const storeKey = scopedKey(this.registry.options.principal?.(request), httpMethod, path, key);
     const fingerprint = fingerprintOf([httpMethod, path, queryOf(request), request.body ?? null], () => CYCLIC_FINGERPRINT(method.name));
     const start = await method.begin(storeKey, fingerprint, key, { transport: 'http', request });
     if (start.kind === 'replay') {
       if (start.response.kind !== 'http') throw new Error(CORRUPT_RECORD(storeName(this.registry.store), storeKey));
-      return this.answer(response, replay(start.response, this.registry.options.replayHeaders), method, start.outcome, key);
+      return this.answer(response, handled, replay(start.response, this.registry.options.replayHeaders), method, start.outcome, key);
     }
-    if (start.kind === 'refuse') return this.answer(response, problem(start.error, path), method, start.outcome, key);
+    if (start.kind === 'refuse') return this.answer(response, handled, problem(start.error, path), method, start.outcome, key);
     const run = await method.open(storeKey, start.token, start.record, false);
     return this.execute(method, run, key, response, path, next);
   }
 
-  /** Answers with `substitute` once Nest writes its (empty) reply, so every adapter step still runs. */
-  private answer(response: ServerResponse, substitute: SubstituteAnswer, method: IdempotentMethod, outcome: IdempotencyOutcome, key: string | undefined): Observable<unknown> {
+  /**
+   * Answers with `substitute` in place of the handler: once Nest writes its
+   * (empty) reply, so every step of the app's pipeline still runs, or at
+   * once when the route writes its own answer and Nest writes nothing.
+   */
+  private answer(
+    response: ServerResponse,
+    handled: boolean,
+    substitute: SubstituteAnswer,
+    method: IdempotentMethod,
+    outcome: IdempotencyOutcome,
+    key: string | undefined,
+  ): Observable<unknown> {
     this.registry.emit(outcome, method, 'http', key);
-    new HeldResponse(response, async () => substitute);
+    if (handled) writeAnswer(response, substitute);
+    else new HeldResponse(response, async () => substitute);
     return of(undefined);
   }
 

@@ -76,3 +76,7 @@ export const TRANSACTION_NOT_COMMITTED = (target: string): string =>
 /** A value passed to the fingerprint refers to itself. */
 export const CYCLIC_FINGERPRINT = (target: string): string =>
   `${PREFIX}: @Idempotent on ${target}: the value to fingerprint contains a cycle; give a 'fingerprint' option that picks the payload`;
+
+/** A user's `onStatus` threw; the key is kept, as for any outcome nobody could name. */
+export const ON_STATUS_FAILED = (target: string, status: number, error: unknown): string =>
+  `${PREFIX}: @Idempotent on ${target}: 'onStatus' threw for status ${status} (${error instanceof Error ? error.message : String(error)}); the key is kept for reconciliation`;

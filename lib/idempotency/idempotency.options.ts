@@ -105,6 +105,9 @@ export interface IdempotencyModuleOptions {
   reconciler?: IdempotencyReconciler;
 }
 
+/** What a finished request does to its key: store its answer, free the key, or keep it claimed. */
+export type IdempotencySettlement = 'store' | 'release' | 'keep';
+
 /** Options of one `@Idempotent`. */
 export interface IdempotentOptions {
   /**
@@ -132,11 +135,12 @@ export interface IdempotentOptions {
   /** Lease for this method; default the module's `lease`. */
   lease?: Duration;
   /**
-   * Which answered statuses are definitive, so stored and replayed; another
-   * status below 500 releases the key, 500 and above keep it for
-   * reconciliation. Default: below 500.
+   * What an answered status does to the key: `'store'` the answer to
+   * replay it, `'release'` the key (nothing happened, so a retry runs
+   * again), or `'keep'` it claimed for reconciliation (the outcome is
+   * unknown, e.g. a 202 "pending"). Default: below 500 store, else keep.
    */
-  definitive?: (status: number) => boolean;
+  onStatus?: (status: number) => IdempotencySettlement;
   /**
    * Errors that prove the method had no effect, so the key is released and
    * a retry runs it. Default: `CallNotPermittedError`, `BulkheadFullError`,
@@ -170,7 +174,7 @@ export interface ResolvedIdempotencyOptions {
 }
 
 const MODULE_KEYS = ['store', 'ttl', 'lease', 'header', 'principal', 'replayHeaders', 'reconciler'];
-const DECORATOR_KEYS = ['required', 'key', 'fingerprint', 'ttl', 'lease', 'definitive', 'releaseOn', 'transactional', 'reconciler'];
+const DECORATOR_KEYS = ['required', 'key', 'fingerprint', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'];
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const STORE_METHODS = ['claim', 'complete', 'release', 'renew', 'get', 'cleanupExpired'] as const;
 
@@ -214,7 +218,7 @@ export interface CheckedIdempotentOptions {
   readonly fingerprint?: (...args: unknown[]) => unknown;
   readonly ttlMs?: number;
   readonly leaseMs?: number;
-  readonly definitive?: (status: number) => boolean;
+  readonly onStatus?: (status: number) => IdempotencySettlement;
   readonly releaseOn?: readonly ErrorClassOrName[];
   readonly transactional: boolean;
   readonly reconciler?: IdempotencyReconciler;
@@ -242,7 +246,7 @@ export function checkIdempotentOptions(options: unknown, place: string): Checked
     fingerprint: readFunction(place, given.fingerprint) as CheckedIdempotentOptions['fingerprint'],
     ttlMs,
     leaseMs,
-    definitive: readFunction(place, given.definitive) as CheckedIdempotentOptions['definitive'],
+    onStatus: readFunction(place, given.onStatus) as CheckedIdempotentOptions['onStatus'],
     releaseOn: releaseOn as readonly ErrorClassOrName[] | undefined,
     transactional: readBoolean(place, given.transactional, false),
     reconciler: readFunction(place, given.reconciler) as IdempotencyReconciler | undefined,

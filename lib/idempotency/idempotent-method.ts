@@ -14,8 +14,8 @@ import { Policy } from '../policy';
 import { InProgressRecord, IdempotencyStore, StoredHttpResponse, StoredResponse } from './idempotency-store';
 import { deriveDownstreamKey, fingerprintOf, scopedKey } from './idempotency-key';
 import { IdempotencyScope, idempotencyStorage } from './idempotency.context';
-import { CYCLIC_FINGERPRINT, KEY_FUNCTION_EMPTY, NO_RECONCILER } from './idempotency.messages';
-import { CheckedIdempotentOptions, IdempotencyReconciler, IdempotencyReconciliation, StaleIdempotencyKey } from './idempotency.options';
+import { CYCLIC_FINGERPRINT, KEY_FUNCTION_EMPTY, NO_RECONCILER, ON_STATUS_FAILED } from './idempotency.messages';
+import { CheckedIdempotentOptions, IdempotencyReconciler, IdempotencyReconciliation, IdempotencySettlement, StaleIdempotencyKey } from './idempotency.options';
 import { PostgresPoolClient, TransactionalIdempotencyStore } from './postgres-idempotency-store';
 
 /** What became of one request or call, as reported by `IdempotencyRegistry.onOutcome`. */
@@ -58,8 +58,6 @@ export type IdempotencyStart =
   /** Refuse with `error`. */
   | { readonly kind: 'refuse'; readonly error: ResilienceError; readonly outcome: 'in_progress' | 'key_reuse' | 'kept_unknown' };
 
-/** How a finished run settles its key. */
-export type SettleDecision = 'store' | 'release' | 'keep';
 
 /** What settling did. */
 export type SettleResult =
@@ -265,15 +263,23 @@ export class IdempotentMethod implements Policy {
    * How an HTTP run settles, from the status answered (`undefined` when the
    * client went away before any answer was written).
    */
-  decideForAnswer(run: IdempotentRun, status: number | undefined): SettleDecision {
+  decideForAnswer(run: IdempotentRun, status: number | undefined): IdempotencySettlement {
     if (run.failed && (!run.scope.started || this.settings.releaseOn.matches(run.error))) return 'release';
     if (status === undefined) return 'keep';
-    if (this.settings.definitive === undefined ? status < 500 : this.settings.definitive(status)) return 'store';
-    return status < 500 ? 'release' : 'keep';
+    const { onStatus } = this.settings;
+    if (onStatus === undefined) return status < 500 ? 'store' : 'keep';
+    let settlement: unknown;
+    try {
+      settlement = onStatus(status);
+    } catch (error) {
+      this.warn(ON_STATUS_FAILED(this.name, status, error));
+    }
+    // Anything but a known verdict keeps the key: never run twice on a guess.
+    return settlement === 'store' || settlement === 'release' ? settlement : 'keep';
   }
 
   /** How a keyed call that threw settles: a refusal or a 4xx frees the key, anything else may have had its effect. */
-  private decideForError(error: unknown): SettleDecision {
+  private decideForError(error: unknown): IdempotencySettlement {
     if (this.settings.releaseOn.matches(error)) return 'release';
     const status = httpStatusOf(error);
     return status !== undefined && status < 500 ? 'release' : 'keep';
@@ -322,7 +328,7 @@ export class IdempotentRun {
    * wrote survived. A failed store write keeps the key claimed rather than
    * freeing it, so the method is never run twice for one operation.
    */
-  async finish(decision: SettleDecision, response?: StoredResponse): Promise<SettleResult> {
+  async finish(decision: IdempotencySettlement, response?: StoredResponse): Promise<SettleResult> {
     this.settled = true;
     if (this.timer !== undefined) this.settings.clock.clearTimeout(this.timer);
     this.timer = undefined;
@@ -343,7 +349,7 @@ export class IdempotentRun {
     }
   }
 
-  private async finishTransaction(transaction: PostgresPoolClient, decision: SettleDecision, response: StoredResponse | undefined): Promise<SettleResult> {
+  private async finishTransaction(transaction: PostgresPoolClient, decision: IdempotencySettlement, response: StoredResponse | undefined): Promise<SettleResult> {
     const store = this.settings.store as TransactionalIdempotencyStore;
     const { ttlMs, leaseMs } = this.settings;
     if (decision === 'store' && response !== undefined && !this.failed) {
@@ -371,7 +377,7 @@ export class IdempotentRun {
       transaction.release(asError(error));
     }
     try {
-      // A definitive error answer (a 4xx the method threw) is still the answer, with its writes rolled back.
+      // A stored error answer (a 4xx the method threw) is still the answer, with its writes rolled back.
       if (decision === 'store' && response !== undefined) {
         return (await store.complete(this.storeKey, this.token, response, ttlMs)) ? { status: 'completed' } : { status: 'superseded' };
       }

@@ -28,6 +28,7 @@ export type {
   IdempotencyModuleOptions,
   IdempotencyReconciler,
   IdempotencyReconciliation,
+  IdempotencySettlement,
   IdempotentOptions,
   ReconciledHttpAnswer,
   ReconciledResult,

@@ -78,6 +78,14 @@ class PaymentsController {
     throw new HttpException({ message: 'card declined' }, 402);
   }
 
+  @Post('orders')
+  @Idempotent({ onStatus: (status) => (status === 202 ? 'keep' : status === 409 ? 'release' : 'store') })
+  async order(@Body() body: { amount: number; answer: number }, @Res({ passthrough: true }) res: Response) {
+    await this.ledger.effect('order', body.amount);
+    res.status(body.answer);
+    return { answer: body.answer };
+  }
+
   @Post('tips')
   @Idempotent({ required: false })
   async tip(@Body() body: { amount: number }) {
@@ -186,7 +194,7 @@ describe.each(targets)('@Idempotent over HTTP: $name', (target) => {
       expect(outcomes()).toEqual(['executed', 'replayed']);
     });
 
-    it('replays a definitive 4xx the handler threw', async () => {
+    it('replays a 4xx the handler threw', async () => {
       const first = await send(base, '/declines', { key: 'k-decline', body: { amount: 5 } });
       expect(first.status).toBe(402);
       const again = await send(base, '/declines', { key: 'k-decline', body: { amount: 5 } });
@@ -209,6 +217,20 @@ describe.each(targets)('@Idempotent over HTTP: $name', (target) => {
       const again = await pay('"abc"');
       expect(again).toMatchObject({ status: 201, text: first.text });
       expect(again.headers.get('idempotent-replayed')).toBe('true');
+    });
+  });
+
+  describe('onStatus', () => {
+    it('keeps a key whose answer it calls unknown (202 pending) and releases one it calls harmless (409)', async () => {
+      const order = (key: string, answer: number) => send(base, '/orders', { key, body: { amount: 1, answer } });
+      expect((await order('k-pending', 202)).status).toBe(202);
+      expect((await order('k-pending', 202)).status).toBe(409);
+      expect((await order('k-conflict', 409)).status).toBe(409);
+      expect((await order('k-conflict', 409)).status).toBe(409);
+      expect((await order('k-created', 201)).status).toBe(201);
+      expect((await order('k-created', 201)).headers.get('idempotent-replayed')).toBe('true');
+      expect(ledger.count('order')).toBe(4);
+      expect(outcomes()).toEqual(['kept_unknown', 'in_progress', 'released', 'released', 'executed', 'replayed']);
     });
   });
 

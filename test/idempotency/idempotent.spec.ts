@@ -181,9 +181,9 @@ describe('@Idempotent options', () => {
     ['ttl', { ttl: '1 day' }, INVALID_VALUE(place, 'ttl', 'a positive duration (ms, or a string such as "30s" or "24h")', '1 day')],
     ['ttl shorter than lease', { lease: '1m', ttl: '30s' }, TTL_SHORTER_THAN_LEASE(place, 30_000, 60_000)],
     ['releaseOn', { releaseOn: Error }, INVALID_VALUE(place, 'releaseOn', 'a list of error classes or class names', Error)],
-    ['definitive', { definitive: 500 }, INVALID_VALUE(place, 'definitive', 'a function', 500)],
+    ['onStatus', { onStatus: 500 }, INVALID_VALUE(place, 'onStatus', 'a function', 500)],
     ['transactional', { transactional: 1 }, INVALID_VALUE(place, 'transactional', 'true or false', 1)],
-    ['a misspelt option', { keys: () => 'x' }, UNKNOWN_KEY(place, 'keys', ['required', 'key', 'fingerprint', 'ttl', 'lease', 'definitive', 'releaseOn', 'transactional', 'reconciler'])],
+    ['a misspelt option', { keys: () => 'x' }, UNKNOWN_KEY(place, 'keys', ['required', 'key', 'fingerprint', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'])],
   ])('rejects %s where it is written', (_, options, message) => expect(() => decorate(options)).toThrow(message));
 
   it('only decorates methods', () => {

@@ -136,7 +136,7 @@ describe('@Idempotent({ transactional: true }) on PostgreSQL', () => {
     expect(payments.calls).toBe(2);
   });
 
-  it('stores a definitive 4xx with the writes rolled back', async () => {
+  it('stores a 4xx the handler threw, with its writes rolled back', async () => {
     const refused = await pay('k-4xx', { account: 1, pence: 999, failWith: 402 });
     expect(refused.status).toBe(402);
     expect(await rows()).toEqual([]);
