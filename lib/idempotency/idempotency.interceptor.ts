@@ -2,7 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
-import { from, mergeMap, Observable, of } from 'rxjs';
+import { defer, mergeMap, Observable, of } from 'rxjs';
 import { IdempotencyKeyInProgressError, IdempotencyKeyMissingError, ResilienceError } from '../errors';
 import { resilienceProblem } from '../filter/resilience-problems';
 import { ResilienceMetadataAccessor } from '../metadata';
@@ -36,8 +36,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private readonly accessor = new ResilienceMetadataAccessor();
   private readonly writesItself = new WeakMap<IdempotentMethod, boolean>();
 
+  /** @param registry the application's idempotency settings, store and method layers */
   constructor(private readonly registry: IdempotencyRegistry) {}
 
+  /** Protects a POST or PATCH request to an `@Idempotent` route; passes anything else through. */
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http') return next.handle();
     const info = this.accessor.trampoline(context.getHandler());
@@ -61,7 +63,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const detail = parsed.kind === 'absent' ? KEY_HEADER_MISSING(headerLabel, request.method ?? 'POST', path) : KEY_HEADER_INVALID(headerLabel, parsed.reason);
       return this.answer(response, handled, problem(new IdempotencyKeyMissingError(method.name, detail), path), method, 'missing_key', undefined);
     }
-    return from(this.start(method, parsed.key, request, response, handled, path, next)).pipe(mergeMap((answer) => answer));
+    return defer(() => this.start(method, parsed.key, request, response, handled, path, next)).pipe(mergeMap((answer) => answer));
   }
 
   /**
