@@ -63,3 +63,4 @@ export type {
   CircuitBreakerSuccessEvent,
 } from './circuit-breaker/circuit-breaker-policy';
 export * from './idempotency';
+export * from './observability';

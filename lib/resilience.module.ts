@@ -4,6 +4,7 @@ import { ResilienceModuleOptions } from './config/module-options';
 import { DeadlineInterceptor } from './deadline.interceptor';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { IdempotencyRegistry } from './idempotency/idempotency.registry';
+import { OBSERVABILITY_PROVIDERS } from './observability/observability.providers';
 import { ResilienceExplorer } from './resilience.explorer';
 import {
   RESILIENCE_ASYNC_OPTIONS_TYPE,
@@ -41,9 +42,10 @@ import { ResilienceRegistry } from './resilience.registry';
     { provide: IdempotencyStore, inject: [IdempotencyRegistry], useFactory: (idempotency: IdempotencyRegistry) => idempotency.store },
     ResilienceExplorer,
     { provide: APP_INTERCEPTOR, useClass: DeadlineInterceptor },
+    ...OBSERVABILITY_PROVIDERS,
   ],
   // The idempotency interceptor is created in each controller's module and needs the registry from there.
-  exports: [ResilienceRegistry, IdempotencyRegistry, IdempotencyStore],
+  exports: [ResilienceRegistry, IdempotencyRegistry, IdempotencyStore, ...OBSERVABILITY_PROVIDERS],
 })
 export class ResilienceModule extends ResilienceConfigurableModule {
   /** Registers the module with static options (all optional). */

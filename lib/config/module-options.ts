@@ -6,6 +6,7 @@ import { TimeLimiterConfigInput } from '../time-limiter/time-limiter.config';
 import type { IdempotencyModuleOptions } from '../idempotency/idempotency.options';
 import { Duration } from './duration';
 import { PolicySection } from './schema';
+import type { HealthOptions, LoggingOptions, MetricsOptions } from '../observability/observability.options';
 
 /** The policies a method pipeline is composed of, in the default order (outermost first). */
 export const DEFAULT_ORDER = [
@@ -55,4 +56,10 @@ export interface ResilienceModuleOptions {
   timeLimiter?: PolicySection<TimeLimiterConfigInput>;
   /** Idempotency keys for `@Idempotent`: store, TTL, lease, header, principal, replayed headers, reconciler. */
   idempotency?: IdempotencyModuleOptions;
+  /** Prometheus series through prom-client: `false` to turn off, or registry and buckets. Default: on when prom-client is installed. */
+  metrics?: MetricsOptions | boolean;
+  /** Settings of `ResilienceHealthIndicator` (the fallback-share check). */
+  health?: HealthOptions;
+  /** Logs of breaker transitions and of budget-denial and bulkhead-saturation episodes: `false` to turn off. */
+  logging?: LoggingOptions | boolean;
 }
