@@ -1,11 +1,17 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { ResilienceModule, ResilienceModuleOptions } from 'resilience4nest';
+import { TerminusModule } from '@nestjs/terminus';
+import { IdempotencyStore, ResilienceEndpointsModule, ResilienceModule, ResilienceModuleOptions } from 'resilience4nest';
 import { loadResilienceYaml } from './config/load-config';
+import { Dependencies } from './downstream/dependencies';
 import { DownstreamModule } from './downstream/downstream.module';
 import { InventoryClient } from './inventory/inventory.client';
 import { InventoryController } from './inventory/inventory.controller';
 import { LoadProbeController, QuoteService } from './load-probe/load-probe.controller';
+import { HealthController } from './ops/health.controller';
+import { OperatorGuard } from './ops/operator.guard';
+import { OpsModule, SHOP_IDEMPOTENCY_STORE } from './ops/ops.module';
+import { paymentReconciler } from './payments/payment-reconciler';
 import { PaymentsClient } from './payments/payments.client';
 import { PaymentsController } from './payments/payments.controller';
 import { ProductsController } from './products/products.controller';
@@ -15,13 +21,24 @@ import { RecommendationsClient } from './recommendations/recommendations.client'
 @Module({
   imports: [
     ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [loadResilienceYaml] }),
-    ResilienceModule.forRootAsync({
-      inject: [ConfigService],
-      useFactory: (config: ConfigService) => config.getOrThrow<ResilienceModuleOptions>('resilience4j'),
-    }),
     DownstreamModule,
+    OpsModule,
+    ResilienceModule.forRootAsync({
+      inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE],
+      useFactory: (config: ConfigService, dependencies: Dependencies, idempotency: { store: IdempotencyStore }) => ({
+        ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'),
+        idempotency: {
+          store: idempotency.store,
+          // No login in this sample: the customer says who they are, so two customers' keys never meet.
+          principal: (req: { headers: Record<string, string | string[] | undefined> }) => req.headers['x-customer-id'] as string | undefined,
+          reconciler: paymentReconciler(dependencies),
+        },
+      }),
+    }),
+    ResilienceEndpointsModule.forRoot({ metrics: true, status: { writable: { guards: [OperatorGuard] } } }),
+    TerminusModule,
   ],
-  controllers: [InventoryController, PaymentsController, ProductsController, LoadProbeController],
+  controllers: [InventoryController, PaymentsController, ProductsController, LoadProbeController, HealthController],
   providers: [InventoryClient, PaymentsClient, ExchangeRatesClient, RecommendationsClient, QuoteService],
 })
 export class AppModule {}

@@ -96,7 +96,7 @@ describe('sample app under failure', () => {
     });
     const outcomes: Array<{ status: number; body: { status: string } }> = [];
     for (let i = 0; i < 12; i++) {
-      const response = await withClock(request(app.getHttpServer()).post('/payments').send({ paymentId: `p-${i}`, amount: 999 }));
+      const response = await withClock(request(app.getHttpServer()).post('/payments').set('idempotency-key', `key-${i}`).send({ paymentId: `p-${i}`, amount: 999 }));
       outcomes.push({ status: response.status, body: response.body });
     }
     const breaker = app.get(ResilienceRegistry).circuitBreaker('payments');
@@ -106,7 +106,7 @@ describe('sample app under failure', () => {
     expect(rejected.length).toBeGreaterThan(0);
     expect(rejected.every((o) => o.status === 503)).toBe(true);
 
-    const refused = await request(app.getHttpServer()).post('/payments').send({ paymentId: 'p-late', amount: 999 });
+    const refused = await request(app.getHttpServer()).post('/payments').set('idempotency-key', 'key-late').send({ paymentId: 'p-late', amount: 999 });
     expect(refused.status).toBe(503);
     // Retry-After is the time left of the 10 s the breaker stays open, in whole seconds rounded up.
     expect(refused.headers['retry-after']).toBe(String(Math.ceil((openedAt + 10_000 - clock.now()) / 1000)));
@@ -115,11 +115,11 @@ describe('sample app under failure', () => {
 
   it('a payment succeeds again after the provider recovers and the breaker half-opens', async () => {
     await breakDependency('payments', { errorRate: 1 });
-    for (let i = 0; i < 12; i++) await withClock(request(app.getHttpServer()).post('/payments').send({ paymentId: `p-${i}`, amount: 999 }));
+    for (let i = 0; i < 12; i++) await withClock(request(app.getHttpServer()).post('/payments').set('idempotency-key', `key-${i}`).send({ paymentId: `p-${i}`, amount: 999 }));
     expect(app.get(ResilienceRegistry).circuitBreaker('payments').state).toBe('OPEN');
     await breakDependency('payments', { errorRate: 0 });
     await clock.advance(10_000);
-    const response = await request(app.getHttpServer()).post('/payments').send({ paymentId: 'p-ok', amount: 999 });
+    const response = await request(app.getHttpServer()).post('/payments').set('idempotency-key', 'key-ok').send({ paymentId: 'p-ok', amount: 999 });
     expect(response.status).toBe(201);
     expect(response.body).toMatchObject({ status: 'charged', paymentId: 'p-ok' });
     expect(app.get(ResilienceRegistry).circuitBreaker('payments').state).toBe('HALF_OPEN');

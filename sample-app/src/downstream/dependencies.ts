@@ -53,10 +53,18 @@ export class Dependencies {
     await Promise.all(this.all().map((d) => d.close()));
   }
 
-  /** A payment provider that, like real ones, deduplicates charges on the idempotency key. */
+  /**
+   * A payment provider that, like real ones, deduplicates charges on the
+   * idempotency key, and answers `GET /charges/<key>` with the charge made
+   * under that key (404 when none was).
+   */
   private static paymentProvider(): Promise<SimulatedDependency> {
     const charges = new Map<string, { chargeId: string; amount: number }>();
     return SimulatedDependency.start('payments', (req, body) => {
+      if (req.method === 'GET') {
+        const charge = charges.get(lastSegment(req.url));
+        return charge === undefined ? { status: 404, body: { error: 'no charge under this key' } } : { status: 200, body: charge };
+      }
       const key = String(req.headers['idempotency-key'] ?? '');
       const { amount } = (body ?? {}) as { amount?: number };
       if (!key || typeof amount !== 'number') return { status: 400, body: { error: 'idempotency-key and amount are required' } };

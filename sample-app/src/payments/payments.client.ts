@@ -1,9 +1,18 @@
 import { Injectable } from '@nestjs/common';
-import { BulkheadFullError, CallNotPermittedError, CircuitBreaker, Fallback, ResilienceError, Retry, Timeout } from 'resilience4nest';
+import {
+  BulkheadFullError,
+  CallNotPermittedError,
+  CircuitBreaker,
+  downstreamIdempotencyKey,
+  Fallback,
+  ResilienceError,
+  Retry,
+  Timeout,
+} from 'resilience4nest';
 import { DownstreamHttpError, fetchJson } from '../downstream/http-client';
 import { Dependencies } from '../downstream/dependencies';
 
-/** A payment to charge; `paymentId` is stable across the client's own retries. */
+/** A payment to charge. */
 export interface PaymentRequest {
   paymentId: string;
   amount: number;
@@ -32,8 +41,9 @@ export class PaymentsClient {
   async charge(payment: PaymentRequest): Promise<PaymentOutcome> {
     const { chargeId } = await fetchJson<{ chargeId: string }>('payments', `${this.dependencies.payments.url}/charges`, {
       method: 'POST',
-      // The provider deduplicates on this key, so a retry after a lost reply cannot charge twice.
-      headers: { 'idempotency-key': `payment-${payment.paymentId}` },
+      // Derived from the client's Idempotency-Key: the same on every attempt, ours and the client's,
+      // so the provider deduplicates a retry after a lost reply instead of charging twice.
+      headers: { 'idempotency-key': downstreamIdempotencyKey('charge') },
       body: JSON.stringify({ amount: payment.amount }),
     });
     return { status: 'charged', paymentId: payment.paymentId, chargeId };

@@ -1,5 +1,6 @@
 import { BadRequestException, Body, Controller, HttpStatus, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
+import { Idempotent, IdempotencySettlement } from 'resilience4nest';
 import { PaymentOutcome, PaymentRequest, PaymentsClient } from './payments.client';
 
 const STATUS: Record<PaymentOutcome['status'], number> = {
@@ -8,11 +9,25 @@ const STATUS: Record<PaymentOutcome['status'], number> = {
   rejected: HttpStatus.SERVICE_UNAVAILABLE,
 };
 
+/**
+ * What each answer does to the client's Idempotency-Key: a charge (201) or a
+ * refusal on the merits (4xx) is the answer to replay; "rejected, not
+ * charged" (503) never reached the provider, so the key is freed for a
+ * retry; "pending" (202) may have charged, so the key is kept until the
+ * reconciler finds out.
+ */
+export function paymentSettlement(status: number): IdempotencySettlement {
+  if (status === HttpStatus.ACCEPTED) return 'keep';
+  if (status === HttpStatus.SERVICE_UNAVAILABLE) return 'release';
+  return status < 500 ? 'store' : 'keep';
+}
+
 @Controller('payments')
 export class PaymentsController {
   constructor(private readonly payments: PaymentsClient) {}
 
   @Post()
+  @Idempotent({ onStatus: paymentSettlement })
   async pay(@Body() body: Partial<PaymentRequest>, @Res({ passthrough: true }) res: Response): Promise<PaymentOutcome> {
     if (typeof body?.paymentId !== 'string' || !Number.isInteger(body.amount) || (body.amount as number) <= 0) {
       throw new BadRequestException('paymentId (string) and amount (positive integer, pence) are required');

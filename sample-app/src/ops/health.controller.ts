@@ -1,0 +1,18 @@
+import { Controller, Get } from '@nestjs/common';
+import { HealthCheck, HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
+import { ResilienceHealthIndicator } from 'resilience4nest';
+
+/** `GET /health`: the breakers that registered a health indicator, and the share of fallback answers. */
+@Controller('health')
+export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly resilience: ResilienceHealthIndicator,
+  ) {}
+
+  @Get()
+  @HealthCheck()
+  check(): Promise<HealthCheckResult> {
+    return this.health.check([() => this.resilience.check(), () => this.resilience.checkFallbacks()]);
+  }
+}
