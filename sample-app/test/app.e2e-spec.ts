@@ -5,6 +5,7 @@ import request from 'supertest';
 import { RESILIENCE_MODULE_OPTIONS, ResilienceExceptionFilter, ResilienceModuleOptions, ResilienceRegistry, VirtualClock } from 'resilience4nest';
 import { AppModule } from '../src/app.module';
 import { Dependencies } from '../src/downstream/dependencies';
+import { ClockDriver } from './clock-driver';
 
 /**
  * The sample app against its real (simulated, loopback) dependencies, with
@@ -14,22 +15,7 @@ import { Dependencies } from '../src/downstream/dependencies';
 describe('sample app under failure', () => {
   let app: INestApplication;
   let clock: VirtualClock;
-  // Calls to the simulated dependencies still on the wire, so the clock only moves once real I/O is done.
-  const realFetch = globalThis.fetch;
-  let fetchesInFlight = 0;
-  beforeAll(() => {
-    globalThis.fetch = async (...args: Parameters<typeof fetch>) => {
-      fetchesInFlight++;
-      try {
-        return await realFetch(...args);
-      } finally {
-        fetchesInFlight--;
-      }
-    };
-  });
-  afterAll(() => {
-    globalThis.fetch = realFetch;
-  });
+  let driver: ClockDriver;
 
   beforeEach(async () => {
     clock = new VirtualClock();
@@ -43,37 +29,18 @@ describe('sample app under failure', () => {
     app = moduleRef.createNestApplication({ logger: ['error'] });
     app.useGlobalFilters(new ResilienceExceptionFilter());
     await app.init();
+    driver = new ClockDriver(app.get(Dependencies), clock);
   });
 
-  afterEach(() => app.close());
+  afterEach(async () => {
+    driver.restore();
+    await app.close();
+  });
 
   const breakDependency = (name: string, change: object) =>
     request(app.getHttpServer()).post(`/admin/dependencies/${name}`).send(change).expect(201);
 
-  /**
-   * Sends a request and, while it is unanswered, lets real loopback I/O finish
-   * (until every call on the wire is one a down dependency leaves hanging), then jumps the virtual
-   * clock to its next timer: timeouts, backoffs and breaker waits fire on
-   * virtual time, healthy dependencies answer on real I/O first.
-   */
-  async function withClock(pending: request.Test, maxSteps = 200): Promise<request.Response> {
-    let done = false;
-    const response = pending.then((r) => {
-      done = true;
-      return r;
-    });
-    const dependencies = app.get(Dependencies);
-    for (let i = 0; i < maxSteps && !done; i++) {
-      const ioDeadline = performance.now() + 5000;
-      for (let turn = 0; !done && performance.now() < ioDeadline; turn++) {
-        await VirtualClock.settle();
-        const hanging = dependencies.all().reduce((n, d) => n + d.hangingRequests, 0);
-        if (turn >= 5 && fetchesInFlight === hanging && dependencies.all().every((d) => d.busy === 0)) break;
-      }
-      if (!done) await clock.runNext();
-    }
-    return response;
-  }
+  const withClock = (pending: request.Test) => driver.answer(pending);
 
   it('answers from the live inventory while it is healthy, and 404 for an unknown SKU (no fallback for an answer)', async () => {
     await request(app.getHttpServer()).get('/inventory/sku-1').expect(200, { sku: 'sku-1', available: 12, source: 'inventory' });
