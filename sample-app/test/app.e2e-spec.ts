@@ -1,10 +1,7 @@
 import { INestApplication } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
-import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { RESILIENCE_MODULE_OPTIONS, ResilienceExceptionFilter, ResilienceModuleOptions, ResilienceRegistry, VirtualClock } from 'resilience4nest';
-import { AppModule } from '../src/app.module';
-import { Dependencies } from '../src/downstream/dependencies';
+import { ResilienceRegistry, VirtualClock } from 'resilience4nest';
+import { bootSampleApp } from './boot';
 import { ClockDriver } from './clock-driver';
 
 /**
@@ -18,18 +15,7 @@ describe('sample app under failure', () => {
   let driver: ClockDriver;
 
   beforeEach(async () => {
-    clock = new VirtualClock();
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
-      .overrideProvider(RESILIENCE_MODULE_OPTIONS)
-      .useFactory({
-        inject: [ConfigService],
-        factory: (config: ConfigService) => ({ ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'), clock, random: () => 0.5 }),
-      })
-      .compile();
-    app = moduleRef.createNestApplication({ logger: ['error'] });
-    app.useGlobalFilters(new ResilienceExceptionFilter());
-    await app.init();
-    driver = new ClockDriver(app.get(Dependencies), clock);
+    ({ app, clock, driver } = await bootSampleApp(['error']));
   });
 
   afterEach(async () => {

@@ -1,10 +1,6 @@
 import { INestApplication } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
-import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { RESILIENCE_MODULE_OPTIONS, ResilienceExceptionFilter, ResilienceModuleOptions, VirtualClock } from 'resilience4nest';
-import { AppModule } from '../src/app.module';
-import { Dependencies } from '../src/downstream/dependencies';
+import { bootSampleApp } from './boot';
 import { ClockDriver } from './clock-driver';
 
 /** One sample of a Prometheus text exposition, e.g. `value('resilience4j_circuitbreaker_state', { name: 'payments', state: 'open' })`. */
@@ -20,22 +16,10 @@ function sampleOf(scrape: string, metric: string, labels: Record<string, string>
 
 describe('sample app: what /metrics shows after each defence acted', () => {
   let app: INestApplication;
-  let clock: VirtualClock;
   let driver: ClockDriver;
 
   beforeAll(async () => {
-    clock = new VirtualClock();
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
-      .overrideProvider(RESILIENCE_MODULE_OPTIONS)
-      .useFactory({
-        inject: [ConfigService],
-        factory: (config: ConfigService) => ({ ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'), clock, random: () => 0.5 }),
-      })
-      .compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    app.useGlobalFilters(new ResilienceExceptionFilter());
-    await app.init();
-    driver = new ClockDriver(app.get(Dependencies), clock);
+    ({ app, driver } = await bootSampleApp(false));
   });
 
   afterAll(async () => {
