@@ -100,7 +100,7 @@ class PaymentsController {
   }
 }
 
-const targets = [memoryTarget(), postgresTarget(), redisTarget()];
+const targets = [memoryTarget(), postgresTarget('http'), redisTarget('http')];
 
 describe.each(targets)('@Idempotent over HTTP: $name', (target) => {
   const url = target.server === undefined ? '' : serverOrSkip(target.server);

@@ -61,7 +61,7 @@ class StockConsumer {
   }
 }
 
-describe.each([memoryTarget(), postgresTarget(), redisTarget()])('@Idempotent({ key }) on a message handler: $name', (target) => {
+describe.each([memoryTarget(), postgresTarget('keyed'), redisTarget('keyed')])('@Idempotent({ key }) on a message handler: $name', (target) => {
   const url = target.server === undefined ? '' : serverOrSkip(target.server);
   if (url === undefined) return;
 

@@ -30,8 +30,11 @@ export function memoryTarget(): StoreTarget {
   };
 }
 
-/** PostgreSQL, one fresh table per store, dropped at teardown. */
-export function postgresTarget(): StoreTarget & { pool(): Pool } {
+/**
+ * PostgreSQL, one fresh table per store, dropped at teardown.
+ * @param suite - Names the suite in each table's name (`idem_<suite>_…`).
+ */
+export function postgresTarget(suite: string): StoreTarget & { pool(): Pool } {
   let pool: Pool | undefined;
   const tables: string[] = [];
   return {
@@ -41,7 +44,7 @@ export function postgresTarget(): StoreTarget & { pool(): Pool } {
       pool = new Pool({ connectionString: url, max: 20 });
     },
     create(clock) {
-      const table = `idem_http_${randomUUID().replace(/-/g, '')}`;
+      const table = `idem_${suite}_${randomUUID().replace(/-/g, '')}`;
       tables.push(table);
       return new PostgresIdempotencyStore({ pool: pool as Pool, table, clock });
     },
@@ -53,8 +56,11 @@ export function postgresTarget(): StoreTarget & { pool(): Pool } {
   };
 }
 
-/** Redis, one fresh key prefix per store. */
-export function redisTarget(): StoreTarget {
+/**
+ * Redis, one fresh key prefix per store.
+ * @param suite - Names the suite in each prefix (`idem-<suite>:…`).
+ */
+export function redisTarget(suite: string): StoreTarget {
   let client: Redis | undefined;
   return {
     name: 'RedisIdempotencyStore',
@@ -62,7 +68,7 @@ export function redisTarget(): StoreTarget {
     async setup(url) {
       client = new Redis(url, { maxRetriesPerRequest: 1 });
     },
-    create: (clock) => new RedisIdempotencyStore({ client: client as Redis, prefix: `idem-http:${randomUUID()}:`, clock }),
+    create: (clock) => new RedisIdempotencyStore({ client: client as Redis, prefix: `idem-${suite}:${randomUUID()}:`, clock }),
     async teardown() {
       await client?.quit();
     },

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import Redis from 'ioredis';
 import { Pool } from 'pg';
 import { VirtualClock } from '../../lib/clock';
 import {
@@ -10,66 +9,9 @@ import {
   StoredHttpResponse,
   StoredResponse,
 } from '../../lib/idempotency/idempotency-store';
-import { MemoryIdempotencyStore } from '../../lib/idempotency/memory-idempotency-store';
 import { PostgresIdempotencyStore } from '../../lib/idempotency/postgres-idempotency-store';
-import { RedisIdempotencyStore } from '../../lib/idempotency/redis-idempotency-store';
-import { serverOrSkip, TestServerKind } from '../support/server-env';
-
-/** One store backend under the shared contract. */
-interface StoreTarget {
-  readonly name: string;
-  readonly server?: TestServerKind;
-  /** Connects to the server (once per suite). */
-  setup(url: string): Promise<void>;
-  /** A store on a fresh namespace, reading time from `clock`. */
-  create(clock: VirtualClock): IdempotencyStore;
-  teardown(): Promise<void>;
-}
-
-function memoryTarget(): StoreTarget {
-  return {
-    name: 'MemoryIdempotencyStore',
-    setup: async () => undefined,
-    create: (clock) => new MemoryIdempotencyStore({ clock }),
-    teardown: async () => undefined,
-  };
-}
-
-function postgresTarget(): StoreTarget {
-  let pool: Pool | undefined;
-  const tables: string[] = [];
-  return {
-    name: 'PostgresIdempotencyStore',
-    server: 'postgres',
-    async setup(url) {
-      pool = new Pool({ connectionString: url, max: 20 });
-    },
-    create(clock) {
-      const table = `idem_contract_${randomUUID().replace(/-/g, '')}`;
-      tables.push(table);
-      return new PostgresIdempotencyStore({ pool: pool as Pool, table, clock });
-    },
-    async teardown() {
-      for (const table of tables) await pool?.query(`DROP TABLE IF EXISTS "${table}"`);
-      await pool?.end();
-    },
-  };
-}
-
-function redisTarget(): StoreTarget {
-  let client: Redis | undefined;
-  return {
-    name: 'RedisIdempotencyStore',
-    server: 'redis',
-    async setup(url) {
-      client = new Redis(url, { maxRetriesPerRequest: 1 });
-    },
-    create: (clock) => new RedisIdempotencyStore({ client: client as Redis, prefix: `idem-contract:${randomUUID()}:`, clock }),
-    async teardown() {
-      await client?.quit();
-    },
-  };
-}
+import { serverOrSkip } from '../support/server-env';
+import { memoryTarget, postgresTarget, redisTarget } from './store-targets';
 
 const START = Date.UTC(2025, 0, 1);
 const LEASE = 30_000;
@@ -86,7 +28,7 @@ function expectOutcome<O extends ClaimResult['outcome']>(result: ClaimResult, ou
   return result as Extract<ClaimResult, { outcome: O }>;
 }
 
-describe.each([memoryTarget(), postgresTarget(), redisTarget()])('IdempotencyStore contract: $name', (target) => {
+describe.each([memoryTarget(), postgresTarget('contract'), redisTarget('contract')])('IdempotencyStore contract: $name', (target) => {
   const url = target.server === undefined ? '' : serverOrSkip(target.server);
   if (url === undefined) return;
 
