@@ -37,6 +37,30 @@ export class Watch {
   }
 }
 
+/**
+ * Base of a handler a test steers: after recording its effect, each call
+ * runs {@link ScriptedHandler.proceed}, so the test can wait for the call,
+ * hold it at a gate, or make it throw.
+ */
+export class ScriptedHandler {
+  /** Each call takes the next gate, if any, and waits on it after its effect. */
+  readonly gates: Gate[] = [];
+  /** The next call throws this after its effect (and any gate). */
+  failNext: unknown;
+  /** Notified after each effect. */
+  readonly watch = new Watch();
+
+  /** Notifies {@link ScriptedHandler.watch}, waits on the next gate if any, then throws {@link ScriptedHandler.failNext} once if set. */
+  protected async proceed(): Promise<void> {
+    this.watch.notify();
+    const gate = this.gates.shift();
+    if (gate !== undefined) await gate.promise;
+    const failure = this.failNext;
+    this.failNext = undefined;
+    if (failure !== undefined) throw failure;
+  }
+}
+
 /** What a test sees of one HTTP answer. */
 export interface Answer {
   readonly status: number;

@@ -10,7 +10,7 @@ import {
   StaleIdempotencyKey,
 } from '../../lib';
 import { serverOrSkip } from '../support/server-env';
-import { Gate, json, RunningApp, send, startApp, Watch } from './http-kit';
+import { Gate, json, RunningApp, ScriptedHandler, send, startApp } from './http-kit';
 import { FaultyStore, memoryTarget, postgresTarget, redisTarget } from './store-targets';
 
 const START = Date.UTC(2025, 0, 1);
@@ -25,24 +25,13 @@ interface Effect {
 
 /** The business side: every effect the handlers had, and the knobs tests turn. */
 @Injectable()
-class Ledger {
+class Ledger extends ScriptedHandler {
   readonly effects: Effect[] = [];
-  /** Each handler call takes the next gate, if any, and waits on it after its effect. */
-  readonly gates: Gate[] = [];
-  /** The next handler call throws this after its effect. */
-  failNext: Error | undefined;
-  /** Notified after each effect. */
-  readonly watch = new Watch();
 
   async effect(route: string, amount: number): Promise<Effect> {
     const effect = { route, id: `${route}_${this.effects.length + 1}`, amount };
     this.effects.push(effect);
-    this.watch.notify();
-    const gate = this.gates.shift();
-    if (gate !== undefined) await gate.promise;
-    const failure = this.failNext;
-    this.failNext = undefined;
-    if (failure !== undefined) throw failure;
+    await this.proceed();
     return effect;
   }
 

@@ -16,7 +16,7 @@ import {
   StaleIdempotencyKey,
 } from '../../lib';
 import { serverOrSkip } from '../support/server-env';
-import { Gate, Watch } from './http-kit';
+import { Gate, ScriptedHandler } from './http-kit';
 import { memoryTarget, postgresTarget, redisTarget } from './store-targets';
 
 const START = Date.UTC(2025, 0, 1);
@@ -30,22 +30,13 @@ interface StockReserved {
 
 /** A message consumer: the second argument is per-delivery transport data, as in Nest microservices. */
 @Injectable()
-class StockConsumer {
+class StockConsumer extends ScriptedHandler {
   readonly handled: string[] = [];
-  readonly gates: Gate[] = [];
-  failNext: unknown;
-  /** Notified each time a handler starts. */
-  readonly watch = new Watch();
 
   @Idempotent({ key: (event: StockReserved) => event.id })
   async reserve(event: StockReserved, delivery: { attempt: number }): Promise<{ reservation: string; downstream: string; attempt: number }> {
     this.handled.push(event.id);
-    this.watch.notify();
-    const gate = this.gates.shift();
-    if (gate !== undefined) await gate.promise;
-    const failure = this.failNext;
-    this.failNext = undefined;
-    if (failure !== undefined) throw failure;
+    await this.proceed();
     return { reservation: `r-${this.handled.length}`, downstream: downstreamIdempotencyKey('warehouse'), attempt: delivery.attempt };
   }
 

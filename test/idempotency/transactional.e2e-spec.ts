@@ -5,7 +5,7 @@ import { VirtualClock } from '../../lib/clock';
 import { Idempotent, idempotencyTransaction, PostgresIdempotencyStore, RESILIENCE_PROBLEMS } from '../../lib';
 import { TRANSACTION_NOT_COMMITTED } from '../../lib/idempotency/idempotency.messages';
 import { serverOrSkip } from '../support/server-env';
-import { Gate, json, RunningApp, send, startApp, Watch } from './http-kit';
+import { Gate, json, RunningApp, ScriptedHandler, send, startApp } from './http-kit';
 
 const START = Date.UTC(2025, 0, 1);
 const LEASE = 30_000;
@@ -21,17 +21,13 @@ interface PaymentBody {
 let ledger = '';
 
 @Injectable()
-class Payments {
+class Payments extends ScriptedHandler {
   calls = 0;
-  readonly gates: Gate[] = [];
-  readonly watch = new Watch();
 
   async charge(body: PaymentBody): Promise<{ id: number; pence: number }> {
     this.calls++;
     const { rows } = await idempotencyTransaction().query(`INSERT INTO ${ledger} (account, pence) VALUES ($1, $2) RETURNING id`, [body.account, body.pence]);
-    this.watch.notify();
-    const gate = this.gates.shift();
-    if (gate !== undefined) await gate.promise;
+    await this.proceed();
     if (body.failWith !== undefined) throw new HttpException({ message: `failed with ${body.failWith}` }, body.failWith);
     return { id: rows[0].id as number, pence: body.pence };
   }
