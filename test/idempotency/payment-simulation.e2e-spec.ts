@@ -3,6 +3,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { Pool } from 'pg';
 import { Idempotent, idempotencyTransaction, PostgresIdempotencyStore } from '../../lib';
+import { mulberry32 } from '../../scenarios/kit';
 import { serverOrSkip } from '../support/server-env';
 import { RunningApp, startApp } from './http-kit';
 
@@ -18,18 +19,6 @@ const PENCE = 999;
 const ATTEMPTS = 4;
 const LOSS = 0.4;
 const SEED = 9;
-
-/** mulberry32: a small seeded PRNG, so which replies are lost is the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let ledger = '';
 
@@ -112,7 +101,7 @@ describe('payment simulation over HTTP on PostgreSQL', () => {
 
   /** Pays 100 × 999p, each payment tried until a reply arrives (at most 4 times); returns what the ledger holds for `account`. */
   async function simulate(account: string, freshKeyEachTry: boolean): Promise<{ pence: number; rows: number; attempts: number; lost: number }> {
-    const random = seeded(SEED);
+    const random = mulberry32(SEED);
     lose = () => random() < LOSS;
     lost.count = 0;
     let attempts = 0;
