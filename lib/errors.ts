@@ -14,7 +14,7 @@ export abstract class ResilienceError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
-    Object.defineProperty(this, 'name', { value: instanceName, enumerable: true, writable: false, configurable: true });
+    Object.defineProperty(this, 'name', { value: instanceName, enumerable: true, writable: true, configurable: true });
   }
 
   /** The policy instance that raised the error (same as `name`). */
