@@ -20,7 +20,6 @@ export class ResilienceContext {
    * @param deadline absolute time (on `clock`) the work must finish by; `Infinity` for none
    * @param header name of the header that carries the remaining time downstream
    * @param parent the enclosing scope, whose cancellation this one follows
-   * @param request the inbound request, when the scope belongs to one
    * @param abortsAtDeadline whether the signal aborts by itself when the deadline passes
    *   (a request scope); an attempt scope is aborted by its time limiter instead
    */
@@ -29,7 +28,6 @@ export class ResilienceContext {
     readonly deadline: number,
     readonly header: string = DEFAULT_DEADLINE_HEADER,
     readonly parent?: ResilienceContext,
-    readonly request?: unknown,
     private readonly abortsAtDeadline = parent === undefined,
   ) {}
 

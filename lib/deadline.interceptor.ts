@@ -9,8 +9,8 @@ const DIGITS = /^\s*\d+\s*$/;
 
 /**
  * Opens the request's deadline scope: the remaining time from the inbound
- * deadline header (bounded by `maxBudget`), else the default budget, else
- * none. A malformed header is ignored with a warning, never a crash; a
+ * deadline header (bounded by `maxBudget`), else the default budget; with
+ * neither, the request gets no scope. A malformed header is ignored with a warning, never a crash; a
  * request that arrives with no time left fails at once.
  */
 @Injectable()
@@ -25,14 +25,10 @@ export class DeadlineInterceptor implements NestInterceptor {
     const request = context.switchToHttp().getRequest<{ headers?: Record<string, string | string[] | undefined> }>();
     const { clock, deadline } = this.registry.options;
     const budget = this.budgetOf(request.headers?.[deadline.header]);
+    // No deadline applies: no scope to open (each time limiter still bounds its own attempts).
+    if (budget === undefined) return next.handle();
     if (budget === 0) throw new DeadlineExceededError('deadline', `request arrived with no time left in '${deadline.header}'`);
-    const scope = new ResilienceContext(
-      clock,
-      budget === undefined ? Number.POSITIVE_INFINITY : clock.now() + budget,
-      deadline.header,
-      undefined,
-      request,
-    );
+    const scope = new ResilienceContext(clock, clock.now() + budget, deadline.header);
     return new Observable((subscriber) => {
       const subscription = contextStorage.run(scope, () => next.handle().subscribe(subscriber));
       return () => {

@@ -81,7 +81,7 @@ export class TimeLimiter implements Policy {
         byDeadline = true;
       }
     }
-    const scope = new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, parent?.request, false);
+    const scope = new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
     const attempt = new TimedAttempt<A, R>(this, scope, limit, byDeadline, observer);
     if (byDeadline) {
       attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
