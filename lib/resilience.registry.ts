@@ -1,7 +1,7 @@
 import { Clock } from './clock';
 import { UNKNOWN_INSTANCE } from './config/config.messages';
 import { ResilienceModuleOptions } from './config/module-options';
-import { InstancePolicy, POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './config/resolve-options';
+import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './config/resolve-options';
 import { applyOverrides } from './config/schema';
 import { EventStream } from './events';
 import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
@@ -63,12 +63,12 @@ export class ResilienceRegistry {
    * @param options module options; validated here, so a bad value throws
    * @param warn receives each one-time warning (unsupported Resilience4j properties)
    */
-  constructor(options: ResilienceModuleOptions = {}, warn: (message: string) => void = () => undefined) {
-    this.warn = warn;
+  constructor(
+    options: ResilienceModuleOptions = {},
+    private readonly warn: (message: string) => void = () => undefined,
+  ) {
     this.options = resolveOptions(options, (m) => this.warnOnce(m));
   }
-
-  private readonly warn: (message: string) => void;
 
   /** The clock every policy of this registry uses. */
   get clock(): Clock {
@@ -100,11 +100,6 @@ export class ResilienceRegistry {
     return this.get('timeLimiter', name);
   }
 
-  /** True when `name` is declared under `instances` of the policy's section. */
-  isDeclared(policy: InstancePolicy, name: string): boolean {
-    return this.options.sections[policy].instances.has(name);
-  }
-
   /** Every instance of `policy` created so far. */
   all<P extends RegistryPolicy>(policy: P): PolicyInstances[P][] {
     return [...this.instances[policy].values()];
@@ -118,12 +113,8 @@ export class ResilienceRegistry {
     const map = this.instances[policy] as Map<string, PolicyInstances[P]>;
     const existing = map.get(name);
     if (existing !== undefined) return existing;
-    const section = this.options.sections[policy];
-    const declared = section.instances.get(name);
-    if (declared === undefined && this.options.strict) throw new Error(UNKNOWN_INSTANCE(policy, name, where));
-    const instance = (FACTORIES[policy] as Factory<P>)(name, (declared ?? section.defaultConfig) as PolicyConfigs[P], this);
+    const instance = this.create(policy, name, this.configOf(policy, name, where), false);
     map.set(name, instance);
-    if (this.createdStream.active) this.createdStream.emit({ policy, name, instance, derived: false } as InstanceCreatedEvent);
     return instance;
   }
 
@@ -140,14 +131,24 @@ export class ResilienceRegistry {
     where: string,
     anonymous = false,
   ): PolicyInstances[P] {
-    const section = this.options.sections[policy];
-    const declared = anonymous ? undefined : section.instances.get(name);
-    if (declared === undefined && !anonymous && this.options.strict) throw new Error(UNKNOWN_INSTANCE(policy, name, where));
-    const base = (declared ?? section.defaultConfig) as PolicyConfigs[P];
+    const base = anonymous ? (this.options.sections[policy].defaultConfig as PolicyConfigs[P]) : this.configOf(policy, name, where);
     const config = applyOverrides(POLICY_SCHEMAS[policy], base, overrides, place, (m) => this.warnOnce(m));
+    return this.create(policy, name, config, true);
+  }
+
+  /** The declared config of `name`, else `configs.default`; in strict mode an undeclared name throws. */
+  private configOf<P extends RegistryPolicy>(policy: P, name: string, where: string): PolicyConfigs[P] {
+    const section = this.options.sections[policy];
+    const declared = section.instances.get(name);
+    if (declared === undefined && this.options.strict) throw new Error(UNKNOWN_INSTANCE(policy, name, where));
+    return (declared ?? section.defaultConfig) as PolicyConfigs[P];
+  }
+
+  private create<P extends RegistryPolicy>(policy: P, name: string, config: PolicyConfigs[P], derived: boolean): PolicyInstances[P] {
     const instance = (FACTORIES[policy] as Factory<P>)(name, config, this);
-    this.derived.push({ policy, name, instance, derived: true } as InstanceCreatedEvent);
-    if (this.createdStream.active) this.createdStream.emit(this.derived[this.derived.length - 1]);
+    const event = { policy, name, instance, derived } as InstanceCreatedEvent;
+    if (derived) this.derived.push(event);
+    if (this.createdStream.active) this.createdStream.emit(event);
     return instance;
   }
 
