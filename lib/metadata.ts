@@ -1,4 +1,4 @@
-import { DECORATOR_BAD_NAME, DECORATOR_ON_NON_METHOD, DECORATOR_TWICE, CALLED_BEFORE_BOOTSTRAP } from './resilience.messages';
+import { DECORATOR_BAD_NAME, DECORATOR_ON_NON_METHOD, DECORATOR_TWICE, CALLED_BEFORE_BOOTSTRAP, UNWIRED_AFTER_BOOTSTRAP } from './resilience.messages';
 import { RESILIENCE_LAYERS } from './resilience.constants';
 import { PolicyKind } from './config/module-options';
 import { Logger } from '@nestjs/common';
@@ -23,10 +23,28 @@ export interface TrampolineInfo {
   readonly slot: symbol;
   /** `Class.method`, for messages. */
   readonly target: string;
+  /** The copy of this package whose decorator made the trampoline. */
+  readonly copy: symbol;
 }
 
-const TRAMPOLINE = Symbol('resilience4nest:trampoline');
+// Registered symbols: every copy of this package in the process sees the same keys.
+const TRAMPOLINE = Symbol.for('resilience4nest:trampoline');
+const RUNNING_MODULES = Symbol.for('resilience4nest:running-modules');
+/** Tells this copy's trampolines from another copy's. */
+const THIS_COPY = Symbol('resilience4nest:copy');
 const logger = new Logger('ResilienceModule');
+
+type ProcessWide = { [RUNNING_MODULES]?: number };
+
+/** Counts a ResilienceModule whose pipelines are built (`+1`) or torn down (`-1`), for every copy of the package. */
+export function countRunningModule(delta: 1 | -1): void {
+  const shared = globalThis as ProcessWide;
+  shared[RUNNING_MODULES] = (shared[RUNNING_MODULES] ?? 0) + delta;
+}
+
+function anyModuleRunning(): boolean {
+  return ((globalThis as ProcessWide)[RUNNING_MODULES] ?? 0) > 0;
+}
 
 /** The composed pipeline stored on an instance: takes the call's argument array. */
 export type Pipeline = (args: unknown[]) => Promise<unknown>;
@@ -69,10 +87,17 @@ function ensureTrampoline(descriptor: PropertyDescriptor, target: string): (...a
   const original = current;
   const slot = Symbol(`resilience4nest:${target}`);
   let warned = false;
+  let reported = false;
   const trampoline = function (this: Record<symbol, Pipeline> | undefined, ...args: unknown[]): unknown {
     const pipeline = this?.[slot];
     if (pipeline !== undefined) return pipeline(args);
-    if (!warned) {
+    if (anyModuleRunning()) {
+      // After bootstrap the explorer will never wire this instance: an error, never silence.
+      if (!reported) {
+        reported = true;
+        logger.error(UNWIRED_AFTER_BOOTSTRAP(target));
+      }
+    } else if (!warned) {
       warned = true;
       logger.warn(CALLED_BEFORE_BOOTSTRAP(target));
     }
@@ -83,15 +108,26 @@ function ensureTrampoline(descriptor: PropertyDescriptor, target: string): (...a
   for (const metaKey of Reflect.getOwnMetadataKeys(original)) {
     Reflect.defineMetadata(metaKey, Reflect.getOwnMetadata(metaKey, original), trampoline);
   }
-  Object.defineProperty(trampoline, TRAMPOLINE, { value: { original, slot, target } satisfies TrampolineInfo });
+  Object.defineProperty(trampoline, TRAMPOLINE, { value: { original, slot, target, copy: THIS_COPY } satisfies TrampolineInfo });
   descriptor.value = trampoline;
   return trampoline;
 }
 
 /** Reads the resilience metadata of a method; every lookup goes through here. */
 export class ResilienceMetadataAccessor {
-  /** The trampoline info, or `undefined` when the method has no resilience decorator. */
+  /** The trampoline info, or `undefined` when the method has no resilience decorator of this copy of the package. */
   trampoline(method: unknown): TrampolineInfo | undefined {
+    const info = this.anyCopy(method);
+    return info?.copy === THIS_COPY ? info : undefined;
+  }
+
+  /** `Class.method` when the method carries decorators of another copy of this package, which this copy cannot wire. */
+  otherCopyTarget(method: unknown): string | undefined {
+    const info = this.anyCopy(method);
+    return info !== undefined && info.copy !== THIS_COPY ? String(info.target) : undefined;
+  }
+
+  private anyCopy(method: unknown): TrampolineInfo | undefined {
     return typeof method === 'function' ? (method as { [TRAMPOLINE]?: TrampolineInfo })[TRAMPOLINE] : undefined;
   }
 

@@ -1,10 +1,10 @@
-import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { overridePlace } from './config/config.messages';
 import { DEFAULT_ORDER, PolicyKind } from './config/module-options';
 import { StandardLayers, StandardPipeline } from './standard-pipeline';
-import { LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
+import { countRunningModule, LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
 import { FallbackLayerOptions } from './fallback/fallback.decorator';
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
 import { FALLBACK_HANDLER_MISSING } from './fallback/fallback.messages';
@@ -12,7 +12,7 @@ import { CheckedIdempotentOptions } from './idempotency/idempotency.options';
 import { IdempotencyRegistry } from './idempotency/idempotency.registry';
 import { Policy } from './policy';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
-import { REQUEST_SCOPED } from './resilience.messages';
+import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from './resilience.messages';
 import { EventStream, Unsubscribe } from './events';
 
 type Next = (args: unknown[]) => unknown;
@@ -28,6 +28,8 @@ const STANDARD_KINDS = new Set<PolicyKind>(['fallback', 'retry', 'circuitBreaker
 @Injectable()
 export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly accessor = new ResilienceMetadataAccessor();
+  private readonly logger = new Logger('ResilienceModule');
+  private running = false;
   // The method each fallback policy guards: where its composed pipeline is stored, and who counts its calls.
   private readonly guarded = new Map<FallbackPolicy, { readonly instance: object; readonly slot: symbol; calls?: EventStream<void> }>();
 
@@ -43,9 +45,13 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       this.explore(wrapper, seen);
     }
+    this.running = true;
+    countRunningModule(1);
   }
 
   onModuleDestroy(): void {
+    if (this.running) countRunningModule(-1);
+    this.running = false;
     this.registry.dispose();
   }
 
@@ -58,7 +64,11 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     for (const methodName of this.scanner.getAllMethodNames(prototype)) {
       const method = prototype[methodName];
       const info = this.accessor.trampoline(method);
-      if (info === undefined) continue;
+      if (info === undefined) {
+        const other = this.accessor.otherCopyTarget(method);
+        if (other !== undefined) this.logger.error(DECORATED_BY_ANOTHER_COPY(other));
+        continue;
+      }
       if (!wrapper.isDependencyTreeStatic()) {
         this.registry.warnOnce(REQUEST_SCOPED(info.target));
         continue;

@@ -10,7 +10,15 @@ export const DECORATOR_TWICE = (decorator: string, target: string): string =>
   `${PREFIX}: @${decorator} appears twice on ${target}; a method has one ${decorator} layer`;
 
 export const CALLED_BEFORE_BOOTSTRAP = (target: string): string =>
-  `${PREFIX}: ${target} was called before the resilience pipeline was built (before onModuleInit, or on an instance Nest did not create); it ran unprotected`;
+  `${PREFIX}: ${target} was called before the resilience pipeline was built (before onModuleInit); it ran unprotected`;
+
+export const UNWIRED_AFTER_BOOTSTRAP = (target: string): string =>
+  `${PREFIX}: ${target} ran unprotected: it was called after ResilienceModule bootstrapped, on an instance whose resilience pipeline was never built ` +
+  `(an instance Nest did not create or did not hand to the module, a request-scoped provider, or decorators from a second copy of resilience4nest)`;
+
+export const DECORATED_BY_ANOTHER_COPY = (target: string): string =>
+  `${PREFIX}: ${target} carries decorators from another copy of resilience4nest than the one ResilienceModule comes from; ` +
+  `they are not wired and the method runs unprotected (install a single copy: \`npm ls resilience4nest\`, then \`npm dedupe\`)`;
 
 export const REQUEST_SCOPED = (target: string): string =>
   `${PREFIX}: ${target} is request-scoped; its resilience decorators are not applied (move the protected calls to a singleton provider)`;
