@@ -1,6 +1,5 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { overridePlace } from './config/config.messages';
 import { DEFAULT_ORDER, PolicyKind } from './config/module-options';
 import { StandardLayers, StandardPipeline } from './standard-pipeline';
@@ -16,6 +15,8 @@ import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from './resilience.messages
 import { EventStream, Unsubscribe } from './events';
 
 type Next = (args: unknown[]) => unknown;
+/** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
+type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
 /** The layers the standard pipeline runs when the pipeline order is the default one. */
 const STANDARD_KINDS = new Set<PolicyKind>(['fallback', 'retry', 'circuitBreaker', 'timeLimiter', 'bulkhead']);
@@ -55,7 +56,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     this.registry.dispose();
   }
 
-  private explore(wrapper: InstanceWrapper, seen: Set<object>): void {
+  private explore(wrapper: DiscoveredWrapper, seen: Set<object>): void {
     const instance: unknown = wrapper.instance;
     if (!instance || typeof instance !== 'object' || seen.has(instance)) return;
     seen.add(instance);

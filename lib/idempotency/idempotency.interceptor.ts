@@ -1,11 +1,10 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
-import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
-import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { defer, mergeMap, Observable, of } from 'rxjs';
 import { IdempotencyKeyInProgressError, IdempotencyKeyMissingError, ResilienceError } from '../errors';
 import { resilienceProblem } from '../filter/resilience-problems';
 import { ResilienceMetadataAccessor } from '../metadata';
+import { NEST_RESPONSE_PASSTHROUGH_METADATA, NEST_ROUTE_ARGS_METADATA, NestRouteParamtype } from '../nest-route-metadata';
 import { StoredHttpResponse } from './idempotency-store';
 import { fingerprintOf, parseIdempotencyKey, scopedKey } from './idempotency-key';
 import { idempotencyStorage } from './idempotency.context';
@@ -76,12 +75,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (handled === undefined) {
       const host = context.getClass();
       const name = context.getHandler().name;
-      const params: Record<string, unknown> = Reflect.getMetadata(ROUTE_ARGS_METADATA, host, name) ?? {};
+      const params: Record<string, unknown> = Reflect.getMetadata(NEST_ROUTE_ARGS_METADATA, host, name) ?? {};
       const ownsResponse = Object.keys(params).some((key) => {
         const type = Number(key.split(':')[0]);
-        return type === RouteParamtypes.RESPONSE || type === RouteParamtypes.NEXT;
+        return type === NestRouteParamtype.RESPONSE || type === NestRouteParamtype.NEXT;
       });
-      handled = ownsResponse && Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, host, name) !== true;
+      handled = ownsResponse && Reflect.getMetadata(NEST_RESPONSE_PASSTHROUGH_METADATA, host, name) !== true;
       this.writesItself.set(method, handled);
     }
     return handled;

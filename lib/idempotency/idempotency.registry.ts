@@ -1,7 +1,7 @@
-import { PATH_METADATA } from '@nestjs/common/constants';
 import { ErrorMatcher } from '../error-matcher';
 import { EventStream, EventSubscriber } from '../events';
 import { TrampolineInfo } from '../metadata';
+import { NEST_PATH_METADATA } from '../nest-route-metadata';
 import { ResilienceRegistry } from '../resilience.registry';
 import { IdempotencyStore } from './idempotency-store';
 import { KEY_ON_ROUTE, KEY_REQUIRED, NO_PRINCIPAL_RESOLVER, STORE_NOT_TRANSACTIONAL } from './idempotency.messages';
@@ -60,7 +60,7 @@ export class IdempotencyRegistry {
    */
   policyFor(info: TrampolineInfo, options: CheckedIdempotentOptions, method: unknown): IdempotentMethod {
     const name = info.target;
-    const route = typeof method === 'function' && Reflect.getMetadata(PATH_METADATA, method) !== undefined;
+    const route = typeof method === 'function' && Reflect.getMetadata(NEST_PATH_METADATA, method) !== undefined;
     if (route && options.key !== undefined) throw new Error(KEY_ON_ROUTE(name, 'key'));
     if (route && options.fingerprint !== undefined) throw new Error(KEY_ON_ROUTE(name, 'fingerprint'));
     if (!route && options.key === undefined) throw new Error(KEY_REQUIRED(name));
