@@ -16,8 +16,9 @@ const statusIn = (low: number, high: number) => (error: unknown): boolean => {
   const status = httpStatusOf(error);
   return status !== undefined && status >= low && status <= high;
 };
-const isTimeout = (error: unknown): boolean =>
-  error instanceof TimeoutExceededError || (error instanceof Error && error.name === 'TimeoutError');
+// DOMException is not an Error subclass in every realm, so aborts are told by their name.
+const named = (error: unknown, name: string): boolean => typeof error === 'object' && error !== null && (error as { name?: unknown }).name === name;
+const isTimeout = (error: unknown): boolean => error instanceof TimeoutExceededError || named(error, 'TimeoutError');
 
 const CONNECTION = 'connection errors (ECONNRESET, ECONNREFUSED, ETIMEDOUT, EPIPE, EAI_AGAIN, ECONNABORTED, a failed fetch)';
 const ANY_STATUS = 'errors carrying any HTTP status';
@@ -84,7 +85,7 @@ export const JAVA_EXCEPTIONS: readonly JavaException[] = [
   { name: 'io.github.resilience4j.circuitbreaker.CallNotPermittedException', meaning: 'CallNotPermittedError', matches: (e) => e instanceof CallNotPermittedError },
   { name: 'io.github.resilience4j.bulkhead.BulkheadFullException', meaning: 'BulkheadFullError', matches: (e) => e instanceof BulkheadFullError },
   { name: 'io.github.resilience4j.ratelimiter.RequestNotPermitted', meaning: 'RateLimitedError', matches: (e) => e instanceof RateLimitedError },
-  { name: 'java.util.concurrent.CancellationException', meaning: 'aborted calls (AbortError)', matches: (e) => e instanceof Error && e.name === 'AbortError' },
+  { name: 'java.util.concurrent.CancellationException', meaning: 'aborted calls (AbortError)', matches: (e) => named(e, 'AbortError') },
   ...STATUS_PARENTS.flatMap((parent) =>
     Object.entries(STATUS_SUBCLASSES).map(([sub, status]): JavaException => ({
       name: `${parent}$${sub}`,
