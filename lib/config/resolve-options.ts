@@ -118,6 +118,23 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
   };
 }
 
+/**
+ * The sections of Spring-shaped options under this module's names
+ * (`circuitbreaker` → `circuitBreaker`, `thread-pool-bulkhead` →
+ * `threadPoolBulkhead`); keys inside them stay as written, so messages quote
+ * them as the file does.
+ */
+export function withSectionNames(raw: Record<string, unknown>): Record<string, unknown> {
+  const names = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...EXTRA_SECTIONS];
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const name = findKey(key, names) ?? key;
+    if (Object.hasOwn(out, name)) throw new Error(INVALID_VALUE('module options', key, `given once (also given as another spelling of '${name}')`, value));
+    out[name] = value;
+  }
+  return out;
+}
+
 /** Top-level keys of a Spring document that are not Resilience4j's: passed to forRoot, they mean a whole document was given. */
 const SPRING_ROOTS = ['spring', 'server', 'management', 'logging', 'info', 'eureka', 'feign'];
 

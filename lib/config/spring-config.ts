@@ -3,7 +3,7 @@ import { loadOptionalPeer } from '../observability/optional-peer';
 import { NO_RESILIENCE4J_PART, NOT_A_SPRING_DOCUMENT, UNRESOLVED_PLACEHOLDER } from './config.messages';
 import { ResilienceModuleOptions } from './module-options';
 import { canonicalKey, isPlainObject, unflatten } from './relaxed-binding';
-import { resolveOptions } from './resolve-options';
+import { resolveOptions, withSectionNames } from './resolve-options';
 
 /**
  * The module options of a Spring Boot `application.yml`: its `resilience4j`
@@ -11,7 +11,9 @@ import { resolveOptions } from './resolve-options';
  * (`resilience4j.circuitbreaker:` as a root key), camelCase, kebab-case or
  * snake_case keys, `${ENV_VAR:default}` placeholders, and the documents of a
  * multi-document file that apply (those without a profile, then those of the
- * profiles in `SPRING_PROFILES_ACTIVE`). The options are checked here, so a
+ * profiles in `SPRING_PROFILES_ACTIVE`). Sections come back under this
+ * module's names (`circuitbreaker` → `circuitBreaker`), their keys as
+ * written. The options are checked here, so a
  * bad value fails at this call; properties that have no effect here are
  * warned about once each when the options are used (`forRoot`).
  *
@@ -30,7 +32,9 @@ export function fromSpringConfig(document: object | string): ResilienceModuleOpt
   const tree = unflatten(parsed) as Record<string, unknown>;
   const rootKey = Object.keys(tree).find((k) => canonicalKey(k) === 'resilience4j');
   if (rootKey === undefined) throw new Error(NO_RESILIENCE4J_PART(Object.keys(tree)));
-  const options = resolvePlaceholders(tree[rootKey], rootKey, tree) as ResilienceModuleOptions;
+  const part = resolvePlaceholders(tree[rootKey], rootKey, tree);
+  if (!isPlainObject(part)) throw new Error(NOT_A_SPRING_DOCUMENT(`its '${rootKey}' part is not a map of properties`));
+  const options = withSectionNames(part) as ResilienceModuleOptions;
   resolveOptions(options, () => undefined);
   return options;
 }

@@ -10,6 +10,9 @@ export interface ThreadPoolBulkheadConfig {
   queueCapacity: number;
 }
 
+/** Thread-pool bulkhead settings as written in options. */
+export type ThreadPoolBulkheadConfigInput = Partial<ThreadPoolBulkheadConfig>;
+
 /**
  * How a `thread-pool-bulkhead` section is read. Node has no thread pool, so
  * its instances run as bulkheads with `maxThreadPoolSize` calls at once and

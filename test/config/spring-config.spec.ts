@@ -272,6 +272,13 @@ describe('fromSpringConfig', () => {
     expect(registry(options).retry('a').config.maxAttempts).toBe(4);
   });
 
+  it("returns the sections under this module's names, their keys as written", () => {
+    expect(fromSpringConfig({ 'resilience4j.circuitbreaker.instances.a.sliding-window-size': 5, 'resilience4j.thread-pool-bulkhead.instances.b.queue-capacity': 1 })).toEqual({
+      circuitBreaker: { instances: { a: { 'sliding-window-size': 5 } } },
+      threadPoolBulkhead: { instances: { b: { 'queue-capacity': 1 } } },
+    });
+  });
+
   it('reads YAML text with several documents: those without a profile, then those of SPRING_PROFILES_ACTIVE', () => {
     const text = [
       'resilience4j.retry.instances.a.max-attempts: 2',
