@@ -40,6 +40,12 @@ export const IGNORED_PROPERTY = (place: ConfigPlace, key: string, instead: strin
 export const IGNORED_SECTION = (key: string, instead: string): string =>
   `${PREFIX}: Resilience4j section '${key}' is ignored: ${instead}`;
 
+/** The file's aspect orders nest the layers differently from the module's order. */
+export const ASPECT_ORDER_DIFFERS = (spring: readonly string[], order: readonly string[]): string =>
+  `${PREFIX}: the *-aspect-order properties nest the layers as ${spring.filter((k) => k !== 'idempotent' && k !== 'fallback').join(' -> ')} (outermost first) in Spring; here they run as ${order
+    .filter((k) => k !== 'idempotent' && k !== 'fallback')
+    .join(' -> ')}. For Spring's nesting, set the module option order: [${spring.map((k) => `'${k}'`).join(', ')}]`;
+
 /** A Resilience4j 0.x property, gone in 2.x. */
 export const LEGACY_PROPERTY = (place: ConfigPlace, key: string, replacement: string): string =>
   `${PREFIX}: invalid configuration of ${place}: '${key}' is a Resilience4j 0.x property; Resilience4j 2.x (and resilience4nest) use ${replacement}`;

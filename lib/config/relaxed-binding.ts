@@ -19,7 +19,8 @@ export function findKey<K extends string>(key: string, names: readonly K[]): K |
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+  // Any realm's Object.prototype (its own prototype is null), so objects from a vm context count too.
+  return proto === null || Object.getPrototypeOf(proto) === null;
 }
 
 type Segment = string | number;

@@ -4,7 +4,9 @@ import { Clock, systemClock } from '../clock';
 import { DEFAULT_DEADLINE_HEADER } from '../context';
 import { RETRY_SCHEMA, RetryConfig } from '../retry/retry.config';
 import { TIME_LIMITER_SCHEMA, TimeLimiterConfig } from '../time-limiter/time-limiter.config';
+import { orderFromAspectOrders } from './aspect-order';
 import {
+  ASPECT_ORDER_DIFFERS,
   DUPLICATE_PROPERTY,
   IGNORED_SECTION,
   INVALID_VALUE,
@@ -81,6 +83,7 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
   const plain: Record<string, unknown> = {};
   const extras: Record<string, unknown> = {};
   let threadPoolRaw: unknown;
+  let rateLimiterRaw: unknown;
   for (const [rawKey, value] of Object.entries(raw)) {
     const policy = findKey(rawKey, POLICY_NAMES);
     const key = findKey(rawKey, [...PLAIN_KEYS, ...EXTRA_SECTIONS]);
@@ -91,6 +94,7 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
     else if (key !== undefined) extras[key] = value;
     else if (findKey(rawKey, ['threadPoolBulkhead']) !== undefined) threadPoolRaw = value;
     else if (findKey(rawKey, ['rateLimiter']) !== undefined) {
+      rateLimiterRaw = value;
       resolveSection(RATE_LIMITER_KEYS_SCHEMA, value, warn);
       warn(UNSUPPORTED_PROPERTY('module options', rawKey));
     } else {
@@ -107,11 +111,14 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
     (sections as Record<InstancePolicy, unknown>)[policy] = resolveSection(POLICY_SCHEMAS[policy] as PolicySchema<object>, sectionsRaw[policy], warn);
   }
   if (threadPoolRaw !== undefined) sections.bulkhead = withThreadPoolBulkheads(sections.bulkhead, resolveSection(THREAD_POOL_BULKHEAD_SCHEMA, threadPoolRaw, warn), warn);
+  const order = readOrder(plain.order);
+  const spring = orderFromAspectOrders({ rateLimiter: rateLimiterRaw, ...sectionsRaw }, order);
+  if (spring !== undefined) warn(ASPECT_ORDER_DIFFERS(spring, order));
   return {
     strict: readBoolean(plain.strict, 'strict'),
     clock: readClock(plain.clock),
     random: readRandom(plain.random),
-    order: readOrder(plain.order),
+    order,
     deadline: readDeadline(plain.deadline),
     sections,
     extras,

@@ -1,5 +1,6 @@
-import { fromSpringConfig, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
+import { DEFAULT_ORDER, fromSpringConfig, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
 import {
+  ASPECT_ORDER_DIFFERS,
   DUPLICATE_PROPERTY,
   IGNORED_PROPERTY,
   LEGACY_PROPERTY,
@@ -224,7 +225,30 @@ describe('every Resilience4j 2.x property is implemented or warned about', () =>
     expect(warnings).toEqual([
       IGNORED_PROPERTY('circuitBreaker', 'circuit-breaker-aspect-order', IGNORED_SECTION_PROPERTIES.circuitBreaker.circuitBreakerAspectOrder),
       IGNORED_PROPERTY("circuitBreaker instance 'a'", 'record-result-predicate', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.recordResultPredicate),
+      ASPECT_ORDER_DIFFERS(['idempotent', 'fallback', 'circuitBreaker', 'retry', 'rateLimiter', 'timeLimiter', 'bulkhead'], DEFAULT_ORDER),
     ]);
+  });
+
+  describe('aspect orders (a lower order is an outer aspect, as in Spring)', () => {
+    const warningsOf = (options: unknown): string[] => {
+      const warnings: string[] = [];
+      registry(options, (m) => warnings.push(m));
+      return warnings;
+    };
+
+    it('that keep the default nesting add no warning beyond their own', () => {
+      expect(warningsOf({ retry: { 'retry-aspect-order': 2 }, circuitbreaker: { 'circuit-breaker-aspect-order': 3 } })).toHaveLength(2);
+    });
+
+    it('that nest the layers otherwise say which order would keep it', () => {
+      const warnings = warningsOf({ bulkhead: { 'bulkhead-aspect-order': 0 }, 'time-limiter': { 'time-limiter-aspect-order': '1' } });
+      expect(warnings).toContain(ASPECT_ORDER_DIFFERS(['idempotent', 'fallback', 'bulkhead', 'timeLimiter', 'retry', 'circuitBreaker', 'rateLimiter'], DEFAULT_ORDER));
+    });
+
+    it('add nothing when the module option order already nests the layers that way', () => {
+      const order = ['idempotent', 'fallback', 'circuitBreaker', 'retry', 'rateLimiter', 'timeLimiter', 'bulkhead'];
+      expect(warningsOf({ order, circuitbreaker: { 'circuit-breaker-aspect-order': 1 } })).toHaveLength(1);
+    });
   });
 
   it('warns once per property however many instances carry it', () => {

@@ -7,6 +7,7 @@ import {
   BulkheadFullError,
   CallNotPermittedError,
   CircuitBreaker,
+  DEFAULT_ORDER,
   fromSpringConfig,
   ResilienceModule,
   ResilienceRegistry,
@@ -15,7 +16,7 @@ import {
   TimeoutExceededError,
   VirtualClock,
 } from '../../lib';
-import { IGNORED_PROPERTY, IGNORED_SECTION, THREAD_POOL_BULKHEAD_MAPPED, UNMATCHED_EXCEPTIONS, UNSUPPORTED_PROPERTY } from '../../lib/config/config.messages';
+import { ASPECT_ORDER_DIFFERS, IGNORED_PROPERTY, IGNORED_SECTION, THREAD_POOL_BULKHEAD_MAPPED, UNMATCHED_EXCEPTIONS, UNSUPPORTED_PROPERTY } from '../../lib/config/config.messages';
 import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, IGNORED_SECTIONS } from '../../lib/config/resilience4j-properties';
 import { freePort } from '../support/wait';
 
@@ -274,7 +275,7 @@ describe('aspect-orders.yml: aspect orders, tags, Micrometer and scheduler setti
   beforeAll(async () => (booted = await boot(fixture('aspect-orders.yml'), Checkout)));
   afterAll(() => booted.app.close());
 
-  it('boots with one warning per key, each saying what happens instead', () => {
+  it('boots with one warning per key, each saying what happens instead, and one with the order that would nest the layers as Spring did', () => {
     const section = IGNORED_SECTION_PROPERTIES;
     expect([...booted.warnings].sort()).toEqual(
       [
@@ -288,6 +289,7 @@ describe('aspect-orders.yml: aspect orders, tags, Micrometer and scheduler setti
         IGNORED_SECTION('scheduled', IGNORED_SECTIONS.scheduled),
         IGNORED_SECTION('micrometer', IGNORED_SECTIONS.micrometer),
         IGNORED_SECTION('thread', IGNORED_SECTIONS.thread),
+        ASPECT_ORDER_DIFFERS(['idempotent', 'fallback', 'circuitBreaker', 'retry', 'timeLimiter', 'bulkhead', 'rateLimiter'], DEFAULT_ORDER),
       ].sort(),
     );
   });

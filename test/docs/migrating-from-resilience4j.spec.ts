@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fromSpringConfig, JAVA_EXCEPTIONS, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
+import { DEFAULT_ORDER, fromSpringConfig, JAVA_EXCEPTIONS, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
+import { ASPECT_ORDER_DIFFERS } from '../../lib/config/config.messages';
 import { POLICY_SCHEMAS } from '../../lib/config/resolve-options';
 import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, IGNORED_SECTIONS, LEGACY_PROPERTIES, RATE_LIMITER_PROPERTIES } from '../../lib/config/resilience4j-properties';
 import { THREAD_POOL_BULKHEAD_SCHEMA } from '../../lib/config/thread-pool-bulkhead';
@@ -36,13 +37,15 @@ describe('docs/migrating-from-resilience4j.md', () => {
     expect(missing).toEqual([]);
   });
 
-  it("worked example: its application.yml starts with the two warnings it promises and the breaker's list matches Node errors", () => {
+  it("worked example: its application.yml starts with the three warnings it promises, and the order it names is the one the TypeScript sets", () => {
     const yaml = [...text.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]);
     expect(yaml).toHaveLength(1);
     const warnings: string[] = [];
     const registry = new ResilienceRegistry(fromSpringConfig(yaml[0]) as ResilienceModuleOptions, (m) => warnings.push(m));
-    expect(warnings).toHaveLength(2);
-    expect(warnings.every((w) => /aspect-order' is ignored/.test(w))).toBe(true);
+    const order = ['idempotent', 'fallback', 'circuitBreaker', 'retry', 'rateLimiter', 'timeLimiter', 'bulkhead'] as const;
+    expect(warnings.filter((w) => /aspect-order' is ignored/.test(w))).toHaveLength(2);
+    expect(warnings[2]).toBe(ASPECT_ORDER_DIFFERS(order, DEFAULT_ORDER));
+    expect(text).toContain(`order: [${order.map((k) => `'${k}'`).join(', ')}]`);
     expect(registry.circuitBreaker('payments').config).toMatchObject({ slidingWindowType: 'COUNT_BASED', slidingWindowSize: 20, waitDurationInOpenState: 30_000 });
     expect(registry.timeLimiter('payments').config.timeoutDuration).toBe(2000);
     expect(registry.retry('payments').config).toMatchObject({ maxAttempts: 3, waitDuration: 200, exponentialBackoffMultiplier: 2 });
