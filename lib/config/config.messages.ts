@@ -76,6 +76,9 @@ export const UNRESOLVED_PLACEHOLDER = (path: string, placeholder: string): strin
 export const NOT_A_SPRING_DOCUMENT = (reason: string): string =>
   `${PREFIX}: fromSpringConfig: the text is not an application.yml document: ${reason}`;
 
+/** An unknown key holding settings: most likely the tail of a dotted instance name. */
+export const DOTTED_NAME_HINT = "; dotted names are split as Spring splits them: write a dotted instance name in brackets, e.g. '[payments.v2]'";
+
 /** A whole Spring document passed where the `resilience4j` block was expected. */
 export const WHOLE_DOCUMENT_HINT = ' (a whole application.yml goes through fromSpringConfig(document), which takes its resilience4j part)';
 

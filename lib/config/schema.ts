@@ -8,6 +8,7 @@ import {
   LEGACY_PROPERTY,
   NOT_AN_OBJECT,
   UNKNOWN_BASE_CONFIG,
+  DOTTED_NAME_HINT,
   UNKNOWN_KEY,
   UNMATCHED_EXCEPTIONS,
   UNSUPPORTED_PROPERTY,
@@ -117,7 +118,8 @@ export function readPartial<T extends object>(
         warn(UNSUPPORTED_PROPERTY(place, rawKey));
         continue;
       }
-      throw new Error(UNKNOWN_KEY(place, rawKey, known));
+      // Spring splits a dotted map key too, so 'payments.v2' arrives as instance 'payments' with a key 'v2'.
+      throw new Error(UNKNOWN_KEY(place, rawKey, known) + (isPlainObject(value) ? DOTTED_NAME_HINT : ''));
     }
     if (key in out) throw new Error(INVALID_VALUE(place, rawKey, `given once (also given as another spelling of '${key}')`, value));
     if (value === undefined) continue;
@@ -162,8 +164,9 @@ function readField(spec: FieldSpec, value: unknown, place: ConfigPlace, key: str
       return n;
     }
     case 'boolean': {
-      if (value === true || value === 'true') return true;
-      if (value === false || value === 'false') return false;
+      const text = typeof value === 'string' ? value.trim().toLowerCase() : value;
+      if (text === true || text === 'true') return true;
+      if (text === false || text === 'false') return false;
       return bad('true or false');
     }
     case 'enum': {

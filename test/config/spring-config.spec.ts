@@ -80,6 +80,15 @@ describe("Spring's shapes, through forRoot's options and fromSpringConfig", () =
     expect(messageOf(() => registry({ retry: { 'retry-aspect-ordr': 1 } }))).toMatch(/unknown key 'retry-aspect-ordr'/);
   });
 
+  it("keeps a bracketed dotted instance name whole, and hints at brackets when it was split", () => {
+    expect(registry({ retry: { instances: { '[payments.v2]': { maxAttempts: 2 } } } }).retry('payments.v2').config.maxAttempts).toBe(2);
+    expect(messageOf(() => registry({ retry: { instances: { 'payments.v2': { maxAttempts: 2 } } } }))).toMatch(/unknown key 'v2'.*write a dotted instance name in brackets, e.g. '\[payments.v2\]'/);
+  });
+
+  it('reads booleans in any case, as Spring does', () => {
+    expect(registry({ circuitbreaker: { instances: { a: { 'automatic-transition-from-open-to-half-open-enabled': 'TRUE' } } } }).circuitBreaker('a').config.automaticTransitionFromOpenToHalfOpenEnabled).toBe(true);
+  });
+
   it('suggests fromSpringConfig when a whole application.yml is passed as the options', () => {
     expect(messageOf(() => registry({ spring: { application: { name: 'x' } }, resilience4j: { retry: {} } }))).toMatch(/fromSpringConfig\(document\)/);
   });
