@@ -92,7 +92,10 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
       sectionsRaw[policy] = value;
     } else if (key !== undefined && PLAIN_KEYS.includes(key)) plain[key] = value;
     else if (key !== undefined) extras[key] = value;
-    else if (findKey(rawKey, ['threadPoolBulkhead']) !== undefined) threadPoolRaw = value;
+    else if (findKey(rawKey, ['threadPoolBulkhead']) !== undefined) {
+      if (threadPoolRaw !== undefined) throw new Error(INVALID_VALUE('module options', rawKey, "given once (also given as another spelling of 'threadPoolBulkhead')", value));
+      threadPoolRaw = value;
+    }
     else if (findKey(rawKey, ['rateLimiter']) !== undefined) {
       rateLimiterRaw = value;
       resolveSection(RATE_LIMITER_KEYS_SCHEMA, value, warn);
@@ -143,7 +146,7 @@ export function withSectionNames(raw: Record<string, unknown>): Record<string, u
 }
 
 /** Top-level keys of a Spring document that are not Resilience4j's: passed to forRoot, they mean a whole document was given. */
-const SPRING_ROOTS = ['spring', 'server', 'management', 'logging', 'info', 'eureka', 'feign'];
+const SPRING_ROOTS = ['spring', 'server', 'management', 'info', 'eureka', 'feign'];
 
 /** `{ resilience4j: { retry } }` (what `resilience4j.retry:` unflattens to) is read as `{ retry }`. */
 function hoistResilience4j(raw: Record<string, unknown>): Record<string, unknown> {
