@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { DEFAULT_ORDER, fromSpringConfig, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
 import {
   ASPECT_ORDER_DIFFERS,
@@ -91,6 +92,25 @@ describe("Spring's shapes, through forRoot's options and fromSpringConfig", () =
 
   it('suggests fromSpringConfig when a whole application.yml is passed as the options', () => {
     expect(messageOf(() => registry({ spring: { application: { name: 'x' } }, resilience4j: { retry: {} } }))).toMatch(/fromSpringConfig\(document\)/);
+  });
+});
+
+describe('thread-pool-bulkhead', () => {
+  it("runs an instance as a bulkhead with Resilience4j's thread-pool defaults: one call per CPU, a queue of 100", () => {
+    const r = registry({ 'thread-pool-bulkhead': { instances: { reports: {} } } });
+    expect(r.bulkhead('reports').config).toMatchObject({ maxConcurrentCalls: availableParallelism(), queueCapacity: 100 });
+  });
+
+  it('refuses a name that is also a bulkhead instance', () => {
+    expect(messageOf(() => registry({ bulkhead: { instances: { reports: {} } }, 'thread-pool-bulkhead': { instances: { reports: {} } } }))).toMatch(
+      /threadPoolBulkhead instance 'reports': key 'name' must be not also a bulkhead instance/,
+    );
+  });
+
+  it('leaves other bulkheads and undeclared names on the bulkhead defaults', () => {
+    const r = registry({ bulkhead: { configs: { default: { maxConcurrentCalls: 7 } } }, 'thread-pool-bulkhead': { instances: { reports: { 'max-thread-pool-size': 2 } } } });
+    expect(r.bulkhead('other').config.maxConcurrentCalls).toBe(7);
+    expect(r.bulkhead('reports').config.maxConcurrentCalls).toBe(2);
   });
 });
 
