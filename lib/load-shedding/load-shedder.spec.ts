@@ -1,12 +1,10 @@
 import { VirtualClock } from '../clock';
-import { EventLoopDelayProbe } from './event-loop-delay';
+import { EventLoopDelayProbe, nodeEventLoopDelayProbe } from './event-loop-delay';
 import { Admission, LoadShedder } from './load-shedder';
 import { LoadSheddingOptions, readLoadSheddingOptions } from './load-shedding.options';
 
 function shedder(options: LoadSheddingOptions, clock = new VirtualClock(), probe?: EventLoopDelayProbe): LoadShedder {
-  const resolved = readLoadSheddingOptions(options);
-  if (resolved === undefined) throw new Error('options expected');
-  return new LoadShedder(resolved, clock, () => 0.5, probe);
+  return new LoadShedder(readLoadSheddingOptions(options), clock, () => 0.5, probe);
 }
 
 function admitted(result: Admission | string): Admission {
@@ -41,15 +39,17 @@ describe('LoadShedder', () => {
   it('lets lower classes give up their share first: limit × (1 − share), at least 1 for critical', () => {
     const s = shedder({ maxConcurrentRequests: 24, priorities: { critical: 0, high: 0.1, normal: 0.3, low: 0.5 } });
     const low = Array.from({ length: 40 }, () => s.tryAdmit('low'));
+    expect(low.filter((r) => r === 'priority')).toHaveLength(28);
     const critical = Array.from({ length: 10 }, () => s.tryAdmit('critical'));
     expect(low.filter((r) => typeof r !== 'string')).toHaveLength(12);
     expect(critical.every((r) => typeof r !== 'string')).toBe(true);
     expect(s.shed('concurrency', 'low')).toBe(28);
     expect(s.shed('concurrency', 'critical')).toBe(0);
     // In flight: 22. normal may use floor(24 × 0.7) = 16, high floor(24 × 0.9) = 21, critical 24.
-    expect(s.tryAdmit('normal')).toBe('concurrency');
-    expect(s.tryAdmit('high')).toBe('concurrency');
+    expect(s.tryAdmit('normal')).toBe('priority');
+    expect(s.tryAdmit('high')).toBe('priority');
     expect(typeof s.tryAdmit('critical')).toBe('object');
+    expect(s.shed('concurrency', 'normal')).toBe(1);
   });
 
   it('keeps one place for critical requests however small the limit', () => {
@@ -120,3 +120,22 @@ describe('LoadShedder', () => {
     expect(s.limit).toBeLessThan(before);
   });
 });
+
+describe('nodeEventLoopDelayProbe', () => {
+  it('reports a blocked event loop as delay, and starts a new period after each reading', async () => {
+    const probe = nodeEventLoopDelayProbe();
+    // Node measures from its sampler's first tick, so let one pass before holding the loop.
+    await holdEventLoop(15);
+    await holdEventLoop(120);
+    expect(probe.takeMaxMs()).toBeGreaterThanOrEqual(60);
+    expect(probe.takeMaxMs()).toBeLessThan(60);
+    probe.close();
+  });
+});
+
+/** Keeps the event loop busy for `ms`, as a CPU-bound handler would, then lets it turn a few times. */
+async function holdEventLoop(ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  while (performance.now() < until) Math.sqrt(until);
+  for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+}

@@ -6,8 +6,14 @@ import { ResolvedLoadSheddingOptions } from './load-shedding.options';
 import { PRIORITY_LEVELS, PriorityLevel } from './priority.decorator';
 import { VegasLimit } from './vegas-limit';
 
-/** Why a request was refused at the door. */
+/** Why a request was refused at the door, as metrics count it. */
 export type ShedReason = 'concurrency' | 'event-loop-delay' | 'deadline';
+
+/**
+ * Why {@link LoadShedder.tryAdmit} refused: `priority` is a refusal within the
+ * limit, because the request's class gave up its share (counted as `concurrency`).
+ */
+export type Refusal = 'concurrency' | 'event-loop-delay' | 'priority';
 
 /** Every refusal reason, in the order metrics list them. */
 export const SHED_REASONS: readonly ShedReason[] = ['concurrency', 'event-loop-delay', 'deadline'];
@@ -89,13 +95,13 @@ export class LoadShedder {
    * Lets a request of class `priority` in, or says why not. A request let
    * in must be given back with {@link LoadShedder.release} when it ends.
    */
-  tryAdmit(priority: PriorityLevel): Admission | ShedReason {
-    let reason: ShedReason | undefined;
-    if (priority !== 'critical' && this.delay?.overloaded === true) reason = 'event-loop-delay';
-    else if (this.active >= this.admissible(priority)) reason = 'concurrency';
-    if (reason !== undefined) {
-      this.countShed(reason, priority);
-      return reason;
+  tryAdmit(priority: PriorityLevel): Admission | Refusal {
+    let refusal: Refusal | undefined;
+    if (priority !== 'critical' && this.delay?.overloaded === true) refusal = 'event-loop-delay';
+    else if (this.active >= this.admissible(priority)) refusal = this.active >= this.limit ? 'concurrency' : 'priority';
+    if (refusal !== undefined) {
+      this.countShed(refusal === 'priority' ? 'concurrency' : refusal, priority);
+      return refusal;
     }
     this.active++;
     return { startedAt: this.clock.now(), inflight: this.active };

@@ -4,8 +4,8 @@ import { readLoadSheddingOptions } from './load-shedding.options';
 const PLACE = 'loadShedding options';
 
 describe('readLoadSheddingOptions', () => {
-  it('is undefined when the section is absent, and fills the defaults of a given one', () => {
-    expect(readLoadSheddingOptions(undefined)).toBeUndefined();
+  it('sets no signal when the section is absent, and fills the defaults of a given one', () => {
+    expect(readLoadSheddingOptions(undefined)).toEqual({ shares: { critical: 0, high: 0, normal: 0, low: 0 }, retryAfterMs: 1000 });
     expect(readLoadSheddingOptions({ 'max-concurrent-requests': 200, adaptive: { algorithm: 'VEGAS' }, eventLoopDelay: { threshold: '100ms' } })).toEqual({
       maxConcurrentRequests: 200,
       adaptive: { algorithm: 'vegas', initialLimit: 20, minLimit: 1, maxLimit: 1000, smoothing: 1, queueSize: 4, longWindow: 600, probeMultiplier: 30 },

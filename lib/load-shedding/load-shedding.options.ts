@@ -86,12 +86,11 @@ const ADAPTIVE_DEFAULTS: Readonly<Record<AdaptiveAlgorithm, Omit<ResolvedAdaptiv
 };
 
 /**
- * Validates module option `loadShedding`; `undefined` when it is absent.
+ * Validates module option `loadShedding`; absent, it sets no signal (every request is let in).
  *
  * @throws Error naming the key and the value when a setting is invalid
  */
-export function readLoadSheddingOptions(raw: unknown): ResolvedLoadSheddingOptions | undefined {
-  if (raw === undefined || raw === null) return undefined;
+export function readLoadSheddingOptions(raw: unknown): ResolvedLoadSheddingOptions {
   let maxConcurrentRequests: number | undefined;
   let adaptive: ResolvedAdaptiveOptions | undefined;
   let eventLoopDelay: ResolvedLoadSheddingOptions['eventLoopDelay'];
@@ -99,7 +98,7 @@ export function readLoadSheddingOptions(raw: unknown): ResolvedLoadSheddingOptio
   let priorityHeader: string | undefined;
   let retryAfterMs = DEFAULT_RETRY_AFTER_MS;
   const known = ['maxConcurrentRequests', 'adaptive', 'eventLoopDelay', 'priorities', 'priorityHeader', 'retryAfter'];
-  for (const [key, rawKey, value] of entries(raw, PLACE, known)) {
+  for (const [key, rawKey, value] of entries(raw ?? {}, PLACE, known)) {
     if (key === 'maxConcurrentRequests') maxConcurrentRequests = positiveInteger(value, PLACE, rawKey);
     else if (key === 'adaptive') adaptive = readAdaptive(value);
     else if (key === 'eventLoopDelay') eventLoopDelay = readEventLoopDelay(value);
