@@ -37,22 +37,15 @@ export function loadSheddingDoor(shedder: LoadShedder, priority: PriorityLevel, 
     const admission = shedder.tryAdmit(level);
     if (typeof admission === 'string') return answer(req, res, new OverloadedError(admission, level, retryAfterMs));
     req[ADMITTED] = true;
-    const release = settle(shedder, admission, res);
-    res.once('finish', release);
-    res.once('close', release);
+    // Node emits 'close' once per response: after 'finish', or when the client goes away first.
+    res.on('close', () => release(shedder, admission, res));
     next();
   };
 }
 
-function settle(shedder: LoadShedder, admission: Admission, res: ServerResponse): () => void {
-  let open = true;
-  return () => {
-    if (!open) return;
-    open = false;
-    // An overload answer from further in, or a client that gave up, is what the adaptive limit backs off from.
-    const dropped = !res.writableFinished || res.statusCode === 503 || res.statusCode === 504;
-    shedder.release(admission, dropped);
-  };
+function release(shedder: LoadShedder, admission: Admission, res: ServerResponse): void {
+  // An overload answer from further in, or a client that gave up, is what the adaptive limit backs off from.
+  shedder.release(admission, !res.writableFinished || res.statusCode === 503 || res.statusCode === 504);
 }
 
 function answer(req: DoorRequest, res: ServerResponse, error: ResilienceError): void {
