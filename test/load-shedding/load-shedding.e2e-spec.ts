@@ -1,10 +1,11 @@
 import { CanActivate, Controller, Get, INestApplication, Injectable, Post, UseGuards } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
 import { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
-import { EventLoopDelayProbe, LoadShedder, LoadSheddingOptions, Priority, ResilienceModule, VirtualClock } from '../../lib';
+import { EventLoopDelayProbe, LoadShedder, LoadSheddingOptions, Priority, ResilienceEndpointsModule, ResilienceHealthIndicator, ResilienceModule, VirtualClock } from '../../lib';
 import { readLoadSheddingOptions } from '../../lib/load-shedding/load-shedding.options';
 
 /** Handlers hold here until the test lets them finish, so no test waits on real time. */
@@ -67,6 +68,21 @@ class RecommendationsController {
   }
 }
 
+@Controller('health')
+@Priority('critical')
+class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly resilience: ResilienceHealthIndicator,
+  ) {}
+
+  @Get()
+  @HealthCheck()
+  check() {
+    return this.health.check([() => this.resilience.checkOverload()]);
+  }
+}
+
 const PLATFORMS = [
   ['Express', () => new ExpressAdapter()],
   ['Fastify', () => new FastifyAdapter()],
@@ -87,8 +103,12 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
   async function boot(loadShedding: LoadSheddingOptions, shedder?: LoadShedder): Promise<void> {
     metrics = new Registry();
     let builder = Test.createTestingModule({
-      imports: [ResilienceModule.forRoot({ clock: new VirtualClock(), loadShedding, metrics: { registry: metrics } })],
-      controllers: [ShopController, RecommendationsController],
+      imports: [
+        ResilienceModule.forRoot({ clock: new VirtualClock(), loadShedding, metrics: { registry: metrics } }),
+        ResilienceEndpointsModule.forRoot({ status: true }),
+        TerminusModule.forRoot({ logger: false }),
+      ],
+      controllers: [ShopController, RecommendationsController, HealthController],
     });
     if (shedder !== undefined) builder = builder.overrideProvider(LoadShedder).useValue(shedder);
     app = (await builder.compile()).createNestApplication(adapter(), { logger: false });
@@ -219,6 +239,22 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
     await clock.advance(500);
     expect((await call('/slow')).status).toBe(200);
     expect(await sample('resilience4nest_shed_requests_total', { reason: 'event-loop-delay', priority: 'normal' })).toBe(1);
+  });
+
+  it('reports overload to readiness probes and on the status endpoint while normal requests are refused', async () => {
+    await boot({ maxConcurrentRequests: 10, priorities: { normal: 0.5 } });
+    const held = Array.from({ length: 5 }, () => call('/slow'));
+    await gate.reached(5);
+    const down = await call('/health');
+    expect(down.status).toBe(503);
+    expect(down.body).toMatchObject({ status: 'error', error: { loadShedding: { status: 'down', limit: 10, inflight: 6, eventLoopDelayMs: 0 } } });
+    const status = (await call('/actuator/loadshedding')).body as { loadShedding?: unknown };
+    expect(status.loadShedding).toMatchObject({ limit: 10, inflight: 6, overloaded: true, shed: { concurrency: { normal: 0 }, deadline: { low: 0 } } });
+    gate.release();
+    await Promise.all(held);
+    const up = await call('/health');
+    expect(up.status).toBe(200);
+    expect(up.body).toMatchObject({ status: 'ok', info: { loadShedding: { status: 'up', inflight: 1 } } });
   });
 
   it('lets every request through without loadShedding, and the LoadShedder is still injectable', async () => {
