@@ -269,3 +269,36 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
     expect(await metrics.getSingleMetric('resilience4nest_inflight_requests')).toBeUndefined();
   });
 });
+
+describe('load shedding on Fastify', () => {
+  it('refuses before the body is read: the content-type parser never runs for a refused request', async () => {
+    gate = new Gate();
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRoot({ metrics: false, loadShedding: { maxConcurrentRequests: 1 } })],
+      controllers: [ShopController],
+    }).compile();
+    const adapter = new FastifyAdapter();
+    let parsed = 0;
+    adapter.getInstance().addContentTypeParser('application/x-order', { parseAs: 'string' }, (_req, body, done) => {
+      parsed++;
+      done(null, body);
+    });
+    const app = moduleRef.createNestApplication(adapter, { logger: false });
+    try {
+      await app.listen(0, '127.0.0.1');
+      const url = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}/payments`;
+      const post = () => fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-order' }, body: 'x'.repeat(1000) });
+      const admitted = post();
+      await gate.reached(1);
+      expect(parsed).toBe(1);
+      const refused = await Promise.all([post(), post(), post()]);
+      expect(refused.map((r) => r.status)).toEqual([503, 503, 503]);
+      expect(parsed).toBe(1);
+      gate.release();
+      expect((await admitted).status).toBe(201);
+    } finally {
+      gate.release();
+      await app.close();
+    }
+  });
+});
