@@ -59,7 +59,7 @@ const POLICY_NAMES = Object.keys(POLICY_SCHEMAS) as InstancePolicy[];
 const PLAIN_KEYS = ['strict', 'clock', 'random', 'order', 'deadline'];
 
 /** Sections read by other parts of the module, which validate them. */
-const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging'];
+const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShedding'];
 
 /** Checks a `ratelimiter` section against Resilience4j's rate limiter properties while the rate limiter has no schema here. */
 const RATE_LIMITER_KEYS_SCHEMA: PolicySchema<Record<string, unknown>> = {
