@@ -13,9 +13,9 @@ import { resolveOptions, withSectionNames } from './resolve-options';
  * multi-document file that apply (those without a profile, then those of the
  * profiles in `SPRING_PROFILES_ACTIVE`). Sections come back under this
  * module's names (`circuitbreaker` → `circuitBreaker`), their keys as
- * written. The options are checked here, so a
- * bad value fails at this call; properties that have no effect here are
- * warned about once each when the options are used (`forRoot`).
+ * written. The options are checked here, so a bad value fails at this call;
+ * properties that have no effect here are warned about once each when the
+ * options are used (`forRoot`).
  *
  * @param document the file's text (`.yml` needs the optional peer `yaml`;
  *   `.properties` text is read as it is), or the object a YAML parser made of it
