@@ -64,6 +64,10 @@ export const UNMATCHED_EXCEPTIONS = (place: ConfigPlace, key: string, names: rea
     consequence === undefined ? '' : `; as listed, ${consequence}`
   }`;
 
+/** A forRootAsync factory that returned no options. */
+export const NO_ASYNC_OPTIONS = (value: null | undefined): string =>
+  `${PREFIX}: ResilienceModule.forRootAsync: useFactory returned ${value} instead of options. If it reads ConfigService.get('resilience4j'): that is undefined when application.yml writes dotted root keys ('resilience4j.circuitbreaker:'); read the file with fromSpringConfig(document) instead (README, Configuration)`;
+
 /** A Spring document handed to `fromSpringConfig` has no `resilience4j` part. */
 export const NO_RESILIENCE4J_PART = (keys: readonly string[]): string =>
   `${PREFIX}: fromSpringConfig: the document has no 'resilience4j' part (its top-level keys: ${keys.length ? keys.join(', ') : 'none'})`;

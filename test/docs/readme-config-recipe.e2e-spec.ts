@@ -2,7 +2,9 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import { join } from 'node:path';
 import { Logger, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { ResilienceRegistry } from '../../lib';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { ResilienceModule, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
+import { NO_ASYNC_OPTIONS } from '../../lib/config/config.messages';
 
 const root = join(__dirname, '..', '..');
 
@@ -35,5 +37,21 @@ describe("README's forRootAsync + @nestjs/config recipe", () => {
     } finally {
       warn.mockRestore();
     }
+  });
+});
+
+describe('forRootAsync with a factory that finds no options', () => {
+  it('fails the start, naming the dotted-root-key case, rather than booting with nothing configured', async () => {
+    const build = Test.createTestingModule({
+      imports: [
+        ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => ({ 'resilience4j.circuitbreaker': { instances: { a: { 'sliding-window-size': 5 } } } })] }),
+        ResilienceModule.forRootAsync({
+          imports: [ConfigModule],
+          inject: [ConfigService],
+          useFactory: (config: ConfigService) => config.get('resilience4j') as ResilienceModuleOptions,
+        }),
+      ],
+    }).compile();
+    await expect(build).rejects.toThrow(NO_ASYNC_OPTIONS(undefined));
   });
 });
