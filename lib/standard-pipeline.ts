@@ -3,6 +3,7 @@ import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 import { Clock } from './clock';
 import { FallbackPolicy } from './fallback/fallback';
 import { Pipeline } from './metadata';
+import { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
 import { RetryPolicy } from './retry/retry';
 import { AttemptObserver, TimeLimiter } from './time-limiter/time-limiter';
 
@@ -11,23 +12,25 @@ export interface StandardLayers {
   readonly fallback?: FallbackPolicy;
   readonly retry?: RetryPolicy;
   readonly circuitBreaker?: CircuitBreakerPolicy;
+  readonly rateLimiter?: RateLimiterPolicy;
   readonly timeLimiter?: TimeLimiter;
   readonly bulkhead?: BulkheadPolicy;
 }
 
 /**
- * Runs a method under Fallback → Retry → CircuitBreaker → TimeLimiter →
- * Bulkhead, Resilience4j's order, with the same outcome as nesting each
+ * Runs a method under Fallback → Retry → CircuitBreaker → RateLimiter →
+ * TimeLimiter → Bulkhead, Resilience4j's order, with the same outcome as nesting each
  * policy's `call`, but as one small state machine per attempt: the
- * synchronous checks (breaker permit, bulkhead permit) run inline and the
+ * synchronous checks (breaker permit, rate limiter permit, bulkhead permit) run inline and the
  * whole outcome is handled on a single promise, where nesting would chain a
- * promise per layer. Retrying, waiting for a bulkhead permit and falling
- * back take the policies' own (slower) paths.
+ * promise per layer. Retrying, waiting for a rate limiter or bulkhead
+ * permit and falling back take the policies' own (slower) paths.
  */
 export class StandardPipeline {
   readonly fallback?: FallbackPolicy;
   readonly retry?: RetryPolicy;
   readonly breaker?: CircuitBreakerPolicy;
+  readonly rateLimiter?: RateLimiterPolicy;
   readonly limiter?: TimeLimiter;
   readonly bulkhead?: BulkheadPolicy;
 
@@ -44,6 +47,7 @@ export class StandardPipeline {
     this.fallback = layers.fallback;
     this.retry = layers.retry;
     this.breaker = layers.circuitBreaker;
+    this.rateLimiter = layers.rateLimiter;
     this.limiter = layers.timeLimiter;
     this.bulkhead = layers.bulkhead;
   }
@@ -67,6 +71,25 @@ export class StandardPipeline {
       start = this.clock.now();
     }
     const run = new Attempt(this, args, first, epoch, start);
+    const rateLimiter = this.rateLimiter;
+    if (rateLimiter !== undefined) {
+      run.limited = true;
+      // No free permit this period: wait for a reserved one (or the refusal), then go on.
+      if (!rateLimiter.tryAcquire()) {
+        return rateLimiter.waitForPermission().then(
+          () => this.enter(run, args),
+          (refusal: unknown) => {
+            run.limited = false;
+            return run.rejected(refusal);
+          },
+        );
+      }
+    }
+    return this.enter(run, args);
+  }
+
+  /** The rest of an attempt once it holds its breaker and rate limiter permits: time limit, bulkhead, method. */
+  private enter(run: Attempt, args: unknown[]): Promise<unknown> {
     const bulkhead = this.bulkhead;
     let next = this.invoke;
     if (bulkhead !== undefined) {
@@ -130,6 +153,8 @@ export class StandardPipeline {
  */
 class Attempt implements AttemptObserver<unknown> {
   permit = NO_PERMIT;
+  /** The attempt holds a rate limiter permit, so its outcome goes to `drainPermissionsOnResult`. */
+  limited = false;
 
   constructor(
     private readonly pipeline: StandardPipeline,
@@ -159,11 +184,13 @@ class Attempt implements AttemptObserver<unknown> {
   }
 
   fulfilled(value: unknown): unknown {
+    if (this.limited) this.pipeline.rateLimiter!.drainIfNeeded(false, value);
     this.pipeline.breaker?.recordCall(this.epoch, this.start, false, value);
     return this.first ? this.pipeline.afterResult(this.args, value) : value;
   }
 
   rejected(error: unknown): unknown {
+    if (this.limited) this.pipeline.rateLimiter!.drainIfNeeded(true, error);
     this.pipeline.breaker?.recordCall(this.epoch, this.start, true, error);
     if (!this.first) throw error;
     return this.pipeline.afterError(this.args, error);

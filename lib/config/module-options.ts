@@ -1,6 +1,8 @@
 import { Clock } from '../clock';
 import { BulkheadConfigInput } from '../bulkhead/bulkhead.config';
 import { CircuitBreakerConfigInput } from '../circuit-breaker/circuit-breaker.config';
+import { RateLimiterConfigInput } from '../rate-limiter/rate-limiter.config';
+import type { RateLimiterStore } from '../rate-limiter/rate-limiter-store';
 import { RetryConfigInput } from '../retry/retry.config';
 import { TimeLimiterConfigInput } from '../time-limiter/time-limiter.config';
 import type { IdempotencyModuleOptions } from '../idempotency/idempotency.options';
@@ -54,6 +56,9 @@ export interface ResilienceModuleOptions {
   circuitBreaker?: PolicySection<CircuitBreakerConfigInput>;
   bulkhead?: PolicySection<BulkheadConfigInput>;
   timeLimiter?: PolicySection<TimeLimiterConfigInput>;
+  rateLimiter?: PolicySection<RateLimiterConfigInput>;
+  /** Where rate limiters with `shared: true` keep their permits, e.g. `new RedisRateLimiterStore({ client })`. */
+  rateLimiterStore?: RateLimiterStore;
   /** Idempotency keys for `@Idempotent`: store, TTL, lease, header, principal, replayed headers, reconciler. */
   idempotency?: IdempotencyModuleOptions;
   /** Prometheus series through prom-client: `false` to turn off, or registry and buckets. Default: on when prom-client is installed. */

@@ -2,6 +2,7 @@ import { BULKHEAD_SCHEMA, BulkheadConfig } from '../bulkhead/bulkhead.config';
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from '../circuit-breaker/circuit-breaker.config';
 import { Clock, systemClock } from '../clock';
 import { DEFAULT_DEADLINE_HEADER } from '../context';
+import { RATE_LIMITER_SCHEMA, RateLimiterConfig } from '../rate-limiter/rate-limiter.config';
 import { RETRY_SCHEMA, RetryConfig } from '../retry/retry.config';
 import { TIME_LIMITER_SCHEMA, TimeLimiterConfig } from '../time-limiter/time-limiter.config';
 import { INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY, UNKNOWN_SECTION, UNSUPPORTED_PROPERTY } from './config.messages';
@@ -15,6 +16,7 @@ export interface PolicyConfigs {
   circuitBreaker: CircuitBreakerConfig;
   bulkhead: BulkheadConfig;
   timeLimiter: TimeLimiterConfig;
+  rateLimiter: RateLimiterConfig;
 }
 
 /** A policy that has named instances. */
@@ -26,6 +28,7 @@ export const POLICY_SCHEMAS: { readonly [P in InstancePolicy]: PolicySchema<Poli
   circuitBreaker: CIRCUIT_BREAKER_SCHEMA,
   bulkhead: BULKHEAD_SCHEMA,
   timeLimiter: TIME_LIMITER_SCHEMA,
+  rateLimiter: RATE_LIMITER_SCHEMA,
 };
 
 /** Module options after parsing and validation. */
@@ -47,12 +50,14 @@ const SECTION_ALIASES: Record<string, InstancePolicy> = {
   bulkhead: 'bulkhead',
   timeLimiter: 'timeLimiter',
   timelimiter: 'timeLimiter',
+  rateLimiter: 'rateLimiter',
+  ratelimiter: 'rateLimiter',
 };
-const UNIMPLEMENTED_SECTIONS = ['rateLimiter', 'ratelimiter', 'threadPoolBulkhead', 'threadpoolbulkhead'];
+const UNIMPLEMENTED_SECTIONS = ['threadPoolBulkhead', 'threadpoolbulkhead'];
 const PLAIN_KEYS = ['strict', 'clock', 'random', 'order', 'deadline'];
 
 /** Sections read by other parts of the module, which validate them. */
-const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging'];
+const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'rateLimiterStore'];
 
 /**
  * Parses and validates module options. Throws one error naming the policy,
@@ -87,6 +92,7 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
       circuitBreaker: resolveSection(CIRCUIT_BREAKER_SCHEMA, sectionsRaw.circuitBreaker, warn),
       bulkhead: resolveSection(BULKHEAD_SCHEMA, sectionsRaw.bulkhead, warn),
       timeLimiter: resolveSection(TIME_LIMITER_SCHEMA, sectionsRaw.timeLimiter, warn),
+      rateLimiter: resolveSection(RATE_LIMITER_SCHEMA, sectionsRaw.rateLimiter, warn),
     },
     extras,
   };
