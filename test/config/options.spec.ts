@@ -84,12 +84,12 @@ describe('module options', () => {
           configs: { default: { 'event-consumer-buffer-size': 10, 'writable-stack-trace-enabled': false } },
           instances: { a: { 'event-consumer-buffer-size': 5 } },
         },
-        ratelimiter: { instances: { api: { limitForPeriod: 10 } } },
+        'thread-pool-bulkhead': { instances: { api: { maxThreadPoolSize: 10 } } },
       },
       (m) => warnings.push(m),
     );
     expect(warnings).toEqual([
-      UNSUPPORTED_PROPERTY('module options', 'ratelimiter'),
+      UNSUPPORTED_PROPERTY('module options', 'thread-pool-bulkhead'),
       UNSUPPORTED_PROPERTY("circuitBreaker config 'default'", 'event-consumer-buffer-size'),
       UNSUPPORTED_PROPERTY("circuitBreaker config 'default'", 'writable-stack-trace-enabled'),
       UNSUPPORTED_PROPERTY("circuitBreaker instance 'a'", 'event-consumer-buffer-size'),
