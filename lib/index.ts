@@ -54,6 +54,8 @@ export type {
 } from './rate-limiter/rate-limiter-policy';
 export { RateLimiter } from './rate-limiter/rate-limiter.decorator';
 export type { RateLimiterStore, RateLimiterStoreAnswer, RateLimiterStoreRequest } from './rate-limiter/rate-limiter-store';
+export { DEFAULT_RATE_LIMITER_REDIS_PREFIX, RedisRateLimiterStore } from './rate-limiter/redis-rate-limiter-store';
+export type { RedisRateLimiterClient, RedisRateLimiterStoreOptions } from './rate-limiter/redis-rate-limiter-store';
 export { FallbackPolicy } from './fallback/fallback';
 export type { FallbackEvent, FallbackHandlerSpec } from './fallback/fallback';
 export { Fallback } from './fallback/fallback.decorator';
