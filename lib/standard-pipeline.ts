@@ -31,6 +31,8 @@ export class StandardPipeline {
   readonly retry?: RetryPolicy;
   readonly breaker?: CircuitBreakerPolicy;
   readonly rateLimiter?: RateLimiterPolicy;
+  /** The rate limiter has a `drainPermissionsOnResult` to offer each permitted attempt's outcome to. */
+  readonly drains: boolean;
   readonly limiter?: TimeLimiter;
   readonly bulkhead?: BulkheadPolicy;
 
@@ -48,6 +50,7 @@ export class StandardPipeline {
     this.retry = layers.retry;
     this.breaker = layers.circuitBreaker;
     this.rateLimiter = layers.rateLimiter;
+    this.drains = layers.rateLimiter?.config.drainPermissionsOnResult !== undefined;
     this.limiter = layers.timeLimiter;
     this.bulkhead = layers.bulkhead;
   }
@@ -73,17 +76,17 @@ export class StandardPipeline {
     const run = new Attempt(this, args, first, epoch, start);
     const rateLimiter = this.rateLimiter;
     if (rateLimiter !== undefined) {
-      run.limited = true;
       // No free permit this period: wait for a reserved one (or the refusal), then go on.
       if (!rateLimiter.tryAcquire()) {
         return rateLimiter.waitForPermission().then(
-          () => this.enter(run, args),
-          (refusal: unknown) => {
-            run.limited = false;
-            return run.rejected(refusal);
+          () => {
+            run.drains = this.drains;
+            return this.enter(run, args);
           },
+          (refusal: unknown) => run.rejected(refusal),
         );
       }
+      run.drains = this.drains;
     }
     return this.enter(run, args);
   }
@@ -153,8 +156,8 @@ export class StandardPipeline {
  */
 class Attempt implements AttemptObserver<unknown> {
   permit = NO_PERMIT;
-  /** The attempt holds a rate limiter permit, so its outcome goes to `drainPermissionsOnResult`. */
-  limited = false;
+  /** The attempt holds a permit of a rate limiter with `drainPermissionsOnResult`, which sees its outcome. */
+  drains = false;
 
   constructor(
     private readonly pipeline: StandardPipeline,
@@ -184,13 +187,13 @@ class Attempt implements AttemptObserver<unknown> {
   }
 
   fulfilled(value: unknown): unknown {
-    if (this.limited) this.pipeline.rateLimiter!.drainIfNeeded(false, value);
+    if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(false, value);
     this.pipeline.breaker?.recordCall(this.epoch, this.start, false, value);
     return this.first ? this.pipeline.afterResult(this.args, value) : value;
   }
 
   rejected(error: unknown): unknown {
-    if (this.limited) this.pipeline.rateLimiter!.drainIfNeeded(true, error);
+    if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(true, error);
     this.pipeline.breaker?.recordCall(this.epoch, this.start, true, error);
     if (!this.first) throw error;
     return this.pipeline.afterError(this.args, error);
