@@ -57,7 +57,7 @@ const UNIMPLEMENTED_SECTIONS = ['threadPoolBulkhead', 'threadpoolbulkhead'];
 const PLAIN_KEYS = ['strict', 'clock', 'random', 'order', 'deadline'];
 
 /** Sections read by other parts of the module, which validate them. */
-const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'rateLimiterStore'];
+const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShedding', 'rateLimiterStore'];
 
 /**
  * Parses and validates module options. Throws one error naming the policy,
