@@ -77,7 +77,8 @@ export class StandardPipeline {
     const rateLimiter = this.rateLimiter;
     if (rateLimiter !== undefined) {
       // No free permit this period: wait for a reserved one (or the refusal), then go on.
-      if (!rateLimiter.tryAcquire()) {
+      // One clock reading serves the breaker's timing and the rate limiter's period.
+      if (!rateLimiter.tryAcquire(breaker !== undefined ? start : this.clock.now())) {
         return rateLimiter.waitForPermission().then(
           () => {
             run.drains = this.drains;

@@ -196,10 +196,12 @@ export class RateLimiterPolicy implements Policy {
   /**
    * Takes a free permit of the current period without waiting; false when
    * there is none (nothing is reserved then) or the instance is shared.
+   *
+   * @param now the clock's reading, when the caller has just taken one
    */
-  tryAcquire(): boolean {
+  tryAcquire(now = this.clock.now()): boolean {
     if (this.store !== undefined) return false;
-    const cycle = Math.floor(this.nanos() / this.periodNs);
+    const cycle = Math.floor(Math.round((now - this.origin) * NANOS_PER_MS) / this.periodNs);
     if (cycle !== this.cycle) this.refresh(cycle);
     if (this.permits < 1) return false;
     this.permits--;
