@@ -2,7 +2,8 @@
  * Resilience4j conformance of the rate limiter, ported from Resilience4j's
  * own tests (resilience4j-ratelimiter/src/test/java/io/github/resilience4j/ratelimiter/):
  * `internal/AtomicRateLimiterTest`, `internal/RateLimitersImplementationTest`,
- * `RateLimiterConfigTest` and `RateLimiterWithConditionalDrainTest`. Each
+ * `RateLimiterConfigTest`, `RateLimiterWithConditionalDrainTest`,
+ * `RequestNotPermittedExceptionTest` and `internal/InMemoryRateLimiterRegistryTest`. Each
  * case names the test method it mirrors. Time is a VirtualClock: where
  * Resilience4j stubs `currentNanoTime()`, these tests move the clock to the
  * same instant after the limiter's creation.
@@ -370,5 +371,25 @@ describe('Resilience4j RateLimiterWithConditionalDrainTest', () => {
     await limiter.execute(async () => 'ok');
     expect(limiter.metrics.availablePermissions).toBe(0);
     await expect(limiter.execute(async () => 'again')).rejects.toBeInstanceOf(RateLimitedError);
+  });
+});
+
+describe('Resilience4j RequestNotPermittedExceptionTest', () => {
+  it("shouldReturnCorrectMessageWhenStateIsOpen: the refusal names the limiter as Resilience4j's message does", async () => {
+    const limiter = new ResilienceRegistry({ rateLimiter: { instances: { testName: { limitForPeriod: 1, limitRefreshPeriod: '1h', timeoutDuration: 0 } } } }).rateLimiter('testName');
+    await limiter.waitForPermission();
+    const refusal = await limiter.waitForPermission().catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(RateLimitedError);
+    expect((refusal as RateLimitedError).message).toBe("RateLimiter 'testName' does not permit further calls");
+    expect((refusal as RateLimitedError).instanceName).toBe('testName');
+  });
+});
+
+describe('Resilience4j InMemoryRateLimiterRegistryTest', () => {
+  it('rateLimiterPositive: one instance per name', () => {
+    const registry = new ResilienceRegistry();
+    const first = registry.rateLimiter('test');
+    expect(registry.rateLimiter('test')).toBe(first);
+    expect(registry.rateLimiter('test1')).not.toBe(first);
   });
 });
