@@ -66,7 +66,7 @@ export const RATE_LIMITER_SCHEMA: PolicySchema<RateLimiterConfig> = {
     registerHealthIndicator: false,
     allowHealthIndicatorToFail: false,
   },
-  unsupported: ['eventConsumerBufferSize', 'writableStackTraceEnabled', 'subscribeForEvents'],
+  unsupported: [],
   check(config, place) {
     // Resilience4j counts periods in whole nanoseconds and refuses one shorter than 1 ns.
     if (Math.round(config.limitRefreshPeriod * 1e6) < 1) {

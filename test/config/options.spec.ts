@@ -1,15 +1,16 @@
 import { Test } from '@nestjs/testing';
 import {
   BASE_CONFIG_CYCLE,
+  IGNORED_PROPERTY,
   INVALID_VALUE,
   NOT_AN_OBJECT,
   UNKNOWN_BASE_CONFIG,
   UNKNOWN_INSTANCE,
   UNKNOWN_KEY,
   UNKNOWN_SECTION,
-  UNSUPPORTED_PROPERTY,
 } from '../../lib/config/config.messages';
 import { parseDuration } from '../../lib/config/duration';
+import { IGNORED_INSTANCE_PROPERTIES } from '../../lib/config/resilience4j-properties';
 import { ResilienceModule, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
 
 const registry = (options: unknown, warn?: (m: string) => void) => new ResilienceRegistry(options as ResilienceModuleOptions, warn);
@@ -76,7 +77,7 @@ describe('module options', () => {
     expect(r.retry('payments').config.retryExceptions).toEqual(['java.io.IOException', 'org.springframework.web.client.HttpServerErrorException']);
   });
 
-  it('warns once for a Resilience4j property it does not implement, and for a whole unimplemented section', () => {
+  it('warns once for each Resilience4j property it does not implement', () => {
     const warnings: string[] = [];
     registry(
       {
@@ -84,15 +85,13 @@ describe('module options', () => {
           configs: { default: { 'event-consumer-buffer-size': 10, 'writable-stack-trace-enabled': false } },
           instances: { a: { 'event-consumer-buffer-size': 5 } },
         },
-        'thread-pool-bulkhead': { instances: { api: { maxThreadPoolSize: 10 } } },
       },
       (m) => warnings.push(m),
     );
     expect(warnings).toEqual([
-      UNSUPPORTED_PROPERTY('module options', 'thread-pool-bulkhead'),
-      UNSUPPORTED_PROPERTY("circuitBreaker config 'default'", 'event-consumer-buffer-size'),
-      UNSUPPORTED_PROPERTY("circuitBreaker config 'default'", 'writable-stack-trace-enabled'),
-      UNSUPPORTED_PROPERTY("circuitBreaker instance 'a'", 'event-consumer-buffer-size'),
+      IGNORED_PROPERTY("circuitBreaker config 'default'", 'event-consumer-buffer-size', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize),
+      IGNORED_PROPERTY("circuitBreaker config 'default'", 'writable-stack-trace-enabled', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.writableStackTraceEnabled),
+      IGNORED_PROPERTY("circuitBreaker instance 'a'", 'event-consumer-buffer-size', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize),
     ]);
   });
 
