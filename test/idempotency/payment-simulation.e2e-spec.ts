@@ -79,19 +79,20 @@ describe('payment simulation over HTTP on PostgreSQL', () => {
     ledger = `ledger_${suffix}`;
     await pool.query(`CREATE TABLE ${ledger} (id serial PRIMARY KEY, account text NOT NULL, pence int NOT NULL)`);
     const store = new PostgresIdempotencyStore({ pool, table: `idem_sim_${suffix}` });
-    running = await startApp({ idempotency: { store, principal: () => 'merchant-1' } }, { controllers: [ChargesController], providers: [Charges] }, (app) =>
-      // The network: after the server has done everything (the charge, the stored answer), 40% of replies never arrive.
-      app.use((_req: unknown, res: { end: (...args: unknown[]) => unknown; socket: { destroy(): void } | null }, next: () => void) => {
-        const end = res.end;
-        res.end = function (this: unknown, ...args: unknown[]) {
-          if (!lose()) return end.apply(this, args);
-          lost.count++;
-          res.socket?.destroy();
-          return this;
-        };
-        next();
-      }),
-    );
+    running = await startApp({ idempotency: { store, principal: () => 'merchant-1' } }, { controllers: [ChargesController], providers: [Charges] }, {
+      prepare: (app) =>
+        // The network: after the server has done everything (the charge, the stored answer), 40% of replies never arrive.
+        app.use((_req: unknown, res: { end: (...args: unknown[]) => unknown; socket: { destroy(): void } | null }, next: () => void) => {
+          const end = res.end;
+          res.end = function (this: unknown, ...args: unknown[]) {
+            if (!lose()) return end.apply(this, args);
+            lost.count++;
+            res.socket?.destroy();
+            return this;
+          };
+          next();
+        }),
+    });
   });
   afterAll(async () => {
     await running.close();
