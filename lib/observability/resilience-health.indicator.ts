@@ -6,7 +6,7 @@ import { FallbackShare, FallbackShareCounts } from './fallback-share';
 import { InstanceCatalog } from './instance-catalog';
 import { FALLBACK_SHARE_NOT_CONFIGURED } from './observability.messages';
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
-import { loadOptionalPeer } from './optional-peer';
+import { loadOptionalPeer, TERMINUS } from './optional-peer';
 
 /**
  * A breaker's health, as Resilience4j's health indicator reports it: `UP`
@@ -47,8 +47,6 @@ export interface FallbackShareHealthData extends FallbackShareCounts {
   /** Counts per `@Fallback` method (`Class.method`). */
   readonly methods: Readonly<Record<string, FallbackShareCounts>>;
 }
-
-type Terminus = { HealthIndicatorService: new () => HealthIndicatorService };
 
 const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPolicy) => CircuitBreakerHealthStatus>> = {
   CLOSED: () => 'UP',
@@ -163,7 +161,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
 
   private service(): HealthIndicatorService {
     // Stateless in terminus 11, so one of our own serves; loading it here keeps terminus optional.
-    this.indicators ??= new (loadOptionalPeer<Terminus>('@nestjs/terminus', 'ResilienceHealthIndicator').HealthIndicatorService)();
+    this.indicators ??= new (loadOptionalPeer(TERMINUS, 'ResilienceHealthIndicator').HealthIndicatorService)();
     return this.indicators;
   }
 }
