@@ -122,9 +122,13 @@ export function resilienceProblem(error: ResilienceError, instance?: string): Pr
  * the delay in ms (the error's own hint, else {@link DEFAULT_RETRY_AFTER_SECONDS}).
  */
 export interface ResilienceRpcError {
+  /** Always `'error'`, as in Nest's own RPC errors. */
   readonly status: 'error';
+  /** The error's `code`, e.g. `CALL_NOT_PERMITTED`. */
   readonly code: string;
+  /** The error's message, naming the policy instance. */
   readonly message: string;
+  /** When to try again, in ms; only for the kinds answered over HTTP with `Retry-After`. */
   readonly retryAfterMs?: number;
 }
 
