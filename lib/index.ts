@@ -8,6 +8,10 @@ export { parseDuration } from './config/duration';
 export type { Duration } from './config/duration';
 export type { PolicySection } from './config/schema';
 export { DEFAULT_ORDER } from './config/module-options';
+export { fromSpringConfig } from './config/spring-config';
+export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './config/thread-pool-bulkhead';
+export { JAVA_EXCEPTIONS } from './java-exceptions';
+export type { JavaException } from './java-exceptions';
 export type { DeadlineOptions, PolicyKind, ResilienceModuleOptions } from './config/module-options';
 export {
   currentContext,
