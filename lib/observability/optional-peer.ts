@@ -1,4 +1,5 @@
 import type { HealthIndicatorService } from '@nestjs/terminus';
+import type * as Yaml from 'yaml';
 import { MISSING_PEER } from './observability.messages';
 import type { MetricsRegistry } from './observability.options';
 
@@ -25,6 +26,13 @@ export const PROM_CLIENT: OptionalPeer<{ register: MetricsRegistry }> = {
 export const TERMINUS: OptionalPeer<{ HealthIndicatorService: new () => HealthIndicatorService }> = {
   name: '@nestjs/terminus',
   load: () => require('@nestjs/terminus'),
+};
+
+/** yaml: parses `application.yml` text for `fromSpringConfig`. */
+export const YAML: OptionalPeer<typeof Yaml> = {
+  name: 'yaml',
+  load: () => require('yaml'),
+  explicitly: 'parse the text with a YAML parser yourself and pass the object it gives to fromSpringConfig',
 };
 
 /**
