@@ -1,13 +1,11 @@
-import { Controller, Get, INestApplication, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import request from 'supertest';
 import { Bulkhead } from '../bulkhead/bulkhead.decorator';
 import { CircuitBreaker } from '../circuit-breaker/circuit-breaker.decorator';
 import { VirtualClock } from '../clock';
 import { ResilienceModuleOptions } from '../config/module-options';
 import { contextStorage, ResilienceContext } from '../context';
 import { DeadlineExceededError, RateLimitedError } from '../errors';
-import { ResilienceExceptionFilter } from '../filter/resilience-exception.filter';
 import { ResilienceModule } from '../resilience.module';
 import { ResilienceRegistry } from '../resilience.registry';
 import { Retry } from '../retry/retry.decorator';
@@ -235,41 +233,5 @@ describe('rateLimiter options', () => {
     const limiter = new ResilienceRegistry().rateLimiter('api');
     expect(() => limiter.changeLimitForPeriod(0)).toThrow("rateLimiter instance 'api': key 'limitForPeriod' must be an integer >= 1, got 0");
     expect(() => limiter.changeTimeoutDuration('soon')).toThrow(/rateLimiter instance 'api': key 'timeoutDuration' must be a non-negative duration.*got "soon"/);
-  });
-});
-
-@Controller('quotes')
-class QuotesController {
-  @Get()
-  @RateLimiter('http')
-  quote(): Promise<{ price: number }> {
-    return Promise.resolve({ price: 42 });
-  }
-}
-
-describe('@RateLimiter over HTTP', () => {
-  let app: INestApplication;
-  let clock: VirtualClock;
-
-  beforeEach(async () => {
-    clock = new VirtualClock();
-    const moduleRef = await Test.createTestingModule({
-      imports: [ResilienceModule.forRoot({ clock, rateLimiter: { instances: { http: { limitForPeriod: 1, limitRefreshPeriod: '1m', timeoutDuration: 0 } } } })],
-      controllers: [QuotesController],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    app.useGlobalFilters(new ResilienceExceptionFilter());
-    await app.init();
-  });
-
-  afterEach(() => app.close());
-
-  it('answers 429 with Retry-After: the time until the next period in whole seconds, rounded up', async () => {
-    await clock.advance(20_500);
-    await request(app.getHttpServer()).get('/quotes').expect(200, { price: 42 });
-    const refused = await request(app.getHttpServer()).get('/quotes').expect(429);
-    expect(refused.headers['retry-after']).toBe('40');
-    expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(refused.body).toMatchObject({ status: 429, name: 'http', title: 'Rate limit exceeded' });
   });
 });
