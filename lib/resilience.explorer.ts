@@ -19,7 +19,7 @@ type Next = (args: unknown[]) => unknown;
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
 /** The layers the standard pipeline runs when the pipeline order is the default one. */
-const STANDARD_KINDS = new Set<PolicyKind>(['fallback', 'retry', 'circuitBreaker', 'timeLimiter', 'bulkhead']);
+const STANDARD_KINDS = new Set<PolicyKind>(['fallback', 'retry', 'circuitBreaker', 'rateLimiter', 'timeLimiter', 'bulkhead']);
 
 /**
  * Finds every decorated method of providers and controllers at
