@@ -1,3 +1,4 @@
+import { HttpService } from '@nestjs/axios';
 import { INestApplication, NestApplicationOptions } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
@@ -35,5 +36,5 @@ export async function bootSampleApp(logger: NestApplicationOptions['logger']): P
   const app = moduleRef.createNestApplication({ logger });
   app.useGlobalFilters(new ResilienceExceptionFilter());
   await app.init();
-  return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock) };
+  return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock, app.get(HttpService).axiosRef) };
 }

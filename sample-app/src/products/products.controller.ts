@@ -1,4 +1,5 @@
 import { Controller, Get, NotFoundException, Param, Query } from '@nestjs/common';
+import { lastValueFrom } from 'rxjs';
 import { InventoryClient } from '../inventory/inventory.client';
 import { ExchangeRatesClient } from '../rates/exchange-rates.client';
 import { RecommendationsClient } from '../recommendations/recommendations.client';
@@ -28,7 +29,7 @@ export class ProductsController {
     if (pence === undefined) throw new NotFoundException(`unknown sku ${sku}`);
     const wanted = currency.toUpperCase();
     const [stock, rate, recommendations] = await Promise.all([
-      this.inventory.stockLevel(sku),
+      lastValueFrom(this.inventory.stockLevel(sku)),
       wanted === 'GBP' ? undefined : this.rates.rate(wanted),
       this.recommendations.alsoBought(sku),
     ]);
