@@ -3,12 +3,13 @@ import { idempotency } from './idempotency';
 import { layers } from './layers';
 import { memory } from './memory';
 import { metrics } from './metrics';
+import { observable } from './observable';
 import { overhead } from './overhead';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
-const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, idempotency, metrics];
+const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, idempotency, metrics, observable];
 
 /**
  * `npm run bench` runs every section; `npm run bench -- overhead memory`
