@@ -1,6 +1,6 @@
-import { Controller, Get, Injectable } from '@nestjs/common';
+import { Controller, Get, Injectable, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { defer, firstValueFrom, isObservable, lastValueFrom, Observable, of, take, toArray } from 'rxjs';
+import { defer, firstValueFrom, isObservable, lastValueFrom, map, Observable, of, take, toArray } from 'rxjs';
 import request from 'supertest';
 import {
   Bulkhead,
@@ -10,6 +10,7 @@ import {
   currentSignal,
   deadlineHeaders,
   Fallback,
+  Idempotent,
   ResilienceExceptionFilter,
   ResilienceModule,
   ResilienceModuleOptions,
@@ -152,6 +153,13 @@ class ObservableController {
   slow(): Observable<unknown> {
     return this.downstream.request();
   }
+
+  @Post('orders')
+  @Idempotent()
+  @Retry('r')
+  order(): Observable<unknown> {
+    return this.downstream.request().pipe(map((value) => ({ order: value, attempt: this.downstream.subscriptions })));
+  }
 }
 
 const OPTIONS: ResilienceModuleOptions = {
@@ -160,10 +168,10 @@ const OPTIONS: ResilienceModuleOptions = {
   bulkhead: { instances: { bh: { maxConcurrentCalls: 1, maxWaitDuration: 0 } } },
 };
 
-async function boot() {
+async function boot(options: ResilienceModuleOptions = {}) {
   const clock = new VirtualClock();
   const moduleRef = await Test.createTestingModule({
-    imports: [ResilienceModule.forRoot({ ...OPTIONS, clock, random: () => 0 })],
+    imports: [ResilienceModule.forRoot({ ...OPTIONS, ...options, clock, random: () => 0, idempotency: { principal: () => 'tests' } })],
     controllers: [ObservableController],
     providers: [{ provide: VirtualClock, useValue: clock }, { provide: Downstream, useFactory: () => new Downstream(clock) }, Client],
   }).compile();
@@ -354,5 +362,41 @@ describe('decorated methods that return an Observable', () => {
     await clock.advance(100);
     await expect(answer).resolves.toBe('ok');
     expect(downstream.subscriptions).toBe(2);
+  });
+
+  it('@Idempotent on a route returning an Observable: runs once, replays the answer to the same key', async () => {
+    const { app, downstream, clock } = ctx;
+    downstream.script = [{ delayMs: 0, error: new Unavailable('busy') }, { delayMs: 0, values: ['placed'] }];
+    const send = () => request(app.getHttpServer()).post('/obs/orders').set('idempotency-key', 'k-1').send({ item: 1 });
+    const first = send().then((r) => r);
+    for (let i = 0; i < 50 && downstream.subscriptions < 1; i++) await VirtualClock.settle();
+    await clock.advance(100);
+    const answered = await first;
+    expect(answered.status).toBe(201);
+    expect(answered.body).toEqual({ order: 'placed', attempt: 2 });
+    const replay = await send();
+    expect(replay.status).toBe(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toEqual({ order: 'placed', attempt: 2 });
+    expect(downstream.subscriptions).toBe(2);
+  });
+});
+
+describe('Observable methods under a custom layer order', () => {
+  it('puts the time limit outside the retry when the order says so: one limit for all attempts', async () => {
+    const ctx = await boot({ order: ['idempotent', 'fallback', 'timeLimiter', 'retry', 'circuitBreaker', 'rateLimiter', 'bulkhead'] });
+    try {
+      const { client, downstream, clock } = ctx;
+      downstream.script = [{ delayMs: 500 }];
+      const { seen } = watch(client.attempts());
+      await clock.advance(100);
+      expect(seen.error).toBeInstanceOf(TimeoutExceededError);
+      await clock.advance(1000);
+      // The limit ended the whole retried subscription: no second attempt.
+      expect(downstream.subscriptions).toBe(1);
+      expect(downstream.teardowns).toBe(1);
+    } finally {
+      await ctx.app.close();
+    }
   });
 });
