@@ -7,9 +7,10 @@ import { observable } from './observable';
 import { overhead } from './overhead';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
+import { shedding } from './shedding';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
-const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, idempotency, metrics, observable];
+const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, idempotency, metrics, shedding, observable];
 
 /**
  * `npm run bench` runs every section; `npm run bench -- overhead memory`
