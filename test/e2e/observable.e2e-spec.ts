@@ -5,6 +5,7 @@ import request from 'supertest';
 import {
   Bulkhead,
   BulkheadFullError,
+  ResilienceContext,
   CallNotPermittedError,
   CircuitBreaker,
   currentSignal,
@@ -20,6 +21,7 @@ import {
   TimeoutExceededError,
   VirtualClock,
 } from '../../lib';
+import { contextStorage } from '../../lib/context';
 
 class Unavailable extends Error {
   readonly status = 503;
@@ -112,6 +114,16 @@ class Client {
     return this.downstream.request();
   }
 
+  @CircuitBreaker('timed')
+  guardedStream(gapMs: number): Observable<unknown> {
+    return this.downstream.stream([1, 2, 3], gapMs);
+  }
+
+  @Bulkhead('queued')
+  queued(): Observable<unknown> {
+    return this.downstream.request();
+  }
+
   @Fallback(Unavailable, 'fallbackValue')
   withValueFallback(): Observable<unknown> {
     return this.downstream.request();
@@ -164,8 +176,8 @@ class ObservableController {
 
 const OPTIONS: ResilienceModuleOptions = {
   retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none' } } },
-  circuitBreaker: { instances: { cb: { slidingWindowSize: 4, minimumNumberOfCalls: 4, failureRateThreshold: 50, waitDurationInOpenState: 1000 } } },
-  bulkhead: { instances: { bh: { maxConcurrentCalls: 1, maxWaitDuration: 0 } } },
+  circuitBreaker: { instances: { timed: { slowCallDurationThreshold: 50 }, cb: { slidingWindowSize: 4, minimumNumberOfCalls: 4, failureRateThreshold: 50, waitDurationInOpenState: 1000 } } },
+  bulkhead: { instances: { bh: { maxConcurrentCalls: 1, maxWaitDuration: 0 }, queued: { maxConcurrentCalls: 1, maxWaitDuration: 50, queueCapacity: 1 } } },
 };
 
 async function boot(options: ResilienceModuleOptions = {}) {
@@ -193,6 +205,13 @@ function watch(source: Observable<unknown>) {
   return { seen, subscription };
 }
 
+/**
+ * Mirrors Resilience4j's Reactor operators (resilience4j-reactor,
+ * io.github.resilience4j.reactor): CircuitBreakerSubscriber (refusal on
+ * subscribe; a cancel after a value is a success, before one releases the
+ * permission), TimeLimiterOperator (a timeout per item), BulkheadSubscriber
+ * (permit until the end or the cancel) and RetryOperator (re-subscription).
+ */
 describe('decorated methods that return an Observable', () => {
   let ctx: Awaited<ReturnType<typeof boot>>;
 
@@ -232,6 +251,20 @@ describe('decorated methods that return an Observable', () => {
     expect(downstream.subscriptions).toBe(3);
     expect(client.calls).toBe(1);
     expect(registry.retry('r').metrics).toMatchObject({ successfulCallsWithRetry: 1, failedCallsWithRetry: 0 });
+  });
+
+  it('@Retry never waits past the deadline of the scope it was subscribed in', async () => {
+    const { client, downstream, clock, registry } = ctx;
+    downstream.script = [{ delayMs: 100, error: new Unavailable('busy') }];
+    const stops: string[] = [];
+    registry.retry('r').onRetryStopped(({ reason }) => stops.push(reason));
+    const request = new ResilienceContext(clock, clock.now() + 150);
+    const { seen } = contextStorage.run(request, () => watch(client.retried()));
+    await clock.advance(100);
+    expect(seen.error).toBeInstanceOf(Unavailable);
+    expect(stops).toEqual(['deadline']);
+    await clock.advance(1000);
+    expect(downstream.subscriptions).toBe(1);
   });
 
   it('@Retry gives up after maxAttempts with the last error, counted as failed with retry', async () => {
@@ -279,7 +312,7 @@ describe('decorated methods that return an Observable', () => {
     expect(downstream.teardowns).toBe(1);
   });
 
-  it('@CircuitBreaker records each subscription: 6 failing calls open it and the next is refused on subscribe', async () => {
+  it('@CircuitBreaker records each subscription: failing subscriptions open it and the next is refused on subscribe', async () => {
     const { client, downstream, clock, registry } = ctx;
     downstream.script = [{ delayMs: 10, error: new Unavailable('down') }];
     for (let i = 0; i < 4; i++) {
@@ -311,6 +344,18 @@ describe('decorated methods that return an Observable', () => {
     expect(registry.circuitBreaker('cb').metrics).toMatchObject({ numberOfBufferedCalls: 1, numberOfSuccessfulCalls: 1 });
   });
 
+  it('@CircuitBreaker times a subscription from subscribe to its first value, so a long stream is not a slow call', async () => {
+    const { client, clock, registry } = ctx;
+    const quick = watch(client.guardedStream(40));
+    await clock.advance(200);
+    expect(quick.seen).toEqual({ values: [1, 2, 3], completed: true });
+    expect(registry.circuitBreaker('timed').metrics).toMatchObject({ numberOfSuccessfulCalls: 1, numberOfSlowCalls: 0 });
+    const late = watch(client.guardedStream(60));
+    await clock.advance(300);
+    expect(late.seen.completed).toBe(true);
+    expect(registry.circuitBreaker('timed').metrics).toMatchObject({ numberOfSuccessfulCalls: 2, numberOfSlowCalls: 1 });
+  });
+
   it('@Bulkhead holds its permit from subscribe to completion, releases it on unsubscribe, and refuses on subscribe', async () => {
     const { client, downstream, clock, registry } = ctx;
     downstream.script = [{ delayMs: 10, values: ['v'] }];
@@ -328,6 +373,32 @@ describe('decorated methods that return an Observable', () => {
     expect(bulkhead.metrics.availableConcurrentCalls).toBe(0);
     three.subscription.unsubscribe();
     expect(bulkhead.metrics.availableConcurrentCalls).toBe(1);
+  });
+
+  it('@Bulkhead: a subscription waits in the queue for a permit, and leaves it when unsubscribed', async () => {
+    const { client, downstream, clock, registry } = ctx;
+    downstream.script = [{ delayMs: 10, values: ['v'] }];
+    const bulkhead = registry.bulkhead('queued');
+    const running = watch(client.queued());
+    const waiting = watch(client.queued());
+    expect(bulkhead.metrics).toMatchObject({ availableConcurrentCalls: 0, queueDepth: 1 });
+    expect(downstream.subscriptions).toBe(1);
+    const refused = watch(client.queued());
+    expect(refused.seen.error).toBeInstanceOf(BulkheadFullError);
+    await clock.advance(10);
+    expect(running.seen.completed).toBe(true);
+    expect(downstream.subscriptions).toBe(2);
+    await clock.advance(10);
+    expect(waiting.seen).toEqual({ values: ['v'], completed: true });
+    const holder = watch(client.queued());
+    const leaving = watch(client.queued());
+    expect(bulkhead.metrics.queueDepth).toBe(1);
+    leaving.subscription.unsubscribe();
+    expect(bulkhead.metrics.queueDepth).toBe(0);
+    await clock.advance(100);
+    expect(holder.seen.completed).toBe(true);
+    expect(leaving.seen).toEqual({ values: [], completed: false });
+    expect(bulkhead.metrics).toMatchObject({ availableConcurrentCalls: 1, queueDepth: 0 });
   });
 
   it.each([
