@@ -119,6 +119,11 @@ class Client {
     return this.downstream.stream([1, 2, 3], gapMs);
   }
 
+  @Idempotent({ key: (id: string) => id })
+  keyed(_id: string): Observable<unknown> {
+    return this.downstream.request();
+  }
+
   @Bulkhead('queued')
   queued(): Observable<unknown> {
     return this.downstream.request();
@@ -433,6 +438,16 @@ describe('decorated methods that return an Observable', () => {
     await clock.advance(100);
     await expect(answer).resolves.toBe('ok');
     expect(downstream.subscriptions).toBe(2);
+  });
+
+  it('@Idempotent with a key on an Observable method: the last value is stored and replayed without subscribing', async () => {
+    const { client, downstream, clock } = ctx;
+    downstream.script = [{ delayMs: 0, values: ['first', 'last'] }];
+    const answer = lastValueFrom(client.keyed('op-1').pipe(toArray()));
+    await clock.advance(0);
+    await expect(answer).resolves.toEqual(['last']);
+    await expect(lastValueFrom(client.keyed('op-1').pipe(toArray()))).resolves.toEqual(['last']);
+    expect(downstream.subscriptions).toBe(1);
   });
 
   it('@Idempotent on a route returning an Observable: runs once, replays the answer to the same key', async () => {
