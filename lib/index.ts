@@ -51,8 +51,8 @@ export type { FallbackEvent, FallbackHandlerSpec } from './fallback/fallback';
 export { Fallback } from './fallback/fallback.decorator';
 export type { FallbackFn } from './fallback/fallback.decorator';
 export { ResilienceExceptionFilter } from './filter/resilience-exception.filter';
-export { RESILIENCE_PROBLEMS, resilienceProblem, retryAfterSeconds } from './filter/resilience-problems';
-export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem } from './filter/resilience-problems';
+export { RESILIENCE_PROBLEMS, resilienceProblem, resilienceRpcError, retryAfterSeconds } from './filter/resilience-problems';
+export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem, ResilienceRpcError } from './filter/resilience-problems';
 export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 export type {
   CircuitBreakerCallNotPermittedEvent,
