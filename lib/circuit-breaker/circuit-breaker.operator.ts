@@ -21,7 +21,7 @@ function subscribeGuarded<T>(this: Observable<T>, subscriber: Subscriber<T>): Te
   return new GuardedSubscription(breaker, subscriber).start(self.upstream);
 }
 
-/** One permitted call: recorded once, when the subscription ends. */
+/** One permitted call: recorded once, when the subscription ends, timed to its first value (docs/decisions/0006-observable-methods.md). */
 class GuardedSubscription<T> implements Observer<T>, Unsubscribable {
   private readonly epoch: number;
   private readonly startedAt: number;
