@@ -16,6 +16,8 @@ import {
   ResilienceModule,
   ResilienceModuleOptions,
   ResilienceRegistry,
+  RateLimitedError,
+  RateLimiter,
   Retry,
   Timeout,
   TimeoutExceededError,
@@ -124,6 +126,11 @@ class Client {
     return this.downstream.request();
   }
 
+  @RateLimiter('rl')
+  limitedRate(): Observable<unknown> {
+    return this.downstream.request();
+  }
+
   @Bulkhead('queued')
   queued(): Observable<unknown> {
     return this.downstream.request();
@@ -182,6 +189,7 @@ class ObservableController {
 const OPTIONS: ResilienceModuleOptions = {
   retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none' } } },
   circuitBreaker: { instances: { timed: { slowCallDurationThreshold: 50 }, cb: { slidingWindowSize: 4, minimumNumberOfCalls: 4, failureRateThreshold: 50, waitDurationInOpenState: 1000 } } },
+  rateLimiter: { instances: { rl: { limitForPeriod: 1, limitRefreshPeriod: 1000, timeoutDuration: 0 } } },
   bulkhead: { instances: { bh: { maxConcurrentCalls: 1, maxWaitDuration: 0 }, queued: { maxConcurrentCalls: 1, maxWaitDuration: 50, queueCapacity: 1 } } },
 };
 
@@ -359,6 +367,17 @@ describe('decorated methods that return an Observable', () => {
     await clock.advance(300);
     expect(late.seen.completed).toBe(true);
     expect(registry.circuitBreaker('timed').metrics).toMatchObject({ numberOfSuccessfulCalls: 2, numberOfSlowCalls: 1 });
+  });
+
+  it('@RateLimiter takes a permit per subscription and refuses on subscribe when none is left', async () => {
+    const { client, downstream, clock } = ctx;
+    downstream.script = [{ delayMs: 0, values: ['v'] }];
+    const limited = client.limitedRate();
+    const first = lastValueFrom(limited);
+    await clock.advance(0);
+    await expect(first).resolves.toBe('v');
+    await expect(lastValueFrom(limited)).rejects.toBeInstanceOf(RateLimitedError);
+    expect(downstream.subscriptions).toBe(1);
   });
 
   it('@Bulkhead holds its permit from subscribe to completion, releases it on unsubscribe, and refuses on subscribe', async () => {
