@@ -50,6 +50,7 @@ export { ResilienceExceptionFilter } from './filter/resilience-exception.filter'
 export { RESILIENCE_PROBLEMS, resilienceProblem, retryAfterSeconds } from './filter/resilience-problems';
 export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem } from './filter/resilience-problems';
 export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
+export { IllegalStateTransitionError } from './circuit-breaker/illegal-state-transition.error';
 export type {
   CircuitBreakerCallNotPermittedEvent,
   CircuitBreakerErrorEvent,

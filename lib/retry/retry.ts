@@ -75,7 +75,10 @@ export class RetryPolicy implements Policy {
   readonly onRetry = this.retryStream.subscribe;
   /** A call succeeded (after any number of attempts). */
   readonly onSuccess = this.successStream.subscribe;
-  /** A call failed for good; the event carries the error that propagates. */
+  /**
+   * A call failed for good; the event carries the error that propagates, or
+   * a `MaxRetriesExceededError` when `retryOnResult` still rejected the last value.
+   */
   readonly onError = this.errorStream.subscribe;
   /** A failed attempt was not retried (not retryable, attempts spent, budget, deadline). */
   readonly onRetryStopped = this.stoppedStream.subscribe;
@@ -145,9 +148,10 @@ export class RetryPolicy implements Policy {
    * (counting the success), or retries it when `retryOnResult` asks to.
    */
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
-    if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
-    const wait = this.waitForResult(result, attempt, this.config.waitDuration);
-    return wait === NO_RETRY ? this.succeeded(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait);
+    const retryOnResult = this.config.retryOnResult;
+    if (retryOnResult === undefined || !retryOnResult(result)) return this.succeeded(result, attempt);
+    const wait = this.waitForResult(attempt, this.config.waitDuration);
+    return wait === NO_RETRY ? this.exhausted(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait);
   }
 
   private async retryLoop<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, wait: number): Promise<R> {
@@ -161,21 +165,28 @@ export class RetryPolicy implements Policy {
         if (wait === NO_RETRY) throw this.failed(error, attempt);
         continue;
       }
-      if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
-      wait = this.waitForResult(result, attempt, wait);
-      if (wait === NO_RETRY) return this.succeeded(result, attempt);
+      const retryOnResult = this.config.retryOnResult;
+      if (retryOnResult === undefined || !retryOnResult(result)) return this.succeeded(result, attempt);
+      wait = this.waitForResult(attempt, wait);
+      if (wait === NO_RETRY) return this.exhausted(result, attempt);
     }
   }
 
-  /** The wait before retrying a returned value, or NO_RETRY; throws when attempts run out and `failAfterMaxAttempts`. */
-  private waitForResult(result: unknown, attempt: number, previousWait: number): number {
-    if (!this.config.retryOnResult?.(result)) return NO_RETRY;
-    if (attempt < this.config.maxAttempts) {
-      const wait = this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random));
-      if (wait !== NO_RETRY) return wait;
-    }
-    if (this.config.failAfterMaxAttempts) throw this.failed(new MaxRetriesExceededError(this.name, attempt, result), attempt);
-    return NO_RETRY;
+  /** The wait before retrying a value `retryOnResult` asked to retry, or NO_RETRY. */
+  private waitForResult(attempt: number, previousWait: number): number {
+    if (attempt >= this.config.maxAttempts) return NO_RETRY;
+    return this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random));
+  }
+
+  /**
+   * A value `retryOnResult` still rejects and no retry follows: the call
+   * failed, as Resilience4j counts and publishes it. The value is returned,
+   * or `MaxRetriesExceededError` thrown with `failAfterMaxAttempts`.
+   */
+  private exhausted<R>(result: R, attempts: number): R {
+    const error = this.failed(new MaxRetriesExceededError(this.name, attempts, result), attempts);
+    if (this.config.failAfterMaxAttempts) throw error;
+    return result;
   }
 
   private succeeded<R>(result: R, attempts: number): R {

@@ -24,6 +24,18 @@ describe('TimeLimiter', () => {
     expect(clock.pendingTimers).toBe(0);
   });
 
+  it('with timeoutDuration 0, lets through only an attempt already settled when the zero-delay timer fires, as Resilience4j', async () => {
+    const tl = limiter(0);
+    const settledAtOnce = tl.execute(async () => 'cached');
+    const needsTime = tl.execute(slow(1));
+    const needsTimeOutcome = needsTime.catch((e: unknown) => e);
+    await clock.advance(0);
+    await expect(settledAtOnce).resolves.toBe('cached');
+    const error = await needsTimeOutcome;
+    expect(error).toBeInstanceOf(TimeoutExceededError);
+    expect(error).toMatchObject({ timeoutMs: 0 });
+  });
+
   it('rejects with TimeoutExceededError at exactly the limit and aborts the attempt signal', async () => {
     const tl = limiter(1000);
     const seen: { signal?: AbortSignal } = {};
