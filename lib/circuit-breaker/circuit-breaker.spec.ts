@@ -815,7 +815,7 @@ describe('CircuitBreakerPolicy', () => {
         INVALID_VALUE(place, 'randomizedWaitFactor', 'a number >= 0 and <= 1', 1.5),
       ],
       [
-        'a multiplier below 1',
+        'a multiplier below 1 (deliberate: Resilience4j accepts any multiplier > 0, a wait that shrinks)',
         { exponentialBackoffMultiplier: 0.5 },
         INVALID_VALUE(place, 'exponentialBackoffMultiplier', 'a number >= 1', 0.5),
       ],

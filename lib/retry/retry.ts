@@ -145,7 +145,8 @@ export class RetryPolicy implements Policy {
 
   /**
    * Continues a call whose attempt `attempt` returned `result`: returns it
-   * (counting the success), or retries it when `retryOnResult` asks to.
+   * (counting the success), or retries it when `retryOnResult` asks to; a
+   * value it still rejects when no retry may follow counts as a failure.
    */
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
     const retryOnResult = this.config.retryOnResult;
