@@ -212,6 +212,7 @@ export class CircuitBreakerPolicy implements Policy {
     this.ignoreExceptions = matcherOf(settings.ignoreExceptions);
     this.recordExceptions = matcherOf(settings.recordExceptions);
     this.recordsBulkheadFull = namesBulkheadFull(settings.recordExceptions);
+    if (settings.initialState !== 'CLOSED') this.startIn(settings.initialState);
   }
 
   /** The settings this breaker runs with. */
@@ -565,6 +566,12 @@ export class CircuitBreakerPolicy implements Policy {
       return randomizedInterval(Math.floor(settings.waitDurationInOpenState), settings.randomizedWaitFactor, this.random);
     }
     return settings.waitDurationInOpenState;
+  }
+
+  /** Starts a new breaker in `initialState`, as the first of its kind (Resilience4j's attempt 1), without an event. */
+  private startIn(state: CircuitBreakerState): void {
+    if (state === 'HALF_OPEN') this.openAttempts = 1;
+    this.enter(state);
   }
 
   /** Sets up `to` from scratch: its window, permits, deadline and timer. */

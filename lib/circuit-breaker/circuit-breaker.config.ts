@@ -1,3 +1,4 @@
+import type { CircuitBreakerState } from './circuit-breaker-policy';
 import { INVALID_VALUE } from '../config/config.messages';
 import { Duration } from '../config/duration';
 import { PolicySchema } from '../config/schema';
@@ -38,6 +39,8 @@ export interface CircuitBreakerConfig {
   enableRandomizedWait: boolean;
   /** Spread of the randomized OPEN wait, in [0, 1]. Default 0.5. */
   randomizedWaitFactor: number;
+  /** The state a new breaker starts in (not `reset()`, which always closes it). Default CLOSED. */
+  initialState: CircuitBreakerState;
   /** Move OPEN → HALF_OPEN on a timer rather than on the next call. Default false. */
   automaticTransitionFromOpenToHalfOpenEnabled: boolean;
   /** Errors counted as failures; when set, other errors count as successes. */
@@ -62,6 +65,7 @@ export type CircuitBreakerConfigInput = Partial<
     | 'exponentialMaxWaitDurationInOpenState'
     | 'slidingWindowType'
     | 'transitionToStateAfterWaitDuration'
+    | 'initialState'
   > & {
     slowCallDurationThreshold: Duration;
     maxWaitDurationInHalfOpenState: Duration;
@@ -69,6 +73,7 @@ export type CircuitBreakerConfigInput = Partial<
     exponentialMaxWaitDurationInOpenState: Duration;
     slidingWindowType: SlidingWindowType | Lowercase<SlidingWindowType>;
     transitionToStateAfterWaitDuration: 'OPEN' | 'CLOSED' | 'open' | 'closed';
+    initialState: CircuitBreakerState | Lowercase<CircuitBreakerState>;
   }
 >;
 
@@ -90,6 +95,7 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     exponentialMaxWaitDurationInOpenState: { kind: 'duration', positive: true },
     enableRandomizedWait: { kind: 'boolean' },
     randomizedWaitFactor: { kind: 'number', min: 0, max: 1 },
+    initialState: { kind: 'enum', values: ['CLOSED', 'OPEN', 'HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'] },
     automaticTransitionFromOpenToHalfOpenEnabled: { kind: 'boolean' },
     recordExceptions: { kind: 'errors' },
     ignoreExceptions: { kind: 'errors' },
@@ -113,6 +119,7 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     exponentialMaxWaitDurationInOpenState: Number.POSITIVE_INFINITY,
     enableRandomizedWait: false,
     randomizedWaitFactor: 0.5,
+    initialState: 'CLOSED',
     automaticTransitionFromOpenToHalfOpenEnabled: false,
     recordExceptions: [],
     ignoreExceptions: [],
@@ -130,7 +137,6 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     'waitIntervalFunctionInOpenState',
     'transitionOnResult',
     'ignoreClassBindingExceptions',
-    'initialState',
   ],
   check(config, place) {
     if (config.enableExponentialBackoff && config.enableRandomizedWait) {

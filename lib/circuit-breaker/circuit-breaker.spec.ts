@@ -779,6 +779,34 @@ describe('CircuitBreakerPolicy', () => {
     });
   });
 
+  describe('initialState', () => {
+    it('starts OPEN as the first open state: waits, turns HALF_OPEN on its timer, and the next OPEN is the second attempt', async () => {
+      const { cb, clock } = setup({
+        initialState: 'OPEN',
+        waitDurationInOpenState: 1000,
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 2,
+        automaticTransitionFromOpenToHalfOpenEnabled: true,
+        permittedNumberOfCallsInHalfOpenState: 1,
+      });
+      const seen = transitions(cb);
+      expect(cb.state).toBe('OPEN');
+      expect((await refused(cb)).retryAfterMs).toBe(1000);
+      await clock.advance(1000);
+      expect(cb.state).toBe('HALF_OPEN');
+      await fail(cb);
+      expect(cb.openWaitMs).toBe(2000);
+      expect(seen).toEqual(['OPEN->HALF_OPEN', 'HALF_OPEN->OPEN']);
+    });
+
+    it.each(['HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'] as const)('starts in %s; reset() closes it', (initialState) => {
+      const { cb } = setup({ initialState });
+      expect(cb.state).toBe(initialState);
+      cb.reset();
+      expect(cb.state).toBe('CLOSED');
+    });
+  });
+
   describe('transitionToStateAfterWaitDuration', () => {
     it('moves HALF_OPEN to CLOSED when maxWaitDurationInHalfOpenState runs out, if so configured', async () => {
       const { cb, clock } = setup({ maxWaitDurationInHalfOpenState: 1000, transitionToStateAfterWaitDuration: 'CLOSED' });

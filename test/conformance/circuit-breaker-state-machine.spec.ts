@@ -16,9 +16,6 @@ import { CallNotPermittedError } from '../../lib/errors';
  * |-----------------------------------------------------|----------------------------------------------------------------------|
  * | shouldTransitionToHalfOpenAfterPassedWaitDuration   | transitionToOpenStateFor(Duration) is not part of this API          |
  * | shouldTransitionToHalfOpenAfterPassedWaitUntil      | transitionToOpenStateUntil(Instant) is not part of this API         |
- * | circuitBreakerInitializeInClosedState               | initialState is accepted with a warning, not implemented            |
- * | circuitBreakerInitializeInOpenState                 | initialState is accepted with a warning, not implemented            |
- * | circuitBreakerInitializeInMetricOnlyState           | initialState is accepted with a warning, not implemented            |
  */
 
 class NumberFormatException extends Error {}
@@ -544,5 +541,30 @@ describe('Resilience4j CircuitBreakerStateMachineTest, ported', () => {
     expect(circuitBreaker.state).toBe('HALF_OPEN');
     await clock.advance(2 * SECOND);
     expect(circuitBreaker.state).toBe('CLOSED');
+  });
+
+  it('circuitBreakerInitializeInClosedState', () => {
+    const { circuitBreaker } = setUp({ initialState: 'CLOSED', slidingWindowType: 'COUNT_BASED', slidingWindowSize: 5, enableExponentialBackoff: true });
+    expect(circuitBreaker.state).toBe('CLOSED');
+    circuitBreaker.transitionToOpenState();
+    expect(circuitBreaker.state).toBe('OPEN');
+  });
+
+  it('circuitBreakerInitializeInOpenState', () => {
+    const { circuitBreaker } = setUp({
+      initialState: 'OPEN',
+      slidingWindowType: 'TIME_BASED',
+      slidingWindowSize: 1,
+      waitDurationInOpenState: 2 * SECOND,
+      automaticTransitionFromOpenToHalfOpenEnabled: true,
+    });
+    expect(circuitBreaker.state).toBe('OPEN');
+    circuitBreaker.transitionToHalfOpenState();
+    expect(circuitBreaker.state).toBe('HALF_OPEN');
+  });
+
+  it('circuitBreakerInitializeInMetricOnlyState', () => {
+    const { circuitBreaker } = setUp({ initialState: 'METRICS_ONLY', slidingWindowType: 'COUNT_BASED', slidingWindowSize: 5, enableExponentialBackoff: true });
+    expect(circuitBreaker.state).toBe('METRICS_ONLY');
   });
 });
