@@ -1,7 +1,9 @@
 import { VirtualClock } from '../clock';
+import { INVALID_VALUE } from '../config/config.messages';
 import { contextStorage, currentSignal, remainingTime, ResilienceContext } from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { TimeLimiter, TimeLimiterEvent } from './time-limiter';
+import { Timeout } from './timeout.decorator';
 
 describe('TimeLimiter', () => {
   let clock: VirtualClock;
@@ -145,5 +147,18 @@ describe('TimeLimiter', () => {
     await tl.execute(async () => 'fine');
     expect(spy).not.toHaveBeenCalled();
     spy.mockRestore();
+  });
+
+  it('@Timeout(ms) takes 0 (legal, as timeoutDuration 0) but refuses a negative number', () => {
+    class Service {
+      async call(): Promise<string> {
+        return 'ok';
+      }
+    }
+    const descriptor = () => Object.getOwnPropertyDescriptor(Service.prototype, 'call')!;
+    expect(() => Timeout(0)(Service.prototype, 'call', descriptor())).not.toThrow();
+    expect(() => Timeout(-1)(Service.prototype, 'call', descriptor())).toThrow(
+      INVALID_VALUE('@Timeout on call', 'timeoutDuration', 'a non-negative number of ms', -1),
+    );
   });
 });
