@@ -63,5 +63,11 @@ export type {
   CircuitBreakerStateTransitionEvent,
   CircuitBreakerSuccessEvent,
 } from './circuit-breaker/circuit-breaker-policy';
+export { LoadShedder } from './load-shedding/load-shedder';
+export type { Admission, Refusal, ShedReason } from './load-shedding/load-shedder';
+export type { EventLoopDelayProbe } from './load-shedding/event-loop-delay';
+export type { AdaptiveAlgorithm, AdaptiveLimitOptions, EventLoopDelayOptions, LoadSheddingOptions } from './load-shedding/load-shedding.options';
+export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
+export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
 export * from './observability';

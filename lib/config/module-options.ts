@@ -7,6 +7,7 @@ import type { IdempotencyModuleOptions } from '../idempotency/idempotency.option
 import { Duration } from './duration';
 import { PolicySection } from './schema';
 import type { HealthOptions, LoggingOptions, MetricsOptions } from '../observability/observability.options';
+import type { LoadSheddingOptions } from '../load-shedding/load-shedding.options';
 
 /** The policies a method pipeline is composed of, in the default order (outermost first). */
 export const DEFAULT_ORDER = [
@@ -62,4 +63,6 @@ export interface ResilienceModuleOptions {
   health?: HealthOptions;
   /** Logs of breaker transitions and of budget-denial and bulkhead-saturation episodes: `false` to turn off. */
   logging?: LoggingOptions | boolean;
+  /** Admission control at the server's door: a fixed or adaptive in-flight limit, event-loop delay, priorities. Default off. */
+  loadShedding?: LoadSheddingOptions;
 }

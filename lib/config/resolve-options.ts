@@ -52,7 +52,7 @@ const UNIMPLEMENTED_SECTIONS = ['rateLimiter', 'ratelimiter', 'threadPoolBulkhea
 const PLAIN_KEYS = ['strict', 'clock', 'random', 'order', 'deadline'];
 
 /** Sections read by other parts of the module, which validate them. */
-const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging'];
+const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShedding'];
 
 /**
  * Parses and validates module options. Throws one error naming the policy,
