@@ -103,6 +103,15 @@ describe('Resilience4j IntervalFunctionTest, ported', () => {
     expect(resolveBreaker({ enableExponentialBackoff: true, exponentialBackoffMultiplier: 1.0001 })).not.toThrow();
   });
 
+  it('deliberate difference: a multiplier below 1 (a wait that shrinks) is refused, where Resilience4j accepts any > 0', () => {
+    expect(resolveRetry({ enableExponentialBackoff: true, exponentialBackoffMultiplier: 0.5 })).toThrow(
+      INVALID_VALUE(retryPlace, 'exponentialBackoffMultiplier', 'a number >= 1', 0.5),
+    );
+    expect(resolveBreaker({ enableExponentialBackoff: true, exponentialBackoffMultiplier: 0.5 })).toThrow(
+      INVALID_VALUE(breakerPlace, 'exponentialBackoffMultiplier', 'a number >= 1', 0.5),
+    );
+  });
+
   it('generatesRandomizedIntervals: ofRandomized(100, 0.5) stays in [50, 150] over 49 attempts', () => {
     const waits = retryWaits(retryConfig({ waitDuration: 100, enableRandomizedWait: true, randomizedWaitFactor: 0.5 }), 49);
     for (const wait of waits) {
