@@ -1,5 +1,6 @@
 import { DynamicModule, Logger, MiddlewareConsumer, Module, NestModule, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { NO_ASYNC_OPTIONS } from './config/config.messages';
 import { ResilienceModuleOptions } from './config/module-options';
 import { DeadlineInterceptor } from './deadline.interceptor';
 import { IdempotencyStore } from './idempotency/idempotency-store';
@@ -35,7 +36,9 @@ import { ResilienceRegistry } from './resilience.registry';
     {
       provide: ResilienceRegistry,
       inject: [RESILIENCE_MODULE_OPTIONS],
-      useFactory: (options: ResilienceModuleOptions) => {
+      useFactory: (options: ResilienceModuleOptions | undefined) => {
+        // Only a forRootAsync factory can give no options; it usually means a config lookup found nothing.
+        if (options === undefined || options === null) throw new Error(NO_ASYNC_OPTIONS(options));
         const logger = new Logger('ResilienceModule');
         return new ResilienceRegistry(options, (message) => logger.warn(message));
       },

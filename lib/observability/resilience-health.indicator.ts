@@ -7,7 +7,7 @@ import { FallbackShare, FallbackShareCounts } from './fallback-share';
 import { InstanceCatalog } from './instance-catalog';
 import { FALLBACK_SHARE_NOT_CONFIGURED, LOAD_SHEDDING_NOT_CONFIGURED } from './observability.messages';
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
-import { loadOptionalPeer } from './optional-peer';
+import { loadOptionalPeer, TERMINUS } from './optional-peer';
 
 /**
  * A breaker's health, as Resilience4j's health indicator reports it: `UP`
@@ -57,8 +57,6 @@ export interface LoadSheddingHealthData {
   /** The event loop's delay over the last sampling period, in ms. */
   readonly eventLoopDelayMs: number;
 }
-
-type Terminus = { HealthIndicatorService: new () => HealthIndicatorService };
 
 const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPolicy) => CircuitBreakerHealthStatus>> = {
   CLOSED: () => 'UP',
@@ -191,7 +189,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
 
   private service(): HealthIndicatorService {
     // Stateless in terminus 11, so one of our own serves; loading it here keeps terminus optional.
-    this.indicators ??= new (loadOptionalPeer<Terminus>('@nestjs/terminus', 'ResilienceHealthIndicator').HealthIndicatorService)();
+    this.indicators ??= new (loadOptionalPeer(TERMINUS, 'ResilienceHealthIndicator').HealthIndicatorService)();
     return this.indicators;
   }
 }
