@@ -3,6 +3,7 @@ import { currentContext } from '../context';
 import { BulkheadFullError, DeadlineExceededError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { Policy, invokeThunk } from '../policy';
+import { refusal } from '../refusal';
 import { BulkheadConfig } from './bulkhead.config';
 
 /** A point-in-time view of a bulkhead's permits and queue. */
@@ -251,6 +252,7 @@ export class BulkheadPolicy implements Policy {
   }
 
   private rejected<E extends BulkheadFullError | DeadlineExceededError>(error: E): E {
+    refusal(error);
     if (this.rejectedEvents.active) {
       const reason = error instanceof BulkheadFullError ? error.reason : 'deadline';
       this.rejectedEvents.emit({ name: this.name, reason, error });

@@ -4,6 +4,7 @@ import { httpStatusOf } from '../error-status';
 import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { Policy, invokeThunk } from '../policy';
+import { refusal } from '../refusal';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
 import { CountSlidingWindow, SlidingWindow, createSlidingWindow } from './sliding-window';
 
@@ -312,7 +313,7 @@ export class CircuitBreakerPolicy implements Policy {
 
   /** The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
   notPermittedError(): CallNotPermittedError {
-    return new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs());
+    return refusal(new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs()));
   }
 
   /**

@@ -5,6 +5,7 @@ import { retryAfterOf } from '../error-status';
 import { MaxRetriesExceededError } from '../errors';
 import { EventStream } from '../events';
 import { invokeThunk, Policy } from '../policy';
+import { isRefusal, withRefusalCause } from '../refusal';
 import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
 import { RetryConfig } from './retry.config';
@@ -49,6 +50,8 @@ export interface RetryMetrics {
 }
 
 const NO_RETRY = -1;
+/** No attempt of the call has reached the method yet. */
+const NOTHING_REACHED = Symbol('nothing reached');
 
 /**
  * Retries a failing call with backoff and jitter, within an optional retry
@@ -137,7 +140,7 @@ export class RetryPolicy implements Policy {
   continueAfterError<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, error: unknown): Promise<R> {
     const wait = this.waitBeforeRetry(error, attempt, this.config.waitDuration);
     if (wait === NO_RETRY) throw this.failed(error, attempt);
-    return this.retryLoop(next, arg, attempt + 1, wait);
+    return this.retryLoop(next, arg, attempt + 1, wait, isRefusal(error) ? NOTHING_REACHED : error, false);
   }
 
   /**
@@ -147,24 +150,60 @@ export class RetryPolicy implements Policy {
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
     if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
     const wait = this.waitForResult(result, attempt, this.config.waitDuration);
-    return wait === NO_RETRY ? this.succeeded(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait);
+    return wait === NO_RETRY ? this.succeeded(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait, result, true);
   }
 
-  private async retryLoop<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, wait: number): Promise<R> {
+  /**
+   * Attempts `attempt` and on. `reached` is the outcome of the latest attempt
+   * that reached the method (an error, or a result when `reachedResult`), or
+   * NOTHING_REACHED: a refusal ending the call must not hide it.
+   */
+  private async retryLoop<A, R>(
+    next: (arg: A) => R | PromiseLike<R>,
+    arg: A,
+    attempt: number,
+    wait: number,
+    reached: unknown,
+    reachedResult: boolean,
+  ): Promise<R> {
     for (; ; attempt++) {
       await this.sleep(wait);
       let result: R;
       try {
         result = await next(arg);
       } catch (error) {
+        const refused = isRefusal(error);
         wait = this.waitBeforeRetry(error, attempt, wait);
-        if (wait === NO_RETRY) throw this.failed(error, attempt);
+        if (wait === NO_RETRY) {
+          if (refused && reached !== NOTHING_REACHED) return this.endAfterRefusal(reached, reachedResult, error, attempt);
+          throw this.failed(error, attempt);
+        }
+        if (!refused) {
+          reached = error;
+          reachedResult = false;
+        }
         continue;
       }
       if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
       wait = this.waitForResult(result, attempt, wait);
       if (wait === NO_RETRY) return this.succeeded(result, attempt);
+      reached = result;
+      reachedResult = true;
     }
+  }
+
+  /**
+   * Ends a call whose last attempt was refused after an earlier one reached
+   * the method: that attempt's outcome stands, as if it had been the last
+   * (its error, with the refusal as `cause`; or its result, as when retries
+   * on a result run out).
+   */
+  private endAfterRefusal<R>(reached: unknown, reachedResult: boolean, refused: unknown, attempt: number): R {
+    if (!reachedResult) throw this.failed(withRefusalCause(reached, refused), attempt);
+    if (this.config.failAfterMaxAttempts) {
+      throw this.failed(withRefusalCause(new MaxRetriesExceededError(this.name, attempt, reached), refused), attempt);
+    }
+    return this.succeeded(reached as R, attempt);
   }
 
   /** The wait before retrying a returned value, or NO_RETRY; throws when attempts run out and `failAfterMaxAttempts`. */

@@ -3,6 +3,7 @@ import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../c
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { EventStream } from '../events';
 import { invokeThunk, Policy } from '../policy';
+import { refusal } from '../refusal';
 import { TimeLimiterConfig } from './time-limiter.config';
 
 /** The outcome of one time-limited call. */
@@ -67,7 +68,7 @@ export class TimeLimiter implements Policy {
     if (parent !== undefined && parent.deadline !== Number.POSITIVE_INFINITY) {
       const left = parent.deadline - now;
       if (left <= 0 || parent.aborted) {
-        const error = this.timedOut(true, limit);
+        const error = refusal(this.timedOut(true, limit));
         if (observer === undefined) return Promise.reject(error);
         observer.calleeSettled();
         try {
