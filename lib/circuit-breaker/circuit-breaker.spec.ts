@@ -284,7 +284,7 @@ describe('CircuitBreakerPolicy', () => {
       const error = await refused(cb);
       expect(error.state).toBe('OPEN');
       expect(error.retryAfterMs).toBe(7000);
-      expect(error.name).toBe('backend');
+      expect(error.instance).toBe('backend');
       await clock.advance(6999);
       expect((await refused(cb)).retryAfterMs).toBe(1);
       expect(cb.metrics.numberOfNotPermittedCalls).toBe(2);

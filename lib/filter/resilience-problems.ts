@@ -107,7 +107,7 @@ export function resilienceProblem(error: ResilienceError, instance?: string): Pr
     status: problem.status,
     detail: error.message,
     ...(instance === undefined ? {} : { instance }),
-    name: error.name,
+    name: error.instance,
   };
   return { status: problem.status, headers, body };
 }

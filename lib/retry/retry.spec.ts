@@ -198,7 +198,7 @@ describe('RetryPolicy', () => {
     const strict = new RetryPolicy('poll', config({ maxAttempts: 3, waitDuration: 5, retryOnResult, failAfterMaxAttempts: true }), clock);
     const error = await drain(clock, strict.execute(pending)).catch((e) => e);
     expect(error).toBeInstanceOf(MaxRetriesExceededError);
-    expect(error).toMatchObject({ name: 'poll', attempts: 3, lastResult: { status: 'PENDING' } });
+    expect(error).toMatchObject({ instance: 'poll', attempts: 3, lastResult: { status: 'PENDING' } });
   });
 
   it('respects Retry-After when longer than the backoff, and gives up when it exceeds the bound', async () => {

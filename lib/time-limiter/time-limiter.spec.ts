@@ -34,7 +34,7 @@ describe('TimeLimiter', () => {
     await clock.advance(1);
     const error = await outcome;
     expect(error).toBeInstanceOf(TimeoutExceededError);
-    expect(error).toMatchObject({ name: 'payments', timeoutMs: 1000 });
+    expect(error).toMatchObject({ instance: 'payments', timeoutMs: 1000 });
     expect(seen.signal?.aborted).toBe(true);
     expect(seen.signal?.reason).toBe(error);
   });
