@@ -14,6 +14,7 @@ export class ResilienceContext {
   private controller?: AbortController;
   private abortReason?: unknown;
   private timer?: TimerHandle;
+  private onParentAbort?: () => void;
 
   /**
    * @param clock the clock the deadline is measured on
@@ -55,7 +56,10 @@ export class ResilienceContext {
     if (this.parent) {
       const parentSignal = this.parent.signal;
       if (parentSignal.aborted) controller.abort(parentSignal.reason);
-      else parentSignal.addEventListener('abort', () => this.abort(parentSignal.reason), { once: true });
+      else {
+        this.onParentAbort = () => this.abort(parentSignal.reason);
+        parentSignal.addEventListener('abort', this.onParentAbort, { once: true });
+      }
     }
     if (!controller.signal.aborted && this.abortsAtDeadline && this.deadline !== Number.POSITIVE_INFINITY) {
       this.timer = this.clock.setTimeout(() => this.abort(new DeadlineExceededError('deadline', 'the request deadline has passed')), this.remaining());
@@ -67,13 +71,25 @@ export class ResilienceContext {
   abort(reason: unknown): void {
     if (this.abortReason !== undefined) return;
     this.abortReason = reason;
+    this.stopFollowingParent();
     this.controller?.abort(reason);
   }
 
-  /** Releases the deadline timer of a request scope. */
+  /**
+   * Releases what the scope holds: the deadline timer of a request scope,
+   * and the listener an attempt scope put on its parent's signal (so
+   * attempts that settled never pile up on a long request's signal).
+   */
   dispose(): void {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
+    this.stopFollowingParent();
+  }
+
+  private stopFollowingParent(): void {
+    if (this.onParentAbort === undefined) return;
+    this.parent?.signal.removeEventListener('abort', this.onParentAbort);
+    this.onParentAbort = undefined;
   }
 }
 

@@ -3,7 +3,7 @@ import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../c
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { EventStream } from '../events';
 import { invokeThunk, Policy } from '../policy';
-import { refusal } from '../refusal';
+import { isRefusal, refusal } from '../refusal';
 import { TimeLimiterConfig } from './time-limiter.config';
 
 /** The outcome of one time-limited call. */
@@ -207,9 +207,12 @@ class TimedAttempt<A, R> {
   }
 
   private onFulfilled(value: R): void {
+    this.scope.dispose();
     this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
+    // Timers fire after I/O that is already due: a result past the limit may beat its timer, yet is a timeout.
+    if (this.limiter.clock.now() >= this.scope.deadline) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
     this.limiter.finished(undefined, false);
     if (this.observer === undefined) {
       this.resolve(value);
@@ -223,9 +226,12 @@ class TimedAttempt<A, R> {
   }
 
   private onRejected(error: unknown): void {
+    this.scope.dispose();
     this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
+    // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
+    if (this.limiter.clock.now() >= this.scope.deadline && !isRefusal(error)) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
     this.limiter.finished(error, true);
     this.fail(error);
   }
