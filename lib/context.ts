@@ -5,6 +5,9 @@ import { DeadlineExceededError } from './errors';
 /** Default name of the header that carries the remaining deadline in ms. */
 export const DEFAULT_DEADLINE_HEADER = 'x-request-deadline-ms';
 
+/** Default `deadline.maxBudget`: the most time a deadline header can ask for (24 h). */
+export const DEFAULT_MAX_DEADLINE_BUDGET_MS = 24 * 60 * 60 * 1000;
+
 /**
  * The deadline and cancellation scope of a request or of one attempt
  * inside it. The `AbortSignal` is created only when someone asks for it,
@@ -123,5 +126,6 @@ export function remainingTime(): number {
 export function deadlineHeaders(): Record<string, string> {
   const ctx = contextStorage.getStore();
   if (ctx === undefined || ctx.deadline === Number.POSITIVE_INFINITY) return {};
-  return { [ctx.header]: String(Math.floor(ctx.remaining())) };
+  // Whole milliseconds in plain digits, never `1e+24`, whatever budget the scope was given.
+  return { [ctx.header]: String(Math.floor(Math.min(ctx.remaining(), Number.MAX_SAFE_INTEGER))) };
 }

@@ -28,7 +28,7 @@ export interface DeadlineOptions {
   header?: string;
   /** Budget given to a request that carries no (valid) deadline header. Default: none. */
   defaultBudget?: Duration;
-  /** Upper bound on a budget asked for by a header. Default: none. */
+  /** Upper bound on a budget asked for by a header; a larger value is clamped to it. Default 24h. */
   maxBudget?: Duration;
 }
 
