@@ -159,7 +159,16 @@ class Attempt implements AttemptObserver<unknown> {
   }
 
   fulfilled(value: unknown): unknown {
-    this.pipeline.breaker?.recordCall(this.epoch, this.start, false, value);
+    const breaker = this.pipeline.breaker;
+    if (breaker !== undefined) {
+      try {
+        breaker.recordCall(this.epoch, this.start, false, value);
+      } catch (predicateError) {
+        // recordResult threw: the attempt failed with that error (as the nested breaker's call does).
+        if (!this.first) throw predicateError;
+        return this.pipeline.afterError(this.args, predicateError);
+      }
+    }
     return this.first ? this.pipeline.afterResult(this.args, value) : value;
   }
 

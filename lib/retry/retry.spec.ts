@@ -201,6 +201,20 @@ describe('RetryPolicy', () => {
     expect(error).toMatchObject({ instance: 'poll', attempts: 3, lastResult: { status: 'PENDING' } });
   });
 
+  it('a retryOnResult that throws ends the call with its error, counted as a failure, on the first attempt and after retries', async () => {
+    const bug = new TypeError('retryOnResult bug');
+    let calls = 0;
+    const retryOnResult = (r: unknown) => {
+      if (r === 'BROKEN') throw bug;
+      return r === 'PENDING';
+    };
+    const retry = new RetryPolicy('poll', config({ maxAttempts: 3, waitDuration: 5, retryOnResult }), clock);
+    await expect(drain(clock, retry.execute(async () => 'BROKEN'))).rejects.toBe(bug);
+    await expect(drain(clock, retry.execute(async () => (++calls === 1 ? 'PENDING' : 'BROKEN')))).rejects.toBe(bug);
+    await expect(drain(clock, retry.execute(async () => 'DONE'))).resolves.toBe('DONE');
+    expect(retry.metrics).toMatchObject({ failedCallsWithoutRetry: 1, failedCallsWithRetry: 1, successfulCallsWithoutRetry: 1 });
+  });
+
   it('respects Retry-After when longer than the backoff, and gives up when it exceeds the bound', async () => {
     const retry = new RetryPolicy('r', config({ maxAttempts: 2, waitDuration: 100, retryAfterMaxWait: 5000 }), clock);
     const waits: number[] = [];

@@ -208,7 +208,14 @@ export class RetryPolicy implements Policy {
 
   /** The wait before retrying a returned value, or NO_RETRY; throws when attempts run out and `failAfterMaxAttempts`. */
   private waitForResult(result: unknown, attempt: number, previousWait: number): number {
-    if (!this.config.retryOnResult?.(result)) return NO_RETRY;
+    let retryable: boolean | undefined;
+    try {
+      retryable = this.config.retryOnResult?.(result);
+    } catch (predicateError) {
+      // A throwing retryOnResult ends the call with its error, counted like any other failure.
+      throw this.failed(predicateError, attempt);
+    }
+    if (!retryable) return NO_RETRY;
     if (attempt < this.config.maxAttempts) {
       const wait = this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random));
       if (wait !== NO_RETRY) return wait;
