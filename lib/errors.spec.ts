@@ -7,6 +7,7 @@ import {
   IdempotencyKeyMissingError,
   IdempotencyKeyReuseError,
   MaxRetriesExceededError,
+  OverloadedError,
   RateLimitedError,
   ResilienceError,
   TimeoutExceededError,
@@ -36,6 +37,12 @@ describe('ResilienceError names', () => {
     expect(String(error)).toBe(`${className}: ${error.message}`);
     expect(error.stack?.startsWith(`${className}: `)).toBe(true);
     expect(inspect(error)).toContain(className);
+  });
+
+  it('OverloadedError: name is the class name, instance is the load shedder', () => {
+    const error = new OverloadedError('concurrency', 'normal', 1000);
+    expect(error.name).toBe('OverloadedError');
+    expect(error.instance).toBe('loadShedding');
   });
 
   it('lets code relabel one error without changing the others', () => {

@@ -8,6 +8,10 @@ export { parseDuration } from './config/duration';
 export type { Duration } from './config/duration';
 export type { PolicySection } from './config/schema';
 export { DEFAULT_ORDER } from './config/module-options';
+export { fromSpringConfig } from './config/spring-config';
+export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './config/thread-pool-bulkhead';
+export { JAVA_EXCEPTIONS } from './java-exceptions';
+export type { JavaException } from './java-exceptions';
 export type { DeadlineOptions, PolicyKind, ResilienceModuleOptions } from './config/module-options';
 export {
   currentContext,
@@ -63,5 +67,11 @@ export type {
   CircuitBreakerStateTransitionEvent,
   CircuitBreakerSuccessEvent,
 } from './circuit-breaker/circuit-breaker-policy';
+export { LoadShedder } from './load-shedding/load-shedder';
+export type { Admission, Refusal, ShedReason } from './load-shedding/load-shedder';
+export type { EventLoopDelayProbe } from './load-shedding/event-loop-delay';
+export type { AdaptiveAlgorithm, AdaptiveLimitOptions, EventLoopDelayOptions, LoadSheddingOptions } from './load-shedding/load-shedding.options';
+export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
+export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
 export * from './observability';

@@ -7,6 +7,7 @@ import {
   IdempotencyKeyMissingError,
   IdempotencyKeyReuseError,
   MaxRetriesExceededError,
+  OverloadedError,
   RateLimitedError,
   ResilienceError,
   TimeoutExceededError,
@@ -19,6 +20,7 @@ export type ResilienceErrorCode =
   | TimeoutExceededError['code']
   | DeadlineExceededError['code']
   | RateLimitedError['code']
+  | OverloadedError['code']
   | IdempotencyKeyMissingError['code']
   | IdempotencyKeyInProgressError['code']
   | IdempotencyKeyReuseError['code']
@@ -50,6 +52,7 @@ export const RESILIENCE_PROBLEMS: Readonly<Record<ResilienceErrorCode, Resilienc
   TIMEOUT_EXCEEDED: { status: 504, type: `${TYPE_BASE}timeout-exceeded`, title: 'Timeout exceeded', retryAfter: false },
   DEADLINE_EXCEEDED: { status: 504, type: `${TYPE_BASE}deadline-exceeded`, title: 'Deadline exceeded', retryAfter: false },
   RATE_LIMITED: { status: 429, type: `${TYPE_BASE}rate-limited`, title: 'Rate limit exceeded', retryAfter: true },
+  OVERLOADED: { status: 503, type: `${TYPE_BASE}overloaded`, title: 'Server overloaded', retryAfter: true },
   IDEMPOTENCY_KEY_MISSING: { status: 400, type: `${TYPE_BASE}idempotency-key-missing`, title: 'Idempotency-Key missing or malformed', retryAfter: false },
   IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, type: `${TYPE_BASE}idempotency-key-in-progress`, title: 'Request with this Idempotency-Key still in progress', retryAfter: true },
   IDEMPOTENCY_KEY_REUSE: { status: 422, type: `${TYPE_BASE}idempotency-key-reuse`, title: 'Idempotency-Key reused with a different request', retryAfter: false },

@@ -20,6 +20,8 @@ export const METRICS_DISABLED = (feature: string): string =>
   `${PREFIX}: ${feature} needs metrics, but they are off (module option 'metrics' is false, or prom-client is not installed)`;
 
 /** `checkFallbacks()` was called without module option `health.fallbackShare`. */
+export const LOAD_SHEDDING_NOT_CONFIGURED = `${PREFIX}: ResilienceHealthIndicator.checkOverload() needs the module option 'loadShedding' (e.g. { maxConcurrentRequests: 200 })`;
+
 export const FALLBACK_SHARE_NOT_CONFIGURED = `${PREFIX}: ResilienceHealthIndicator.checkFallbacks() needs the module option 'health.fallbackShare' (e.g. { threshold: 50, window: '1m' })`;
 
 /** A status route names an instance that does not exist. */

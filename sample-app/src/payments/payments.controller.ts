@@ -1,6 +1,6 @@
 import { BadRequestException, Body, Controller, HttpStatus, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { Idempotent, IdempotencySettlement } from 'resilience4nest';
+import { IdempotencySettlement, Idempotent, Priority } from 'resilience4nest';
 import { PaymentOutcome, PaymentRequest, PaymentsClient } from './payments.client';
 
 const STATUS: Record<PaymentOutcome['status'], number> = {
@@ -27,6 +27,8 @@ export class PaymentsController {
   constructor(private readonly payments: PaymentsClient) {}
 
   @Post()
+  // Checkout is the last thing the shop gives up under overload.
+  @Priority('critical')
   @Idempotent({ onStatus: paymentSettlement })
   async pay(@Body() body: Partial<PaymentRequest>, @Res({ passthrough: true }) res: Response): Promise<PaymentOutcome> {
     if (typeof body?.paymentId !== 'string' || !Number.isInteger(body.amount) || (body.amount as number) <= 0) {
