@@ -459,8 +459,9 @@ describe('CircuitBreakerPolicy', () => {
   });
 
   describe('a recordResult that throws', () => {
-    // As Resilience4j's CircuitBreaker.decorateSupplier: onResult runs inside the try, so a predicate
-    // that throws is recorded through onError with its exception, which the caller then receives.
+    // As Resilience4j's CircuitBreaker.decorateSupplier (resilience4j-circuitbreaker/src/main/java/io/github/
+    // resilience4j/circuitbreaker/CircuitBreaker.java): onResult runs inside the try, so a predicate that
+    // throws is recorded through onError with its exception, which the caller then receives.
     let broken = true;
     const predicateBug = new TypeError("Cannot read properties of undefined (reading 'status')");
     const recordResult = (r: unknown) => {
