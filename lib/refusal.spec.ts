@@ -1,5 +1,5 @@
 import { VirtualClock } from './clock';
-import { BulkheadFullError, CallNotPermittedError, DeadlineExceededError, MaxRetriesExceededError, TimeoutExceededError } from './errors';
+import { BulkheadFullError, CallNotPermittedError, DeadlineExceededError, MaxRetriesExceededError, RateLimitedError, TimeoutExceededError } from './errors';
 import { FallbackPolicy } from './fallback/fallback';
 import { Policy } from './policy';
 import { ResilienceRegistry } from './resilience.registry';
@@ -15,7 +15,7 @@ type Kind = 'standard' | 'nested';
 function compose(layers: StandardLayers, invoke: (args: unknown[]) => unknown, clock: VirtualClock, kind: Kind): (args: unknown[]) => Promise<unknown> {
   if (kind === 'standard') return new StandardPipeline(layers, invoke, clock).run;
   let next = invoke;
-  for (const policy of [layers.bulkhead, layers.timeLimiter, layers.circuitBreaker, layers.retry, layers.fallback]) {
+  for (const policy of [layers.bulkhead, layers.timeLimiter, layers.rateLimiter, layers.circuitBreaker, layers.retry, layers.fallback]) {
     if (policy === undefined) continue;
     const inner = next;
     const p: Policy = policy;
@@ -102,6 +102,31 @@ describe.each<Kind>(['standard', 'nested'])('a refusal after an attempt reached 
     expect(s.effects()).toBe(1);
     expect(error).toBeInstanceOf(TimeoutExceededError);
     expect(error.cause).toBeInstanceOf(BulkheadFullError);
+  });
+
+  it('keeps the earlier outcome when the retry is refused by the rate limiter', async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none' } } },
+      rateLimiter: { instances: { rl: { limitForPeriod: 1, limitRefreshPeriod: '1h', timeoutDuration: 0 } } },
+    });
+    let effects = 0;
+    const run = compose(
+      { retry: registry.retry('r'), rateLimiter: registry.rateLimiter('rl') },
+      async () => {
+        effects++;
+        throw Object.assign(new Error('connection reset after the charge'), { code: 'ECONNRESET' });
+      },
+      clock,
+      kind,
+    );
+    const outcome = run([]).catch((e: unknown) => e);
+    await clock.advance(100);
+    const error = (await outcome) as Error;
+    expect(effects).toBe(1);
+    expect(error.message).toBe('connection reset after the charge');
+    expect(error.cause).toBeInstanceOf(RateLimitedError);
   });
 
   it('returns the earlier result (or MaxRetriesExceededError) when a retry on a result is refused', async () => {

@@ -2,6 +2,7 @@ import { INestApplication, NestApplicationOptions } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import { IdempotencyStore, RESILIENCE_MODULE_OPTIONS, ResilienceExceptionFilter, VirtualClock } from 'resilience4nest';
+import { createPlatformApp, initPlatformApp, Platform } from '../../test/support/platforms';
 import { AppModule, shopResilienceOptions } from '../src/app.module';
 import { Dependencies } from '../src/downstream/dependencies';
 import { SHOP_IDEMPOTENCY_STORE } from '../src/ops/ops.module';
@@ -23,10 +24,12 @@ export interface BootedSampleApp {
  * and with the {@link ResilienceExceptionFilter} installed globally.
  *
  * @param logger - The Nest logger setting of the application.
+ * @param platform - The HTTP platform the app runs on.
  * @param idempotencyStore - Makes the shop's idempotency store (on the module's clock) instead of the one from the environment.
  */
 export async function bootSampleApp(
   logger: NestApplicationOptions['logger'],
+  platform: Platform = 'express',
   idempotencyStore?: (clock: VirtualClock) => { store: IdempotencyStore; close: () => Promise<void> },
 ): Promise<BootedSampleApp> {
   const clock = new VirtualClock();
@@ -51,9 +54,9 @@ export async function bootSampleApp(
       }),
     })
     .compile();
-  const app = moduleRef.createNestApplication({ logger });
+  const app = createPlatformApp(moduleRef, platform, { logger });
   app.useGlobalFilters(new ResilienceExceptionFilter());
-  await app.init();
+  await initPlatformApp(app);
   return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock, () => storeIo.inFlight) };
 }
 

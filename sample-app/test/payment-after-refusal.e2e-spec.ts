@@ -29,7 +29,7 @@ describe('sample app: a payment whose retry is refused after the provider charge
   beforeAll(async () => {
     pool = new Pool({ connectionString: url, max: 5 });
     table = `idem_sample_${randomUUID().replace(/-/g, '')}`;
-    ({ app, clock, driver } = await bootSampleApp(['error'], (moduleClock) => ({
+    ({ app, clock, driver } = await bootSampleApp(['error'], 'express', (moduleClock) => ({
       store: new PostgresIdempotencyStore({ pool, table, clock: moduleClock }),
       close: async () => undefined,
     })));
