@@ -5,7 +5,9 @@ import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '
 import { EventStream, EventSubscriber } from '../events';
 import { Policy, invokeThunk } from '../policy';
 import { refusal } from '../refusal';
+import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
+import { GuardedObservable } from './circuit-breaker.operator';
 import { CountSlidingWindow, SlidingWindow, createSlidingWindow } from './sliding-window';
 
 /**
@@ -172,7 +174,7 @@ export class CircuitBreakerPolicy implements Policy {
   constructor(
     readonly name: string,
     private readonly settings: CircuitBreakerConfig,
-    private readonly clock: Clock,
+    readonly clock: Clock,
   ) {
     this.closedWindow = createSlidingWindow(settings.slidingWindowType, settings.slidingWindowSize);
     // As Resilience4j: a count-based window can never hold more calls than its size.
@@ -294,6 +296,19 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   /**
+   * Runs each subscription of `source` as one call: refused on subscribe
+   * (an error notification) when the breaker does not permit it; recorded
+   * when the subscription ends, with its duration from subscribe to the
+   * first value (or to the end, when none came). An error is classified as
+   * for a call; completion, or an unsubscribe after a value, is a success;
+   * an unsubscribe before any value records nothing and gives the
+   * permission back.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    return new GuardedObservable(this, source);
+  }
+
+  /**
    * The epoch a call permitted now belongs to; pass it to
    * {@link CircuitBreakerPolicy.recordCall} so a result arriving after a
    * state change is not counted in the new state.
@@ -305,12 +320,13 @@ export class CircuitBreakerPolicy implements Policy {
   /**
    * Records a call permitted by {@link CircuitBreakerPolicy.tryAcquirePermission}:
    * the epoch and clock time it started at, and how it ended (`outcome` is
-   * the error when `failed`, else the result). A `recordResult` that
-   * throws is recorded as the call's error and its exception rethrown.
+   * the error when `failed`, else the result). Its duration runs to `end`
+   * when given (an Observable's first value), else to now. A `recordResult`
+   * that throws is recorded as the call's error and its exception rethrown.
    */
-  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown): void {
+  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown, end?: number): void {
     if (failed) {
-      this.complete(epoch, start, this.classifyError(outcome), outcome);
+      this.complete(epoch, start, this.classifyError(outcome), outcome, end);
       return;
     }
     let classified: Outcome;
@@ -318,10 +334,10 @@ export class CircuitBreakerPolicy implements Policy {
       classified = this.classifyResult(outcome);
     } catch (predicateError) {
       // As Resilience4j: a throwing recordResult is recorded as the call's error, then thrown, so no permit is lost.
-      this.complete(epoch, start, this.classifyError(predicateError), predicateError);
+      this.complete(epoch, start, this.classifyError(predicateError), predicateError, end);
       throw predicateError;
     }
-    this.complete(epoch, start, classified, outcome);
+    this.complete(epoch, start, classified, outcome, end);
   }
 
   /** The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
@@ -451,9 +467,9 @@ export class CircuitBreakerPolicy implements Policy {
     return recordResult !== undefined && recordResult(result) ? FAILURE : SUCCESS;
   }
 
-  private complete(epoch: number, start: number, outcome: Outcome, value: unknown): void {
+  private complete(epoch: number, start: number, outcome: Outcome, value: unknown, end: number | undefined): void {
     const now = this.clock.now();
-    this.record(epoch, now, now - start, outcome, value);
+    this.record(epoch, now, (end ?? now) - start, outcome, value);
   }
 
   private record(epoch: number, now: number, durationMs: number, outcome: Outcome, value: unknown): void {

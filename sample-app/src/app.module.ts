@@ -1,3 +1,4 @@
+import { HttpModule } from '@nestjs/axios';
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { TerminusModule } from '@nestjs/terminus';
@@ -35,6 +36,7 @@ export function shopResilienceOptions(config: ConfigService, dependencies: Depen
   imports: [
     ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [loadResilienceYaml] }),
     DownstreamModule,
+    HttpModule,
     OpsModule,
     ResilienceModule.forRootAsync({
       inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE],

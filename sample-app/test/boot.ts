@@ -1,3 +1,4 @@
+import { HttpService } from '@nestjs/axios';
 import { INestApplication, NestApplicationOptions } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
@@ -57,7 +58,7 @@ export async function bootSampleApp(
   const app = createPlatformApp(moduleRef, platform, { logger });
   app.useGlobalFilters(new ResilienceExceptionFilter());
   await initPlatformApp(app);
-  return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock, () => storeIo.inFlight) };
+  return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock, app.get(HttpService).axiosRef, () => storeIo.inFlight) };
 }
 
 /** `target` with every method call counted in `io.inFlight` until its promise settles. */

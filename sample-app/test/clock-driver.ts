@@ -1,3 +1,4 @@
+import type { AxiosInstance } from 'axios';
 import request from 'supertest';
 import { VirtualClock } from 'resilience4nest';
 import { Dependencies } from '../src/downstream/dependencies';
@@ -16,13 +17,29 @@ export class ClockDriver {
   /**
    * @param dependencies the simulated dependencies, whose hanging requests are waited out on the clock
    * @param clock the module's clock
+   * @param axios the app's `HttpService` instance, whose requests count as on the wire too
    * @param otherIo calls in flight on other real I/O (an idempotency store), waited for like fetches
    */
   constructor(
     private readonly dependencies: Dependencies,
     private readonly clock: VirtualClock,
+    axios: AxiosInstance,
     private readonly otherIo: () => number = () => 0,
   ) {
+    axios.interceptors.request.use((config) => {
+      this.inFlight++;
+      return config;
+    });
+    axios.interceptors.response.use(
+      (response) => {
+        this.inFlight--;
+        return response;
+      },
+      (error: unknown) => {
+        this.inFlight--;
+        throw error;
+      },
+    );
     const realFetch = this.realFetch;
     globalThis.fetch = async (...args: Parameters<typeof fetch>) => {
       this.inFlight++;
