@@ -1,3 +1,4 @@
+import { firstValueFrom, Observable } from 'rxjs';
 import { VirtualClock } from './clock';
 import { BulkheadFullError, CallNotPermittedError, DeadlineExceededError, MaxRetriesExceededError, RateLimitedError, TimeoutExceededError } from './errors';
 import { FallbackPolicy } from './fallback/fallback';
@@ -163,5 +164,23 @@ describe.each<Kind>(['standard', 'nested'])('a refusal after an attempt reached 
     await s.clock.advance(1000);
     expect(await outcome).toBeInstanceOf(CallNotPermittedError);
     expect(s.effects()).toBe(0);
+  });
+});
+
+describe('a refusal after an attempt reached the method (Observable method)', () => {
+  it('fails the subscription with the earlier attempt\'s timeout, the breaker refusal attached as cause', async () => {
+    const s = setup('standard');
+    let effects = 0;
+    // Each subscription reaches the provider, which charges and never answers.
+    const source = new Observable<never>(() => {
+      effects++;
+    });
+    const retried = s.registry.retry('r').observe(s.registry.circuitBreaker('cb').observe(s.registry.timeLimiter('tl').observe(source)));
+    const outcome = firstValueFrom(retried).catch((e: unknown) => e);
+    await s.clock.advance(1100);
+    const error = (await outcome) as TimeoutExceededError;
+    expect(effects).toBe(1);
+    expect(error).toBeInstanceOf(TimeoutExceededError);
+    expect(error.cause).toBeInstanceOf(CallNotPermittedError);
   });
 });
