@@ -81,7 +81,10 @@ export class RetryPolicy implements Policy {
   readonly onRetry = this.retryStream.subscribe;
   /** A call succeeded (after any number of attempts). */
   readonly onSuccess = this.successStream.subscribe;
-  /** A call failed for good; the event carries the error that propagates. */
+  /**
+   * A call failed for good; the event carries the error that propagates, or
+   * a `MaxRetriesExceededError` when `retryOnResult` still rejected the last value.
+   */
   readonly onError = this.errorStream.subscribe;
   /** A failed attempt was not retried (not retryable, attempts spent, budget, deadline). */
   readonly onRetryStopped = this.stoppedStream.subscribe;
@@ -158,12 +161,13 @@ export class RetryPolicy implements Policy {
 
   /**
    * Continues a call whose attempt `attempt` returned `result`: returns it
-   * (counting the success), or retries it when `retryOnResult` asks to.
+   * (counting the success), or retries it when `retryOnResult` asks to; a
+   * value it still rejects when no retry may follow counts as a failure.
    */
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
-    if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
-    const wait = this.waitForResult(result, attempt, this.config.waitDuration);
-    return wait === NO_RETRY ? this.succeeded(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait, result, true);
+    if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
+    const wait = this.waitForResult(attempt, this.config.waitDuration);
+    return wait === NO_RETRY ? this.exhausted(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait, result, true);
   }
 
   /**
@@ -197,11 +201,22 @@ export class RetryPolicy implements Policy {
         }
         continue;
       }
-      if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
-      wait = this.waitForResult(result, attempt, wait);
-      if (wait === NO_RETRY) return this.succeeded(result, attempt);
+      if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
+      wait = this.waitForResult(attempt, wait);
+      if (wait === NO_RETRY) return this.exhausted(result, attempt);
       reached = result;
       reachedResult = true;
+    }
+  }
+
+  /** Whether `retryOnResult` asks to retry `result`; when it throws, the call ends with its error, counted as failed. */
+  private retriesResult(result: unknown, attempt: number): boolean {
+    const retryOnResult = this.config.retryOnResult;
+    if (retryOnResult === undefined) return false;
+    try {
+      return retryOnResult(result);
+    } catch (predicateError) {
+      throw this.failed(predicateError, attempt);
     }
   }
 
@@ -213,32 +228,29 @@ export class RetryPolicy implements Policy {
    */
   private endAfterRefusal<R>(reached: unknown, reachedResult: boolean, refused: unknown, attempt: number): R {
     if (!reachedResult) throw this.failed(withRefusalCause(reached, refused), attempt);
-    if (this.config.failAfterMaxAttempts) {
-      throw this.failed(withRefusalCause(new MaxRetriesExceededError(this.name, attempt, reached), refused), attempt);
-    }
-    return this.succeeded(reached as R, attempt);
+    const error = this.failed(withRefusalCause(new MaxRetriesExceededError(this.name, attempt, reached), refused), attempt);
+    if (this.config.failAfterMaxAttempts) throw error;
+    return reached as R;
   }
 
   /**
-   * @internal The wait before retrying a returned value, or -1; throws when
-   * attempts run out and `failAfterMaxAttempts`. `scope` is the caller's
-   * deadline scope.
+   * @internal The wait before retrying a value `retryOnResult` asked to
+   * retry, or NO_RETRY. `scope` is the caller's deadline scope.
    */
-  waitForResult(result: unknown, attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
-    let retryable: boolean | undefined;
-    try {
-      retryable = this.config.retryOnResult?.(result);
-    } catch (predicateError) {
-      // A throwing retryOnResult ends the call with its error, counted like any other failure.
-      throw this.failed(predicateError, attempt);
-    }
-    if (!retryable) return NO_RETRY;
-    if (attempt < this.config.maxAttempts) {
-      const wait = this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random), scope);
-      if (wait !== NO_RETRY) return wait;
-    }
-    if (this.config.failAfterMaxAttempts) throw this.failed(new MaxRetriesExceededError(this.name, attempt, result), attempt);
-    return NO_RETRY;
+  waitForResult(attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
+    if (attempt >= this.config.maxAttempts) return NO_RETRY;
+    return this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random), scope);
+  }
+
+  /**
+   * @internal A value `retryOnResult` still rejects and no retry follows: the
+   * call failed, as Resilience4j counts and publishes it. The value is
+   * returned, or `MaxRetriesExceededError` thrown with `failAfterMaxAttempts`.
+   */
+  exhausted<R>(result: R, attempts: number): R {
+    const error = this.failed(new MaxRetriesExceededError(this.name, attempts, result), attempts);
+    if (this.config.failAfterMaxAttempts) throw error;
+    return result;
   }
 
   /** @internal Counts a call that succeeded after `attempts` attempts. */

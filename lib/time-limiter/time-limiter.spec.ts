@@ -1,9 +1,11 @@
 import * as fc from 'fast-check';
 import { getEventListeners } from 'node:events';
 import { Clock, TimerHandle, VirtualClock } from '../clock';
+import { INVALID_VALUE } from '../config/config.messages';
 import { contextStorage, currentSignal, remainingTime, ResilienceContext } from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { TimeLimiter, TimeLimiterEvent } from './time-limiter';
+import { Timeout } from './timeout.decorator';
 
 describe('TimeLimiter', () => {
   let clock: VirtualClock;
@@ -24,6 +26,18 @@ describe('TimeLimiter', () => {
     await expect(tl.execute(async () => 42)).resolves.toBe(42);
     await clock.advance(1000);
     expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('with timeoutDuration 0, lets through only an attempt already settled when the zero-delay timer fires, as Resilience4j', async () => {
+    const tl = limiter(0);
+    const settledAtOnce = tl.execute(async () => 'cached');
+    const needsTime = tl.execute(slow(1));
+    const needsTimeOutcome = needsTime.catch((e: unknown) => e);
+    await clock.advance(0);
+    await expect(settledAtOnce).resolves.toBe('cached');
+    const error = await needsTimeOutcome;
+    expect(error).toBeInstanceOf(TimeoutExceededError);
+    expect(error).toMatchObject({ timeoutMs: 0 });
   });
 
   it('rejects with TimeoutExceededError at exactly the limit and aborts the attempt signal', async () => {
@@ -136,6 +150,19 @@ describe('TimeLimiter', () => {
     expect(spy).not.toHaveBeenCalled();
     spy.mockRestore();
   });
+
+  it('@Timeout(ms) takes 0 (legal, as timeoutDuration 0) but refuses a negative number', () => {
+    class Service {
+      async call(): Promise<string> {
+        return 'ok';
+      }
+    }
+    const descriptor = () => Object.getOwnPropertyDescriptor(Service.prototype, 'call')!;
+    expect(() => Timeout(0)(Service.prototype, 'call', descriptor())).not.toThrow();
+    expect(() => Timeout(-1)(Service.prototype, 'call', descriptor())).toThrow(
+      INVALID_VALUE('@Timeout on call', 'timeoutDuration', 'a non-negative number of ms', -1),
+    );
+  });
 });
 
 /**
@@ -189,7 +216,7 @@ describe('TimeLimiter: a result that arrives after the limit', () => {
     expect(await run(3, 3, 4, 5, 1)).toEqual(['success', 'success', 'success']);
   });
 
-  it('property: the outcome is a timeout exactly when the work takes at least the limit', async () => {
+  it('property: the outcome is a timeout whenever the work takes longer than the limit, and what it was when shorter', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.record({ workMs: fc.integer({ min: 0, max: 20 }), fails: fc.boolean() }), { minLength: 1, maxLength: 20 }),
@@ -206,8 +233,10 @@ describe('TimeLimiter: a result that arrives after the limit', () => {
             await clock.advance(gapMs);
           }
           await clock.advance(100);
-          const expected = calls.map(({ workMs, fails }) => (workMs >= limitMs ? 'TimeoutExceededError' : fails ? 'Error' : 'value'));
-          expect(await Promise.all(outcomes)).toEqual(expected);
+          const settled = await Promise.all(outcomes);
+          // At exactly the limit the first to arrive wins, result or timer, as in Resilience4j.
+          const expected = calls.map(({ workMs, fails }, i) => (workMs > limitMs ? 'TimeoutExceededError' : workMs < limitMs ? (fails ? 'Error' : 'value') : settled[i]));
+          expect(settled).toEqual(expected);
         },
       ),
       { numRuns: 200 },

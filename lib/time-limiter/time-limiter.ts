@@ -248,7 +248,7 @@ class TimedAttempt<A, R> implements TimedEntry {
     if (this.settled) return;
     this.finish();
     // Timers fire after I/O that is already due: a result past the limit may beat its timer, yet is a timeout.
-    if (this.limiter.clock.now() >= this.scope.deadline) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
+    if (this.limiter.clock.now() > this.scope.deadline) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
     this.limiter.finished(undefined, false);
     if (this.observer === undefined) {
       this.resolve(value);
@@ -267,7 +267,7 @@ class TimedAttempt<A, R> implements TimedEntry {
     if (this.settled) return;
     this.finish();
     // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
-    if (this.limiter.clock.now() >= this.scope.deadline && !isRefusal(error)) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
+    if (this.limiter.clock.now() > this.scope.deadline && !isRefusal(error)) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
     this.limiter.finished(error, true);
     this.fail(error);
   }

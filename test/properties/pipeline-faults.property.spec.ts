@@ -117,7 +117,7 @@ async function play(scenario: Scenario) {
         case 'timeout':
           return clock.setTimeout(() => resolve({ charged: key, late: true }), 200);
         case 'late':
-          return clock.setTimeout(() => resolve({ charged: key, late: true }), LIMIT_MS + (n % 3));
+          return clock.setTimeout(() => resolve({ charged: key, late: true }), LIMIT_MS + 1 + (n % 3));
         case 'effectThenBreakerOpens':
           return clock.setTimeout(() => {
             breaker.transitionToOpenState();
