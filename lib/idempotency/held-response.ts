@@ -12,7 +12,8 @@ export interface SubstituteAnswer {
   readonly status: number;
   /** Headers to set; names in any case. */
   readonly headers: Readonly<Record<string, string>>;
-  readonly body: string;
+  /** Text (written as UTF-8) or bytes. */
+  readonly body: string | Buffer;
   /** Header names (lower case) to drop from what the pipeline set before the answer is written. */
   readonly drop: readonly string[];
 }

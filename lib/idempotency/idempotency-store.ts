@@ -25,8 +25,10 @@ export interface StoredHttpResponse {
   readonly status: number;
   /** The allow-listed response headers, lower-case names. */
   readonly headers: Readonly<Record<string, string>>;
-  /** The serialized body exactly as sent. */
+  /** The body exactly as sent: its text when the bytes are UTF-8, else the bytes in base64 (`encoding`). */
   readonly body: string;
+  /** `'base64'` when the body's bytes are not UTF-8 text (an image, ISO-8859-1 text); absent for UTF-8. */
+  readonly encoding?: 'base64';
 }
 
 /** The value a non-HTTP method (a message handler) returned; must be JSON-serializable. */

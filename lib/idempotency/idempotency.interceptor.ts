@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
@@ -12,6 +13,7 @@ import { idempotencyStorage } from './idempotency.context';
 import { CORRUPT_RECORD, CYCLIC_FINGERPRINT, KEY_HEADER_INVALID, KEY_HEADER_MISSING, TRANSACTION_NOT_COMMITTED } from './idempotency.messages';
 import { IDEMPOTENT_REPLAYED_HEADER, storeName } from './idempotency.options';
 import { IdempotencyRegistry } from './idempotency.registry';
+import { matchedRoute } from './matched-route';
 import { CapturedAnswer, HeldResponse, SubstituteAnswer, writeAnswer } from './held-response';
 import { IdempotencyOutcome, IdempotentMethod, IdempotentRun } from './idempotent-method';
 
@@ -97,8 +99,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
     next: CallHandler,
   ): Promise<Observable<unknown>> {
     const httpMethod = request.method as string;
-    const storeKey = scopedKey(this.registry.options.principal?.(request), httpMethod, path, key);
-    const fingerprint = fingerprintOf([httpMethod, path, queryOf(request), request.body ?? null], () => CYCLIC_FINGERPRINT(method.name));
+    const route = matchedRoute(request, method.name);
+    const principal = method.settings.principal;
+    const storeKey = scopedKey(typeof principal === 'function' ? principal(request) : undefined, httpMethod, route.template, key);
+    const fingerprint = fingerprintOf([httpMethod, route.template, route.params, queryOf(request), request.body ?? null], () => CYCLIC_FINGERPRINT(method.name));
     const start = await method.begin(storeKey, fingerprint, key, { transport: 'http', request });
     if (start.kind === 'replay') {
       if (start.response.kind !== 'http') throw new Error(CORRUPT_RECORD(storeName(this.registry.store), storeKey));
@@ -192,21 +196,27 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 }
 
-/** The stored form of a captured answer: allow-listed headers and the body text exactly as sent. */
+/**
+ * The stored form of a captured answer: allow-listed headers and the body
+ * exactly as sent, as text when it is UTF-8 and in base64 otherwise, so
+ * every store (all of them keep JSON text) gives the same bytes back.
+ */
 function storedAnswer(captured: CapturedAnswer, replayHeaders: readonly string[]): StoredHttpResponse {
   const headers: Record<string, string> = {};
   for (const name of replayHeaders) {
     const value = headerText(captured.headers, name);
     if (value !== undefined) headers[name] = value;
   }
-  return { kind: 'http', status: captured.status, headers, body: captured.body.toString('utf8') };
+  const { status, body } = captured;
+  if (isUtf8(body)) return { kind: 'http', status, headers, body: body.toString('utf8') };
+  return { kind: 'http', status, headers, body: body.toString('base64'), encoding: 'base64' };
 }
 
 function replay(stored: StoredHttpResponse, replayHeaders: readonly string[]): SubstituteAnswer {
   return {
     status: stored.status,
     headers: { ...stored.headers, [IDEMPOTENT_REPLAYED_HEADER]: 'true' },
-    body: stored.body,
+    body: stored.encoding === 'base64' ? Buffer.from(stored.body, 'base64') : stored.body,
     drop: [...ANSWER_HEADERS, ...replayHeaders],
   };
 }

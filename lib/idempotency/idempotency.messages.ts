@@ -42,9 +42,18 @@ export const STORE_NOT_TRANSACTIONAL = (target: string, store: string): string =
 export const POOL_CANNOT_CONNECT = (): string =>
   `${PREFIX}: PostgresIdempotencyStore: transactional mode needs a pg Pool as 'pool' (something with connect()), got an object without connect()`;
 
-/** No principal resolver: keys of different users share one namespace. */
-export const NO_PRINCIPAL_RESOLVER = (target: string): string =>
-  `${PREFIX}: @Idempotent on ${target} (and any other route) scopes keys by method and path only: set 'idempotency.principal' to a function of the request (e.g. (req) => req.user?.id) so that two clients choosing the same key cannot see each other's answers`;
+/** An HTTP route has no principal choice: keys of different clients would share one namespace by accident. */
+export const PRINCIPAL_REQUIRED = (target: string): string =>
+  `${PREFIX}: @Idempotent on ${target} needs a principal (who is asking), so that one client's key never replays another client's answer. ` +
+  `Choose one on the route, @Idempotent({ principal: (req) => req.user?.id }), or for every route with the module option idempotency.principal; ` +
+  `or give principal: 'shared' to let every client share one key space on purpose`;
+
+/** A principal on a method that is not a route, whose key comes from its arguments. */
+export const PRINCIPAL_NOT_ON_ROUTE = (target: string): string =>
+  `${PREFIX}: @Idempotent on ${target}: option 'principal' is for HTTP routes; a method called with a 'key' option is scoped by the method, so put who is asking into the key`;
+
+/** `principal` is neither a function nor `'shared'`. */
+export const PRINCIPAL_EXPECTED = "a function of the request, e.g. (req) => req.user?.id, or 'shared'";
 
 /** A stale key was found and nobody can say whether its first attempt had its effect. */
 export const NO_RECONCILER = (target: string): string =>

@@ -4,7 +4,7 @@ import { Duration, parseDuration } from '../config/duration';
 import { camelKey } from '../config/schema';
 import { ErrorClassOrName } from '../error-matcher';
 import { DEFAULT_IDEMPOTENCY_LEASE_MS, DEFAULT_IDEMPOTENCY_TTL_MS, InProgressRecord, IdempotencyStore, wallClock } from './idempotency-store';
-import { IDEMPOTENCY_OPTIONS_PLACE, TTL_SHORTER_THAN_LEASE } from './idempotency.messages';
+import { IDEMPOTENCY_OPTIONS_PLACE, PRINCIPAL_EXPECTED, TTL_SHORTER_THAN_LEASE } from './idempotency.messages';
 import { MemoryIdempotencyStore } from './memory-idempotency-store';
 
 /** Header read for the client's key when the `header` option is not given. */
@@ -83,6 +83,13 @@ export type IdempotencyReconciliation = { readonly action: 'run' } | { readonly 
  */
 export type IdempotencyReconciler = (stale: StaleIdempotencyKey) => IdempotencyReconciliation | Promise<IdempotencyReconciliation>;
 
+/**
+ * Who is asking, for the key scope: a function of the request (it runs
+ * after guards, so `req.user` is set) returning the client's identity, or
+ * `'shared'` to let every client share one key space on purpose.
+ */
+export type IdempotencyPrincipal = ((request: any) => string | undefined) | 'shared';
+
 /** Module option `idempotency` of `ResilienceModule.forRoot`. */
 export interface IdempotencyModuleOptions {
   /** Where keys live; default a `MemoryIdempotencyStore` of this process (on the module clock when one is injected). */
@@ -94,11 +101,11 @@ export interface IdempotencyModuleOptions {
   /** Request header carrying the client's key. Default `Idempotency-Key`. */
   header?: string;
   /**
-   * Who is asking: keys are scoped by this, the method and the path, so two
-   * clients picking the same key stay apart. Runs after guards (so
-   * `req.user` is set). Default none, with a startup warning.
+   * Who is asking, for every route without a `principal` of its own: keys
+   * are scoped by it, the method and the matched route, so two clients
+   * picking the same key stay apart. A route with neither fails bootstrap.
    */
-  principal?: (request: any) => string | undefined;
+  principal?: IdempotencyPrincipal;
   /** Response headers stored and replayed (never `Set-Cookie`). Default `Location`, `Content-Type`, `ETag`. */
   replayHeaders?: readonly string[];
   /** Resolves stale keys of every `@Idempotent` that has no `reconciler` of its own. */
@@ -130,6 +137,8 @@ export interface IdempotentOptions {
    * fingerprint method, path, query and body.
    */
   fingerprint?: (...args: any[]) => unknown;
+  /** Who is asking, on this route; default the module's `principal` (routes only). */
+  principal?: IdempotencyPrincipal;
   /** Record lifetime for this method; default the module's `ttl`. */
   ttl?: Duration;
   /** Lease for this method; default the module's `lease`. */
@@ -167,14 +176,14 @@ export interface ResolvedIdempotencyOptions {
   readonly header: string;
   /** Header name as configured, for messages. */
   readonly headerLabel: string;
-  readonly principal?: (request: unknown) => string | undefined;
+  readonly principal?: IdempotencyPrincipal;
   /** Lower-case header names. */
   readonly replayHeaders: readonly string[];
   readonly reconciler?: IdempotencyReconciler;
 }
 
 const MODULE_KEYS = ['store', 'ttl', 'lease', 'header', 'principal', 'replayHeaders', 'reconciler'];
-const DECORATOR_KEYS = ['required', 'key', 'fingerprint', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'];
+const DECORATOR_KEYS = ['required', 'key', 'fingerprint', 'principal', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'];
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const STORE_METHODS = ['claim', 'complete', 'release', 'renew', 'get', 'cleanupExpired'] as const;
 
@@ -205,7 +214,7 @@ export function resolveIdempotencyOptions(raw: unknown, clock: Clock): ResolvedI
     leaseMs,
     header: headerLabel.toLowerCase(),
     headerLabel,
-    principal: readFunction(place, given.principal) as ResolvedIdempotencyOptions['principal'],
+    principal: readPrincipal(place, given.principal),
     replayHeaders: readReplayHeaders(place, given.replayHeaders),
     reconciler: readFunction(place, given.reconciler) as IdempotencyReconciler | undefined,
   };
@@ -216,6 +225,7 @@ export interface CheckedIdempotentOptions {
   readonly required: boolean;
   readonly key?: (...args: unknown[]) => string | undefined;
   readonly fingerprint?: (...args: unknown[]) => unknown;
+  readonly principal?: IdempotencyPrincipal;
   readonly ttlMs?: number;
   readonly leaseMs?: number;
   readonly onStatus?: (status: number) => IdempotencySettlement;
@@ -244,6 +254,7 @@ export function checkIdempotentOptions(options: unknown, place: string): Checked
     required: readBoolean(place, given.required, true),
     key: readFunction(place, given.key) as CheckedIdempotentOptions['key'],
     fingerprint: readFunction(place, given.fingerprint) as CheckedIdempotentOptions['fingerprint'],
+    principal: readPrincipal(place, given.principal),
     ttlMs,
     leaseMs,
     onStatus: readFunction(place, given.onStatus) as CheckedIdempotentOptions['onStatus'],
@@ -272,6 +283,12 @@ function readFunction(place: string, given: Given): ((...args: unknown[]) => unk
   if (given === undefined || given.value === undefined) return undefined;
   if (typeof given.value !== 'function') throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a function', given.value));
   return given.value as (...args: unknown[]) => unknown;
+}
+
+function readPrincipal(place: string, given: Given): IdempotencyPrincipal | undefined {
+  if (given === undefined || given.value === undefined) return undefined;
+  if (given.value !== 'shared' && typeof given.value !== 'function') throw new TypeError(INVALID_VALUE(place, given.rawKey, PRINCIPAL_EXPECTED, given.value));
+  return given.value as IdempotencyPrincipal;
 }
 
 function readHeaderName(place: string, rawKey: string, value: unknown): string {

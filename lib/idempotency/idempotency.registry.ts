@@ -4,7 +4,7 @@ import { EventStream, EventSubscriber } from '../events';
 import { TrampolineInfo } from '../metadata';
 import { ResilienceRegistry } from '../resilience.registry';
 import { IdempotencyStore } from './idempotency-store';
-import { KEY_ON_ROUTE, KEY_REQUIRED, NO_PRINCIPAL_RESOLVER, STORE_NOT_TRANSACTIONAL } from './idempotency.messages';
+import { KEY_ON_ROUTE, KEY_REQUIRED, PRINCIPAL_NOT_ON_ROUTE, PRINCIPAL_REQUIRED, STORE_NOT_TRANSACTIONAL } from './idempotency.messages';
 import { CheckedIdempotentOptions, resolveIdempotencyOptions, ResolvedIdempotencyOptions, storeName } from './idempotency.options';
 import { DEFAULT_RELEASE_ON, IdempotencyOutcome, IdempotencyTransport, IdempotentMethod } from './idempotent-method';
 import { isTransactionalStore } from './postgres-idempotency-store';
@@ -33,7 +33,6 @@ export class IdempotencyRegistry {
   readonly options: ResolvedIdempotencyOptions;
   private readonly events = new EventStream<IdempotencyOutcomeEvent>();
   private readonly methods = new Map<TrampolineInfo, IdempotentMethod>();
-  private warnedPrincipal = false;
 
   /** One event per request or call through an `@Idempotent` method. */
   readonly onOutcome: EventSubscriber<IdempotencyOutcomeEvent> = this.events.subscribe;
@@ -51,8 +50,8 @@ export class IdempotencyRegistry {
   /**
    * The layer of one decorated method, made at bootstrap. Checks what can
    * be checked before the first request: a route takes its key from the
-   * header, any other method needs `key`, and transactional mode needs a
-   * store that takes part in transactions.
+   * header and needs a principal choice, any other method needs `key`, and
+   * transactional mode needs a store that takes part in transactions.
    *
    * @param info the method's trampoline
    * @param options the decorator's validated options
@@ -64,13 +63,11 @@ export class IdempotencyRegistry {
     if (route && options.key !== undefined) throw new Error(KEY_ON_ROUTE(name, 'key'));
     if (route && options.fingerprint !== undefined) throw new Error(KEY_ON_ROUTE(name, 'fingerprint'));
     if (!route && options.key === undefined) throw new Error(KEY_REQUIRED(name));
+    if (!route && options.principal !== undefined) throw new Error(PRINCIPAL_NOT_ON_ROUTE(name));
+    const principal = options.principal ?? this.options.principal;
+    if (route && principal === undefined) throw new Error(PRINCIPAL_REQUIRED(name));
     const { store, ttlMs, leaseMs, reconciler } = this.options;
     if (options.transactional && !isTransactionalStore(store)) throw new Error(STORE_NOT_TRANSACTIONAL(name, storeName(store)));
-    if (route && this.options.principal === undefined && !this.warnedPrincipal) {
-      // One warning for the application, naming the first route: the setting is module-wide.
-      this.warnedPrincipal = true;
-      this.resilience.warnOnce(NO_PRINCIPAL_RESOLVER(name));
-    }
     const lease = options.leaseMs ?? leaseMs;
     const layer = new IdempotentMethod(
       name,
@@ -82,6 +79,7 @@ export class IdempotencyRegistry {
         ttlMs: Math.max(options.ttlMs ?? ttlMs, lease),
         releaseOn: new ErrorMatcher(options.releaseOn ?? DEFAULT_RELEASE_ON),
         reconciler: options.reconciler ?? reconciler,
+        principal,
         route,
       },
       (outcome, from, transport, key, error) => this.emit(outcome, from, transport, key, error),

@@ -26,6 +26,7 @@ export { downstreamIdempotencyKey, idempotencyTransaction } from './idempotency.
 export { DEFAULT_IDEMPOTENCY_HEADER, DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED_HEADER } from './idempotency.options';
 export type {
   IdempotencyModuleOptions,
+  IdempotencyPrincipal,
   IdempotencyReconciler,
   IdempotencyReconciliation,
   IdempotencySettlement,
