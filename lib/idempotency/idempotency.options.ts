@@ -13,6 +13,15 @@ export const DEFAULT_IDEMPOTENCY_HEADER = 'Idempotency-Key';
 /** Response headers stored and replayed when `replayHeaders` is not given. */
 export const DEFAULT_REPLAY_HEADERS: readonly string[] = ['location', 'content-type', 'etag'];
 
+/** How long a store call may take before the request gets 503, when `storeTimeout` is not given: 2 s. */
+export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
+
+/** Largest body stored for replay when `maxStoredBytes` is not given: 1 MiB. */
+export const DEFAULT_MAX_STORED_BYTES = 1_048_576;
+
+/** Header set on a replay whose first answer's body was not kept: `streamed` or `too-large`. */
+export const IDEMPOTENT_BODY_OMITTED_HEADER = 'Idempotent-Body-Omitted';
+
 /** Header set on every replayed answer. */
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 
@@ -101,6 +110,18 @@ export interface IdempotencyModuleOptions {
   /** Request header carrying the client's key. Default `Idempotency-Key`. */
   header?: string;
   /**
+   * How long a store call may take before the request is answered 503
+   * (`IdempotencyStoreUnavailableError`); never longer than the time left
+   * before the request deadline. Default `2s`.
+   */
+  storeTimeout?: Duration;
+  /**
+   * Largest answer body kept for replay, in bytes. A larger one (and any
+   * streamed one) still reaches the client and settles the key, but its
+   * replay has no body and says so (`Idempotent-Body-Omitted`). Default 1 MiB.
+   */
+  maxStoredBytes?: number;
+  /**
    * Who is asking, for every route without a `principal` of its own: keys
    * are scoped by it, the method and the matched route, so two clients
    * picking the same key stay apart. A route with neither fails bootstrap.
@@ -172,6 +193,8 @@ export interface ResolvedIdempotencyOptions {
   readonly store: IdempotencyStore;
   readonly ttlMs: number;
   readonly leaseMs: number;
+  readonly storeTimeoutMs: number;
+  readonly maxStoredBytes: number;
   /** Header name, lower case. */
   readonly header: string;
   /** Header name as configured, for messages. */
@@ -182,7 +205,7 @@ export interface ResolvedIdempotencyOptions {
   readonly reconciler?: IdempotencyReconciler;
 }
 
-const MODULE_KEYS = ['store', 'ttl', 'lease', 'header', 'principal', 'replayHeaders', 'reconciler'];
+const MODULE_KEYS = ['store', 'ttl', 'lease', 'storeTimeout', 'maxStoredBytes', 'header', 'principal', 'replayHeaders', 'reconciler'];
 const DECORATOR_KEYS = ['required', 'key', 'fingerprint', 'principal', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'];
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const STORE_METHODS = ['claim', 'complete', 'release', 'renew', 'get', 'cleanupExpired'] as const;
@@ -212,6 +235,8 @@ export function resolveIdempotencyOptions(raw: unknown, clock: Clock): ResolvedI
     store: readStore(place, given.store, clock),
     ttlMs,
     leaseMs,
+    storeTimeoutMs: readDuration(place, given.storeTimeout, DEFAULT_STORE_TIMEOUT_MS),
+    maxStoredBytes: readByteCount(place, given.maxStoredBytes, DEFAULT_MAX_STORED_BYTES),
     header: headerLabel.toLowerCase(),
     headerLabel,
     principal: readPrincipal(place, given.principal),
@@ -271,6 +296,12 @@ function readDuration(place: string, given: Given, fallback: number): number {
   const ms = parseDuration(given.value);
   if (ms === undefined || ms <= 0) throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a positive duration (ms, or a string such as "30s" or "24h")', given.value));
   return Math.ceil(ms);
+}
+
+function readByteCount(place: string, given: Given, fallback: number): number {
+  if (given === undefined || given.value === undefined) return fallback;
+  if (!Number.isSafeInteger(given.value) || (given.value as number) < 0) throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a whole number of bytes (0 or more)', given.value));
+  return given.value as number;
 }
 
 function readBoolean(place: string, given: Given, fallback: boolean): boolean {

@@ -1,3 +1,4 @@
+import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { PATH_METADATA } from '@nestjs/common/constants';
 import { ErrorMatcher } from '../error-matcher';
 import { EventStream, EventSubscriber } from '../events';
@@ -7,7 +8,9 @@ import { IdempotencyStore } from './idempotency-store';
 import { KEY_ON_ROUTE, KEY_REQUIRED, PRINCIPAL_NOT_ON_ROUTE, PRINCIPAL_REQUIRED, STORE_NOT_TRANSACTIONAL } from './idempotency.messages';
 import { CheckedIdempotentOptions, resolveIdempotencyOptions, ResolvedIdempotencyOptions, storeName } from './idempotency.options';
 import { DEFAULT_RELEASE_ON, IdempotencyOutcome, IdempotencyTransport, IdempotentMethod } from './idempotent-method';
+import { MemoryIdempotencyStore } from './memory-idempotency-store';
 import { isTransactionalStore } from './postgres-idempotency-store';
+import { boundedStoreCall } from './store-call';
 
 /** One request or call through an `@Idempotent` method, and what became of it. */
 export interface IdempotencyOutcomeEvent {
@@ -28,7 +31,7 @@ export interface IdempotencyOutcomeEvent {
  * application. Injectable in Nest (`IdempotencyRegistry`); without Nest,
  * `new IdempotencyRegistry(new ResilienceRegistry({ idempotency: { ... } }))`.
  */
-export class IdempotencyRegistry {
+export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDestroy {
   /** The module's `idempotency` section, validated. */
   readonly options: ResolvedIdempotencyOptions;
   private readonly events = new EventStream<IdempotencyOutcomeEvent>();
@@ -40,6 +43,21 @@ export class IdempotencyRegistry {
   /** @param resilience the application's registry: its module options, clock and warnings */
   constructor(private readonly resilience: ResilienceRegistry) {
     this.options = resolveIdempotencyOptions(resilience.options.extras.idempotency, resilience.clock);
+  }
+
+  /** Logs the store's durability warning, if it has one (bounded by `storeTimeout`; a store that cannot tell says nothing). */
+  async onApplicationBootstrap(): Promise<void> {
+    const { store } = this.options;
+    if (store.durabilityWarning === undefined) return;
+    const bounds = { clock: this.resilience.clock, storeTimeoutMs: this.options.storeTimeoutMs };
+    const warning = await boundedStoreCall(bounds, storeName(store), 'durability check', () => store.durabilityWarning?.() ?? Promise.resolve(undefined), false).catch(() => undefined);
+    if (warning !== undefined) this.resilience.warnOnce(warning);
+  }
+
+  /** Stops a memory store's sweep timer: its keys die with the application anyway. */
+  onModuleDestroy(): void {
+    const { store } = this.options;
+    if (store instanceof MemoryIdempotencyStore) store.close();
   }
 
   /** The store every `@Idempotent` method uses. */
@@ -66,7 +84,7 @@ export class IdempotencyRegistry {
     if (!route && options.principal !== undefined) throw new Error(PRINCIPAL_NOT_ON_ROUTE(name));
     const principal = options.principal ?? this.options.principal;
     if (route && principal === undefined) throw new Error(PRINCIPAL_REQUIRED(name));
-    const { store, ttlMs, leaseMs, reconciler } = this.options;
+    const { store, ttlMs, leaseMs, storeTimeoutMs, reconciler } = this.options;
     if (options.transactional && !isTransactionalStore(store)) throw new Error(STORE_NOT_TRANSACTIONAL(name, storeName(store)));
     const lease = options.leaseMs ?? leaseMs;
     const layer = new IdempotentMethod(
@@ -77,6 +95,7 @@ export class IdempotencyRegistry {
         clock: this.resilience.clock,
         leaseMs: lease,
         ttlMs: Math.max(options.ttlMs ?? ttlMs, lease),
+        storeTimeoutMs,
         releaseOn: new ErrorMatcher(options.releaseOn ?? DEFAULT_RELEASE_ON),
         reconciler: options.reconciler ?? reconciler,
         principal,
