@@ -62,7 +62,8 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     permittedNumberOfCallsInHalfOpenState: { kind: 'integer', min: 1 },
     maxWaitDurationInHalfOpenState: { kind: 'duration' },
     slidingWindowType: { kind: 'enum', values: ['COUNT_BASED', 'TIME_BASED'] },
-    slidingWindowSize: { kind: 'integer', min: 1 },
+    // Each slot is allocated up front: a bound keeps a typo from failing far from its key.
+    slidingWindowSize: { kind: 'integer', min: 1, max: 1_000_000 },
     minimumNumberOfCalls: { kind: 'integer', min: 1 },
     waitDurationInOpenState: { kind: 'duration', positive: true },
     automaticTransitionFromOpenToHalfOpenEnabled: { kind: 'boolean' },

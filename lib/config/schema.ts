@@ -111,7 +111,7 @@ function readField(spec: FieldSpec, value: unknown, place: ConfigPlace, key: str
     case 'integer': {
       const n = typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
       const range = spec.max === undefined ? `>= ${spec.min}` : `between ${spec.min} and ${spec.max}`;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < spec.min || (spec.max !== undefined && n > spec.max)) {
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < spec.min || (spec.max !== undefined && n > spec.max)) {
         return bad(`an integer ${range}`);
       }
       return n;
@@ -178,19 +178,20 @@ export function resolveSection<T extends object>(
 ): ResolvedSection<T> {
   const section = raw ?? {};
   if (!isPlainObject(section)) throw new Error(NOT_AN_OBJECT(schema.policy, section));
-  const configsRaw: Record<string, unknown> = {};
-  const instancesRaw: Record<string, unknown> = {};
+  // Maps, not objects: an instance may be named `__proto__`, which assigning into an object would swallow.
+  const configsRaw = new Map<string, unknown>();
+  const instancesRaw = new Map<string, unknown>();
   for (const [rawKey, value] of Object.entries(section)) {
     const key = camelKey(rawKey);
     const target = key === 'configs' ? configsRaw : key === 'instances' ? instancesRaw : undefined;
     if (target === undefined) throw new Error(UNKNOWN_KEY(schema.policy, rawKey, ['configs', 'instances']));
     if (value === null || value === undefined) continue;
     if (!isPlainObject(value)) throw new Error(NOT_AN_OBJECT(`${schema.policy}.${key}`, value));
-    Object.assign(target, value);
+    for (const [name, settings] of Object.entries(value)) target.set(name, settings);
   }
 
   const partialConfigs = new Map<string, Partial<T> & { baseConfig?: string }>();
-  for (const [name, value] of Object.entries(configsRaw)) {
+  for (const [name, value] of configsRaw) {
     partialConfigs.set(name, readPartial(schema, value, instancePlace(schema.policy, 'config', name), warn));
   }
   const resolvedConfigs = new Map<string, T>();
@@ -213,7 +214,7 @@ export function resolveSection<T extends object>(
   if (partialConfigs.has('default')) schema.check?.(defaultConfig, instancePlace(schema.policy, 'config', 'default'));
 
   const instances = new Map<string, T>();
-  for (const [name, value] of Object.entries(instancesRaw)) {
+  for (const [name, value] of instancesRaw) {
     const place = instancePlace(schema.policy, 'instance', name);
     const partial = readPartial(schema, value, place, warn);
     let base = defaultConfig;
