@@ -6,9 +6,10 @@ import { metrics } from './metrics';
 import { overhead } from './overhead';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
+import { shedding } from './shedding';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
-const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, idempotency, metrics];
+const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, idempotency, metrics, shedding];
 
 /**
  * `npm run bench` runs every section; `npm run bench -- overhead memory`

@@ -1,19 +1,26 @@
+import { javaException } from './java-exceptions';
+
 /** An error class, as accepted by exception lists and `@Fallback`. */
 export type ErrorClass<E = unknown> = abstract new (...args: any[]) => E;
 
 /**
  * An entry of `retryExceptions`, `ignoreExceptions` or `recordExceptions`:
- * a class, or a class name (a dotted Java name matches on its last segment).
+ * a class, or a class name (a dotted Java name matches on its last segment,
+ * and a well-known Java name also matches the Node errors it stands for: see
+ * {@link JAVA_EXCEPTIONS}).
  */
 export type ErrorClassOrName = ErrorClass | string;
 
 /**
  * Matches errors against a list of classes and class names. A name matches
- * an error whose class, or any ancestor class, has that name.
+ * an error whose class, or any ancestor class, has that name; a Java name of
+ * {@link JAVA_EXCEPTIONS} (`java.io.IOException`) also matches the errors of
+ * the condition it stands for (connection errors).
  */
 export class ErrorMatcher {
   private readonly classes: Set<unknown>;
   private readonly names: Set<string>;
+  private readonly conditions: ReadonlyArray<(error: unknown) => boolean>;
 
   /** True when the list was empty. */
   readonly empty: boolean;
@@ -24,6 +31,9 @@ export class ErrorMatcher {
     this.names = new Set(
       entries.filter((e): e is string => typeof e === 'string').map((n) => n.slice(n.lastIndexOf('.') + 1)),
     );
+    this.conditions = [
+      ...new Set(entries.flatMap((e) => (typeof e === 'string' ? [javaException(e)?.matches] : [])).filter((m) => m !== undefined)),
+    ];
     this.empty = entries.length === 0;
   }
 
@@ -34,6 +44,7 @@ export class ErrorMatcher {
       const ctor = proto.constructor;
       if (this.classes.has(ctor) || (typeof ctor === 'function' && this.names.has(ctor.name))) return true;
     }
+    for (const condition of this.conditions) if (condition(error)) return true;
     return false;
   }
 }

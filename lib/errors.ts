@@ -95,6 +95,24 @@ export class RateLimitedError extends ResilienceError {
   }
 }
 
+/** The load shedder refused a request at the server's door: it never ran, so trying again later is safe. */
+export class OverloadedError extends ResilienceError {
+  readonly code = 'OVERLOADED';
+
+  /**
+   * @param reason the signal that refused it: `concurrency`, `event-loop-delay` or `priority`
+   * @param priority the request's load-shedding class
+   * @param retryAfterMs a hint for the client, in ms
+   */
+  constructor(
+    readonly reason: string,
+    readonly priority: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super('loadShedding', `The server is overloaded and refused a '${priority}' request (${reason})`);
+  }
+}
+
 /**
  * `retryOnResult` still asked for a retry after the last attempt and
  * `failAfterMaxAttempts` is true. `lastResult` is the value of that attempt.
@@ -176,6 +194,7 @@ for (const errorClass of [
   TimeoutExceededError,
   DeadlineExceededError,
   RateLimitedError,
+  OverloadedError,
   MaxRetriesExceededError,
   IdempotencyKeyMissingError,
   IdempotencyKeyInProgressError,

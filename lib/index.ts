@@ -8,6 +8,10 @@ export { parseDuration } from './config/duration';
 export type { Duration } from './config/duration';
 export type { PolicySection } from './config/schema';
 export { DEFAULT_ORDER } from './config/module-options';
+export { fromSpringConfig } from './config/spring-config';
+export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './config/thread-pool-bulkhead';
+export { JAVA_EXCEPTIONS } from './java-exceptions';
+export type { JavaException } from './java-exceptions';
 export type { DeadlineOptions, PolicyKind, ResilienceModuleOptions } from './config/module-options';
 export {
   currentContext,
@@ -47,8 +51,8 @@ export type { FallbackEvent, FallbackHandlerSpec } from './fallback/fallback';
 export { Fallback } from './fallback/fallback.decorator';
 export type { FallbackFn } from './fallback/fallback.decorator';
 export { ResilienceExceptionFilter } from './filter/resilience-exception.filter';
-export { RESILIENCE_PROBLEMS, resilienceProblem, retryAfterSeconds } from './filter/resilience-problems';
-export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem } from './filter/resilience-problems';
+export { RESILIENCE_PROBLEMS, resilienceProblem, resilienceRpcError, retryAfterSeconds } from './filter/resilience-problems';
+export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem, ResilienceRpcError } from './filter/resilience-problems';
 export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 export type {
   CircuitBreakerCallNotPermittedEvent,
@@ -62,5 +66,11 @@ export type {
   CircuitBreakerStateTransitionEvent,
   CircuitBreakerSuccessEvent,
 } from './circuit-breaker/circuit-breaker-policy';
+export { LoadShedder } from './load-shedding/load-shedder';
+export type { Admission, Refusal, ShedReason } from './load-shedding/load-shedder';
+export type { EventLoopDelayProbe } from './load-shedding/event-loop-delay';
+export type { AdaptiveAlgorithm, AdaptiveLimitOptions, EventLoopDelayOptions, LoadSheddingOptions } from './load-shedding/load-shedding.options';
+export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
+export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
 export * from './observability';

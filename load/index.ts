@@ -1,7 +1,6 @@
 import autocannon from 'autocannon';
-import { ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { freePort, startApp } from './app';
+import { overload } from './overload';
 
 /*
  * npm run load [-- seconds]: starts the sample app in a child process on a
@@ -16,12 +15,14 @@ import { join } from 'node:path';
  * whether a refused call waits.
  */
 
+const USAGE = `usage: npm run load [-- <seconds per run>]   bare route, full stack and an open breaker (default 8 s)
+       npm run load -- overload [<seconds>]   a pool-bound route offered 3× its capacity, without and with load shedding (default 10 s)`;
+
 const SECONDS = Number(process.argv[2] ?? 8);
 const CONNECTIONS = 10;
 const ROUNDS = 3;
 const FIXED_RATE = 500;
 const FIXED_RATE_CONNECTIONS = 4;
-const root = join(__dirname, '..');
 
 interface Row {
   name: string;
@@ -30,37 +31,6 @@ interface Row {
   p99: number;
   non2xx: number;
   errors: number;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startApp(port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'sample-app/src/main.ts'], {
-    cwd: root,
-    env: { ...process.env, PORT: String(port), TS_NODE_PROJECT: join(root, 'tsconfig.json') },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the sample app exited with code ${child.exitCode}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/probe/bare`)).ok) return child;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  child.kill();
-  throw new Error('the sample app did not answer within 60 s');
 }
 
 async function drive(name: string, options: autocannon.Options): Promise<Row> {
@@ -80,7 +50,7 @@ function median(rows: Row[]): Row {
   return sorted[Math.floor(sorted.length / 2)];
 }
 
-async function main(): Promise<void> {
+async function throughput(): Promise<void> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const app = await startApp(port);
@@ -146,7 +116,24 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error) => {
+function main(args: readonly string[]): Promise<void> {
+  const [first, second] = args;
+  if (first === 'overload') return overload(second === undefined ? 10 : positiveSeconds(second));
+  if (first !== undefined && (first.startsWith('-') || !(Number(first) > 0))) {
+    console.log(USAGE);
+    if (first !== '--help' && first !== '-h') process.exitCode = 2;
+    return Promise.resolve();
+  }
+  return throughput();
+}
+
+function positiveSeconds(value: string): number {
+  const seconds = Number(value);
+  if (!(seconds > 0)) throw new Error(`seconds must be a positive number, got ${JSON.stringify(value)}\n${USAGE}`);
+  return seconds;
+}
+
+main(process.argv.slice(2)).catch((error) => {
   console.error(error);
   process.exitCode = 1;
 });

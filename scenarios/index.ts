@@ -5,6 +5,7 @@ import { breaker } from './breaker';
 import { bulkhead } from './bulkhead';
 import { ScenarioReport } from './kit';
 import { overcharge } from './overcharge';
+import { overload } from './overload';
 import { retryAmplification } from './retry-amplification';
 import { retryStorm } from './retry-storm';
 
@@ -28,6 +29,7 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
   { name: 'overcharge', summary: '100 payments with 40% of replies lost: one idempotency key per payment versus a key per attempt', run: overcharge },
   { name: 'breaker', summary: 'thread-seconds and calls reaching a dependency down for 30 s, without and with a breaker', run: breaker },
   { name: 'bulkhead', summary: 'a reviews call slowing to 4 s stalls every endpoint of a 200-worker server, unless a bulkhead of 40 guards it', run: bulkhead },
+  { name: 'overload', summary: 'a server of fixed capacity offered 1×, 2× and 3× of it, without shedding and with a fixed cap or an adaptive limit', run: overload },
   { name: 'retry-amplification', summary: 'three layers of 3 attempts against a failing service (27 calls) versus one layer with a budget', run: retryAmplification },
 ];
 

@@ -32,6 +32,60 @@ export const NOT_AN_OBJECT = (place: ConfigPlace, value: unknown): string =>
 export const UNSUPPORTED_PROPERTY = (place: ConfigPlace, key: string): string =>
   `${PREFIX}: ${place}: Resilience4j property '${key}' is not implemented by resilience4nest and is ignored`;
 
+/** A Resilience4j property accepted here with no effect; `instead` says what happens in its place. */
+export const IGNORED_PROPERTY = (place: ConfigPlace, key: string, instead: string): string =>
+  `${PREFIX}: ${place}: Resilience4j property '${key}' is ignored: ${instead}`;
+
+/** A Resilience4j section with no equivalent here. */
+export const IGNORED_SECTION = (key: string, instead: string): string =>
+  `${PREFIX}: Resilience4j section '${key}' is ignored: ${instead}`;
+
+/** The file's aspect orders nest the layers differently from the module's order. */
+export const ASPECT_ORDER_DIFFERS = (spring: readonly string[], order: readonly string[]): string =>
+  `${PREFIX}: the *-aspect-order properties nest the layers as ${spring.filter((k) => k !== 'idempotent' && k !== 'fallback').join(' -> ')} (outermost first) in Spring; here they run as ${order
+    .filter((k) => k !== 'idempotent' && k !== 'fallback')
+    .join(' -> ')}. For Spring's nesting, set the module option order: [${spring.map((k) => `'${k}'`).join(', ')}]`;
+
+/** A Resilience4j 0.x property, gone in 2.x. */
+export const LEGACY_PROPERTY = (place: ConfigPlace, key: string, replacement: string): string =>
+  `${PREFIX}: invalid configuration of ${place}: '${key}' is a Resilience4j 0.x property; Resilience4j 2.x (and resilience4nest) use ${replacement}`;
+
+/** The same property given twice, e.g. as a dotted key and as a nested map. */
+export const DUPLICATE_PROPERTY = (path: string): string =>
+  `${PREFIX}: invalid configuration: property '${path}' is given twice (as a dotted key and as a nested map, or twice under spellings Spring treats as one)`;
+
+/** A thread-pool bulkhead runs as a semaphore bulkhead here. */
+export const THREAD_POOL_BULKHEAD_MAPPED = (names: readonly string[]): string =>
+  `${PREFIX}: thread-pool-bulkhead instance(s) ${names.map((n) => `'${n}'`).join(', ')} run as bulkheads on the event loop (no thread pool in Node): max-thread-pool-size -> maxConcurrentCalls, queue-capacity -> queueCapacity; queued calls wait until a permit frees up, their time limit fires or their deadline passes; use them with @Bulkhead(name)`;
+
+/** An exception list naming Java classes that nothing in a Node process throws. */
+export const UNMATCHED_EXCEPTIONS = (place: ConfigPlace, key: string, names: readonly string[], consequence: string | undefined): string =>
+  `${PREFIX}: ${place}: '${key}' names ${names.map((n) => `'${n}'`).join(', ')}, which no Node error stands for (only an error class of the same simple name would match)${
+    consequence === undefined ? '' : `; as listed, ${consequence}`
+  }`;
+
+/** A forRootAsync factory that returned no options. */
+export const NO_ASYNC_OPTIONS = (value: null | undefined): string =>
+  `${PREFIX}: ResilienceModule.forRootAsync: useFactory returned ${value} instead of options. If it reads ConfigService.get('resilience4j'): that is undefined when application.yml writes dotted root keys ('resilience4j.circuitbreaker:'); read the file with fromSpringConfig(document) instead (README, Configuration)`;
+
+/** A Spring document handed to `fromSpringConfig` has no `resilience4j` part. */
+export const NO_RESILIENCE4J_PART = (keys: readonly string[]): string =>
+  `${PREFIX}: fromSpringConfig: the document has no 'resilience4j' part (its top-level keys: ${keys.length ? keys.join(', ') : 'none'})`;
+
+/** A Spring property placeholder with no value in the environment and no default. */
+export const UNRESOLVED_PLACEHOLDER = (path: string, placeholder: string): string =>
+  `${PREFIX}: fromSpringConfig: '${path}' uses placeholder '${placeholder}', which has no environment variable and no default (write \${NAME:default})`;
+
+/** Text given to `fromSpringConfig` that is not a YAML map. */
+export const NOT_A_SPRING_DOCUMENT = (reason: string): string =>
+  `${PREFIX}: fromSpringConfig: the text is not an application.yml document: ${reason}`;
+
+/** An unknown key holding settings: most likely the tail of a dotted instance name. */
+export const DOTTED_NAME_HINT = "; dotted names are split as Spring splits them: write a dotted instance name in brackets, e.g. '[payments.v2]'";
+
+/** A whole Spring document passed where the `resilience4j` block was expected. */
+export const WHOLE_DOCUMENT_HINT = ' (a whole application.yml goes through fromSpringConfig(document), which takes its resilience4j part)';
+
 export const UNKNOWN_INSTANCE = (policy: string, name: string, where: string): string =>
   `${PREFIX}: ${where} uses ${policy} instance '${name}', which is not declared and 'strict' is true`;
 
@@ -53,9 +107,17 @@ export function describe(value: unknown): string {
 }
 
 function suggest(key: string, known: readonly string[]): string {
-  const lower = key.toLowerCase();
-  const close = known.find((k) => distance(k.toLowerCase(), lower) <= 2);
-  return close ? ` (did you mean '${close}'?)` : ` (known keys: ${known.join(', ')})`;
+  // Compared in Spring's relaxed form, answered in the spelling the key was written in.
+  const relaxed = (k: string): string => k.replace(/[-_]/g, '').toLowerCase();
+  const close = known.find((k) => distance(relaxed(k), relaxed(key)) <= 2);
+  return close ? ` (did you mean '${inStyleOf(key, close)}'?)` : ` (known keys: ${known.join(', ')})`;
+}
+
+function inStyleOf(written: string, camel: string): string {
+  const words = camel.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(' ');
+  if (written.includes('-')) return words.join('-');
+  if (written.includes('_')) return written === written.toUpperCase() ? words.join('_').toUpperCase() : words.join('_');
+  return camel;
 }
 
 function distance(a: string, b: string): number {

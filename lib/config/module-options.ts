@@ -5,8 +5,10 @@ import { RetryConfigInput } from '../retry/retry.config';
 import { TimeLimiterConfigInput } from '../time-limiter/time-limiter.config';
 import type { IdempotencyModuleOptions } from '../idempotency/idempotency.options';
 import { Duration } from './duration';
+import type { ThreadPoolBulkheadConfigInput } from './thread-pool-bulkhead';
 import { PolicySection } from './schema';
 import type { HealthOptions, LoggingOptions, MetricsOptions } from '../observability/observability.options';
+import type { LoadSheddingOptions } from '../load-shedding/load-shedding.options';
 
 /** The policies a method pipeline is composed of, in the default order (outermost first). */
 export const DEFAULT_ORDER = [
@@ -35,9 +37,11 @@ export interface DeadlineOptions {
 /**
  * Options of `ResilienceModule.forRoot`. Each policy section is shaped like
  * Resilience4j's Spring Boot config (`configs` + `instances`); keys may be
- * camelCase or kebab-case and section names may use Resilience4j's spelling
- * (`circuitbreaker`, `timelimiter`), so the `resilience4j:` block of an
- * `application.yml` can be passed as it is.
+ * written in any spelling Spring's relaxed binding accepts (camelCase,
+ * kebab-case, snake_case, dotted paths) and section names in Resilience4j's
+ * (`circuitbreaker`, `timelimiter`, `thread-pool-bulkhead`), so the
+ * `resilience4j` part of an `application.yml` can be passed as it is (see
+ * `fromSpringConfig`).
  */
 export interface ResilienceModuleOptions {
   /** A decorator naming an undeclared instance fails bootstrap. Default false. */
@@ -60,6 +64,8 @@ export interface ResilienceModuleOptions {
   circuitBreaker?: PolicySection<CircuitBreakerConfigInput>;
   bulkhead?: PolicySection<BulkheadConfigInput>;
   timeLimiter?: PolicySection<TimeLimiterConfigInput>;
+  /** Resilience4j's thread-pool bulkheads, run as bulkheads (`@Bulkhead(name)`): `maxThreadPoolSize` calls at once, `queueCapacity` waiting. */
+  threadPoolBulkhead?: PolicySection<ThreadPoolBulkheadConfigInput>;
   /** Idempotency keys for `@Idempotent`: store, TTL, lease, header, principal, replayed headers, reconciler. */
   idempotency?: IdempotencyModuleOptions;
   /** Prometheus series through prom-client: `false` to turn off, or registry and buckets. Default: on when prom-client is installed. */
@@ -68,4 +74,6 @@ export interface ResilienceModuleOptions {
   health?: HealthOptions;
   /** Logs of breaker transitions and of budget-denial and bulkhead-saturation episodes: `false` to turn off. */
   logging?: LoggingOptions | boolean;
+  /** Admission control at the server's door: a fixed or adaptive in-flight limit, event-loop delay, priorities. Default off. */
+  loadShedding?: LoadSheddingOptions;
 }

@@ -4,10 +4,25 @@ import { Clock, systemClock } from '../clock';
 import { DEFAULT_DEADLINE_HEADER } from '../context';
 import { RETRY_SCHEMA, RetryConfig } from '../retry/retry.config';
 import { TIME_LIMITER_SCHEMA, TimeLimiterConfig } from '../time-limiter/time-limiter.config';
-import { INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY, UNKNOWN_SECTION, UNSUPPORTED_PROPERTY } from './config.messages';
+import { orderFromAspectOrders } from './aspect-order';
+import {
+  ASPECT_ORDER_DIFFERS,
+  DUPLICATE_PROPERTY,
+  IGNORED_SECTION,
+  INVALID_VALUE,
+  NOT_AN_OBJECT,
+  THREAD_POOL_BULKHEAD_MAPPED,
+  UNKNOWN_KEY,
+  UNKNOWN_SECTION,
+  UNSUPPORTED_PROPERTY,
+  WHOLE_DOCUMENT_HINT,
+} from './config.messages';
 import { parseDuration } from './duration';
 import { DEFAULT_ORDER, PolicyKind, ResilienceModuleOptions } from './module-options';
-import { camelKey, PolicySchema, resolveSection, ResolvedSection } from './schema';
+import { canonicalKey, findKey, isPlainObject, unflatten } from './relaxed-binding';
+import { IGNORED_SECTIONS, RATE_LIMITER_FIELD_KINDS, RATE_LIMITER_PROPERTIES } from './resilience4j-properties';
+import { PolicySchema, resolveSection, ResolvedSection } from './schema';
+import { asBulkhead, THREAD_POOL_BULKHEAD_SCHEMA, ThreadPoolBulkheadConfig } from './thread-pool-bulkhead';
 
 /** The policies configured as named instances. */
 export interface PolicyConfigs {
@@ -41,60 +56,133 @@ export interface ResolvedOptions {
   readonly extras: Readonly<Record<string, unknown>>;
 }
 
-const SECTION_ALIASES: Record<string, InstancePolicy> = {
-  retry: 'retry',
-  circuitBreaker: 'circuitBreaker',
-  circuitbreaker: 'circuitBreaker',
-  bulkhead: 'bulkhead',
-  timeLimiter: 'timeLimiter',
-  timelimiter: 'timeLimiter',
-};
-const UNIMPLEMENTED_SECTIONS = ['rateLimiter', 'ratelimiter', 'threadPoolBulkhead', 'threadpoolbulkhead'];
+const POLICY_NAMES = Object.keys(POLICY_SCHEMAS) as InstancePolicy[];
 const PLAIN_KEYS = ['strict', 'maxUndeclaredInstances', 'clock', 'random', 'order', 'deadline'];
 
 /** Undeclared instances allowed per policy when `maxUndeclaredInstances` is not given. */
 export const DEFAULT_MAX_UNDECLARED_INSTANCES = 100;
 
 /** Sections read by other parts of the module, which validate them. */
-const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging'];
+const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShedding'];
+
+/** Checks a `ratelimiter` section against Resilience4j's rate limiter properties while the rate limiter has no schema here. */
+const RATE_LIMITER_KEYS_SCHEMA: PolicySchema<Record<string, unknown>> = {
+  policy: 'rateLimiter',
+  fields: Object.fromEntries(RATE_LIMITER_PROPERTIES.map((key) => [key, RATE_LIMITER_FIELD_KINDS[key]])),
+  defaults: {},
+  unsupported: [],
+};
 
 /**
  * Parses and validates module options. Throws one error naming the policy,
  * instance, key and bad value; warns once per Resilience4j property that is
- * accepted but not implemented.
+ * accepted without effect. Accepts every shape Spring's relaxed binding
+ * accepts: dotted keys at any depth, any case style, a `resilience4j` root.
  */
 export function resolveOptions(options: ResilienceModuleOptions | undefined, warn: (message: string) => void): ResolvedOptions {
-  const raw: unknown = options ?? {};
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error(NOT_AN_OBJECT('module options', raw));
+  const given: unknown = options ?? {};
+  if (given === null || typeof given !== 'object' || Array.isArray(given)) throw new Error(NOT_AN_OBJECT('module options', given));
+  const raw = hoistResilience4j(unflatten(given) as Record<string, unknown>);
   const sectionsRaw: Partial<Record<InstancePolicy, unknown>> = {};
   const plain: Record<string, unknown> = {};
   const extras: Record<string, unknown> = {};
+  let threadPoolRaw: unknown;
+  let rateLimiterRaw: unknown;
   for (const [rawKey, value] of Object.entries(raw)) {
-    const key = camelKey(rawKey);
-    const policy = SECTION_ALIASES[key];
+    const policy = findKey(rawKey, POLICY_NAMES);
+    const key = findKey(rawKey, [...PLAIN_KEYS, ...EXTRA_SECTIONS]);
     if (policy !== undefined) {
       if (sectionsRaw[policy] !== undefined) throw new Error(INVALID_VALUE('module options', rawKey, `given once (also given as another spelling of '${policy}')`, value));
       sectionsRaw[policy] = value;
-    } else if (PLAIN_KEYS.includes(key)) plain[key] = value;
-    else if (EXTRA_SECTIONS.includes(key)) extras[key] = value;
-    else if (UNIMPLEMENTED_SECTIONS.includes(key)) warn(UNSUPPORTED_PROPERTY('module options', rawKey));
-    else throw new Error(UNKNOWN_SECTION(rawKey, [...Object.keys(POLICY_SCHEMAS), ...PLAIN_KEYS, ...EXTRA_SECTIONS]));
+    } else if (key !== undefined && PLAIN_KEYS.includes(key)) plain[key] = value;
+    else if (key !== undefined) extras[key] = value;
+    else if (findKey(rawKey, ['threadPoolBulkhead']) !== undefined) {
+      if (threadPoolRaw !== undefined) throw new Error(INVALID_VALUE('module options', rawKey, "given once (also given as another spelling of 'threadPoolBulkhead')", value));
+      threadPoolRaw = value;
+    }
+    else if (findKey(rawKey, ['rateLimiter']) !== undefined) {
+      rateLimiterRaw = value;
+      resolveSection(RATE_LIMITER_KEYS_SCHEMA, value, warn);
+      warn(UNSUPPORTED_PROPERTY('module options', rawKey));
+    } else {
+      const ignored = findKey(rawKey, Object.keys(IGNORED_SECTIONS));
+      if (ignored === undefined) {
+        const known = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...EXTRA_SECTIONS];
+        throw new Error(UNKNOWN_SECTION(rawKey, known) + (findKey(rawKey, SPRING_ROOTS) !== undefined ? WHOLE_DOCUMENT_HINT : ''));
+      }
+      warn(IGNORED_SECTION(rawKey, IGNORED_SECTIONS[ignored]));
+    }
   }
+  const sections = {} as { [P in InstancePolicy]: ResolvedSection<PolicyConfigs[P]> };
+  for (const policy of POLICY_NAMES) {
+    (sections as Record<InstancePolicy, unknown>)[policy] = resolveSection(POLICY_SCHEMAS[policy] as PolicySchema<object>, sectionsRaw[policy], warn);
+  }
+  if (threadPoolRaw !== undefined) sections.bulkhead = withThreadPoolBulkheads(sections.bulkhead, resolveSection(THREAD_POOL_BULKHEAD_SCHEMA, threadPoolRaw, warn), warn);
+  const order = readOrder(plain.order);
+  const spring = orderFromAspectOrders({ rateLimiter: rateLimiterRaw, ...sectionsRaw }, order);
+  if (spring !== undefined) warn(ASPECT_ORDER_DIFFERS(spring, order));
   return {
     strict: readBoolean(plain.strict, 'strict'),
     maxUndeclaredInstances: readPositiveInteger(plain.maxUndeclaredInstances, 'maxUndeclaredInstances', DEFAULT_MAX_UNDECLARED_INSTANCES),
     clock: readClock(plain.clock),
     random: readRandom(plain.random),
-    order: readOrder(plain.order),
+    order,
     deadline: readDeadline(plain.deadline),
-    sections: {
-      retry: resolveSection(RETRY_SCHEMA, sectionsRaw.retry, warn),
-      circuitBreaker: resolveSection(CIRCUIT_BREAKER_SCHEMA, sectionsRaw.circuitBreaker, warn),
-      bulkhead: resolveSection(BULKHEAD_SCHEMA, sectionsRaw.bulkhead, warn),
-      timeLimiter: resolveSection(TIME_LIMITER_SCHEMA, sectionsRaw.timeLimiter, warn),
-    },
+    sections,
     extras,
   };
+}
+
+/**
+ * The sections of Spring-shaped options under this module's names
+ * (`circuitbreaker` → `circuitBreaker`, `thread-pool-bulkhead` →
+ * `threadPoolBulkhead`); keys inside them stay as written, so messages quote
+ * them as the file does.
+ */
+export function withSectionNames(raw: Record<string, unknown>): Record<string, unknown> {
+  const names = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...EXTRA_SECTIONS];
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const name = findKey(key, names) ?? key;
+    if (Object.hasOwn(out, name)) throw new Error(INVALID_VALUE('module options', key, `given once (also given as another spelling of '${name}')`, value));
+    out[name] = value;
+  }
+  return out;
+}
+
+/** Top-level keys of a Spring document that are not Resilience4j's: passed to forRoot, they mean a whole document was given. */
+const SPRING_ROOTS = ['spring', 'server', 'management', 'info', 'eureka', 'feign'];
+
+/** `{ resilience4j: { retry } }` (what `resilience4j.retry:` unflattens to) is read as `{ retry }`. */
+function hoistResilience4j(raw: Record<string, unknown>): Record<string, unknown> {
+  const rootKey = Object.keys(raw).find((k) => canonicalKey(k) === 'resilience4j');
+  if (rootKey === undefined) return raw;
+  const inner = raw[rootKey];
+  if (!isPlainObject(inner)) throw new Error(NOT_AN_OBJECT('module options (resilience4j)', inner));
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) if (key !== rootKey) out[key] = value;
+  for (const [key, value] of Object.entries(inner)) {
+    if (Object.hasOwn(out, key)) throw new Error(DUPLICATE_PROPERTY(key));
+    out[key] = value;
+  }
+  return out;
+}
+
+/** Adds the bulkheads that thread-pool bulkhead instances run as; a name in both sections is an error. */
+function withThreadPoolBulkheads(
+  bulkhead: ResolvedSection<BulkheadConfig>,
+  threadPool: ResolvedSection<ThreadPoolBulkheadConfig>,
+  warn: (message: string) => void,
+): ResolvedSection<BulkheadConfig> {
+  const instances = new Map(bulkhead.instances);
+  for (const [name, config] of threadPool.instances) {
+    if (instances.has(name)) {
+      throw new Error(INVALID_VALUE(`threadPoolBulkhead instance '${name}'`, 'name', 'not also a bulkhead instance (@Bulkhead(name) would not know which to use)', name));
+    }
+    instances.set(name, Object.freeze(asBulkhead(config)));
+  }
+  if (threadPool.instances.size > 0) warn(THREAD_POOL_BULKHEAD_MAPPED([...threadPool.instances.keys()]));
+  return { defaultConfig: bulkhead.defaultConfig, instances };
 }
 
 function readBoolean(value: unknown, key: string): boolean {
@@ -128,7 +216,7 @@ function readOrder(value: unknown): readonly PolicyKind[] {
   if (value === undefined) return DEFAULT_ORDER;
   const expected = `a list naming each of ${DEFAULT_ORDER.map((k) => `'${k}'`).join(', ')} exactly once`;
   if (!Array.isArray(value) || value.length !== DEFAULT_ORDER.length) throw new Error(INVALID_VALUE('module options', 'order', expected, value));
-  const order = value.map((v) => (typeof v === 'string' ? camelKey(v) : v));
+  const order = value.map((v) => (typeof v === 'string' ? (findKey(v, DEFAULT_ORDER) ?? v) : v));
   const known = new Set<unknown>(DEFAULT_ORDER);
   if (new Set(order).size !== order.length || order.some((k) => !known.has(k))) throw new Error(INVALID_VALUE('module options', 'order', expected, value));
   return order as PolicyKind[];
@@ -141,7 +229,7 @@ function readDeadline(value: unknown): ResolvedOptions['deadline'] {
   let defaultBudget: number | undefined;
   let maxBudget: number | undefined;
   for (const [rawKey, v] of Object.entries(value)) {
-    const key = camelKey(rawKey);
+    const key = findKey(rawKey, ['header', 'defaultBudget', 'maxBudget']);
     if (key === 'header') {
       if (typeof v !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(v)) throw new Error(INVALID_VALUE('deadline options', rawKey, 'an HTTP header name', v));
       header = v.toLowerCase();

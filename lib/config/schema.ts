@@ -1,15 +1,22 @@
 import { ErrorClassOrName } from '../error-matcher';
+import { isForeignJavaName } from '../java-exceptions';
 import {
   BASE_CONFIG_CYCLE,
   ConfigPlace,
+  DOTTED_NAME_HINT,
+  IGNORED_PROPERTY,
   INVALID_VALUE,
+  LEGACY_PROPERTY,
   NOT_AN_OBJECT,
   UNKNOWN_BASE_CONFIG,
   UNKNOWN_KEY,
+  UNMATCHED_EXCEPTIONS,
   UNSUPPORTED_PROPERTY,
   instancePlace,
 } from './config.messages';
 import { parseDuration } from './duration';
+import { findKey, isPlainObject } from './relaxed-binding';
+import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, LEGACY_PROPERTIES } from './resilience4j-properties';
 
 /** How one config key is read and checked. */
 export type FieldSpec =
@@ -56,8 +63,30 @@ export function camelKey(key: string): string {
 
 const BASE_CONFIG = 'baseConfig';
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
+/** What an exception list that matches nothing would do, by key. */
+const UNMATCHED_CONSEQUENCE: Readonly<Record<string, string>> = {
+  recordExceptions: 'every error would count as a success, so the breaker would never open',
+  ignoreExceptions: 'no error would be ignored',
+  retryExceptions: 'only the default retryable set (timeouts, connection errors, HTTP 429/502/503/504) would be retried',
+};
+
+/** Warns about the names of an exception list that stand for nothing in Node, and says what the list would do if none matches. */
+function checkExceptionNames(list: readonly ErrorClassOrName[], place: ConfigPlace, key: string, rawKey: string, warn: (message: string) => void): void {
+  const foreign = list.filter((e): e is string => typeof e === 'string' && isForeignJavaName(e));
+  if (foreign.length === 0) return;
+  warn(UNMATCHED_EXCEPTIONS(place, rawKey, foreign, foreign.length === list.length ? UNMATCHED_CONSEQUENCE[key] : undefined));
+}
+
+/** A Resilience4j property with no effect here (one warning) or renamed since 0.x (an error); false when `rawKey` is neither. */
+function handleResilience4jKey(policy: string, rawKey: string, place: ConfigPlace, warn: (message: string) => void, table = IGNORED_INSTANCE_PROPERTIES): boolean {
+  const legacy = LEGACY_PROPERTIES[policy];
+  const renamed = legacy && findKey(rawKey, Object.keys(legacy));
+  if (renamed !== undefined) throw new Error(LEGACY_PROPERTY(place, rawKey, legacy[renamed]));
+  const ignored = table[policy];
+  const known = ignored && findKey(rawKey, Object.keys(ignored));
+  if (known === undefined) return false;
+  warn(IGNORED_PROPERTY(place, rawKey, ignored[known]));
+  return true;
 }
 
 /**
@@ -77,22 +106,26 @@ export function readPartial<T extends object>(
   const fields = schema.fields as Record<string, FieldSpec>;
   const known = allowBase ? [...Object.keys(fields), BASE_CONFIG] : Object.keys(fields);
   for (const [rawKey, value] of Object.entries(raw)) {
-    const key = camelKey(rawKey);
-    if (key === BASE_CONFIG && allowBase) {
+    const key = findKey(rawKey, known);
+    if (key === BASE_CONFIG) {
       if (typeof value !== 'string' || value.length === 0) throw new Error(INVALID_VALUE(place, rawKey, 'a config name', value));
       out.baseConfig = value;
       continue;
     }
-    const spec = fields[key];
-    if (spec === undefined) {
-      if (schema.unsupported.includes(key)) {
+    if (key === undefined) {
+      if (handleResilience4jKey(schema.policy, rawKey, place, warn)) continue;
+      if (findKey(rawKey, schema.unsupported) !== undefined) {
         warn(UNSUPPORTED_PROPERTY(place, rawKey));
         continue;
       }
-      throw new Error(UNKNOWN_KEY(place, rawKey, known));
+      // Spring splits a dotted map key too, so 'payments.v2' arrives as instance 'payments' with a key 'v2'.
+      throw new Error(UNKNOWN_KEY(place, rawKey, known) + (isPlainObject(value) ? DOTTED_NAME_HINT : ''));
     }
+    if (key in out) throw new Error(INVALID_VALUE(place, rawKey, `given once (also given as another spelling of '${key}')`, value));
     if (value === undefined) continue;
+    const spec = fields[key];
     out[key] = readField(spec, value, place, rawKey);
+    if (spec.kind === 'errors') checkExceptionNames(out[key] as ErrorClassOrName[], place, key, rawKey, warn);
   }
   return out as Partial<T> & { baseConfig?: string };
 }
@@ -131,17 +164,19 @@ function readField(spec: FieldSpec, value: unknown, place: ConfigPlace, key: str
       return n;
     }
     case 'boolean': {
-      if (value === true || value === 'true') return true;
-      if (value === false || value === 'false') return false;
+      const text = typeof value === 'string' ? value.trim().toLowerCase() : value;
+      if (text === true || text === 'true') return true;
+      if (text === false || text === 'false') return false;
       return bad('true or false');
     }
     case 'enum': {
-      const match = typeof value === 'string' ? spec.values.find((v) => v.toLowerCase() === value.toLowerCase()) : undefined;
+      const match = typeof value === 'string' ? findKey(value.trim(), spec.values) : undefined;
       if (match === undefined) return bad(`one of ${spec.values.map((v) => `'${v}'`).join(', ')}`);
       return match;
     }
     case 'errors': {
-      const list = typeof value === 'string' || typeof value === 'function' ? [value] : value;
+      // Spring binds a comma-separated string to a list.
+      const list = typeof value === 'string' ? value.split(',').filter((e) => e.trim() !== '') : typeof value === 'function' ? [value] : value;
       if (!Array.isArray(list) || list.some((e) => !(typeof e === 'function' || (typeof e === 'string' && e.trim() !== '')))) {
         return bad('a list of error classes or class names');
       }
@@ -156,16 +191,18 @@ function readField(spec: FieldSpec, value: unknown, place: ConfigPlace, key: str
       const out: Record<string, unknown> = {};
       const known = Object.keys(spec.fields);
       for (const [rawSub, sub] of Object.entries(value)) {
-        const subKey = camelKey(rawSub);
-        const subSpec = spec.fields[subKey];
-        if (subSpec === undefined) throw new Error(UNKNOWN_KEY(place, `${key}.${rawSub}`, known));
-        out[subKey] = readField(subSpec, sub, place, `${key}.${rawSub}`);
+        const subKey = findKey(rawSub, known);
+        if (subKey === undefined) throw new Error(UNKNOWN_KEY(place, `${key}.${rawSub}`, known));
+        out[subKey] = readField(spec.fields[subKey], sub, place, `${key}.${rawSub}`);
       }
       for (const k of known) if (!(k in out)) bad(`an object with '${k}'`);
       return out;
     }
   }
 }
+
+/** Keys of a policy section; `backends` and `limiters` are Resilience4j's older names of `instances`. */
+const SECTION_KEYS = ['configs', 'instances', 'backends', 'limiters'];
 
 /**
  * Resolves a policy section: `configs.default` (or `baseConfig`) is merged
@@ -182,12 +219,19 @@ export function resolveSection<T extends object>(
   const configsRaw = new Map<string, unknown>();
   const instancesRaw = new Map<string, unknown>();
   for (const [rawKey, value] of Object.entries(section)) {
-    const key = camelKey(rawKey);
-    const target = key === 'configs' ? configsRaw : key === 'instances' ? instancesRaw : undefined;
-    if (target === undefined) throw new Error(UNKNOWN_KEY(schema.policy, rawKey, ['configs', 'instances']));
+    const key = findKey(rawKey, SECTION_KEYS);
+    if (key === undefined) {
+      if (handleResilience4jKey(schema.policy, rawKey, schema.policy, warn, IGNORED_SECTION_PROPERTIES)) continue;
+      throw new Error(UNKNOWN_KEY(schema.policy, rawKey, ['configs', 'instances']));
+    }
+    const target = key === 'configs' ? configsRaw : instancesRaw;
     if (value === null || value === undefined) continue;
-    if (!isPlainObject(value)) throw new Error(NOT_AN_OBJECT(`${schema.policy}.${key}`, value));
-    for (const [name, settings] of Object.entries(value)) target.set(name, settings);
+    if (!isPlainObject(value)) throw new Error(NOT_AN_OBJECT(`${schema.policy}.${rawKey}`, value));
+    for (const [name, settings] of Object.entries(value)) {
+      // 'backends' and 'limiters' are Resilience4j's older names of 'instances': one instance may not be in two of them.
+      if (target.has(name)) throw new Error(INVALID_VALUE(`${schema.policy} ${key === 'configs' ? 'config' : 'instance'} '${name}'`, rawKey, 'declared once (it is also under another of instances, backends, limiters)', settings));
+      target.set(name, settings);
+    }
   }
 
   const partialConfigs = new Map<string, Partial<T> & { baseConfig?: string }>();

@@ -8,6 +8,7 @@ import {
   IdempotencyKeyReuseError,
   IdempotencyStoreUnavailableError,
   MaxRetriesExceededError,
+  OverloadedError,
   RateLimitedError,
   ResilienceError,
   TimeoutExceededError,
@@ -20,6 +21,7 @@ export type ResilienceErrorCode =
   | TimeoutExceededError['code']
   | DeadlineExceededError['code']
   | RateLimitedError['code']
+  | OverloadedError['code']
   | IdempotencyKeyMissingError['code']
   | IdempotencyKeyInProgressError['code']
   | IdempotencyKeyReuseError['code']
@@ -52,6 +54,7 @@ export const RESILIENCE_PROBLEMS: Readonly<Record<ResilienceErrorCode, Resilienc
   TIMEOUT_EXCEEDED: { status: 504, type: `${TYPE_BASE}timeout-exceeded`, title: 'Timeout exceeded', retryAfter: false },
   DEADLINE_EXCEEDED: { status: 504, type: `${TYPE_BASE}deadline-exceeded`, title: 'Deadline exceeded', retryAfter: false },
   RATE_LIMITED: { status: 429, type: `${TYPE_BASE}rate-limited`, title: 'Rate limit exceeded', retryAfter: true },
+  OVERLOADED: { status: 503, type: `${TYPE_BASE}overloaded`, title: 'Server overloaded', retryAfter: true },
   IDEMPOTENCY_KEY_MISSING: { status: 400, type: `${TYPE_BASE}idempotency-key-missing`, title: 'Idempotency-Key missing or malformed', retryAfter: false },
   IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, type: `${TYPE_BASE}idempotency-key-in-progress`, title: 'Request with this Idempotency-Key still in progress', retryAfter: true },
   IDEMPOTENCY_KEY_REUSE: { status: 422, type: `${TYPE_BASE}idempotency-key-reuse`, title: 'Idempotency-Key reused with a different request', retryAfter: false },
@@ -113,4 +116,29 @@ export function resilienceProblem(error: ResilienceError, instance?: string): Pr
     name: error.name,
   };
   return { status: problem.status, headers, body };
+}
+
+/**
+ * The error a microservice client receives for a `ResilienceError` (the
+ * RPC counterpart of the problem answer): the same `code` as the error,
+ * its message, and, for the kinds answered over HTTP with `Retry-After`,
+ * the delay in ms (the error's own hint, else {@link DEFAULT_RETRY_AFTER_SECONDS}).
+ */
+export interface ResilienceRpcError {
+  /** Always `'error'`, as in Nest's own RPC errors. */
+  readonly status: 'error';
+  /** The error's `code`, e.g. `CALL_NOT_PERMITTED`. */
+  readonly code: string;
+  /** The error's message, naming the policy instance. */
+  readonly message: string;
+  /** When to try again, in ms; only for the kinds answered over HTTP with `Retry-After`. */
+  readonly retryAfterMs?: number;
+}
+
+/** The RPC error for `error`, as `ResilienceExceptionFilter` sends it to microservice clients. */
+export function resilienceRpcError(error: ResilienceError): ResilienceRpcError {
+  const known = Object.prototype.hasOwnProperty.call(RESILIENCE_PROBLEMS, error.code);
+  const rpcError: ResilienceRpcError = { status: 'error', code: error.code, message: error.message };
+  if (!known || !RESILIENCE_PROBLEMS[error.code as ResilienceErrorCode].retryAfter) return rpcError;
+  return { ...rpcError, retryAfterMs: retryAfterOf(error) ?? DEFAULT_RETRY_AFTER_SECONDS * 1000 };
 }

@@ -1,4 +1,5 @@
 import { Controller, Get, Res, Type } from '@nestjs/common';
+import { Priority } from '../load-shedding/priority.decorator';
 import { MetricsRegistry } from './observability.options';
 import { ResilienceMetrics } from './resilience-metrics';
 
@@ -14,6 +15,8 @@ interface HeaderSetter {
  */
 export function createMetricsController(path: string): Type<unknown> {
   @Controller(path)
+  // Operators must see the service when it is shedding load.
+  @Priority('critical')
   class ResilienceMetricsController {
     private readonly registry: MetricsRegistry;
 

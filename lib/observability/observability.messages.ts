@@ -1,9 +1,11 @@
 import { PREFIX } from '../config/config.messages';
 import { CircuitBreakerMetrics, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
 
-/** An optional peer a feature needs cannot be loaded. */
-export const MISSING_PEER = (peer: string, feature: string, cause: string): string =>
-  `${PREFIX}: ${feature} needs the optional peer dependency '${peer}', which cannot be loaded (install it: npm install ${peer}): ${cause}`;
+/** An optional peer a feature needs cannot be loaded; `explicitly` says how to pass it instead, where there is a way. */
+export const MISSING_PEER = (peer: string, feature: string, cause: string, explicitly?: string): string =>
+  `${PREFIX}: ${feature} needs the optional peer dependency '${peer}', which cannot be loaded (install it: npm install ${peer}; ` +
+  `in a bundled app, let the bundler include '${peer}' or ship it in node_modules beside the bundle` +
+  `${explicitly === undefined ? '' : `; or ${explicitly}`}): ${cause}`;
 
 /** A family's name is taken in the prom-client registry by a metric of someone else. */
 export const FOREIGN_METRIC = (metric: string): string =>
@@ -20,6 +22,8 @@ export const METRICS_DISABLED = (feature: string): string =>
   `${PREFIX}: ${feature} needs metrics, but they are off (module option 'metrics' is false, or prom-client is not installed)`;
 
 /** `checkFallbacks()` was called without module option `health.fallbackShare`. */
+export const LOAD_SHEDDING_NOT_CONFIGURED = `${PREFIX}: ResilienceHealthIndicator.checkOverload() needs the module option 'loadShedding' (e.g. { maxConcurrentRequests: 200 })`;
+
 export const FALLBACK_SHARE_NOT_CONFIGURED = `${PREFIX}: ResilienceHealthIndicator.checkFallbacks() needs the module option 'health.fallbackShare' (e.g. { threshold: 50, window: '1m' })`;
 
 /** A status route names an instance that does not exist. */

@@ -220,7 +220,12 @@ function readStatus(value: unknown, rawKey: string): NonNullable<ResolvedEndpoin
 }
 
 /** The object's entries as [camelCase key, key as written, value], each checked against `known`. */
-function entries(raw: unknown, place: string, known: readonly string[]): Array<[string, string, unknown]> {
+/**
+ * The settings of an options object as `[camelCase key, key as written, value]`.
+ *
+ * @throws Error naming `place` when `raw` is not an object or a key is not in `known`
+ */
+export function entries(raw: unknown, place: string, known: readonly string[]): Array<[string, string, unknown]> {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error(NOT_AN_OBJECT(place, raw));
   return Object.entries(raw).map(([rawKey, value]) => {
     const key = camelKey(rawKey);

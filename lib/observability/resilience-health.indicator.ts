@@ -2,11 +2,12 @@ import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/com
 import type { HealthIndicatorService } from '@nestjs/terminus';
 import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
 import { Unsubscribe } from '../events';
+import { LoadShedder } from '../load-shedding/load-shedder';
 import { FallbackShare, FallbackShareCounts } from './fallback-share';
 import { InstanceCatalog } from './instance-catalog';
-import { FALLBACK_SHARE_NOT_CONFIGURED } from './observability.messages';
+import { FALLBACK_SHARE_NOT_CONFIGURED, LOAD_SHEDDING_NOT_CONFIGURED } from './observability.messages';
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
-import { loadOptionalPeer } from './optional-peer';
+import { loadOptionalPeer, TERMINUS } from './optional-peer';
 
 /**
  * A breaker's health, as Resilience4j's health indicator reports it: `UP`
@@ -48,7 +49,14 @@ export interface FallbackShareHealthData extends FallbackShareCounts {
   readonly methods: Readonly<Record<string, FallbackShareCounts>>;
 }
 
-type Terminus = { HealthIndicatorService: new () => HealthIndicatorService };
+/** The data of {@link ResilienceHealthIndicator.checkOverload}. */
+export interface LoadSheddingHealthData {
+  /** The concurrency limit in force (`null` without one). */
+  readonly limit: number | null;
+  readonly inflight: number;
+  /** The event loop's delay over the last sampling period, in ms. */
+  readonly eventLoopDelayMs: number;
+}
 
 const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPolicy) => CircuitBreakerHealthStatus>> = {
   CLOSED: () => 'UP',
@@ -91,7 +99,10 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
   private fallbackShare: FallbackShare | undefined;
   private indicators: HealthIndicatorService | undefined;
 
-  constructor(private readonly catalog: InstanceCatalog) {
+  constructor(
+    private readonly catalog: InstanceCatalog,
+    private readonly shedder: LoadShedder,
+  ) {
     this.options = readHealthOptions(catalog.registry.options.extras.health);
   }
 
@@ -161,9 +172,24 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
     return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, FallbackShareHealthData>;
   }
 
+  /**
+   * The load shedder's view, under `key`, for readiness probes: down while it
+   * refuses `normal` requests (the event loop lags past its threshold, or
+   * the requests in flight have reached the share of the limit `normal` may use).
+   *
+   * @throws Error when module option `loadShedding` is not set
+   */
+  checkOverload<const Key extends string = 'loadShedding'>(key: Key = 'loadShedding' as Key): ResilienceHealthResult<Key, LoadSheddingHealthData> {
+    if (this.catalog.registry.options.extras.loadShedding === undefined) throw new Error(LOAD_SHEDDING_NOT_CONFIGURED);
+    const session = this.service().check(key);
+    const limit = this.shedder.limit;
+    const data: LoadSheddingHealthData = { limit: Number.isFinite(limit) ? limit : null, inflight: this.shedder.inflight, eventLoopDelayMs: this.shedder.eventLoopDelayMs };
+    return (this.shedder.overloaded ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, LoadSheddingHealthData>;
+  }
+
   private service(): HealthIndicatorService {
     // Stateless in terminus 11, so one of our own serves; loading it here keeps terminus optional.
-    this.indicators ??= new (loadOptionalPeer<Terminus>('@nestjs/terminus', 'ResilienceHealthIndicator').HealthIndicatorService)();
+    this.indicators ??= new (loadOptionalPeer(TERMINUS, 'ResilienceHealthIndicator').HealthIndicatorService)();
     return this.indicators;
   }
 }

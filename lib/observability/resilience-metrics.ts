@@ -1,12 +1,13 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
+import { LoadShedder } from '../load-shedding/load-shedder';
 import { InstanceCatalog } from './instance-catalog';
+import { loadSheddingCollectors } from './load-shedding-metrics';
+import { attachCollectors } from './metric-family';
 import { ResilienceMetricsBinding } from './metrics-binding';
 import { METRICS_DISABLED } from './observability.messages';
 import { MetricsRegistry, readMetricsOptions, ResolvedMetricsOptions } from './observability.options';
-import { loadOptionalPeer, tryLoadOptionalPeer } from './optional-peer';
-
-type PromClient = { register: MetricsRegistry };
+import { loadOptionalPeer, PROM_CLIENT, tryLoadOptionalPeer } from './optional-peer';
 
 /**
  * Binds the application's instances to Prometheus series at bootstrap
@@ -17,11 +18,13 @@ type PromClient = { register: MetricsRegistry };
 export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly options: ResolvedMetricsOptions;
   private binding: ResilienceMetricsBinding | undefined;
+  private detachLoadShedding: (() => void) | undefined;
   private readonly target: MetricsRegistry | undefined;
 
   constructor(
     private readonly catalog: InstanceCatalog,
     private readonly idempotency: IdempotencyRegistry,
+    private readonly shedder: LoadShedder,
   ) {
     // Resolved here, so a bad option or a missing prom-client fails while the application is created.
     this.options = readMetricsOptions(catalog.registry.options.extras.metrics);
@@ -49,12 +52,17 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
       countCalls: (policy, onCall) => this.catalog.countCalls(policy, onCall),
       idempotency: this.idempotency,
     });
+    if (this.catalog.registry.options.extras.loadShedding !== undefined) {
+      this.detachLoadShedding = attachCollectors(this.target, loadSheddingCollectors(this.shedder), []);
+    }
   }
 
   /** Removes this application's series (families other applications use stay). */
   onModuleDestroy(): void {
     this.binding?.close();
     this.binding = undefined;
+    this.detachLoadShedding?.();
+    this.detachLoadShedding = undefined;
   }
 
   private resolveRegistry(): MetricsRegistry | undefined {
@@ -62,10 +70,7 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
     if (enabled === false) return undefined;
     // A registry given is used as is: prom-client itself is needed only for its global one.
     if (registry !== undefined) return registry;
-    const client =
-      enabled === true
-        ? loadOptionalPeer<PromClient>('prom-client', "module option 'metrics'")
-        : tryLoadOptionalPeer<PromClient>('prom-client');
+    const client = enabled === true ? loadOptionalPeer(PROM_CLIENT, "module option 'metrics'") : tryLoadOptionalPeer(PROM_CLIENT);
     return client?.register;
   }
 }

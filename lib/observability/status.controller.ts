@@ -1,4 +1,6 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, NotFoundException, Param, Post, Type, UseGuards } from '@nestjs/common';
+import { LoadShedder, SHED_REASONS, ShedReason } from '../load-shedding/load-shedder';
+import { Priority, PRIORITY_LEVELS, PriorityLevel } from '../load-shedding/priority.decorator';
 import { RecordedEvent, StatusPolicy } from './event-journal';
 import { INVALID_UPDATE_STATE, UNKNOWN_STATUS_INSTANCE } from './observability.messages';
 import { GuardLike } from './observability.options';
@@ -27,6 +29,29 @@ const RESOURCES: Readonly<Record<string, Resource>> = {
 
 const LISTS = Object.values(RESOURCES).filter((r) => !r.events);
 
+/** What `GET <status path>/loadshedding` answers. */
+export interface LoadSheddingStatus {
+  /** The concurrency limit in force (`null` without one). */
+  readonly limit: number | null;
+  readonly inflight: number;
+  /** The event loop's delay over the last sampling period, in ms. */
+  readonly eventLoopDelayMs: number;
+  /** Whether `normal` requests are being refused. */
+  readonly overloaded: boolean;
+  /** Requests refused so far, by reason and class. */
+  readonly shed: Readonly<Record<ShedReason, Readonly<Record<PriorityLevel, number>>>>;
+}
+
+function loadSheddingStatus(shedder: LoadShedder): LoadSheddingStatus {
+  const shed = {} as Record<ShedReason, Record<PriorityLevel, number>>;
+  for (const reason of SHED_REASONS) {
+    shed[reason] = {} as Record<PriorityLevel, number>;
+    for (const priority of PRIORITY_LEVELS) shed[reason][priority] = shedder.shed(reason, priority);
+  }
+  const limit = shedder.limit;
+  return { limit: Number.isFinite(limit) ? limit : null, inflight: shedder.inflight, eventLoopDelayMs: shedder.eventLoopDelayMs, overloaded: shedder.overloaded, shed };
+}
+
 function resourceOf(resource: string): Resource {
   const found = Object.prototype.hasOwnProperty.call(RESOURCES, resource) ? RESOURCES[resource] : undefined;
   if (found === undefined) throw new NotFoundException();
@@ -36,18 +61,29 @@ function resourceOf(resource: string): Resource {
 /**
  * The read-only status controller at `path`: `GET /` (every instance),
  * `GET /circuitbreakers`, `/retries`, `/bulkheads`, `/timelimiters`,
- * `/fallbacks` (each `/:name` too) and their `…events` counterparts.
+ * `/fallbacks` (each `/:name` too) and their `…events` counterparts, and
+ * `GET /loadshedding` (the load shedder's limit, requests in flight and refusals).
  */
 export function createStatusController(path: string, guards: readonly GuardLike[]): Type<unknown> {
   @Controller(path)
+  // Operators must see the service when it is shedding load.
+  @Priority('critical')
   class ResilienceStatusController {
-    constructor(readonly status: ResilienceStatus) {}
+    constructor(
+      readonly status: ResilienceStatus,
+      readonly shedder: LoadShedder,
+    ) {}
 
     @Get()
     all(): Record<string, InstanceStatus[]> {
       const out: Record<string, InstanceStatus[]> = {};
       for (const { policy, key } of LISTS) out[key] = this.status.list(policy);
       return out;
+    }
+
+    @Get('loadshedding')
+    loadShedding(): { loadShedding: LoadSheddingStatus } {
+      return { loadShedding: loadSheddingStatus(this.shedder) };
     }
 
     @Get(':resource')
@@ -74,6 +110,8 @@ export function createStatusController(path: string, guards: readonly GuardLike[
  */
 export function createStatusAdminController(path: string, guards: readonly GuardLike[]): Type<unknown> {
   @Controller(path)
+  // Operators must see the service when it is shedding load.
+  @Priority('critical')
   @UseGuards(...guards)
   class ResilienceStatusAdminController {
     constructor(readonly status: ResilienceStatus) {}

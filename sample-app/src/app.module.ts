@@ -7,7 +7,7 @@ import { Dependencies } from './downstream/dependencies';
 import { DownstreamModule } from './downstream/downstream.module';
 import { InventoryClient } from './inventory/inventory.client';
 import { InventoryController } from './inventory/inventory.controller';
-import { LoadProbeController, QuoteService } from './load-probe/load-probe.controller';
+import { LoadProbeController, QuoteService, StockPool } from './load-probe/load-probe.controller';
 import { HealthController } from './ops/health.controller';
 import { OperatorGuard } from './ops/operator.guard';
 import { OpsModule, SHOP_IDEMPOTENCY_STORE } from './ops/ops.module';
@@ -37,6 +37,6 @@ import { RecommendationsClient } from './recommendations/recommendations.client'
     TerminusModule,
   ],
   controllers: [InventoryController, PaymentsController, ProductsController, LoadProbeController, HealthController],
-  providers: [InventoryClient, PaymentsClient, ExchangeRatesClient, RecommendationsClient, QuoteService],
+  providers: [InventoryClient, PaymentsClient, ExchangeRatesClient, RecommendationsClient, QuoteService, StockPool],
 })
 export class AppModule {}

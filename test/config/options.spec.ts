@@ -1,6 +1,7 @@
 import { Test } from '@nestjs/testing';
 import {
   BASE_CONFIG_CYCLE,
+  IGNORED_PROPERTY,
   INVALID_VALUE,
   NOT_AN_OBJECT,
   UNKNOWN_BASE_CONFIG,
@@ -10,6 +11,7 @@ import {
   UNSUPPORTED_PROPERTY,
 } from '../../lib/config/config.messages';
 import { parseDuration } from '../../lib/config/duration';
+import { IGNORED_INSTANCE_PROPERTIES } from '../../lib/config/resilience4j-properties';
 import { ResilienceModule, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
 
 const registry = (options: unknown, warn?: (m: string) => void) => new ResilienceRegistry(options as ResilienceModuleOptions, warn);
@@ -90,9 +92,9 @@ describe('module options', () => {
     );
     expect(warnings).toEqual([
       UNSUPPORTED_PROPERTY('module options', 'ratelimiter'),
-      UNSUPPORTED_PROPERTY("circuitBreaker config 'default'", 'event-consumer-buffer-size'),
-      UNSUPPORTED_PROPERTY("circuitBreaker config 'default'", 'writable-stack-trace-enabled'),
-      UNSUPPORTED_PROPERTY("circuitBreaker instance 'a'", 'event-consumer-buffer-size'),
+      IGNORED_PROPERTY("circuitBreaker config 'default'", 'event-consumer-buffer-size', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize),
+      IGNORED_PROPERTY("circuitBreaker config 'default'", 'writable-stack-trace-enabled', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.writableStackTraceEnabled),
+      IGNORED_PROPERTY("circuitBreaker instance 'a'", 'event-consumer-buffer-size', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize),
     ]);
   });
 

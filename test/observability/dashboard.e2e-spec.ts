@@ -29,7 +29,7 @@ describe('docs/grafana-dashboard.json against a scrape', () => {
   const exprs = expressions(JSON.parse(readFileSync(DASHBOARD, 'utf8')));
 
   beforeAll(async () => {
-    const booted = await bootApp({ metrics: { registry: new Registry() } }, { imports: [ResilienceEndpointsModule.forRoot({ metrics: true })] });
+    const booted = await bootApp({ metrics: { registry: new Registry() }, loadShedding: { adaptive: {}, eventLoopDelay: { threshold: '1s' } } }, { imports: [ResilienceEndpointsModule.forRoot({ metrics: true })] });
     app = booted.app;
     await driveTraffic(booted.clock, booted.shop);
     samples = parseScrape((await request(app.getHttpServer()).get('/metrics').expect(200)).text);
@@ -48,6 +48,9 @@ describe('docs/grafana-dashboard.json against a scrape', () => {
         'Retry budget denials',
         'Bulkhead saturation',
         'Fallback share by method',
+        'Load shed by reason and class',
+        'Concurrency limit and in flight',
+        'Event-loop delay',
       ]),
     );
   });
@@ -55,7 +58,7 @@ describe('docs/grafana-dashboard.json against a scrape', () => {
   it('uses only metric names present in the scrape', () => {
     const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\bresilience4(?:j|nest)_[a-z_]+\b/g)].map((m) => m[0])));
     const scraped = new Set(samples.map((s) => s.name));
-    expect(used.size).toBeGreaterThanOrEqual(17);
+    expect(used.size).toBeGreaterThanOrEqual(21);
     expect([...used].filter((name) => !scraped.has(name))).toEqual([]);
   });
 

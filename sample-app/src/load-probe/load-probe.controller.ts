@@ -32,9 +32,34 @@ export class QuoteService {
   }
 }
 
+/** A database pool of 10 connections whose queries take 20 ms: 500 queries/s at most (Little's law), the rest wait in line. */
+@Injectable()
+export class StockPool {
+  static readonly CONNECTIONS = 10;
+  static readonly QUERY_MS = 20;
+  private free = StockPool.CONNECTIONS;
+  private readonly waiting: Array<() => void> = [];
+
+  async query(): Promise<number> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, StockPool.QUERY_MS));
+      return 42;
+    } finally {
+      const next = this.waiting.shift();
+      if (next === undefined) this.free++;
+      else next();
+    }
+  }
+}
+
 @Controller('probe')
 export class LoadProbeController {
-  constructor(private readonly quotes: QuoteService) {}
+  constructor(
+    private readonly quotes: QuoteService,
+    private readonly pool: StockPool,
+  ) {}
 
   @Get('bare')
   bare(): Promise<Quote> {
@@ -44,5 +69,11 @@ export class LoadProbeController {
   @Get('protected')
   protected(): Promise<Quote> {
     return this.quotes.protected();
+  }
+
+  /** A product-page read behind the pool: `npm run load -- overload` offers it 3× what the pool can serve. */
+  @Get('stock')
+  async stock(): Promise<{ available: number }> {
+    return { available: await this.pool.query() };
   }
 }

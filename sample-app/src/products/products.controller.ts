@@ -1,4 +1,5 @@
 import { Controller, Get, NotFoundException, Param, Query } from '@nestjs/common';
+import { Priority } from 'resilience4nest';
 import { InventoryClient } from '../inventory/inventory.client';
 import { ExchangeRatesClient } from '../rates/exchange-rates.client';
 import { RecommendationsClient } from '../recommendations/recommendations.client';
@@ -37,5 +38,13 @@ export class ProductsController {
         ? { currency: 'GBP', amount: pence / 100, fresh: true }
         : { currency: wanted, amount: Math.round(pence * rate.rate) / 100, fresh: rate.fresh, ...(rate.fresh ? {} : { rateAgeMs: Math.round(rate.ageMs) }) };
     return { sku, available: stock.available, price, ...(recommendations === undefined ? {} : { recommendations }) };
+  }
+
+  /** Recommendations on their own, for pages that load them after the product: the first thing shed under overload. */
+  @Get(':sku/recommendations')
+  @Priority('low')
+  async recommendationsFor(@Param('sku') sku: string): Promise<{ sku: string; recommendations: string[] }> {
+    if (PRICES_GBP[sku] === undefined) throw new NotFoundException(`unknown sku ${sku}`);
+    return { sku, recommendations: (await this.recommendations.alsoBought(sku)) ?? [] };
   }
 }

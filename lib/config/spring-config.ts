@@ -1,0 +1,127 @@
+import { loadOptionalPeer, YAML } from '../observability/optional-peer';
+import { NO_RESILIENCE4J_PART, NOT_A_SPRING_DOCUMENT, UNRESOLVED_PLACEHOLDER } from './config.messages';
+import { ResilienceModuleOptions } from './module-options';
+import { canonicalKey, isPlainObject, unflatten } from './relaxed-binding';
+import { resolveOptions, withSectionNames } from './resolve-options';
+
+/**
+ * The module options of a Spring Boot `application.yml`: its `resilience4j`
+ * part, read the way Spring reads it — dotted keys at any depth
+ * (`resilience4j.circuitbreaker:` as a root key), camelCase, kebab-case or
+ * snake_case keys, `${ENV_VAR:default}` placeholders, and the documents of a
+ * multi-document file that apply (those without a profile, then those of the
+ * profiles in `SPRING_PROFILES_ACTIVE`). Sections come back under this
+ * module's names (`circuitbreaker` → `circuitBreaker`), their keys as
+ * written. The options are checked here, so a bad value fails at this call;
+ * properties that have no effect here are warned about once each when the
+ * options are used (`forRoot`).
+ *
+ * @param document the file's text (`.yml` needs the optional peer `yaml`;
+ *   `.properties` text is read as it is), or the object a YAML parser made of it
+ * @throws Error naming the key and value when the part is missing or invalid
+ *
+ * @example
+ * ```ts
+ * ResilienceModule.forRoot(fromSpringConfig(readFileSync('application.yml', 'utf8')))
+ * ```
+ */
+export function fromSpringConfig(document: object | string): ResilienceModuleOptions {
+  const parsed = typeof document === 'string' ? parseText(document) : document;
+  if (!isPlainObject(parsed)) throw new Error(NOT_A_SPRING_DOCUMENT(`expected a map of properties, got ${Array.isArray(parsed) ? 'a list' : typeof parsed}`));
+  const tree = unflatten(parsed) as Record<string, unknown>;
+  const rootKey = Object.keys(tree).find((k) => canonicalKey(k) === 'resilience4j');
+  if (rootKey === undefined) throw new Error(NO_RESILIENCE4J_PART(Object.keys(tree)));
+  const part = resolvePlaceholders(tree[rootKey], rootKey, tree);
+  if (!isPlainObject(part)) throw new Error(NOT_A_SPRING_DOCUMENT(`its '${rootKey}' part is not a map of properties`));
+  const options = withSectionNames(part) as ResilienceModuleOptions;
+  resolveOptions(options, () => undefined);
+  return options;
+}
+
+function parseText(text: string): unknown {
+  if (looksLikeProperties(text)) return parseProperties(text);
+  const yaml = loadOptionalPeer(YAML, 'fromSpringConfig(text) (reading application.yml text)');
+  const documents = yaml.parseAllDocuments(text);
+  const list = Array.isArray(documents) ? documents : [documents];
+  for (const doc of list) if (doc.errors.length > 0) throw new Error(NOT_A_SPRING_DOCUMENT(doc.errors[0].message));
+  const active = (process.env.SPRING_PROFILES_ACTIVE ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+  let merged: Record<string, unknown> = {};
+  for (const doc of list) {
+    const value: unknown = doc.toJS();
+    if (value === null || value === undefined) continue;
+    if (!isPlainObject(value)) throw new Error(NOT_A_SPRING_DOCUMENT(`a document is ${Array.isArray(value) ? 'a list' : `a ${typeof value}`}, not a map of properties`));
+    const tree = unflatten(value) as Record<string, unknown>;
+    const profiles = profilesOf(tree);
+    if (profiles === undefined || profiles.some((p) => active.includes(p))) merged = overlay(merged, tree);
+  }
+  return merged;
+}
+
+/** `key=value` lines (an application.properties file) rather than YAML. */
+function looksLikeProperties(text: string): boolean {
+  const lines = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith('!'));
+  return lines.length > 0 && lines.every((l) => /^[^\s:=]+\s*=/.test(l));
+}
+
+function parseProperties(text: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const l = line.trim();
+    if (l === '' || l.startsWith('#') || l.startsWith('!')) continue;
+    const at = l.indexOf('=');
+    out[l.slice(0, at).trim()] = l.slice(at + 1).trim();
+  }
+  return out;
+}
+
+/** The profiles a document applies to (`spring.config.activate.on-profile`, or 2.3's `spring.profiles`); undefined when it always applies. */
+function profilesOf(tree: Record<string, unknown>): string[] | undefined {
+  const spring = child(tree, 'spring');
+  const value = child(child(child(spring, 'config'), 'activate'), 'onProfile') ?? child(spring, 'profiles');
+  if (typeof value === 'string') return value.split(',').map((p) => p.trim());
+  if (Array.isArray(value)) return value.map(String);
+  return undefined;
+}
+
+function child(node: unknown, key: string): unknown {
+  if (!isPlainObject(node)) return undefined;
+  const found = Object.keys(node).find((k) => canonicalKey(k) === canonicalKey(key));
+  return found === undefined ? undefined : node[found];
+}
+
+/** A later document's properties replace an earlier one's, map by map (Spring's order). */
+function overlay(base: Record<string, unknown>, top: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(top)) {
+    const existing = out[key];
+    out[key] = isPlainObject(existing) && isPlainObject(value) ? overlay(existing, value) : value;
+  }
+  return out;
+}
+
+const PLACEHOLDER = /\$\{([^}:]+)(?::([^}]*))?\}/g;
+
+/** `${NAME}` and `${NAME:default}` in string values, from the environment or another property of the document. */
+function resolvePlaceholders(value: unknown, path: string, tree: Record<string, unknown>): unknown {
+  if (typeof value === 'string') {
+    return value.replace(PLACEHOLDER, (whole, name: string, fallback: string | undefined) => {
+      const found = lookup(name.trim(), tree) ?? fallback;
+      if (found === undefined) throw new Error(UNRESOLVED_PLACEHOLDER(path, whole));
+      return found;
+    });
+  }
+  if (Array.isArray(value)) return value.map((item, i) => resolvePlaceholders(item, `${path}[${i}]`, tree));
+  if (!isPlainObject(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) out[key] = resolvePlaceholders(v, `${path}.${key}`, tree);
+  return out;
+}
+
+function lookup(name: string, tree: Record<string, unknown>): string | undefined {
+  // Spring's environment names: my.prop-name is also MY_PROP_NAME or MY_PROPNAME.
+  const env = process.env[name] ?? process.env[name.replace(/\./g, '_').toUpperCase()] ?? process.env[name.replace(/\./g, '_').replace(/-/g, '').toUpperCase()];
+  if (env !== undefined) return env;
+  let node: unknown = tree;
+  for (const segment of name.split('.')) node = child(node, segment);
+  return typeof node === 'string' || typeof node === 'number' || typeof node === 'boolean' ? String(node) : undefined;
+}

@@ -1,0 +1,141 @@
+import { VirtualClock } from '../clock';
+import { EventLoopDelayProbe, nodeEventLoopDelayProbe } from './event-loop-delay';
+import { Admission, LoadShedder } from './load-shedder';
+import { LoadSheddingOptions, readLoadSheddingOptions } from './load-shedding.options';
+
+function shedder(options: LoadSheddingOptions, clock = new VirtualClock(), probe?: EventLoopDelayProbe): LoadShedder {
+  return new LoadShedder(readLoadSheddingOptions(options), clock, () => 0.5, probe);
+}
+
+function admitted(result: Admission | string): Admission {
+  if (typeof result === 'string') throw new Error(`refused: ${result}`);
+  return result;
+}
+
+/** A server that keeps `shedder.limit` requests in flight, each taking `rttMs`, for `samples` completions. */
+async function saturate(s: LoadShedder, clock: VirtualClock, rttMs: number, samples: number): Promise<void> {
+  for (let i = 0; i < samples; i++) {
+    const batch: Admission[] = [];
+    for (let r = s.inflight; r < s.limit; r++) batch.push(admitted(s.tryAdmit('normal')));
+    await clock.advance(rttMs);
+    for (const a of batch) s.release(a, false);
+    i += batch.length - 1;
+  }
+}
+
+describe('LoadShedder', () => {
+  it('admits exactly maxConcurrentRequests and refuses the rest for concurrency', () => {
+    const s = shedder({ maxConcurrentRequests: 5 });
+    const results = Array.from({ length: 30 }, () => s.tryAdmit('normal'));
+    expect(results.filter((r) => typeof r !== 'string')).toHaveLength(5);
+    expect(results.filter((r) => r === 'concurrency')).toHaveLength(25);
+    expect(s.inflight).toBe(5);
+    expect(s.shed('concurrency', 'normal')).toBe(25);
+    s.release(admitted(results[0]), false);
+    expect(s.inflight).toBe(4);
+    expect(typeof s.tryAdmit('normal')).toBe('object');
+  });
+
+  it('lets lower classes give up their share first: limit × (1 − share), at least 1 for critical', () => {
+    const s = shedder({ maxConcurrentRequests: 24, priorities: { critical: 0, high: 0.1, normal: 0.3, low: 0.5 } });
+    const low = Array.from({ length: 40 }, () => s.tryAdmit('low'));
+    expect(low.filter((r) => r === 'priority')).toHaveLength(28);
+    const critical = Array.from({ length: 10 }, () => s.tryAdmit('critical'));
+    expect(low.filter((r) => typeof r !== 'string')).toHaveLength(12);
+    expect(critical.every((r) => typeof r !== 'string')).toBe(true);
+    expect(s.shed('concurrency', 'low')).toBe(28);
+    expect(s.shed('concurrency', 'critical')).toBe(0);
+    // In flight: 22. normal may use floor(24 × 0.7) = 16, high floor(24 × 0.9) = 21, critical 24.
+    expect(s.tryAdmit('normal')).toBe('priority');
+    expect(s.tryAdmit('high')).toBe('priority');
+    expect(typeof s.tryAdmit('critical')).toBe('object');
+    expect(s.shed('concurrency', 'normal')).toBe(1);
+  });
+
+  it('keeps one place for critical requests however small the limit', () => {
+    const s = shedder({ maxConcurrentRequests: 1, priorities: { critical: 0.9 } });
+    expect(typeof s.tryAdmit('critical')).toBe('object');
+    expect(s.tryAdmit('critical')).toBe('concurrency');
+  });
+
+  it('counts requests dropped at the door for their deadline by class', () => {
+    const s = shedder({});
+    s.refuseExpired('low');
+    s.refuseExpired('low');
+    expect(s.shed('deadline', 'low')).toBe(2);
+    expect(s.limit).toBe(Infinity);
+  });
+
+  it('refuses every class but critical while the event loop lags, and stops within two intervals after it recovers', async () => {
+    const clock = new VirtualClock();
+    const readings: number[] = [];
+    const probe: EventLoopDelayProbe = { takeMaxMs: () => readings.shift() ?? 0, close: () => undefined };
+    const s = shedder({ eventLoopDelay: { threshold: '100ms', sampleInterval: '500ms' } }, clock, probe);
+    s.start();
+    readings.push(250, 20);
+    expect(typeof s.tryAdmit('low')).toBe('object');
+    await clock.advance(500);
+    expect(s.eventLoopDelayMs).toBe(250);
+    expect(s.tryAdmit('normal')).toBe('event-loop-delay');
+    expect(s.tryAdmit('high')).toBe('event-loop-delay');
+    expect(typeof s.tryAdmit('critical')).toBe('object');
+    expect(s.overloaded).toBe(true);
+    await clock.advance(500);
+    expect(typeof s.tryAdmit('normal')).toBe('object');
+    expect(s.overloaded).toBe(false);
+    expect(s.shed('event-loop-delay', 'normal')).toBe(1);
+    s.stop();
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  // Netflix concurrency-limits, Gradient2Limit: the limit falls while latency exceeds its long-term average and recovers after.
+  it('gradient2: the limit falls when latency rises and recovers when it falls', async () => {
+    const clock = new VirtualClock();
+    const s = shedder({ adaptive: { algorithm: 'gradient2', initialLimit: 20, minLimit: 5, maxLimit: 100 } }, clock);
+    await saturate(s, clock, 10, 2000);
+    const steady = s.limit;
+    await saturate(s, clock, 60, 300);
+    const loaded = s.limit;
+    await saturate(s, clock, 10, 4000);
+    const recovered = s.limit;
+    expect(steady).toBe(100);
+    expect(loaded).toBeLessThanOrEqual(40);
+    expect(recovered).toBe(100);
+  });
+
+  // Netflix concurrency-limits, VegasLimit: no queue → grow by β; a queue beyond β → shrink by log10(limit); drops shrink.
+  it('vegas: the limit grows while latency stays at its no-load level, shrinks under queueing and on drops', async () => {
+    const clock = new VirtualClock();
+    const s = shedder({ adaptive: { algorithm: 'vegas', initialLimit: 20, minLimit: 5, maxLimit: 200, probeMultiplier: 1000 } }, clock);
+    await saturate(s, clock, 10, 1500);
+    const steady = s.limit;
+    await saturate(s, clock, 40, 300);
+    const loaded = s.limit;
+    expect(steady).toBeGreaterThan(100);
+    expect(loaded).toBeLessThan(steady / 2);
+    const before = s.limit;
+    const a = admitted(s.tryAdmit('normal'));
+    await clock.advance(40);
+    s.release(a, true);
+    expect(s.limit).toBeLessThan(before);
+  });
+});
+
+describe('nodeEventLoopDelayProbe', () => {
+  it('reports a blocked event loop as delay, and starts a new period after each reading', async () => {
+    const probe = nodeEventLoopDelayProbe();
+    // Node measures from its sampler's first tick, so let one pass before holding the loop.
+    await holdEventLoop(15);
+    await holdEventLoop(120);
+    expect(probe.takeMaxMs()).toBeGreaterThanOrEqual(60);
+    expect(probe.takeMaxMs()).toBeLessThan(60);
+    probe.close();
+  });
+});
+
+/** Keeps the event loop busy for `ms`, as a CPU-bound handler would, then lets it turn a few times. */
+async function holdEventLoop(ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  while (performance.now() < until) Math.sqrt(until);
+  for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+}

@@ -1,0 +1,74 @@
+import { AdaptiveLimit, AdaptiveLimitBounds, log10Step } from './adaptive-limit';
+
+/** Settings of {@link VegasLimit}. */
+export interface VegasSettings extends AdaptiveLimitBounds {
+  /** How much a new estimate moves the limit, in (0, 1]. Default 1. */
+  readonly smoothing: number;
+  /** The no-load latency is measured afresh every `probeMultiplier × limit` samples (with jitter). Default 30. */
+  readonly probeMultiplier: number;
+  /** Uniform [0, 1) source for the probe jitter. */
+  readonly random: () => number;
+}
+
+/**
+ * Netflix concurrency-limits' Vegas algorithm
+ * (`concurrency-limits-core/.../limit/VegasLimit.java`), after TCP Vegas:
+ * the queue is estimated as `limit × (1 − minRtt / rtt)`; with no queue the
+ * limit grows by β = 6·log10(limit), below α = 3·log10(limit) by log10(limit),
+ * above β it shrinks by log10(limit), and a dropped request always shrinks it.
+ * The no-load latency (`minRtt`) is probed again now and then so that a
+ * lasting change of the baseline is learnt.
+ */
+export class VegasLimit implements AdaptiveLimit {
+  private estimate: number;
+  private rttNoLoad = 0;
+  private probeCount = 0;
+  private probeJitter: number;
+
+  constructor(private readonly settings: VegasSettings) {
+    this.estimate = settings.initialLimit;
+    this.probeJitter = this.jitter();
+  }
+
+  get limit(): number {
+    return this.estimate;
+  }
+
+  onSample(rttMs: number, inflight: number, dropped: boolean): void {
+    const rtt = Math.max(rttMs, Number.EPSILON);
+    this.probeCount++;
+    if (this.probeJitter * this.settings.probeMultiplier * this.estimate <= this.probeCount) {
+      this.probeJitter = this.jitter();
+      this.probeCount = 0;
+      this.rttNoLoad = rtt;
+      return;
+    }
+    if (this.rttNoLoad === 0 || rtt < this.rttNoLoad) {
+      this.rttNoLoad = rtt;
+      return;
+    }
+    const current = this.estimate;
+    const step = log10Step(current);
+    let next: number;
+    if (dropped) {
+      next = current - step;
+    } else if (inflight * 2 < current) {
+      return;
+    } else {
+      const queue = Math.ceil(current * (1 - this.rttNoLoad / rtt));
+      const alpha = 3 * step;
+      const beta = 6 * step;
+      if (queue <= step) next = current + beta;
+      else if (queue < alpha) next = current + step;
+      else if (queue > beta) next = current - step;
+      else return;
+    }
+    const { minLimit, maxLimit, smoothing } = this.settings;
+    const bounded = Math.max(minLimit, Math.min(maxLimit, next));
+    this.estimate = (1 - smoothing) * current + smoothing * bounded;
+  }
+
+  private jitter(): number {
+    return 0.5 + this.settings.random() * 0.5;
+  }
+}

@@ -1,0 +1,35 @@
+import { overloadChart, overloadTable, runOverload } from './overload';
+
+describe('overload scenario', () => {
+  it('without shedding goodput collapses under 2× and 3× load; with shedding it holds ≥ 90% of capacity with a short p99 and critical requests served', async () => {
+    const result = await runOverload();
+    const row = (policy: string, load: number) => {
+      const found = result.rows.find((r) => r.policy === policy && r.load === load);
+      if (found === undefined) throw new Error(`no row ${policy} ${load}`);
+      return found;
+    };
+    expect(result.capacity).toBe(200);
+    expect(result.unloadedP99).toBeGreaterThan(140);
+    expect(result.unloadedP99).toBeLessThan(150);
+
+    // The collapse: everything is queued and served after its client has left.
+    for (const load of [2, 3]) {
+      expect(row('no shedding', load).goodputShare).toBeLessThan(10);
+      expect(row('no shedding', load).admittedP99).toBeGreaterThan(result.settings.deadlineMs * 10);
+      expect(row('no shedding', load).criticalSuccess).toBeLessThan(5);
+      expect(row('no shedding', load).refused).toBe(0);
+    }
+
+    for (const policy of ['fixed cap 30', 'adaptive (gradient2)']) {
+      const loaded = row(policy, 3);
+      expect(loaded.goodputShare).toBeGreaterThanOrEqual(90);
+      expect(loaded.admittedP99).toBeLessThanOrEqual(2 * result.unloadedP99);
+      expect(loaded.criticalSuccess).toBeGreaterThanOrEqual(99);
+      expect(loaded.refused).toBeGreaterThan(loaded.offered / 2);
+      expect(row(policy, 2).goodputShare).toBeGreaterThanOrEqual(90);
+    }
+
+    expect(overloadTable(result)).toMatch(/fixed cap 30\s+3×\s+197\s+98\.3%/);
+    expect(overloadChart(result).match(/<polyline/g)).toHaveLength(3);
+  });
+});
