@@ -2,6 +2,7 @@ import { Body, Controller, Param, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Idempotent, ResilienceModule } from '../../lib';
 import { PRINCIPAL_REQUIRED } from '../../lib/idempotency/idempotency.messages';
+import { PLATFORMS } from '../support/platforms';
 import { json, RunningApp, send, startApp } from './http-kit';
 
 const byUser = (req: { headers: Record<string, string | undefined> }) => req.headers['x-user'];
@@ -23,32 +24,35 @@ class ChargesController {
   }
 }
 
-describe('@Idempotent key scope: method, matched route and principal', () => {
+describe.each(PLATFORMS)('@Idempotent key scope: method, matched route and principal, on %s', (platform) => {
   let running: RunningApp;
   let controller: ChargesController;
 
   beforeEach(async () => {
-    running = await startApp({ idempotency: { principal: byUser } }, { controllers: [ChargesController] });
+    running = await startApp({ idempotency: { principal: byUser } }, { controllers: [ChargesController] }, { platform });
     controller = running.app.get(ChargesController);
   });
   afterEach(() => running.close());
 
-  it('shares one key space between /pay, /pay/ and /PAY, which the router sends to one handler', async () => {
-    const first = await send(running.url, '/pay', { key: 'k-route', body: { pence: 5 }, headers: { 'x-user': 'alice' } });
-    const slash = await send(running.url, '/pay/', { key: 'k-route', body: { pence: 5 }, headers: { 'x-user': 'alice' } });
-    const upper = await send(running.url, '/PAY', { key: 'k-route', body: { pence: 5 }, headers: { 'x-user': 'alice' } });
-    expect(controller.runs).toBe(1);
-    expect(first.status).toBe(201);
-    for (const again of [slash, upper]) {
-      expect(again).toMatchObject({ status: 201, text: first.text });
-      expect(again.headers.get('idempotent-replayed')).toBe('true');
-    }
-  });
+  // Express routes paths case-insensitively and ignores a trailing slash; Fastify, by default, does neither.
+  if (platform === 'express') {
+    it('shares one key space between /pay, /pay/ and /PAY, which the router sends to one handler', async () => {
+      const first = await send(running.url, '/pay', { key: 'k-route', body: { pence: 5 }, headers: { 'x-user': 'alice' } });
+      const slash = await send(running.url, '/pay/', { key: 'k-route', body: { pence: 5 }, headers: { 'x-user': 'alice' } });
+      const upper = await send(running.url, '/PAY', { key: 'k-route', body: { pence: 5 }, headers: { 'x-user': 'alice' } });
+      expect(controller.runs).toBe(1);
+      expect(first.status).toBe(201);
+      for (const again of [slash, upper]) {
+        expect(again).toMatchObject({ status: 201, text: first.text });
+        expect(again.headers.get('idempotent-replayed')).toBe('true');
+      }
+    });
+  }
 
   it('treats two resources of one route template with the same key as a reused key, not a replay', async () => {
     const one = await send(running.url, '/orders/1/pay', { key: 'k-orders', headers: { 'x-user': 'alice' } });
     const two = await send(running.url, '/orders/2/pay', { key: 'k-orders', headers: { 'x-user': 'alice' } });
-    const oneAgain = await send(running.url, '/ORDERS/1/pay/', { key: 'k-orders', headers: { 'x-user': 'alice' } });
+    const oneAgain = await send(running.url, platform === 'express' ? '/ORDERS/1/pay/' : '/orders/1/pay', { key: 'k-orders', headers: { 'x-user': 'alice' } });
     expect(one.status).toBe(201);
     expect(two.status).toBe(422);
     expect(oneAgain).toMatchObject({ status: 201, text: one.text });
