@@ -62,7 +62,7 @@ function segmentsOf(key: string): Segment[] {
 export function unflatten(value: unknown, path = ''): unknown {
   if (Array.isArray(value)) return value.map((item, i) => unflatten(item, `${path}[${i}]`));
   if (!isPlainObject(value)) return value;
-  const out: Record<string, unknown> = {};
+  const out = emptyMap();
   for (const [rawKey, raw] of Object.entries(value)) {
     const segments = segmentsOf(rawKey);
     const where = path === '' ? rawKey : `${path}.${rawKey}`;
@@ -75,34 +75,50 @@ function insert(target: Record<string, unknown>, segments: Segment[], value: unk
   let node: Record<string, unknown> = target;
   for (let i = 0; i < segments.length - 1; i++) {
     const key = String(segments[i]);
-    const next = node[key];
+    const next = ownValue(node, key);
     if (next === undefined) node = node[key] = listOrMap(segments[i + 1]);
     else if (next !== null && typeof next === 'object' && !Array.isArray(next)) node = next as Record<string, unknown>;
     else if (Array.isArray(next)) node = node[key] = toIndexed(next);
     else throw new Error(DUPLICATE_PROPERTY(where));
   }
   const last = String(segments[segments.length - 1]);
-  node[last] = mergeValues(node[last], value, where);
+  node[last] = mergeValues(ownValue(node, last), value, where);
+}
+
+/**
+ * A map without a prototype: names such as `__proto__` or `constructor`
+ * (an instance may be called that) are then keys like any other, never
+ * Object.prototype's members.
+ */
+function emptyMap(): Record<string, unknown> {
+  return Object.create(null) as Record<string, unknown>;
+}
+
+function ownValue(node: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(node, key) ? node[key] : undefined;
 }
 
 /** Lists under construction are maps with a marker, so `a[1]` may come before `a[0]`. */
 const INDEXED = Symbol('indexed');
 
 function listOrMap(next: Segment): Record<string, unknown> {
-  return typeof next === 'number' ? { [INDEXED]: true } : {};
+  const map = emptyMap();
+  if (typeof next === 'number') (map as Record<symbol, unknown>)[INDEXED] = true;
+  return map;
 }
 
 function toIndexed(list: unknown[]): Record<string, unknown> {
-  const out: Record<string | symbol, unknown> = { [INDEXED]: true };
+  const out = emptyMap();
+  (out as Record<symbol, unknown>)[INDEXED] = true;
   list.forEach((item, i) => (out[i] = item));
-  return out as Record<string, unknown>;
+  return out;
 }
 
 function mergeValues(existing: unknown, value: unknown, where: string): unknown {
   if (existing === undefined) return value;
   if (isMergeable(existing) && isMergeable(value)) {
     const out = existing as Record<string, unknown>;
-    for (const [key, v] of Object.entries(value as Record<string, unknown>)) out[key] = mergeValues(out[key], v, `${where}.${key}`);
+    for (const [key, v] of Object.entries(value as Record<string, unknown>)) out[key] = mergeValues(ownValue(out, key), v, `${where}.${key}`);
     return out;
   }
   throw new Error(DUPLICATE_PROPERTY(where));
