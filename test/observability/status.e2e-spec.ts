@@ -33,7 +33,7 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
 
   it('list every instance with its config and live state', async () => {
     const { body } = await get('').expect(200);
-    expect(Object.keys(body)).toEqual(['circuitBreakers', 'retries', 'bulkheads', 'timeLimiters', 'fallbacks']);
+    expect(Object.keys(body)).toEqual(['circuitBreakers', 'retries', 'bulkheads', 'timeLimiters', 'rateLimiters', 'fallbacks']);
     expect(body.circuitBreakers).toEqual([
       expect.objectContaining({
         name: 'psp',
