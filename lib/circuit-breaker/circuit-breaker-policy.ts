@@ -4,7 +4,9 @@ import { httpStatusOf } from '../error-status';
 import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { Policy, invokeThunk } from '../policy';
+import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
+import { GuardedObservable } from './circuit-breaker.operator';
 import { CountSlidingWindow, SlidingWindow, createSlidingWindow } from './sliding-window';
 
 /**
@@ -171,7 +173,7 @@ export class CircuitBreakerPolicy implements Policy {
   constructor(
     readonly name: string,
     private readonly settings: CircuitBreakerConfig,
-    private readonly clock: Clock,
+    readonly clock: Clock,
   ) {
     this.closedWindow = createSlidingWindow(settings.slidingWindowType, settings.slidingWindowSize);
     // As Resilience4j: a count-based window can never hold more calls than its size.
@@ -293,6 +295,19 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   /**
+   * Runs each subscription of `source` as one call: refused on subscribe
+   * (an error notification) when the breaker does not permit it; recorded
+   * when the subscription ends, with its duration from subscribe to the
+   * first value (or to the end, when none came). An error is classified as
+   * for a call; completion, or an unsubscribe after a value, is a success;
+   * an unsubscribe before any value records nothing and gives the
+   * permission back.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    return new GuardedObservable(this, source);
+  }
+
+  /**
    * The epoch a call permitted now belongs to; pass it to
    * {@link CircuitBreakerPolicy.recordCall} so a result arriving after a
    * state change is not counted in the new state.
@@ -304,10 +319,11 @@ export class CircuitBreakerPolicy implements Policy {
   /**
    * Records a call permitted by {@link CircuitBreakerPolicy.tryAcquirePermission}:
    * the epoch and clock time it started at, and how it ended (`outcome` is
-   * the error when `failed`, else the result).
+   * the error when `failed`, else the result). Its duration runs to `end`
+   * when given (an Observable's first value), else to now.
    */
-  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown): void {
-    this.complete(epoch, start, failed ? this.classifyError(outcome) : this.classifyResult(outcome), outcome);
+  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown, end?: number): void {
+    this.complete(epoch, start, failed ? this.classifyError(outcome) : this.classifyResult(outcome), outcome, end);
   }
 
   /** The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
@@ -427,9 +443,9 @@ export class CircuitBreakerPolicy implements Policy {
     return recordResult !== undefined && recordResult(result) ? FAILURE : SUCCESS;
   }
 
-  private complete(epoch: number, start: number, outcome: Outcome, value: unknown): void {
+  private complete(epoch: number, start: number, outcome: Outcome, value: unknown, end: number | undefined): void {
     const now = this.clock.now();
-    this.record(epoch, now, now - start, outcome, value);
+    this.record(epoch, now, (end ?? now) - start, outcome, value);
   }
 
   private record(epoch: number, now: number, durationMs: number, outcome: Outcome, value: unknown): void {

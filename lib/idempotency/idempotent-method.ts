@@ -1,3 +1,4 @@
+import { from, lastValueFrom, Observable, Subscriber } from 'rxjs';
 import { TimerHandle } from '../clock';
 import { httpStatusOf } from '../error-status';
 import { ErrorMatcher } from '../error-matcher';
@@ -123,6 +124,24 @@ export class IdempotentMethod implements Policy {
     // A route reached without an idempotent request (GET, an optional key left out, a direct call) runs as it is.
     if (this.settings.route) return next(arg);
     return this.callWithKey(next, arg);
+  }
+
+  /**
+   * Each subscription of an Observable method, as {@link IdempotentMethod.call}
+   * runs a call: over HTTP it marks the start of the method's run; with a
+   * `key` it runs the subscription under the key and answers its last value
+   * (the one stored and replayed).
+   */
+  observe<T>(source: Observable<T>, args: unknown[]): Observable<T> {
+    return new Observable<T>((subscriber) => {
+      const scope = idempotencyStorage.getStore();
+      if (scope !== undefined && scope.owner === this && !scope.started) {
+        scope.started = true;
+        return source.subscribe(subscriber);
+      }
+      if (this.settings.route) return source.subscribe(subscriber);
+      return from(this.callWithKey(() => lastValueFrom(source, { defaultValue: undefined }), args)).subscribe(subscriber as Subscriber<unknown>);
+    });
   }
 
   private async callWithKey<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {

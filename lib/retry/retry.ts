@@ -1,5 +1,6 @@
 import { Clock } from '../clock';
-import { contextStorage } from '../context';
+import { Observable } from 'rxjs';
+import { contextStorage, ResilienceContext } from '../context';
 import { ErrorMatcher } from '../error-matcher';
 import { retryAfterOf } from '../error-status';
 import { MaxRetriesExceededError } from '../errors';
@@ -9,6 +10,7 @@ import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
 import { RetryConfig } from './retry.config';
 import { isRetryableByDefault } from './retryable';
+import { RetriedObservable } from './retry.operator';
 
 /** A retry is about to wait and try again. */
 export interface RetryEvent {
@@ -48,7 +50,8 @@ export interface RetryMetrics {
   budgetDenied: number;
 }
 
-const NO_RETRY = -1;
+/** @internal What the wait functions return when no retry follows. */
+export const NO_RETRY = -1;
 
 /**
  * Retries a failing call with backoff and jitter, within an optional retry
@@ -89,7 +92,7 @@ export class RetryPolicy implements Policy {
   constructor(
     readonly name: string,
     readonly config: RetryConfig,
-    private readonly clock: Clock,
+    readonly clock: Clock,
     private readonly random: () => number = Math.random,
   ) {
     this.retryMatcher = new ErrorMatcher(config.retryExceptions);
@@ -116,6 +119,16 @@ export class RetryPolicy implements Policy {
   /** Runs `fn` with retries. */
   execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
     return this.call(invokeThunk, fn) as Promise<R>;
+  }
+
+  /**
+   * Runs each subscription of `source` with retries: an error (or a value
+   * `retryOnResult` rejects) re-subscribes `source` after the backoff, within
+   * the budget and the deadline, as for a call; values already emitted may
+   * be emitted again by the next attempt.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    return new RetriedObservable(this, source);
   }
 
   /** Runs `next(arg)` with retries. */
@@ -167,18 +180,23 @@ export class RetryPolicy implements Policy {
     }
   }
 
-  /** The wait before retrying a returned value, or NO_RETRY; throws when attempts run out and `failAfterMaxAttempts`. */
-  private waitForResult(result: unknown, attempt: number, previousWait: number): number {
+  /**
+   * @internal The wait before retrying a returned value, or -1; throws when
+   * attempts run out and `failAfterMaxAttempts`. `scope` is the caller's
+   * deadline scope.
+   */
+  waitForResult(result: unknown, attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
     if (!this.config.retryOnResult?.(result)) return NO_RETRY;
     if (attempt < this.config.maxAttempts) {
-      const wait = this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random));
+      const wait = this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random), scope);
       if (wait !== NO_RETRY) return wait;
     }
     if (this.config.failAfterMaxAttempts) throw this.failed(new MaxRetriesExceededError(this.name, attempt, result), attempt);
     return NO_RETRY;
   }
 
-  private succeeded<R>(result: R, attempts: number): R {
+  /** @internal Counts a call that succeeded after `attempts` attempts. */
+  succeeded<R>(result: R, attempts: number): R {
     this.budget?.onSuccess();
     if (attempts === 1) this.counters.successfulCallsWithoutRetry++;
     else this.counters.successfulCallsWithRetry++;
@@ -186,15 +204,16 @@ export class RetryPolicy implements Policy {
     return result;
   }
 
-  private failed(error: unknown, attempts: number): unknown {
+  /** @internal Counts a call that failed for good after `attempts` attempts; returns `error`. */
+  failed(error: unknown, attempts: number): unknown {
     if (attempts === 1) this.counters.failedCallsWithoutRetry++;
     else this.counters.failedCallsWithRetry++;
     if (this.errorStream.active) this.errorStream.emit({ name: this.name, attempts, error });
     return error;
   }
 
-  /** The wait before retrying after a thrown error, or NO_RETRY. */
-  private waitBeforeRetry(error: unknown, attempt: number, previousWait: number): number {
+  /** @internal The wait before retrying after `error`, or -1. `scope` is the caller's deadline scope. */
+  waitBeforeRetry(error: unknown, attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
     if (!this.isRetryable(error)) return this.stop('not-retryable', attempt, error);
     if (attempt >= this.config.maxAttempts) return this.stop('max-attempts', attempt, error);
     let wait = backoffDelay(this.config, attempt, previousWait, this.random);
@@ -203,12 +222,11 @@ export class RetryPolicy implements Policy {
       if (retryAfter > this.config.retryAfterMaxWait) return this.stop('retry-after-too-long', attempt, error);
       if (retryAfter > wait) wait = retryAfter;
     }
-    return this.admitRetry(error, attempt, wait);
+    return this.admitRetry(error, attempt, wait, scope);
   }
 
   /** Checks the deadline, then the budget (last, so no token is spent on a retry that will not happen). */
-  private admitRetry(error: unknown, attempt: number, wait: number): number {
-    const scope = contextStorage.getStore();
+  private admitRetry(error: unknown, attempt: number, wait: number, scope: ResilienceContext | undefined): number {
     if (scope !== undefined && (scope.aborted || wait >= scope.remaining())) return this.stop('deadline', attempt, error);
     if (this.budget !== undefined && !this.budget.tryWithdraw()) {
       this.counters.budgetDenied++;

@@ -1,3 +1,4 @@
+import { HttpModule } from '@nestjs/axios';
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { TerminusModule } from '@nestjs/terminus';
@@ -22,6 +23,7 @@ import { RecommendationsClient } from './recommendations/recommendations.client'
   imports: [
     ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [loadResilienceYaml] }),
     DownstreamModule,
+    HttpModule,
     OpsModule,
     ResilienceModule.forRootAsync({
       inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE],
