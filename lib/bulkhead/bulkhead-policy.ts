@@ -58,6 +58,7 @@ export const NO_PERMIT = -1;
  * `maxConcurrentCalls` calls run at once, at most `queueCapacity` wait for a
  * permit, each for at most `maxWaitDuration` (and never past the request
  * deadline). Everyone else gets {@link BulkheadFullError} at once.
+ * `maxConcurrentCalls: 0` refuses every call at once, without waiting.
  */
 export class BulkheadPolicy implements Policy {
   private readonly permittedEvents = new EventStream<BulkheadCallPermittedEvent>();
@@ -94,7 +95,9 @@ export class BulkheadPolicy implements Policy {
   ) {
     this.settings = Object.freeze({ ...config });
     this.available = config.maxConcurrentCalls;
-    this.queueCapacity = config.maxWaitDuration > 0 ? (config.queueCapacity ?? config.maxConcurrentCalls) : 0;
+    // With no permit at all, waiting could only end in a refusal: refuse at once.
+    const waits = config.maxWaitDuration > 0 && config.maxConcurrentCalls > 0;
+    this.queueCapacity = waits ? (config.queueCapacity ?? config.maxConcurrentCalls) : 0;
     // Every current waiter is served or gone within maxWaitDuration, so that is when room is likely again.
     this.retryAfterMs = config.maxWaitDuration > 0 ? config.maxWaitDuration : undefined;
     this.permittedEvent = Object.freeze({ name });

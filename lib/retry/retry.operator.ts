@@ -28,6 +28,8 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
   private wait: number;
   private closed = false;
   private emitted = false;
+  /** A value ran out of retries and was counted as a failed call. */
+  private exhausted = false;
   private inner?: Subscription;
   private timer: TimerHandle;
   private readonly scope: ResilienceContext | undefined;
@@ -48,19 +50,24 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
 
   next(value: T): void {
     if (this.closed) return;
-    if (this.policy.config.retryOnResult !== undefined) {
-      let wait: number;
+    const retryOnResult = this.policy.config.retryOnResult;
+    if (retryOnResult !== undefined && !this.exhausted) {
       try {
-        wait = this.policy.waitForResult(value, this.attempt, this.wait, this.scope);
+        if (retryOnResult(value)) {
+          const wait = this.policy.waitForResult(this.attempt, this.wait, this.scope);
+          if (wait !== NO_RETRY) {
+            this.inner?.unsubscribe();
+            this.retryAfter(wait);
+            return;
+          }
+          // Counted as a failed call now; the value still goes out unless failAfterMaxAttempts throws.
+          this.policy.exhausted(value, this.attempt);
+          this.exhausted = true;
+        }
       } catch (error) {
         this.closed = true;
         this.inner?.unsubscribe();
         this.downstream.error(error);
-        return;
-      }
-      if (wait !== NO_RETRY) {
-        this.inner?.unsubscribe();
-        this.retryAfter(wait);
         return;
       }
     }
@@ -82,7 +89,7 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
   complete(): void {
     if (this.closed) return;
     this.closed = true;
-    this.policy.succeeded(undefined, this.attempt);
+    if (!this.exhausted) this.policy.succeeded(undefined, this.attempt);
     this.downstream.complete();
   }
 
@@ -92,7 +99,7 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
     this.closed = true;
     if (this.timer !== undefined) this.policy.clock.clearTimeout(this.timer);
     this.inner?.unsubscribe();
-    if (this.emitted) this.policy.succeeded(undefined, this.attempt);
+    if (this.emitted && !this.exhausted) this.policy.succeeded(undefined, this.attempt);
   }
 
   private retryAfter(wait: number): void {
@@ -111,7 +118,12 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
 
   private subscribeAttempt(): void {
     const attempt = this.attempt;
-    const inner = this.upstream.subscribe(this as Observer<T>);
+    // A synchronous source may go on notifying after a retry was decided: only the current attempt is heard.
+    const inner = this.upstream.subscribe({
+      next: (value) => attempt === this.attempt && this.next(value),
+      error: (error: unknown) => attempt === this.attempt && this.error(error),
+      complete: () => attempt === this.attempt && this.complete(),
+    });
     // An attempt that ended while subscribing (a synchronous source) may already have been replaced.
     if (attempt === this.attempt && !this.closed) this.inner = inner;
     else if (attempt !== this.attempt) inner.unsubscribe();

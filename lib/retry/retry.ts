@@ -78,7 +78,10 @@ export class RetryPolicy implements Policy {
   readonly onRetry = this.retryStream.subscribe;
   /** A call succeeded (after any number of attempts). */
   readonly onSuccess = this.successStream.subscribe;
-  /** A call failed for good; the event carries the error that propagates. */
+  /**
+   * A call failed for good; the event carries the error that propagates, or
+   * a `MaxRetriesExceededError` when `retryOnResult` still rejected the last value.
+   */
   readonly onError = this.errorStream.subscribe;
   /** A failed attempt was not retried (not retryable, attempts spent, budget, deadline). */
   readonly onRetryStopped = this.stoppedStream.subscribe;
@@ -155,12 +158,14 @@ export class RetryPolicy implements Policy {
 
   /**
    * Continues a call whose attempt `attempt` returned `result`: returns it
-   * (counting the success), or retries it when `retryOnResult` asks to.
+   * (counting the success), or retries it when `retryOnResult` asks to; a
+   * value it still rejects when no retry may follow counts as a failure.
    */
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
-    if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
-    const wait = this.waitForResult(result, attempt, this.config.waitDuration);
-    return wait === NO_RETRY ? this.succeeded(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait);
+    const retryOnResult = this.config.retryOnResult;
+    if (retryOnResult === undefined || !retryOnResult(result)) return this.succeeded(result, attempt);
+    const wait = this.waitForResult(attempt, this.config.waitDuration);
+    return wait === NO_RETRY ? this.exhausted(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait);
   }
 
   private async retryLoop<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, wait: number): Promise<R> {
@@ -174,25 +179,31 @@ export class RetryPolicy implements Policy {
         if (wait === NO_RETRY) throw this.failed(error, attempt);
         continue;
       }
-      if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
-      wait = this.waitForResult(result, attempt, wait);
-      if (wait === NO_RETRY) return this.succeeded(result, attempt);
+      const retryOnResult = this.config.retryOnResult;
+      if (retryOnResult === undefined || !retryOnResult(result)) return this.succeeded(result, attempt);
+      wait = this.waitForResult(attempt, wait);
+      if (wait === NO_RETRY) return this.exhausted(result, attempt);
     }
   }
 
   /**
-   * @internal The wait before retrying a returned value, or -1; throws when
-   * attempts run out and `failAfterMaxAttempts`. `scope` is the caller's
-   * deadline scope.
+   * @internal The wait before retrying a value `retryOnResult` asked to
+   * retry, or NO_RETRY. `scope` is the caller's deadline scope.
    */
-  waitForResult(result: unknown, attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
-    if (!this.config.retryOnResult?.(result)) return NO_RETRY;
-    if (attempt < this.config.maxAttempts) {
-      const wait = this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random), scope);
-      if (wait !== NO_RETRY) return wait;
-    }
-    if (this.config.failAfterMaxAttempts) throw this.failed(new MaxRetriesExceededError(this.name, attempt, result), attempt);
-    return NO_RETRY;
+  waitForResult(attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
+    if (attempt >= this.config.maxAttempts) return NO_RETRY;
+    return this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random), scope);
+  }
+
+  /**
+   * @internal A value `retryOnResult` still rejects and no retry follows: the
+   * call failed, as Resilience4j counts and publishes it. The value is
+   * returned, or `MaxRetriesExceededError` thrown with `failAfterMaxAttempts`.
+   */
+  exhausted<R>(result: R, attempts: number): R {
+    const error = this.failed(new MaxRetriesExceededError(this.name, attempts, result), attempts);
+    if (this.config.failAfterMaxAttempts) throw error;
+    return result;
   }
 
   /** @internal Counts a call that succeeded after `attempts` attempts. */
