@@ -101,7 +101,7 @@ describe('systemClock: durations longer than a Node timer holds', () => {
     const renew = jest.spyOn(store, 'renew');
     const claim = await store.claim('k', 'f', { leaseMs: 90 * DAY, ttlMs: 180 * DAY });
     if (claim.outcome !== 'claimed') throw new Error(`expected a claim, got ${claim.outcome}`);
-    const settings = { store, clock: systemClock, leaseMs: 90 * DAY, ttlMs: 180 * DAY } as unknown as IdempotentMethodSettings;
+    const settings = { store, clock: systemClock, leaseMs: 90 * DAY, ttlMs: 180 * DAY, storeTimeoutMs: 2000 } as unknown as IdempotentMethodSettings;
     const run = new IdempotentRun(settings, 'Payments.pay', 'k', claim.token, new IdempotencyScope({}, 'Payments.pay', 'k', 0, undefined));
     await jest.advanceTimersByTimeAsync(200);
     expect(renew).not.toHaveBeenCalled();

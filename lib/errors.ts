@@ -176,3 +176,27 @@ export class IdempotencyKeyReuseError extends ResilienceError {
     super(instance, `This idempotency key was already used with a different request payload at '${instance}'`);
   }
 }
+
+/**
+ * The idempotency store failed, or did not answer within `storeTimeout`
+ * (or the request deadline). Nothing ran for this request: the client may
+ * retry with the same key.
+ */
+export class IdempotencyStoreUnavailableError extends ResilienceError {
+  readonly code = 'IDEMPOTENCY_STORE_UNAVAILABLE';
+
+  /**
+   * @param instance the route or handler
+   * @param detail what the store did (failed, or did not answer in time)
+   * @param retryAfterMs when to try again
+   * @param cause the store's error, if it gave one
+   */
+  constructor(
+    instance: string,
+    detail: string,
+    readonly retryAfterMs?: number,
+    cause?: unknown,
+  ) {
+    super(instance, `The idempotency store is unavailable at '${instance}': ${detail}`, cause === undefined ? undefined : { cause });
+  }
+}

@@ -25,8 +25,6 @@ export function shopResilienceOptions(config: ConfigService, dependencies: Depen
     ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'),
     idempotency: {
       store: idempotency.store,
-      // No login in this sample: the customer says who they are, so two customers' keys never meet.
-      principal: (req: { headers: Record<string, string | string[] | undefined> }) => req.headers['x-customer-id'] as string | undefined,
       reconciler: paymentReconciler(dependencies),
     },
   };

@@ -159,6 +159,7 @@ async function play(scenario: Scenario) {
       route: false,
       required: true,
       transactional: false,
+      storeTimeoutMs: 2000,
       key: (_client: unknown, key: unknown) => key as string,
       fingerprint: (client: unknown) => client,
     },
