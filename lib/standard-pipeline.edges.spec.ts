@@ -1,0 +1,55 @@
+import { VirtualClock } from './clock';
+import { contextStorage, ResilienceContext } from './context';
+import { DeadlineExceededError } from './errors';
+import { FallbackPolicy } from './fallback/fallback';
+import { ResilienceRegistry } from './resilience.registry';
+import { StandardPipeline } from './standard-pipeline';
+
+class Unavailable extends Error {
+  readonly status = 503;
+}
+
+/** Paths of the fused pipeline that the differential test reaches only by chance. */
+describe('StandardPipeline edges', () => {
+  it('falls back when a retry on a returned value ends in an error', async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      random: () => 0.5,
+      retry: { instances: { r: { maxAttempts: 2, waitDuration: 100, jitter: 'none', retryOnResult: (value: unknown) => value === 'stale' } } },
+    });
+    const fallback = new FallbackPolicy('m', [{ errors: [Unavailable], handler: (_args, error) => `recovered from ${(error as Error).message}` }]);
+    let calls = 0;
+    const pipeline = new StandardPipeline(
+      { fallback, retry: registry.retry('r') },
+      () => (++calls === 1 ? Promise.resolve('stale') : Promise.reject(new Unavailable('down'))),
+      clock,
+    );
+
+    const outcome = pipeline.run([]);
+    await clock.advance(100);
+
+    await expect(outcome).resolves.toBe('recovered from down');
+    expect(calls).toBe(2);
+  });
+
+  it('gives the bulkhead permit back when the request deadline has already passed', async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      timeLimiter: { instances: { tl: { timeoutDuration: 500 } } },
+      bulkhead: { instances: { bh: { maxConcurrentCalls: 1, maxWaitDuration: 0 } } },
+    });
+    const bulkhead = registry.bulkhead('bh');
+    let calls = 0;
+    const pipeline = new StandardPipeline({ timeLimiter: registry.timeLimiter('tl'), bulkhead }, () => ++calls, clock);
+    const request = new ResilienceContext(clock, clock.now() + 50);
+    await clock.advance(50);
+
+    await expect(contextStorage.run(request, () => pipeline.run([]))).rejects.toBeInstanceOf(DeadlineExceededError);
+
+    expect(calls).toBe(0);
+    expect(bulkhead.metrics.availableConcurrentCalls).toBe(1);
+    await expect(pipeline.run([])).resolves.toBe(1);
+  });
+});
