@@ -52,4 +52,50 @@ describe('StandardPipeline edges', () => {
     expect(bulkhead.metrics.availableConcurrentCalls).toBe(1);
     await expect(pipeline.run([])).resolves.toBe(1);
   });
+
+  it('refuses a call whose deadline has passed before the bulkhead, as the nested order does', async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      timeLimiter: { instances: { tl: { timeoutDuration: 500 } } },
+      bulkhead: { instances: { bh: { maxConcurrentCalls: 1, maxWaitDuration: 0 } } },
+    });
+    const bulkhead = registry.bulkhead('bh');
+    const seen: string[] = [];
+    bulkhead.onCallPermitted(() => seen.push('permitted'));
+    bulkhead.onCallFinished(() => seen.push('finished'));
+    const pipeline = new StandardPipeline({ timeLimiter: registry.timeLimiter('tl'), bulkhead }, () => 'value', clock);
+    const request = new ResilienceContext(clock, clock.now() + 50);
+    await clock.advance(50);
+
+    await expect(contextStorage.run(request, () => pipeline.run([]))).rejects.toBeInstanceOf(DeadlineExceededError);
+
+    expect(seen).toEqual([]);
+  });
+
+  it('retries a timed-out attempt within the request deadline, as the nested order does', async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none' } } },
+      timeLimiter: { instances: { tl: { timeoutDuration: 500 } } },
+    });
+    let calls = 0;
+    const hang = () => {
+      calls++;
+      return new Promise(() => undefined);
+    };
+    const pipeline = new StandardPipeline({ retry: registry.retry('r'), timeLimiter: registry.timeLimiter('tl') }, hang, clock);
+    const request = new ResilienceContext(clock, clock.now() + 900);
+    let settledAt = -1;
+    const outcome = contextStorage.run(request, () => pipeline.run([])).finally(() => (settledAt = clock.now()));
+    outcome.catch(() => undefined);
+
+    // The first attempt times out at 500 ms; the retry at 600 ms has 300 ms left, so the deadline ends it at 900 ms.
+    await clock.advance(2000);
+
+    await expect(outcome).rejects.toBeInstanceOf(DeadlineExceededError);
+    expect(settledAt).toBe(900);
+    expect(calls).toBe(2);
+  });
 });
