@@ -240,6 +240,16 @@ const scenarios: fc.Arbitrary<Scenario> = fc.record({
   ),
 });
 
+const RESULT_RETRIES_EXHAUSTED: Scenario = {
+  layers: { fallback: true, retry: true, circuitBreaker: true, timeLimiter: true, bulkhead: true },
+  retryOnResult: true,
+  failAfterMaxAttempts: true,
+  recordResult: true,
+  fallbacks: ['refused', 'unavailable'],
+  script: ['stale', 'stale', 'stale', 'bad', 'ok'],
+  steps: [{ concurrent: 2, advance: 400, deadline: 'none' }],
+};
+
 describe('StandardPipeline against nested policies', () => {
   it('gives the same outcomes, events and policy state under deadlines, result predicates and fallbacks', async () => {
     await fc.assert(
@@ -272,7 +282,8 @@ describe('StandardPipeline against nested policies', () => {
         expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
         for (const [state, seen] of Object.entries(STATES)) if (seen(sides[0].events, outcomes[0])) reached.add(state);
       }),
-      { numRuns: 300 },
+      // The rarest state (three 'stale' answers in a row with failAfterMaxAttempts) is seeded, so the coverage check never flakes.
+      { numRuns: 300, examples: [[RESULT_RETRIES_EXHAUSTED]] },
     );
     expect([...reached].sort()).toEqual(Object.keys(STATES).sort());
   });
