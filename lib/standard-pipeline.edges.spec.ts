@@ -98,4 +98,26 @@ describe('StandardPipeline edges', () => {
     expect(settledAt).toBe(900);
     expect(calls).toBe(2);
   });
+
+  it('still takes a bulkhead permit under an aborted request scope without a deadline, which the time limiter lets through', async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      timeLimiter: { instances: { tl: { timeoutDuration: 500 } } },
+      bulkhead: { instances: { bh: { maxConcurrentCalls: 1, maxWaitDuration: 0 } } },
+    });
+    const bulkhead = registry.bulkhead('bh');
+    let held = -1;
+    const pipeline = new StandardPipeline(
+      { timeLimiter: registry.timeLimiter('tl'), bulkhead },
+      () => (held = bulkhead.metrics.availableConcurrentCalls),
+      clock,
+    );
+    const request = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+    request.abort(new Error('client went away'));
+
+    await expect(contextStorage.run(request, () => pipeline.run([]))).resolves.toBe(0);
+    expect(held).toBe(0);
+    expect(bulkhead.metrics.availableConcurrentCalls).toBe(1);
+  });
 });
