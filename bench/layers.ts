@@ -23,6 +23,7 @@ export const layers: BenchSection = {
         { label: '@CircuitBreaker', call: () => service.breakerOnly(1), expect: 2 },
         { label: '@Bulkhead', call: () => service.bulkheadOnly(1), expect: 2 },
         { label: '@Fallback', call: () => service.fallbackOnly(1), expect: 2 },
+        { label: '@RateLimiter', call: () => service.rateLimiterOnly(1), expect: 2 },
         { label: 'all five (full stack)', call: () => service.fullStack(1), expect: 2 },
       ]);
       if (service.fallbacks > 0) throw new Error(`a fallback ran ${service.fallbacks} times on the happy path`);

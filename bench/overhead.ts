@@ -9,11 +9,13 @@ import { BENCH_OPTIONS, bootNest } from './subjects';
 const ISSUE_2_ADDED_NS = 1500;
 const ISSUE_3_ADDED_NS = 2000;
 const ISSUE_3_VS_COCKATIEL = 10;
+const RATE_LIMITER_ADDED_NS = 150;
 
 const OURS = {
   bare: 'bare async method',
   retryTimeout: '@Retry + @Timeout',
   fullStack: 'full stack (decorators)',
+  rateLimited: 'full stack + @RateLimiter',
   registry: 'full stack (registry execute)',
 } as const;
 
@@ -113,6 +115,14 @@ export const overhead: BenchSection = {
     const opossumAls = get(inProcess, PEER_LABELS.opossum);
     console.log(`  with opossum in this process (ALS on): ${ns(full.nsPerCall)} vs ${ns(opossumAls.nsPerCall)} ns (ours takes ${times(full.nsPerCall / opossumAls.nsPerCall)} its time)`);
 
+    printHeading('Full stack with @RateLimiter added (happy path)');
+    const rateLimited = get(inProcess, OURS.rateLimited);
+    const withLimiter: Row[] = [...bareRows, { m: full, process: 'ALS on' }, { m: rateLimited, process: 'ALS on' }];
+    printTable(columns, withLimiter.map(line));
+    const limiterAdded = rateLimited.nsPerCall - full.nsPerCall;
+    console.log('');
+    console.log(verdict(`@RateLimiter adds ≤ ${RATE_LIMITER_ADDED_NS} ns to the full stack`, `${ns(limiterAdded)} ns`, limiterAdded <= RATE_LIMITER_ADDED_NS));
+
     console.log('');
     console.log(
       [
@@ -122,6 +132,7 @@ export const overhead: BenchSection = {
         `AsyncLocalStorage; "ALS on": this process, where our time limiter has run one (Node 20 then hooks every promise).`,
         `Full stack = @Fallback, @Retry (3 attempts), @CircuitBreaker (COUNT_BASED 100), @Timeout (1 s), @Bulkhead (25);`,
         `cockatiel's wrap has no fallback layer; opossum is one breaker with timeout 1 s and capacity 25.`,
+        `@RateLimiter: Resilience4j's defaults (50 permits per 500 ns, 5 s timeout), never refusing sequential calls.`,
       ].join('\n'),
     );
   },
@@ -145,6 +156,7 @@ async function measureWithResilience(): Promise<Measurement[]> {
       { label: OURS.bare, call: bare, expect: 2 },
       { label: OURS.retryTimeout, call: () => service.retryTimeout(1), expect: 2 },
       { label: OURS.fullStack, call: () => service.fullStack(1), expect: 2 },
+      { label: OURS.rateLimited, call: () => service.fullStackRateLimited(1), expect: 2 },
       {
         label: OURS.registry,
         call: () => fallback.call(runThunk, () => retry.execute(() => breaker.execute(() => limiter.execute(() => bulkhead.execute(bare))))),
@@ -174,7 +186,8 @@ function checkHappyPath(where: string, registry: ResilienceRegistry, fallbacks: 
     breaker.state !== 'CLOSED' ||
     breaker.metrics.numberOfFailedCalls > 0 ||
     bulkhead.availableConcurrentCalls !== bulkhead.maxAllowedConcurrentCalls ||
-    fallbacks > 0;
+    fallbacks > 0 ||
+    registry.rateLimiter('bench').metrics.numberOfWaitingThreads > 0;
   if (off) {
     throw new Error(`${where} left the happy path: ${JSON.stringify({ retried, state: breaker.state, bulkhead, fallbacks })}`);
   }

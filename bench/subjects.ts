@@ -1,11 +1,13 @@
 import { INestApplicationContext, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Bulkhead, CircuitBreaker, Fallback, ResilienceModule, ResilienceModuleOptions, Retry, Timeout } from '../lib';
+import { Bulkhead, CircuitBreaker, Fallback, RateLimiter, ResilienceModule, ResilienceModuleOptions, Retry, Timeout } from '../lib';
 
 /**
  * The settings every compared stack uses, so the peers can be configured
  * alike: 3 attempts 500 ms apart, Resilience4j's default breaker (last 100
- * calls, opens at 50 %, 60 s open), 1 s time limit, 25 concurrent calls.
+ * calls, opens at 50 %, 60 s open), 1 s time limit, 25 concurrent calls;
+ * the rate limiter has Resilience4j's defaults (50 per 500 ns, never reached
+ * by sequential calls, so each call also refills a new period).
  */
 export const BENCH_OPTIONS: ResilienceModuleOptions = {
   retry: { instances: { bench: { maxAttempts: 3, waitDuration: '500ms' } } },
@@ -14,6 +16,7 @@ export const BENCH_OPTIONS: ResilienceModuleOptions = {
   },
   timeLimiter: { instances: { bench: { timeoutDuration: '1s' } } },
   bulkhead: { instances: { bench: { maxConcurrentCalls: 25 } } },
+  rateLimiter: { instances: { bench: { limitForPeriod: 50, limitRefreshPeriod: '500ns', timeoutDuration: '5s' } } },
 };
 
 /**
@@ -41,6 +44,21 @@ export class BenchService {
   @Timeout('bench')
   @Bulkhead('bench')
   async fullStack(x: number): Promise<number> {
+    return x + 1;
+  }
+
+  @Fallback(Error, 'fallback')
+  @Retry('bench')
+  @CircuitBreaker('bench')
+  @RateLimiter('bench')
+  @Timeout('bench')
+  @Bulkhead('bench')
+  async fullStackRateLimited(x: number): Promise<number> {
+    return x + 1;
+  }
+
+  @RateLimiter('bench')
+  async rateLimiterOnly(x: number): Promise<number> {
     return x + 1;
   }
 

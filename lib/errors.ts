@@ -82,16 +82,21 @@ export class DeadlineExceededError extends ResilienceError {
   }
 }
 
-/** A rate limiter had no permit. */
+/** A rate limiter had no permit within `timeoutDuration` (or, failing closed, could not reach its store). */
 export class RateLimitedError extends ResilienceError {
   readonly code = 'RATE_LIMITED';
 
-  /** @param instanceName the rate limiter's name @param retryAfterMs when a permit is expected */
+  /**
+   * @param instanceName the rate limiter's name
+   * @param retryAfterMs ms until the limiter's next period starts
+   * @param options `cause` (a store failure) and `message`, when the refusal has another reason than a spent limit
+   */
   constructor(
     instanceName: string,
     readonly retryAfterMs?: number,
+    options?: { cause?: unknown; message?: string },
   ) {
-    super(instanceName, `RateLimiter '${instanceName}' does not permit further calls`);
+    super(instanceName, options?.message ?? `RateLimiter '${instanceName}' does not permit further calls`, options?.cause === undefined ? undefined : { cause: options.cause });
   }
 }
 

@@ -46,13 +46,27 @@ export type { BulkheadConfig, BulkheadConfigInput } from './bulkhead/bulkhead.co
 export { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 export type { BulkheadCallFinishedEvent, BulkheadCallPermittedEvent, BulkheadCallRejectedEvent, BulkheadMetrics } from './bulkhead/bulkhead-policy';
 export { Bulkhead } from './bulkhead/bulkhead.decorator';
+export { RATE_LIMITER_SCHEMA } from './rate-limiter/rate-limiter.config';
+export type { RateLimitedCallOutcome, RateLimiterConfig, RateLimiterConfigInput } from './rate-limiter/rate-limiter.config';
+export { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
+export type {
+  RateLimiterAcquiredEvent,
+  RateLimiterDetailedMetrics,
+  RateLimiterDrainedEvent,
+  RateLimiterMetrics,
+  RateLimiterRefusedEvent,
+} from './rate-limiter/rate-limiter-policy';
+export { RateLimiter } from './rate-limiter/rate-limiter.decorator';
+export type { RateLimiterStore, RateLimiterStoreAnswer, RateLimiterStoreRequest } from './rate-limiter/rate-limiter-store';
+export { DEFAULT_RATE_LIMITER_REDIS_PREFIX, RedisRateLimiterStore } from './rate-limiter/redis-rate-limiter-store';
+export type { RedisRateLimiterClient, RedisRateLimiterStoreOptions } from './rate-limiter/redis-rate-limiter-store';
 export { FallbackPolicy } from './fallback/fallback';
 export type { FallbackEvent, FallbackHandlerSpec } from './fallback/fallback';
 export { Fallback } from './fallback/fallback.decorator';
 export type { FallbackFn } from './fallback/fallback.decorator';
 export { ResilienceExceptionFilter } from './filter/resilience-exception.filter';
-export { RESILIENCE_PROBLEMS, resilienceProblem, retryAfterSeconds } from './filter/resilience-problems';
-export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem } from './filter/resilience-problems';
+export { RESILIENCE_PROBLEMS, resilienceProblem, resilienceRpcError, retryAfterSeconds } from './filter/resilience-problems';
+export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem, ResilienceRpcError } from './filter/resilience-problems';
 export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 export type {
   CircuitBreakerCallNotPermittedEvent,

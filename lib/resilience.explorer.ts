@@ -18,7 +18,7 @@ import { EventStream, Unsubscribe } from './events';
 type Next = (args: unknown[]) => unknown;
 
 /** The layers the standard pipeline runs when the pipeline order is the default one. */
-const STANDARD_KINDS = new Set<PolicyKind>(['fallback', 'retry', 'circuitBreaker', 'timeLimiter', 'bulkhead']);
+const STANDARD_KINDS = new Set<PolicyKind>(['fallback', 'retry', 'circuitBreaker', 'rateLimiter', 'timeLimiter', 'bulkhead']);
 
 /**
  * Finds every decorated method of providers and controllers at

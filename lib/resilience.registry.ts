@@ -1,11 +1,14 @@
 import { Clock } from './clock';
-import { UNKNOWN_INSTANCE } from './config/config.messages';
+import { describe, instancePlace, UNKNOWN_INSTANCE } from './config/config.messages';
 import { ResilienceModuleOptions } from './config/module-options';
 import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './config/resolve-options';
 import { applyOverrides } from './config/schema';
 import { EventStream } from './events';
 import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
+import { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
+import { isRateLimiterStore, RateLimiterStore } from './rate-limiter/rate-limiter-store';
+import { NOT_A_STORE, SHARED_WITHOUT_STORE } from './rate-limiter/rate-limiter.messages';
 import { RetryPolicy } from './retry/retry';
 import { TimeLimiter } from './time-limiter/time-limiter';
 
@@ -15,6 +18,7 @@ export interface PolicyInstances {
   circuitBreaker: CircuitBreakerPolicy;
   bulkhead: BulkheadPolicy;
   timeLimiter: TimeLimiter;
+  rateLimiter: RateLimiterPolicy;
 }
 
 /** A policy whose instances the registry creates. */
@@ -36,6 +40,7 @@ const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
   circuitBreaker: (name, config, registry) => new CircuitBreakerPolicy(name, config, registry.clock),
   bulkhead: (name, config, registry) => new BulkheadPolicy(name, config, registry.clock),
   timeLimiter: (name, config, registry) => new TimeLimiter(name, config, registry.clock),
+  rateLimiter: (name, config, registry) => new RateLimiterPolicy(name, config, registry.clock, config.shared ? registry.rateLimiterStore : undefined),
 };
 
 /**
@@ -46,11 +51,14 @@ const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
 export class ResilienceRegistry {
   /** The validated options. */
   readonly options: ResolvedOptions;
+  /** Where shared rate limiters keep their permits (module option `rateLimiterStore`). */
+  readonly rateLimiterStore: RateLimiterStore | undefined;
   private readonly instances: { [P in RegistryPolicy]: Map<string, PolicyInstances[P]> } = {
     retry: new Map(),
     circuitBreaker: new Map(),
     bulkhead: new Map(),
     timeLimiter: new Map(),
+    rateLimiter: new Map(),
   };
   private readonly derived: InstanceCreatedEvent[] = [];
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
@@ -68,6 +76,10 @@ export class ResilienceRegistry {
     private readonly warn: (message: string) => void = () => undefined,
   ) {
     this.options = resolveOptions(options, (m) => this.warnOnce(m));
+    this.rateLimiterStore = readRateLimiterStore(this.options.extras.rateLimiterStore);
+    const limiters = this.options.sections.rateLimiter;
+    if (limiters.defaultConfig.shared) requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'config', 'default'));
+    for (const [name, config] of limiters.instances) if (config.shared) requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'instance', name));
   }
 
   /** The clock every policy of this registry uses. */
@@ -93,6 +105,11 @@ export class ResilienceRegistry {
   /** The bulkhead instance `name`. */
   bulkhead(name: string): BulkheadPolicy {
     return this.get('bulkhead', name);
+  }
+
+  /** The rate limiter instance `name`. */
+  rateLimiter(name: string): RateLimiterPolicy {
+    return this.get('rateLimiter', name);
   }
 
   /** The time limiter instance `name`. */
@@ -133,6 +150,7 @@ export class ResilienceRegistry {
   ): PolicyInstances[P] {
     const base = anonymous ? (this.options.sections[policy].defaultConfig as PolicyConfigs[P]) : this.configOf(policy, name, where);
     const config = applyOverrides(POLICY_SCHEMAS[policy], base, overrides, place, (m) => this.warnOnce(m));
+    if (policy === 'rateLimiter' && (config as PolicyConfigs['rateLimiter']).shared) requireStore(this.rateLimiterStore, place);
     return this.create(policy, name, config, true);
   }
 
@@ -169,4 +187,14 @@ export class ResilienceRegistry {
     this.warned.add(message);
     this.warn(message);
   }
+}
+
+function readRateLimiterStore(value: unknown): RateLimiterStore | undefined {
+  if (value === undefined) return undefined;
+  if (!isRateLimiterStore(value)) throw new Error(NOT_A_STORE(describe(value)));
+  return value;
+}
+
+function requireStore(store: RateLimiterStore | undefined, place: string): void {
+  if (store === undefined) throw new Error(SHARED_WITHOUT_STORE(place));
 }

@@ -3,6 +3,7 @@ import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 import { Clock } from './clock';
 import { FallbackPolicy } from './fallback/fallback';
 import { Pipeline } from './metadata';
+import { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
 import { RetryPolicy } from './retry/retry';
 import { AttemptObserver, TimeLimiter } from './time-limiter/time-limiter';
 
@@ -11,23 +12,27 @@ export interface StandardLayers {
   readonly fallback?: FallbackPolicy;
   readonly retry?: RetryPolicy;
   readonly circuitBreaker?: CircuitBreakerPolicy;
+  readonly rateLimiter?: RateLimiterPolicy;
   readonly timeLimiter?: TimeLimiter;
   readonly bulkhead?: BulkheadPolicy;
 }
 
 /**
- * Runs a method under Fallback → Retry → CircuitBreaker → TimeLimiter →
- * Bulkhead, Resilience4j's order, with the same outcome as nesting each
+ * Runs a method under Fallback → Retry → CircuitBreaker → RateLimiter →
+ * TimeLimiter → Bulkhead, Resilience4j's order, with the same outcome as nesting each
  * policy's `call`, but as one small state machine per attempt: the
- * synchronous checks (breaker permit, bulkhead permit) run inline and the
+ * synchronous checks (breaker permit, rate limiter permit, bulkhead permit) run inline and the
  * whole outcome is handled on a single promise, where nesting would chain a
- * promise per layer. Retrying, waiting for a bulkhead permit and falling
- * back take the policies' own (slower) paths.
+ * promise per layer. Retrying, waiting for a rate limiter or bulkhead
+ * permit and falling back take the policies' own (slower) paths.
  */
 export class StandardPipeline {
   readonly fallback?: FallbackPolicy;
   readonly retry?: RetryPolicy;
   readonly breaker?: CircuitBreakerPolicy;
+  readonly rateLimiter?: RateLimiterPolicy;
+  /** The rate limiter has a `drainPermissionsOnResult` to offer each permitted attempt's outcome to. */
+  readonly drains: boolean;
   readonly limiter?: TimeLimiter;
   readonly bulkhead?: BulkheadPolicy;
 
@@ -44,6 +49,8 @@ export class StandardPipeline {
     this.fallback = layers.fallback;
     this.retry = layers.retry;
     this.breaker = layers.circuitBreaker;
+    this.rateLimiter = layers.rateLimiter;
+    this.drains = layers.rateLimiter?.config.drainPermissionsOnResult !== undefined;
     this.limiter = layers.timeLimiter;
     this.bulkhead = layers.bulkhead;
   }
@@ -67,6 +74,26 @@ export class StandardPipeline {
       start = this.clock.now();
     }
     const run = new Attempt(this, args, first, epoch, start);
+    const rateLimiter = this.rateLimiter;
+    if (rateLimiter !== undefined) {
+      // No free permit this period: wait for a reserved one (or the refusal), then go on.
+      // One clock reading serves the breaker's timing and the rate limiter's period.
+      if (!rateLimiter.tryAcquire(breaker !== undefined ? start : this.clock.now())) {
+        return rateLimiter.waitForPermission().then(
+          () => {
+            run.drains = this.drains;
+            return this.enter(run, args);
+          },
+          (refusal: unknown) => run.rejected(refusal),
+        );
+      }
+      run.drains = this.drains;
+    }
+    return this.enter(run, args);
+  }
+
+  /** The rest of an attempt once it holds its breaker and rate limiter permits: time limit, bulkhead, method. */
+  private enter(run: Attempt, args: unknown[]): Promise<unknown> {
     const bulkhead = this.bulkhead;
     let next = this.invoke;
     // The time limiter sits outside the bulkhead: a call it refuses at once never takes a permit.
@@ -131,6 +158,8 @@ export class StandardPipeline {
  */
 class Attempt implements AttemptObserver<unknown> {
   permit = NO_PERMIT;
+  /** The attempt holds a permit of a rate limiter with `drainPermissionsOnResult`, which sees its outcome. */
+  drains = false;
 
   constructor(
     private readonly pipeline: StandardPipeline,
@@ -160,11 +189,13 @@ class Attempt implements AttemptObserver<unknown> {
   }
 
   fulfilled(value: unknown): unknown {
+    if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(false, value);
     this.pipeline.breaker?.recordCall(this.epoch, this.start, false, value);
     return this.first ? this.pipeline.afterResult(this.args, value) : value;
   }
 
   rejected(error: unknown): unknown {
+    if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(true, error);
     this.pipeline.breaker?.recordCall(this.epoch, this.start, true, error);
     if (!this.first) throw error;
     return this.pipeline.afterError(this.args, error);

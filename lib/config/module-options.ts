@@ -1,6 +1,8 @@
 import { Clock } from '../clock';
 import { BulkheadConfigInput } from '../bulkhead/bulkhead.config';
 import { CircuitBreakerConfigInput } from '../circuit-breaker/circuit-breaker.config';
+import { RateLimiterConfigInput } from '../rate-limiter/rate-limiter.config';
+import type { RateLimiterStore } from '../rate-limiter/rate-limiter-store';
 import { RetryConfigInput } from '../retry/retry.config';
 import { TimeLimiterConfigInput } from '../time-limiter/time-limiter.config';
 import type { IdempotencyModuleOptions } from '../idempotency/idempotency.options';
@@ -58,6 +60,9 @@ export interface ResilienceModuleOptions {
   circuitBreaker?: PolicySection<CircuitBreakerConfigInput>;
   bulkhead?: PolicySection<BulkheadConfigInput>;
   timeLimiter?: PolicySection<TimeLimiterConfigInput>;
+  rateLimiter?: PolicySection<RateLimiterConfigInput>;
+  /** Where rate limiters with `shared: true` keep their permits, e.g. `new RedisRateLimiterStore({ client })`. */
+  rateLimiterStore?: RateLimiterStore;
   /** Resilience4j's thread-pool bulkheads, run as bulkheads (`@Bulkhead(name)`): `maxThreadPoolSize` calls at once, `queueCapacity` waiting. */
   threadPoolBulkhead?: PolicySection<ThreadPoolBulkheadConfigInput>;
   /** Idempotency keys for `@Idempotent`: store, TTL, lease, header, principal, replayed headers, reconciler. */

@@ -1,5 +1,3 @@
-import type { FieldSpec } from './schema';
-
 /**
  * Resilience4j 2.x Spring Boot properties that have no effect here, with
  * what happens instead, and the 0.x properties that 2.x renamed. Taken from
@@ -108,33 +106,4 @@ export const LEGACY_PROPERTIES: Readonly<Record<string, Readonly<Record<string, 
     limitRefreshPeriodInNanos: "'limit-refresh-period' (a duration such as 500ns or 1s)",
     timeoutInMillis: "'timeout-duration' (a duration such as 5s)",
   },
-};
-
-/**
- * Every Resilience4j 2.x per-instance property of a rate limiter, for
- * checking a `ratelimiter` section before the rate limiter has its own schema.
- */
-export const RATE_LIMITER_PROPERTIES = [
-  'limitForPeriod',
-  'limitRefreshPeriod',
-  'timeoutDuration',
-  'drainPermissionsOnResult',
-  'allowHealthIndicatorToFail',
-  'registerHealthIndicator',
-  'subscribeForEvents',
-  'eventConsumerBufferSize',
-  'writableStackTraceEnabled',
-] as const;
-
-/** How each rate limiter property is checked while the rate limiter has no schema here. */
-export const RATE_LIMITER_FIELD_KINDS: Readonly<Record<(typeof RATE_LIMITER_PROPERTIES)[number], FieldSpec>> = {
-  limitForPeriod: { kind: 'integer', min: 1 },
-  limitRefreshPeriod: { kind: 'duration', positive: true },
-  timeoutDuration: { kind: 'duration' },
-  drainPermissionsOnResult: { kind: 'function' },
-  allowHealthIndicatorToFail: { kind: 'boolean' },
-  registerHealthIndicator: { kind: 'boolean' },
-  subscribeForEvents: { kind: 'boolean' },
-  eventConsumerBufferSize: { kind: 'integer', min: 0 },
-  writableStackTraceEnabled: { kind: 'boolean' },
 };

@@ -2,6 +2,7 @@ import { BULKHEAD_SCHEMA, BulkheadConfig } from '../bulkhead/bulkhead.config';
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from '../circuit-breaker/circuit-breaker.config';
 import { Clock, systemClock } from '../clock';
 import { DEFAULT_DEADLINE_HEADER } from '../context';
+import { RATE_LIMITER_SCHEMA, RateLimiterConfig } from '../rate-limiter/rate-limiter.config';
 import { RETRY_SCHEMA, RetryConfig } from '../retry/retry.config';
 import { TIME_LIMITER_SCHEMA, TimeLimiterConfig } from '../time-limiter/time-limiter.config';
 import { orderFromAspectOrders } from './aspect-order';
@@ -14,13 +15,12 @@ import {
   THREAD_POOL_BULKHEAD_MAPPED,
   UNKNOWN_KEY,
   UNKNOWN_SECTION,
-  UNSUPPORTED_PROPERTY,
   WHOLE_DOCUMENT_HINT,
 } from './config.messages';
 import { parseDuration } from './duration';
 import { DEFAULT_ORDER, PolicyKind, ResilienceModuleOptions } from './module-options';
 import { canonicalKey, findKey, isPlainObject, unflatten } from './relaxed-binding';
-import { IGNORED_SECTIONS, RATE_LIMITER_FIELD_KINDS, RATE_LIMITER_PROPERTIES } from './resilience4j-properties';
+import { IGNORED_SECTIONS } from './resilience4j-properties';
 import { PolicySchema, resolveSection, ResolvedSection } from './schema';
 import { asBulkhead, THREAD_POOL_BULKHEAD_SCHEMA, ThreadPoolBulkheadConfig } from './thread-pool-bulkhead';
 
@@ -30,6 +30,7 @@ export interface PolicyConfigs {
   circuitBreaker: CircuitBreakerConfig;
   bulkhead: BulkheadConfig;
   timeLimiter: TimeLimiterConfig;
+  rateLimiter: RateLimiterConfig;
 }
 
 /** A policy that has named instances. */
@@ -41,6 +42,7 @@ export const POLICY_SCHEMAS: { readonly [P in InstancePolicy]: PolicySchema<Poli
   circuitBreaker: CIRCUIT_BREAKER_SCHEMA,
   bulkhead: BULKHEAD_SCHEMA,
   timeLimiter: TIME_LIMITER_SCHEMA,
+  rateLimiter: RATE_LIMITER_SCHEMA,
 };
 
 /** Module options after parsing and validation. */
@@ -59,15 +61,7 @@ const POLICY_NAMES = Object.keys(POLICY_SCHEMAS) as InstancePolicy[];
 const PLAIN_KEYS = ['strict', 'clock', 'random', 'order', 'deadline'];
 
 /** Sections read by other parts of the module, which validate them. */
-const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShedding'];
-
-/** Checks a `ratelimiter` section against Resilience4j's rate limiter properties while the rate limiter has no schema here. */
-const RATE_LIMITER_KEYS_SCHEMA: PolicySchema<Record<string, unknown>> = {
-  policy: 'rateLimiter',
-  fields: Object.fromEntries(RATE_LIMITER_PROPERTIES.map((key) => [key, RATE_LIMITER_FIELD_KINDS[key]])),
-  defaults: {},
-  unsupported: [],
-};
+const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShedding', 'rateLimiterStore'];
 
 /**
  * Parses and validates module options. Throws one error naming the policy,
@@ -83,7 +77,6 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
   const plain: Record<string, unknown> = {};
   const extras: Record<string, unknown> = {};
   let threadPoolRaw: unknown;
-  let rateLimiterRaw: unknown;
   for (const [rawKey, value] of Object.entries(raw)) {
     const policy = findKey(rawKey, POLICY_NAMES);
     const key = findKey(rawKey, [...PLAIN_KEYS, ...EXTRA_SECTIONS]);
@@ -96,11 +89,7 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
       if (threadPoolRaw !== undefined) throw new Error(INVALID_VALUE('module options', rawKey, "given once (also given as another spelling of 'threadPoolBulkhead')", value));
       threadPoolRaw = value;
     }
-    else if (findKey(rawKey, ['rateLimiter']) !== undefined) {
-      rateLimiterRaw = value;
-      resolveSection(RATE_LIMITER_KEYS_SCHEMA, value, warn);
-      warn(UNSUPPORTED_PROPERTY('module options', rawKey));
-    } else {
+    else {
       const ignored = findKey(rawKey, Object.keys(IGNORED_SECTIONS));
       if (ignored === undefined) {
         const known = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...EXTRA_SECTIONS];
@@ -115,7 +104,7 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
   }
   if (threadPoolRaw !== undefined) sections.bulkhead = withThreadPoolBulkheads(sections.bulkhead, resolveSection(THREAD_POOL_BULKHEAD_SCHEMA, threadPoolRaw, warn), warn);
   const order = readOrder(plain.order);
-  const spring = orderFromAspectOrders({ rateLimiter: rateLimiterRaw, ...sectionsRaw }, order);
+  const spring = orderFromAspectOrders(sectionsRaw, order);
   if (spring !== undefined) warn(ASPECT_ORDER_DIFFERS(spring, order));
   return {
     strict: readBoolean(plain.strict, 'strict'),

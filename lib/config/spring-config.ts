@@ -1,5 +1,4 @@
-import type * as Yaml from 'yaml';
-import { loadOptionalPeer } from '../observability/optional-peer';
+import { loadOptionalPeer, YAML } from '../observability/optional-peer';
 import { NO_RESILIENCE4J_PART, NOT_A_SPRING_DOCUMENT, UNRESOLVED_PLACEHOLDER } from './config.messages';
 import { ResilienceModuleOptions } from './module-options';
 import { canonicalKey, isPlainObject, unflatten } from './relaxed-binding';
@@ -41,7 +40,7 @@ export function fromSpringConfig(document: object | string): ResilienceModuleOpt
 
 function parseText(text: string): unknown {
   if (looksLikeProperties(text)) return parseProperties(text);
-  const yaml = loadOptionalPeer<typeof Yaml>('yaml', 'fromSpringConfig(text) (reading application.yml text)');
+  const yaml = loadOptionalPeer(YAML, 'fromSpringConfig(text) (reading application.yml text)');
   const documents = yaml.parseAllDocuments(text);
   const list = Array.isArray(documents) ? documents : [documents];
   for (const doc of list) if (doc.errors.length > 0) throw new Error(NOT_A_SPRING_DOCUMENT(doc.errors[0].message));

@@ -114,3 +114,28 @@ export function resilienceProblem(error: ResilienceError, instance?: string): Pr
   };
   return { status: problem.status, headers, body };
 }
+
+/**
+ * The error a microservice client receives for a `ResilienceError` (the
+ * RPC counterpart of the problem answer): the same `code` as the error,
+ * its message, and, for the kinds answered over HTTP with `Retry-After`,
+ * the delay in ms (the error's own hint, else {@link DEFAULT_RETRY_AFTER_SECONDS}).
+ */
+export interface ResilienceRpcError {
+  /** Always `'error'`, as in Nest's own RPC errors. */
+  readonly status: 'error';
+  /** The error's `code`, e.g. `CALL_NOT_PERMITTED`. */
+  readonly code: string;
+  /** The error's message, naming the policy instance. */
+  readonly message: string;
+  /** When to try again, in ms; only for the kinds answered over HTTP with `Retry-After`. */
+  readonly retryAfterMs?: number;
+}
+
+/** The RPC error for `error`, as `ResilienceExceptionFilter` sends it to microservice clients. */
+export function resilienceRpcError(error: ResilienceError): ResilienceRpcError {
+  const known = Object.prototype.hasOwnProperty.call(RESILIENCE_PROBLEMS, error.code);
+  const rpcError: ResilienceRpcError = { status: 'error', code: error.code, message: error.message };
+  if (!known || !RESILIENCE_PROBLEMS[error.code as ResilienceErrorCode].retryAfter) return rpcError;
+  return { ...rpcError, retryAfterMs: retryAfterOf(error) ?? DEFAULT_RETRY_AFTER_SECONDS * 1000 };
+}

@@ -21,7 +21,8 @@ const PROTECTED_METHODS = new Set(['POST', 'PATCH']);
 /** Headers the pipeline may have set for its own answer, dropped before a replay or a problem goes out. */
 const ANSWER_HEADERS = ['content-length', 'content-type', 'etag', 'location', 'last-modified', 'set-cookie', 'transfer-encoding'];
 
-type HttpRequest = IncomingMessage & { originalUrl?: string; body?: unknown; headersDistinct?: Record<string, string[] | undefined> };
+/** Express's request (a Node `IncomingMessage`), or Fastify's, whose Node message is `raw`. */
+type HttpRequest = IncomingMessage & { originalUrl?: string; body?: unknown; raw?: IncomingMessage };
 
 /**
  * The HTTP side of `@Idempotent`, which attaches it to each decorated
@@ -54,7 +55,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const handled = this.handledByRoute(method, context);
     const { header, headerLabel } = this.registry.options;
     const path = requestPath(request);
-    const parsed = parseIdempotencyKey(request.headersDistinct?.[header] ?? headerValues(request.headers[header]));
+    // Node's own lines: Fastify's `headers` join a repeated header into one value, which would pass as one key.
+    const parsed = parseIdempotencyKey((request.raw ?? request).headersDistinct?.[header] ?? headerValues(request.headers[header]));
     if (parsed.kind === 'absent' && !method.settings.required) {
       this.registry.emit('bypassed', method, 'http');
       return next.handle();

@@ -160,6 +160,10 @@ export class EventJournal {
         const t = observed.instance;
         return [t.onSuccess(on('SUCCESS')), t.onError(on('ERROR')), t.onTimeout(on('TIMEOUT'))];
       }
+      case 'rateLimiter': {
+        const r = observed.instance;
+        return [r.onSuccess(on('SUCCESSFUL_ACQUIRE')), r.onFailure(on('FAILED_ACQUIRE')), r.onDrained(on('DRAINED'))];
+      }
       case 'fallback':
         return [observed.instance.onFallback(on('FALLBACK'))];
     }

@@ -21,6 +21,9 @@ export type {
   CircuitBreakerHealthStatus,
   CircuitBreakersHealthData,
   FallbackShareHealthData,
+  RateLimiterHealth,
+  RateLimiterHealthStatus,
+  RateLimitersHealthData,
   ResilienceHealthResult,
 } from './resilience-health.indicator';
 export type { FallbackShareCounts } from './fallback-share';

@@ -16,7 +16,7 @@ export interface ObservedFallback {
 /** An instance observability reports on: one of the registry's, or a method's fallback policy. */
 export type ObservedInstance = { [P in RegistryPolicy]: InstanceCreatedEvent<P> }[RegistryPolicy] | ObservedFallback;
 
-const POLICIES: readonly RegistryPolicy[] = ['retry', 'circuitBreaker', 'bulkhead', 'timeLimiter'];
+const POLICIES: readonly RegistryPolicy[] = ['retry', 'circuitBreaker', 'bulkhead', 'timeLimiter', 'rateLimiter'];
 
 /**
  * Calls `visit` once for every instance of `registry` and every fallback

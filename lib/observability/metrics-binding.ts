@@ -4,6 +4,7 @@ import { Unsubscribe } from '../events';
 import { FallbackPolicy } from '../fallback/fallback';
 import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
 import { ResilienceRegistry } from '../resilience.registry';
+import { RateLimiterPolicy } from '../rate-limiter/rate-limiter-policy';
 import { RetryPolicy } from '../retry/retry';
 import { TimeLimiter } from '../time-limiter/time-limiter';
 import { DurationHistogram } from './duration-histogram';
@@ -37,6 +38,8 @@ export const METRIC_FAMILIES = {
   retryCalls: family('resilience4j_retry_calls_total', 'counter', 'The number of calls, by whether they succeeded and were retried'),
   bulkheadAvailable: family('resilience4j_bulkhead_available_concurrent_calls', 'gauge', 'The number of available permissions'),
   bulkheadMaxAllowed: family('resilience4j_bulkhead_max_allowed_concurrent_calls', 'gauge', 'The maximum number of available permissions'),
+  rateLimiterAvailable: family('resilience4j_ratelimiter_available_permissions', 'gauge', 'The number of available permissions'),
+  rateLimiterWaiting: family('resilience4j_ratelimiter_waiting_threads', 'gauge', 'The number of waiting threads'),
   timeLimiterCalls: family('resilience4j_timelimiter_calls_total', 'counter', 'The number of time-limited calls, by outcome (timeout includes an expired request deadline)'),
   retryBudgetDenied: family('resilience4nest_retry_budget_denied_total', 'counter', 'Retries the retry budget denied (the original error propagated)'),
   fallbackCalls: family('resilience4nest_fallback_calls_total', 'counter', 'Calls answered by a fallback, by the error class whose handler answered'),
@@ -112,6 +115,7 @@ export class ResilienceMetricsBinding {
   private readonly retries: RetryPolicy[] = [];
   private readonly bulkheads: BulkheadSeries[] = [];
   private readonly limiters: TimeLimiterSeries[] = [];
+  private readonly rateLimiters: RateLimiterPolicy[] = [];
   private readonly fallbacks: FallbackSeries[] = [];
   private readonly idempotency = new Map<string, number>();
   private readonly subscriptions: Unsubscribe[] = [];
@@ -185,6 +189,9 @@ export class ResilienceMetricsBinding {
         this.limiters.push(series);
         break;
       }
+      case 'rateLimiter':
+        this.rateLimiters.push(observed.instance);
+        break;
       case 'fallback': {
         const series: FallbackSeries = { policy: observed.instance, byKind: new Map(), calls: 0, counted: this.countCalls !== undefined };
         if (this.countCalls !== undefined) subscribe(this.countCalls(observed.instance, () => void series.calls++));
@@ -260,6 +267,12 @@ export class ResilienceMetricsBinding {
       }],
       [f.bulkheadRejected, (emit) => {
         for (const { bulkhead, rejected } of this.bulkheads) emit({ name: bulkhead.name }, rejected);
+      }],
+      [f.rateLimiterAvailable, (emit) => {
+        for (const limiter of this.rateLimiters) emit({ name: limiter.name }, limiter.metrics.availablePermissions);
+      }],
+      [f.rateLimiterWaiting, (emit) => {
+        for (const limiter of this.rateLimiters) emit({ name: limiter.name }, limiter.metrics.numberOfWaitingThreads);
       }],
       [f.timeLimiterCalls, (emit) => {
         for (const s of this.limiters) {

@@ -1,16 +1,51 @@
+import type { HealthIndicatorService } from '@nestjs/terminus';
+import type * as Yaml from 'yaml';
 import { MISSING_PEER } from './observability.messages';
+import type { MetricsRegistry } from './observability.options';
+
+/**
+ * An optional peer dependency: its package name, how to load it, and how
+ * to hand the feature what it needs without it being found here.
+ */
+export interface OptionalPeer<T> {
+  readonly name: string;
+  /** Requires the package by its literal name, so bundlers see the request and resolve it, or keep it external. */
+  readonly load: () => T;
+  /** How an application passes the peer's part explicitly, when there is a way. */
+  readonly explicitly?: string;
+}
+
+/** prom-client: its default registry, when the application gives none. */
+export const PROM_CLIENT: OptionalPeer<{ register: MetricsRegistry }> = {
+  name: 'prom-client',
+  load: () => require('prom-client'),
+  explicitly: "give your own registry: ResilienceModule.forRoot({ metrics: { registry } }) with a prom-client Registry",
+};
+
+/** @nestjs/terminus: the health indicator's result builder. */
+export const TERMINUS: OptionalPeer<{ HealthIndicatorService: new () => HealthIndicatorService }> = {
+  name: '@nestjs/terminus',
+  load: () => require('@nestjs/terminus'),
+};
+
+/** yaml: parses `application.yml` text for `fromSpringConfig`. */
+export const YAML: OptionalPeer<typeof Yaml> = {
+  name: 'yaml',
+  load: () => require('yaml'),
+  explicitly: 'parse the text with a YAML parser yourself and pass the object it gives to fromSpringConfig',
+};
 
 /**
  * Loads an optional peer dependency at the moment a feature needs it, so
  * `resilience4nest` itself loads without it. Throws an error naming the
- * package and the feature when it cannot be loaded.
+ * package and the feature (and how to pass it explicitly) when it cannot be loaded.
  */
-export function loadOptionalPeer<T>(peer: string, feature: string): T {
+export function loadOptionalPeer<T>(peer: OptionalPeer<T>, feature: string): T {
   try {
-    // A runtime require, not an import: an absent optional peer must only fail the feature that needs it.
-    return require(peer) as T;
+    // Loaded here, not imported: an absent optional peer must only fail the feature that needs it.
+    return peer.load();
   } catch (error) {
-    throw new Error(MISSING_PEER(peer, feature, error instanceof Error ? error.message : String(error)));
+    throw new Error(MISSING_PEER(peer.name, feature, error instanceof Error ? error.message : String(error), peer.explicitly));
   }
 }
 
@@ -18,11 +53,11 @@ export function loadOptionalPeer<T>(peer: string, feature: string): T {
  * Loads an optional peer if it is installed; `undefined` when it is absent.
  * An installed peer that fails while loading still throws.
  */
-export function tryLoadOptionalPeer<T>(peer: string): T | undefined {
+export function tryLoadOptionalPeer<T>(peer: OptionalPeer<T>): T | undefined {
   try {
-    return require(peer) as T;
+    return peer.load();
   } catch (error) {
-    if (isNotFound(error, peer)) return undefined;
+    if (isNotFound(error, peer.name)) return undefined;
     throw error;
   }
 }

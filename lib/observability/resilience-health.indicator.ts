@@ -3,11 +3,12 @@ import type { HealthIndicatorService } from '@nestjs/terminus';
 import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
 import { Unsubscribe } from '../events';
 import { LoadShedder } from '../load-shedding/load-shedder';
+import { RateLimiterPolicy } from '../rate-limiter/rate-limiter-policy';
 import { FallbackShare, FallbackShareCounts } from './fallback-share';
 import { InstanceCatalog } from './instance-catalog';
 import { FALLBACK_SHARE_NOT_CONFIGURED, LOAD_SHEDDING_NOT_CONFIGURED } from './observability.messages';
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
-import { loadOptionalPeer } from './optional-peer';
+import { loadOptionalPeer, TERMINUS } from './optional-peer';
 
 /**
  * A breaker's health, as Resilience4j's health indicator reports it: `UP`
@@ -29,6 +30,26 @@ export interface CircuitBreakerHealth {
   readonly slowCalls: number;
   readonly slowFailedCalls: number;
   readonly notPermittedCalls: number;
+}
+
+/**
+ * A rate limiter's health, as Resilience4j's `RateLimitersHealthIndicator`
+ * reports it: `UP` while it has permits or no one waits; `RATE_LIMITED`
+ * (`DOWN` with `allowHealthIndicatorToFail`) while callers wait and a new
+ * one would wait longer than `timeoutDuration`; else `UNKNOWN`.
+ */
+export type RateLimiterHealthStatus = 'UP' | 'DOWN' | 'RATE_LIMITED' | 'UNKNOWN';
+
+/** What the health check reports of one rate limiter. */
+export interface RateLimiterHealth {
+  readonly status: RateLimiterHealthStatus;
+  readonly availablePermissions: number;
+  readonly numberOfWaitingThreads: number;
+}
+
+/** The data of {@link ResilienceHealthIndicator.checkRateLimiters}: each registered rate limiter by name. */
+export interface RateLimitersHealthData {
+  readonly instances: Readonly<Record<string, RateLimiterHealth>>;
 }
 
 /** A terminus health indicator result: `{ [key]: { status: 'up' | 'down', …data } }`. */
@@ -57,8 +78,6 @@ export interface LoadSheddingHealthData {
   /** The event loop's delay over the last sampling period, in ms. */
   readonly eventLoopDelayMs: number;
 }
-
-type Terminus = { HealthIndicatorService: new () => HealthIndicatorService };
 
 const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPolicy) => CircuitBreakerHealthStatus>> = {
   CLOSED: () => 'UP',
@@ -97,6 +116,7 @@ const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPo
 export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly options: ResolvedHealthOptions;
   private readonly breakers: CircuitBreakerPolicy[] = [];
+  private readonly rateLimiters: RateLimiterPolicy[] = [];
   private readonly subscriptions: Unsubscribe[] = [];
   private fallbackShare: FallbackShare | undefined;
   private indicators: HealthIndicatorService | undefined;
@@ -116,6 +136,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
     this.subscriptions.push(
       this.catalog.watch((observed) => {
         if (observed.policy === 'circuitBreaker') this.breakers.push(observed.instance);
+        else if (observed.policy === 'rateLimiter') this.rateLimiters.push(observed.instance);
         else if (observed.policy === 'fallback' && share !== undefined) this.subscriptions.push(share.track(observed.instance, (onCall) => this.catalog.countCalls(observed.instance, onCall)));
       }),
     );
@@ -147,6 +168,28 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
     }
     const data: CircuitBreakersHealthData = { instances };
     return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, CircuitBreakersHealthData>;
+  }
+
+  /**
+   * The rate limiters' health under `key` (those whose config sets
+   * `registerHealthIndicator`): down while one with
+   * `allowHealthIndicatorToFail` is DOWN, else up; each one's status and
+   * metrics under `instances`.
+   */
+  checkRateLimiters<const Key extends string = 'rateLimiters'>(key: Key = 'rateLimiters' as Key): ResilienceHealthResult<Key, RateLimitersHealthData> {
+    const session = this.service().check(key);
+    const instances: Record<string, RateLimiterHealth> = {};
+    let down = false;
+    for (const limiter of this.rateLimiters) {
+      if (!limiter.config.registerHealthIndicator) continue;
+      const health = describeRateLimiter(limiter);
+      down ||= health.status === 'DOWN';
+      let label = limiter.name;
+      for (let n = 2; label in instances; n++) label = `${limiter.name}#${n}`;
+      instances[label] = health;
+    }
+    const data: RateLimitersHealthData = { instances };
+    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, RateLimitersHealthData>;
   }
 
   /**
@@ -191,7 +234,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
 
   private service(): HealthIndicatorService {
     // Stateless in terminus 11, so one of our own serves; loading it here keeps terminus optional.
-    this.indicators ??= new (loadOptionalPeer<Terminus>('@nestjs/terminus', 'ResilienceHealthIndicator').HealthIndicatorService)();
+    this.indicators ??= new (loadOptionalPeer(TERMINUS, 'ResilienceHealthIndicator').HealthIndicatorService)();
     return this.indicators;
   }
 }
@@ -211,4 +254,12 @@ function describe(breaker: CircuitBreakerPolicy): CircuitBreakerHealth {
     slowFailedCalls: m.numberOfSlowFailedCalls,
     notPermittedCalls: m.numberOfNotPermittedCalls,
   };
+}
+
+function describeRateLimiter(limiter: RateLimiterPolicy): RateLimiterHealth {
+  const { availablePermissions, numberOfWaitingThreads, msToWait } = limiter.detailedMetrics;
+  let status: RateLimiterHealthStatus = 'UNKNOWN';
+  if (availablePermissions > 0 || numberOfWaitingThreads === 0) status = 'UP';
+  else if (msToWait > limiter.config.timeoutDuration) status = limiter.config.allowHealthIndicatorToFail ? 'DOWN' : 'RATE_LIMITED';
+  return { status, availablePermissions, numberOfWaitingThreads };
 }

@@ -7,9 +7,7 @@ import { attachCollectors } from './metric-family';
 import { ResilienceMetricsBinding } from './metrics-binding';
 import { METRICS_DISABLED } from './observability.messages';
 import { MetricsRegistry, readMetricsOptions, ResolvedMetricsOptions } from './observability.options';
-import { loadOptionalPeer, tryLoadOptionalPeer } from './optional-peer';
-
-type PromClient = { register: MetricsRegistry };
+import { loadOptionalPeer, PROM_CLIENT, tryLoadOptionalPeer } from './optional-peer';
 
 /**
  * Binds the application's instances to Prometheus series at bootstrap
@@ -72,10 +70,7 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
     if (enabled === false) return undefined;
     // A registry given is used as is: prom-client itself is needed only for its global one.
     if (registry !== undefined) return registry;
-    const client =
-      enabled === true
-        ? loadOptionalPeer<PromClient>('prom-client', "module option 'metrics'")
-        : tryLoadOptionalPeer<PromClient>('prom-client');
+    const client = enabled === true ? loadOptionalPeer(PROM_CLIENT, "module option 'metrics'") : tryLoadOptionalPeer(PROM_CLIENT);
     return client?.register;
   }
 }

@@ -100,6 +100,8 @@ function status(observed: ObservedInstance): InstanceStatus {
       return { name, derived, config: plain(observed.instance.config), metrics: observed.instance.metrics };
     case 'timeLimiter':
       return { name, derived, config: plain(observed.instance.config) };
+    case 'rateLimiter':
+      return { name, derived, config: plain(observed.instance.config), metrics: observed.instance.metrics };
     case 'fallback':
       return { name, derived };
   }

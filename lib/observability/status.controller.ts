@@ -23,6 +23,8 @@ const RESOURCES: Readonly<Record<string, Resource>> = {
   bulkheadevents: { policy: 'bulkhead', key: 'bulkheadEvents', events: true },
   timelimiters: { policy: 'timeLimiter', key: 'timeLimiters', events: false },
   timelimiterevents: { policy: 'timeLimiter', key: 'timeLimiterEvents', events: true },
+  ratelimiters: { policy: 'rateLimiter', key: 'rateLimiters', events: false },
+  ratelimiterevents: { policy: 'rateLimiter', key: 'rateLimiterEvents', events: true },
   fallbacks: { policy: 'fallback', key: 'fallbacks', events: false },
   fallbackevents: { policy: 'fallback', key: 'fallbackEvents', events: true },
 };
@@ -60,7 +62,7 @@ function resourceOf(resource: string): Resource {
 
 /**
  * The read-only status controller at `path`: `GET /` (every instance),
- * `GET /circuitbreakers`, `/retries`, `/bulkheads`, `/timelimiters`,
+ * `GET /circuitbreakers`, `/retries`, `/bulkheads`, `/timelimiters`, `/ratelimiters`,
  * `/fallbacks` (each `/:name` too) and their `…events` counterparts, and
  * `GET /loadshedding` (the load shedder's limit, requests in flight and refusals).
  */

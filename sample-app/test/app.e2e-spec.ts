@@ -1,6 +1,7 @@
 import { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { ResilienceRegistry, VirtualClock } from 'resilience4nest';
+import { PLATFORMS } from '../../test/support/platforms';
 import { bootSampleApp } from './boot';
 import { ClockDriver } from './clock-driver';
 
@@ -9,13 +10,13 @@ import { ClockDriver } from './clock-driver';
  * the module's time on a virtual clock: an outage is waited out by moving
  * the clock, not by sleeping.
  */
-describe('sample app under failure', () => {
+describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
   let app: INestApplication;
   let clock: VirtualClock;
   let driver: ClockDriver;
 
   beforeEach(async () => {
-    ({ app, clock, driver } = await bootSampleApp(['error']));
+    ({ app, clock, driver } = await bootSampleApp(['error'], platform));
   });
 
   afterEach(async () => {

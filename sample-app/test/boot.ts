@@ -2,6 +2,7 @@ import { INestApplication, NestApplicationOptions } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import { RESILIENCE_MODULE_OPTIONS, ResilienceExceptionFilter, ResilienceModuleOptions, VirtualClock } from 'resilience4nest';
+import { createPlatformApp, initPlatformApp, Platform } from '../../test/support/platforms';
 import { AppModule } from '../src/app.module';
 import { Dependencies } from '../src/downstream/dependencies';
 import { ClockDriver } from './clock-driver';
@@ -22,8 +23,9 @@ export interface BootedSampleApp {
  * and with the {@link ResilienceExceptionFilter} installed globally.
  *
  * @param logger - The Nest logger setting of the application.
+ * @param platform - The HTTP platform the app runs on.
  */
-export async function bootSampleApp(logger: NestApplicationOptions['logger']): Promise<BootedSampleApp> {
+export async function bootSampleApp(logger: NestApplicationOptions['logger'], platform: Platform = 'express'): Promise<BootedSampleApp> {
   const clock = new VirtualClock();
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
     .overrideProvider(RESILIENCE_MODULE_OPTIONS)
@@ -32,8 +34,8 @@ export async function bootSampleApp(logger: NestApplicationOptions['logger']): P
       factory: (config: ConfigService) => ({ ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'), clock, random: () => 0.5 }),
     })
     .compile();
-  const app = moduleRef.createNestApplication({ logger });
+  const app = createPlatformApp(moduleRef, platform, { logger });
   app.useGlobalFilters(new ResilienceExceptionFilter());
-  await app.init();
+  await initPlatformApp(app);
   return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock) };
 }

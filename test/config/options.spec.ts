@@ -8,7 +8,6 @@ import {
   UNKNOWN_INSTANCE,
   UNKNOWN_KEY,
   UNKNOWN_SECTION,
-  UNSUPPORTED_PROPERTY,
 } from '../../lib/config/config.messages';
 import { parseDuration } from '../../lib/config/duration';
 import { IGNORED_INSTANCE_PROPERTIES } from '../../lib/config/resilience4j-properties';
@@ -78,7 +77,7 @@ describe('module options', () => {
     expect(r.retry('payments').config.retryExceptions).toEqual(['java.io.IOException', 'org.springframework.web.client.HttpServerErrorException']);
   });
 
-  it('warns once for a Resilience4j property it does not implement, and for a whole unimplemented section', () => {
+  it('warns once for each Resilience4j property it does not implement', () => {
     const warnings: string[] = [];
     registry(
       {
@@ -86,12 +85,10 @@ describe('module options', () => {
           configs: { default: { 'event-consumer-buffer-size': 10, 'writable-stack-trace-enabled': false } },
           instances: { a: { 'event-consumer-buffer-size': 5 } },
         },
-        ratelimiter: { instances: { api: { limitForPeriod: 10 } } },
       },
       (m) => warnings.push(m),
     );
     expect(warnings).toEqual([
-      UNSUPPORTED_PROPERTY('module options', 'ratelimiter'),
       IGNORED_PROPERTY("circuitBreaker config 'default'", 'event-consumer-buffer-size', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize),
       IGNORED_PROPERTY("circuitBreaker config 'default'", 'writable-stack-trace-enabled', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.writableStackTraceEnabled),
       IGNORED_PROPERTY("circuitBreaker instance 'a'", 'event-consumer-buffer-size', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize),

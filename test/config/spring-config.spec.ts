@@ -8,7 +8,6 @@ import {
   NO_RESILIENCE4J_PART,
   UNMATCHED_EXCEPTIONS,
   UNRESOLVED_PLACEHOLDER,
-  UNSUPPORTED_PROPERTY,
 } from '../../lib/config/config.messages';
 import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, LEGACY_PROPERTIES } from '../../lib/config/resilience4j-properties';
 
@@ -286,10 +285,10 @@ describe('every Resilience4j 2.x property is implemented or warned about', () =>
     expect(new Set(warnings).size).toBe(warnings.length);
   });
 
-  it('checks the keys of a ratelimiter section while it is not implemented, and warns once about it', () => {
+  it('reads a ratelimiter section (limiters as the old name of instances) and checks its keys', () => {
     const warnings: string[] = [];
-    registry({ ratelimiter: { limiters: { a: { 'limit-for-period': 5 } } } }, (m) => warnings.push(m));
-    expect(warnings).toContain(UNSUPPORTED_PROPERTY('module options', 'ratelimiter'));
+    expect(registry({ ratelimiter: { limiters: { a: { 'limit-for-period': 5 } } } }, (m) => warnings.push(m)).rateLimiter('a').config.limitForPeriod).toBe(5);
+    expect(warnings.filter((w) => /ratelimiter/i.test(w) && !/limiters/.test(w))).toEqual([]);
     expect(messageOf(() => registry({ ratelimiter: { instances: { a: { 'limit-for-perod': 5 } } } }))).toMatch(/did you mean 'limit-for-period'/);
   });
 });

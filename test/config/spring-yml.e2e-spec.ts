@@ -9,6 +9,8 @@ import {
   CircuitBreaker,
   DEFAULT_ORDER,
   fromSpringConfig,
+  RateLimitedError,
+  RateLimiter,
   ResilienceModule,
   ResilienceRegistry,
   Retry,
@@ -365,6 +367,11 @@ describe('ratelimiter.yml: a rate limiter section and a thread-pool bulkhead', (
       await gate;
       return 'pdf';
     }
+
+    @RateLimiter('search')
+    async search(): Promise<string> {
+      return 'hits';
+    }
   }
 
   let booted: Booted<Reports>;
@@ -380,6 +387,13 @@ describe('ratelimiter.yml: a rate limiter section and a thread-pool bulkhead', (
       ]),
     );
     expect(booted.warnings).not.toContain(UNSUPPORTED_PROPERTY('module options', 'thread-pool-bulkhead'));
+  });
+
+  it("limits through @RateLimiter('search'): 5 calls a second from its limiters entry over the default config, the sixth refused", async () => {
+    expect(booted.registry.rateLimiter('search').config).toMatchObject({ limitForPeriod: 5, limitRefreshPeriod: 1000, timeoutDuration: 0, registerHealthIndicator: true });
+    const outcomes = await Promise.all(Array.from({ length: 6 }, () => booted.service.search().catch((error: unknown) => error)));
+    expect(outcomes.slice(0, 5)).toEqual(['hits', 'hits', 'hits', 'hits', 'hits']);
+    expect(outcomes[5]).toBeInstanceOf(RateLimitedError);
   });
 
   it('runs the thread-pool bulkhead through @Bulkhead(name): 2 threads and a queue of 2, so the fifth call is refused', async () => {

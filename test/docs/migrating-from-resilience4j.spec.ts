@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { DEFAULT_ORDER, fromSpringConfig, JAVA_EXCEPTIONS, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
 import { ASPECT_ORDER_DIFFERS } from '../../lib/config/config.messages';
 import { POLICY_SCHEMAS } from '../../lib/config/resolve-options';
-import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, IGNORED_SECTIONS, LEGACY_PROPERTIES, RATE_LIMITER_PROPERTIES } from '../../lib/config/resilience4j-properties';
+import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, IGNORED_SECTIONS, LEGACY_PROPERTIES } from '../../lib/config/resilience4j-properties';
 import { THREAD_POOL_BULKHEAD_SCHEMA } from '../../lib/config/thread-pool-bulkhead';
 import { checkMarkdownSnippets } from '../support/markdown-snippets';
 
@@ -22,7 +22,6 @@ describe('docs/migrating-from-resilience4j.md', () => {
     const keys = [
       ...Object.values(POLICY_SCHEMAS).flatMap((schema) => Object.keys(schema.fields)),
       ...Object.keys(THREAD_POOL_BULKHEAD_SCHEMA.fields),
-      ...RATE_LIMITER_PROPERTIES,
       ...[IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, LEGACY_PROPERTIES].flatMap((table) => Object.values(table).flatMap((t) => Object.keys(t))),
       ...Object.keys(IGNORED_SECTIONS),
     ];

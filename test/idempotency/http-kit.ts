@@ -1,7 +1,9 @@
 import { INestApplication, ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { request as httpRequest } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { IdempotencyOutcomeEvent, IdempotencyRegistry, ResilienceModule, ResilienceModuleOptions } from '../../lib';
+import { createPlatformApp, Platform } from '../support/platforms';
 
 /** A promise a test resolves when it chooses: holds a handler mid-flight. */
 export class Gate {
@@ -76,14 +78,21 @@ export interface RunningApp {
   close(): Promise<void>;
 }
 
+/** Options of {@link startApp}. */
+export interface StartOptions {
+  /** The HTTP platform; Express by default. */
+  readonly platform?: Platform;
+  /** Runs before the routes are mounted (middleware added there sees every request). */
+  readonly prepare?: (app: INestApplication) => void;
+}
+
 /**
- * Boots `metadata` with `ResilienceModule.forRoot(options)` and listens on a
- * free loopback port; `prepare` runs before the routes are mounted (Express
- * middleware added there sees every request).
+ * Boots `metadata` with `ResilienceModule.forRoot(options)` on the chosen
+ * platform and listens on a free loopback port.
  */
-export async function startApp(options: ResilienceModuleOptions, metadata: ModuleMetadata, prepare?: (app: INestApplication) => void): Promise<RunningApp> {
+export async function startApp(options: ResilienceModuleOptions, metadata: ModuleMetadata, { platform = 'express', prepare }: StartOptions = {}): Promise<RunningApp> {
   const moduleRef = await Test.createTestingModule({ ...metadata, imports: [ResilienceModule.forRoot(options), ...(metadata.imports ?? [])] }).compile();
-  const app = moduleRef.createNestApplication({ logger: false });
+  const app = createPlatformApp(moduleRef, platform);
   prepare?.(app);
   const outcomes: IdempotencyOutcomeEvent[] = [];
   app.get(IdempotencyRegistry).onOutcome((event) => outcomes.push(event));
@@ -113,6 +122,26 @@ export async function send(base: string, path: string, options: SendOptions = {}
   }
   const response = await fetch(`${base}${path}`, { method: options.method ?? 'POST', headers, body });
   return { status: response.status, headers: response.headers, text: await response.text() };
+}
+
+/** Sends a JSON POST with one `Idempotency-Key` header line per key (fetch would join them into one line). */
+export function sendKeyLines(base: string, path: string, keys: readonly string[], body: unknown): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${base}${path}`, { method: 'POST' }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () => {
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers.set(name, value);
+        resolve({ status: res.statusCode ?? 0, headers, text: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+    req.on('error', reject);
+    req.setHeader('content-type', 'application/json');
+    req.setHeader('idempotency-key', [...keys]);
+    req.end(JSON.stringify(body));
+  });
 }
 
 /** The answer's body parsed as JSON. */

@@ -1,5 +1,4 @@
 import { Body, Controller, Get, HttpException, Injectable, Post, Res } from '@nestjs/common';
-import type { Response } from 'express';
 import { VirtualClock } from '../../lib/clock';
 import {
   downstreamIdempotencyKey,
@@ -9,13 +8,20 @@ import {
   RESILIENCE_PROBLEMS,
   StaleIdempotencyKey,
 } from '../../lib';
+import { PLATFORMS } from '../support/platforms';
 import { serverOrSkip } from '../support/server-env';
-import { Gate, json, RunningApp, ScriptedHandler, send, startApp } from './http-kit';
+import { Gate, json, RunningApp, ScriptedHandler, send, sendKeyLines, startApp } from './http-kit';
 import { FaultyStore, memoryTarget, postgresTarget, redisTarget } from './store-targets';
 
 const START = Date.UTC(2025, 0, 1);
 const LEASE = 30_000;
 const TTL = 24 * 60 * 60 * 1000;
+
+/** What the handlers use of the response: Express's and Fastify's alike. */
+interface Reply {
+  status(code: number): unknown;
+  header(name: string, value: string): unknown;
+}
 
 interface Effect {
   readonly route: string;
@@ -46,10 +52,10 @@ class PaymentsController {
 
   @Post('payments')
   @Idempotent()
-  async pay(@Body() body: { amount: number }, @Res({ passthrough: true }) res: Response) {
+  async pay(@Body() body: { amount: number }, @Res({ passthrough: true }) res: Reply) {
     const { id, amount } = await this.ledger.effect('pay', body.amount);
-    res.cookie('session', `s-${id}`);
-    res.location(`/payments/${id}`);
+    res.header('set-cookie', `session=s-${id}; Path=/`);
+    res.header('location', `/payments/${id}`);
     return { id, amount, downstream: downstreamIdempotencyKey() };
   }
 
@@ -69,7 +75,7 @@ class PaymentsController {
 
   @Post('orders')
   @Idempotent({ onStatus: (status) => (status === 202 ? 'keep' : status === 409 ? 'release' : 'store') })
-  async order(@Body() body: { amount: number; answer: number }, @Res({ passthrough: true }) res: Response) {
+  async order(@Body() body: { amount: number; answer: number }, @Res({ passthrough: true }) res: Reply) {
     await this.ledger.effect('order', body.amount);
     res.status(body.answer);
     return { answer: body.answer };
@@ -91,7 +97,9 @@ class PaymentsController {
 
 const targets = [memoryTarget(), postgresTarget('http'), redisTarget('http')];
 
-describe.each(targets)('@Idempotent over HTTP: $name', (target) => {
+describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platform, target, name: `${target.name} on ${platform}` }))))(
+  '@Idempotent over HTTP: $name',
+  ({ platform, target }) => {
   const url = target.server === undefined ? '' : serverOrSkip(target.server);
   if (url === undefined) return;
 
@@ -125,6 +133,7 @@ describe.each(targets)('@Idempotent over HTTP: $name', (target) => {
         },
       },
       { controllers: [PaymentsController], providers: [Ledger] },
+      { platform },
     );
     ledger = running.app.get(Ledger);
     base = running.url;
@@ -282,6 +291,13 @@ describe.each(targets)('@Idempotent over HTTP: $name', (target) => {
       expect(outcomes()).toEqual(['missing_key']);
     });
 
+    it('answers 400 to a key header sent twice, with no effect', async () => {
+      const answer = await sendKeyLines(base, '/payments', ['k-one', 'k-two'], { amount: 1 });
+      expect(answer.status).toBe(400);
+      expect(json(answer)).toMatchObject({ type: RESILIENCE_PROBLEMS.IDEMPOTENCY_KEY_MISSING.type, detail: expect.stringMatching(/sent more than once/) });
+      expect(ledger.count()).toBe(0);
+    });
+
     it('accepts 255 characters', async () => {
       expect((await pay('k'.repeat(255))).status).toBe(201);
     });
@@ -421,4 +437,5 @@ describe.each(targets)('@Idempotent over HTTP: $name', (target) => {
       expect(ledger.count()).toBe(1);
     });
   });
-});
+  },
+);

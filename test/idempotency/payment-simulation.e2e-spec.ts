@@ -4,6 +4,7 @@ import { request } from 'node:http';
 import { Pool } from 'pg';
 import { Idempotent, idempotencyTransaction, PostgresIdempotencyStore } from '../../lib';
 import { mulberry32 } from '../../scenarios/kit';
+import { PLATFORMS } from '../support/platforms';
 import { serverOrSkip } from '../support/server-env';
 import { RunningApp, startApp } from './http-kit';
 
@@ -64,7 +65,7 @@ function paymentKey(payment: number): string {
   return createHash('sha256').update(`payment-${payment}`).digest('hex').slice(0, 32);
 }
 
-describe('payment simulation over HTTP on PostgreSQL', () => {
+describe.each(PLATFORMS)('payment simulation over HTTP on PostgreSQL (%s)', (platform) => {
   const url = serverOrSkip('postgres');
   if (url === undefined) return;
 
@@ -79,19 +80,22 @@ describe('payment simulation over HTTP on PostgreSQL', () => {
     ledger = `ledger_${suffix}`;
     await pool.query(`CREATE TABLE ${ledger} (id serial PRIMARY KEY, account text NOT NULL, pence int NOT NULL)`);
     const store = new PostgresIdempotencyStore({ pool, table: `idem_sim_${suffix}` });
-    running = await startApp({ idempotency: { store, principal: () => 'merchant-1' } }, { controllers: [ChargesController], providers: [Charges] }, (app) =>
-      // The network: after the server has done everything (the charge, the stored answer), 40% of replies never arrive.
-      app.use((_req: unknown, res: { end: (...args: unknown[]) => unknown; socket: { destroy(): void } | null }, next: () => void) => {
-        const end = res.end;
-        res.end = function (this: unknown, ...args: unknown[]) {
-          if (!lose()) return end.apply(this, args);
-          lost.count++;
-          res.socket?.destroy();
-          return this;
-        };
-        next();
-      }),
-    );
+    running = await startApp({ idempotency: { store, principal: () => 'merchant-1' } }, { controllers: [ChargesController], providers: [Charges] }, {
+      platform,
+      prepare: (app) =>
+        // The network: after the server has done everything (the charge, the stored answer), 40% of replies never arrive.
+        // Middleware gets Node's own response on both platforms.
+        app.use((_req: unknown, res: { end: (...args: unknown[]) => unknown; socket: { destroy(): void } | null }, next: () => void) => {
+          const end = res.end;
+          res.end = function (this: unknown, ...args: unknown[]) {
+            if (!lose()) return end.apply(this, args);
+            lost.count++;
+            res.socket?.destroy();
+            return this;
+          };
+          next();
+        }),
+    });
   });
   afterAll(async () => {
     await running.close();

@@ -1,9 +1,17 @@
 import { CallHandler, Controller, ExecutionContext, Injectable, NestInterceptor, Post, Res } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import type { Response } from 'express';
 import { map, Observable } from 'rxjs';
 import { Idempotent } from '../../lib';
+import { PLATFORMS } from '../support/platforms';
 import { RunningApp, send, startApp } from './http-kit';
+
+/** What the app uses of the response: Express's and Fastify's alike. */
+interface Reply {
+  header(name: string, value: string): Reply;
+  status(code: number): Reply;
+  type(contentType: string): Reply;
+  send(body: string): unknown;
+}
 
 /** An app-wide response envelope and a per-request header, as real apps have. */
 @Injectable()
@@ -11,7 +19,7 @@ class Envelope implements NestInterceptor {
   private served = 0;
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    context.switchToHttp().getResponse<Response>().setHeader('x-served', String(++this.served));
+    context.switchToHttp().getResponse<Reply>().header('x-served', String(++this.served));
     return next.handle().pipe(map((data) => ({ data, version: 2 })));
   }
 }
@@ -28,16 +36,20 @@ class ReceiptsController {
 
   @Post('raw')
   @Idempotent()
-  raw(@Res() res: Response): void {
+  raw(@Res() res: Reply): void {
     res.status(202).type('text/plain').send(`accepted ${++this.runs}`);
   }
 }
 
-describe('@Idempotent replays what the client saw', () => {
+describe.each(PLATFORMS)('@Idempotent replays what the client saw (%s)', (platform) => {
   let running: RunningApp;
 
   beforeEach(async () => {
-    running = await startApp({ idempotency: { principal: () => 'p' } }, { controllers: [ReceiptsController], providers: [{ provide: APP_INTERCEPTOR, useClass: Envelope }] });
+    running = await startApp(
+      { idempotency: { principal: () => 'p' } },
+      { controllers: [ReceiptsController], providers: [{ provide: APP_INTERCEPTOR, useClass: Envelope }] },
+      { platform },
+    );
   });
   afterEach(() => running.close());
 

@@ -4,6 +4,7 @@ import { Pool } from 'pg';
 import { VirtualClock } from '../../lib/clock';
 import { Idempotent, idempotencyTransaction, PostgresIdempotencyStore, RESILIENCE_PROBLEMS } from '../../lib';
 import { TRANSACTION_NOT_COMMITTED } from '../../lib/idempotency/idempotency.messages';
+import { PLATFORMS } from '../support/platforms';
 import { serverOrSkip } from '../support/server-env';
 import { Gate, json, RunningApp, ScriptedHandler, send, startApp } from './http-kit';
 
@@ -57,7 +58,7 @@ class PaymentsController {
   }
 }
 
-describe('@Idempotent({ transactional: true }) on PostgreSQL', () => {
+describe.each(PLATFORMS)('@Idempotent({ transactional: true }) on PostgreSQL (%s)', (platform) => {
   const url = serverOrSkip('postgres');
   if (url === undefined) return;
 
@@ -88,7 +89,11 @@ describe('@Idempotent({ transactional: true }) on PostgreSQL', () => {
     storeClock = new VirtualClock(START);
     store = new PostgresIdempotencyStore({ pool, table, clock: storeClock });
     // The module clock stays still, so no lease is renewed: the store's clock alone decides when a lease has run out.
-    running = await startApp({ clock: new VirtualClock(), idempotency: { store, lease: LEASE, principal: () => 'acct' } }, { controllers: [PaymentsController], providers: [Payments, SettlementConsumer] });
+    running = await startApp(
+      { clock: new VirtualClock(), idempotency: { store, lease: LEASE, principal: () => 'acct' } },
+      { controllers: [PaymentsController], providers: [Payments, SettlementConsumer] },
+      { platform },
+    );
     payments = running.app.get(Payments);
   });
   afterEach(async () => {

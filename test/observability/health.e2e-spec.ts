@@ -3,6 +3,7 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import request from 'supertest';
 import { ResilienceHealthIndicator, ResilienceModuleOptions, ResilienceRegistry, VirtualClock } from '../../lib';
 import { FALLBACK_SHARE_NOT_CONFIGURED } from '../../lib/observability/observability.messages';
+import { PLATFORMS } from '../support/platforms';
 import { bootApp, Shop, SHOP_OPTIONS } from './kit';
 
 @Controller('health')
@@ -48,14 +49,14 @@ async function openPsp(clock: VirtualClock, shop: Shop): Promise<void> {
   await failed;
 }
 
-describe('ResilienceHealthIndicator through terminus /health', () => {
+describe.each(PLATFORMS)('ResilienceHealthIndicator through terminus /health (%s)', (platform) => {
   let app: INestApplication;
   let clock: VirtualClock;
   let shop: Shop;
   let registry: ResilienceRegistry;
 
   beforeEach(async () => {
-    ({ app, clock, shop } = await bootApp(HEALTH_OPTIONS, { imports: [TerminusModule.forRoot({ logger: false })], controllers: [HealthController] }));
+    ({ app, clock, shop } = await bootApp(HEALTH_OPTIONS, { imports: [TerminusModule.forRoot({ logger: false })], controllers: [HealthController] }, platform));
     registry = app.get(ResilienceRegistry);
   });
 

@@ -12,6 +12,7 @@ import {
   Timeout,
   VirtualClock,
 } from '../../lib';
+import { createPlatformApp, initPlatformApp, Platform } from '../support/platforms';
 
 /** A dependency's answer that retries and breakers treat as an outage. */
 export class Unavailable extends Error {
@@ -95,10 +96,11 @@ export const SHOP_OPTIONS: ResilienceModuleOptions = {
   timeLimiter: { instances: { slow: { timeoutDuration: '100ms' } } },
 };
 
-/** Boots an HTTP app with `Shop` on a virtual clock. */
+/** Boots an HTTP app with `Shop` on a virtual clock, on `platform` (Express by default). */
 export async function bootApp(
   options: ResilienceModuleOptions,
   metadata: ModuleMetadata = {},
+  platform: Platform = 'express',
 ): Promise<{ app: INestApplication; clock: VirtualClock; shop: Shop }> {
   const clock = new VirtualClock();
   const moduleRef = await Test.createTestingModule({
@@ -106,8 +108,7 @@ export async function bootApp(
     imports: [ResilienceModule.forRoot({ ...SHOP_OPTIONS, clock, random: () => 0, ...options }), ...(metadata.imports ?? [])],
     providers: [{ provide: VirtualClock, useValue: clock }, Shop, ...(metadata.providers ?? [])],
   }).compile();
-  const app = moduleRef.createNestApplication({ logger: false });
-  await app.init();
+  const app = await initPlatformApp(createPlatformApp(moduleRef, platform));
   return { app, clock, shop: app.get(Shop) };
 }
 

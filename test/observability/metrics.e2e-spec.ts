@@ -2,16 +2,17 @@ import { INestApplication } from '@nestjs/common';
 import { Registry } from 'prom-client';
 import request from 'supertest';
 import { ResilienceEndpointsModule } from '../../lib';
+import { PLATFORMS } from '../support/platforms';
 import { bootApp, driveTraffic, parseScrape, Sample, valueOf } from './kit';
 
-describe('/metrics after traffic through every policy', () => {
+describe.each(PLATFORMS)('/metrics after traffic through every policy (%s)', (platform) => {
   let app: INestApplication;
   let samples: Sample[];
   let contentType: string;
   const registry = new Registry();
 
   beforeAll(async () => {
-    const booted = await bootApp({ metrics: { registry } }, { imports: [ResilienceEndpointsModule.forRoot({ metrics: true })] });
+    const booted = await bootApp({ metrics: { registry } }, { imports: [ResilienceEndpointsModule.forRoot({ metrics: true })] }, platform);
     app = booted.app;
     await driveTraffic(booted.clock, booted.shop);
     const response = await request(app.getHttpServer()).get('/metrics').expect(200);

@@ -46,7 +46,7 @@ describe('without prom-client and @nestjs/terminus', () => {
   it('metrics asked for explicitly fail the start, naming prom-client', async () => {
     const { ResilienceModule } = load();
     await expect(Test.createTestingModule({ imports: [ResilienceModule.forRoot({ metrics: true })] }).compile()).rejects.toThrow(
-      /module option 'metrics' needs the optional peer dependency 'prom-client'/,
+      /module option 'metrics' needs the optional peer dependency 'prom-client'.*in a bundled app.*or give your own registry: ResilienceModule\.forRoot\(\{ metrics: \{ registry \} \}\)/,
     );
   });
 

@@ -2,6 +2,7 @@ import { CanActivate, ExecutionContext, INestApplication } from '@nestjs/common'
 import request from 'supertest';
 import { ResilienceEndpointsModule, ResilienceRegistry } from '../../lib';
 import { INVALID_UPDATE_STATE, UNKNOWN_STATUS_INSTANCE } from '../../lib/observability/observability.messages';
+import { PLATFORMS } from '../support/platforms';
 import { bootApp, driveTraffic } from './kit';
 
 /** Lets a request through when it says it is an operator. */
@@ -13,13 +14,14 @@ class OperatorGuard implements CanActivate {
 
 const types = (events: Array<{ type: string }>): string[] => events.map((e) => e.type);
 
-describe('status endpoints', () => {
+describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
   let app: INestApplication;
 
   beforeAll(async () => {
     const booted = await bootApp(
       { metrics: false },
       { imports: [ResilienceEndpointsModule.forRoot({ status: { eventBufferSize: 3, writable: { guards: [OperatorGuard] } } })] },
+      platform,
     );
     app = booted.app;
     await driveTraffic(booted.clock, booted.shop);
@@ -31,7 +33,7 @@ describe('status endpoints', () => {
 
   it('list every instance with its config and live state', async () => {
     const { body } = await get('').expect(200);
-    expect(Object.keys(body)).toEqual(['circuitBreakers', 'retries', 'bulkheads', 'timeLimiters', 'fallbacks']);
+    expect(Object.keys(body)).toEqual(['circuitBreakers', 'retries', 'bulkheads', 'timeLimiters', 'rateLimiters', 'fallbacks']);
     expect(body.circuitBreakers).toEqual([
       expect.objectContaining({
         name: 'psp',
@@ -104,9 +106,13 @@ describe('status endpoints', () => {
   });
 });
 
-describe('status endpoints by default', () => {
+describe.each(PLATFORMS)('status endpoints by default (%s)', (platform) => {
   it('have no route that changes state, and take guards for reading', async () => {
-    const { app } = await bootApp({ metrics: false }, { imports: [ResilienceEndpointsModule.forRoot({ status: { path: '/ops/resilience/', guards: [OperatorGuard] } })] });
+    const { app } = await bootApp(
+      { metrics: false },
+      { imports: [ResilienceEndpointsModule.forRoot({ status: { path: '/ops/resilience/', guards: [OperatorGuard] } })] },
+      platform,
+    );
     await request(app.getHttpServer()).get('/ops/resilience/circuitbreakers').expect(403);
     await request(app.getHttpServer()).get('/ops/resilience/circuitbreakers').set('x-operator', 'yes').expect(200);
     await request(app.getHttpServer()).post('/ops/resilience/circuitbreakers/psp').set('x-operator', 'yes').send({ updateState: 'CLOSE' }).expect(404);

@@ -1,5 +1,4 @@
 import { BadRequestException, Body, Controller, HttpStatus, Post, Res } from '@nestjs/common';
-import type { Response } from 'express';
 import { IdempotencySettlement, Idempotent, Priority } from 'resilience4nest';
 import { PaymentOutcome, PaymentRequest, PaymentsClient } from './payments.client';
 
@@ -8,6 +7,12 @@ const STATUS: Record<PaymentOutcome['status'], number> = {
   pending: HttpStatus.ACCEPTED,
   rejected: HttpStatus.SERVICE_UNAVAILABLE,
 };
+
+/** What the route sets on the response: Express's `Response` and Fastify's `FastifyReply` both have it. */
+interface StatusAndHeaders {
+  status(code: number): unknown;
+  header(name: string, value: string): unknown;
+}
 
 /**
  * What each answer does to the client's Idempotency-Key: a charge (201) or a
@@ -30,13 +35,13 @@ export class PaymentsController {
   // Checkout is the last thing the shop gives up under overload.
   @Priority('critical')
   @Idempotent({ onStatus: paymentSettlement })
-  async pay(@Body() body: Partial<PaymentRequest>, @Res({ passthrough: true }) res: Response): Promise<PaymentOutcome> {
+  async pay(@Body() body: Partial<PaymentRequest>, @Res({ passthrough: true }) res: StatusAndHeaders): Promise<PaymentOutcome> {
     if (typeof body?.paymentId !== 'string' || !Number.isInteger(body.amount) || (body.amount as number) <= 0) {
       throw new BadRequestException('paymentId (string) and amount (positive integer, pence) are required');
     }
     const outcome = await this.payments.charge({ paymentId: body.paymentId, amount: body.amount as number });
     res.status(STATUS[outcome.status]);
-    if (outcome.status === 'rejected') res.setHeader('Retry-After', Math.max(1, Math.ceil((outcome.retryAfterMs ?? 1000) / 1000)));
+    if (outcome.status === 'rejected') res.header('Retry-After', String(Math.max(1, Math.ceil((outcome.retryAfterMs ?? 1000) / 1000))));
     return outcome;
   }
 }

@@ -1,4 +1,5 @@
 import { Controller, Get, INestApplication, NotFoundException, Param, UseFilters } from '@nestjs/common';
+import { APP_FILTER, HttpAdapterHost } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import {
@@ -10,11 +11,12 @@ import {
   IdempotencyKeyReuseError,
   MaxRetriesExceededError,
   RateLimitedError,
+  RESILIENCE_PROBLEMS,
   ResilienceError,
+  ResilienceExceptionFilter,
   TimeoutExceededError,
-} from '../errors';
-import { ResilienceExceptionFilter } from './resilience-exception.filter';
-import { RESILIENCE_PROBLEMS, resilienceProblem, retryAfterSeconds } from './resilience-problems';
+} from '../../lib';
+import { createPlatformApp, initPlatformApp, mediaType, Platform, PLATFORMS } from '../support/platforms';
 
 const ERRORS: Record<string, () => ResilienceError> = {
   'call-not-permitted': () => new CallNotPermittedError('payments', 'OPEN', 12_300),
@@ -48,20 +50,32 @@ class ScopedController {
   }
 }
 
-async function boot(controllers: Array<new () => unknown>, global: boolean): Promise<INestApplication> {
-  const moduleRef = await Test.createTestingModule({ controllers }).compile();
-  const app = moduleRef.createNestApplication({ logger: false });
-  if (global) app.useGlobalFilters(new ResilienceExceptionFilter());
-  await app.init();
-  return app;
+/** The ways an application installs the filter globally. */
+const REGISTRATIONS = {
+  'useGlobalFilters(new ResilienceExceptionFilter())': { providers: [], install: (app: INestApplication) => app.useGlobalFilters(new ResilienceExceptionFilter()) },
+  'useGlobalFilters with the HttpAdapterHost': {
+    providers: [],
+    install: (app: INestApplication) => app.useGlobalFilters(new ResilienceExceptionFilter(app.get(HttpAdapterHost))),
+  },
+  APP_FILTER: { providers: [{ provide: APP_FILTER, useClass: ResilienceExceptionFilter }], install: () => undefined },
+} as const;
+
+type Registration = keyof typeof REGISTRATIONS;
+
+async function boot(platform: Platform, controllers: Array<new () => unknown>, registration?: Registration): Promise<INestApplication> {
+  const setup = registration === undefined ? undefined : REGISTRATIONS[registration];
+  const moduleRef = await Test.createTestingModule({ controllers, providers: [...(setup?.providers ?? [])] }).compile();
+  const app = createPlatformApp(moduleRef, platform);
+  setup?.install(app);
+  return initPlatformApp(app);
 }
 
-describe('ResilienceExceptionFilter (e2e, Express)', () => {
-  describe('as a global filter', () => {
+describe.each(PLATFORMS)('ResilienceExceptionFilter (e2e, %s)', (platform) => {
+  describe.each(Object.keys(REGISTRATIONS) as Registration[])('installed by %s', (registration) => {
     let app: INestApplication;
 
     beforeAll(async () => {
-      app = await boot([FailingController], true);
+      app = await boot(platform, [FailingController], registration);
     });
 
     afterAll(() => app.close());
@@ -82,7 +96,7 @@ describe('ResilienceExceptionFilter (e2e, Express)', () => {
       const error = ERRORS[kind]();
 
       expect(res.status).toBe(status);
-      expect(res.headers['content-type']).toBe('application/problem+json');
+      expect(mediaType(res.headers['content-type'])).toBe('application/problem+json');
       expect(res.headers['retry-after']).toBe(retryAfter);
       const problem = RESILIENCE_PROBLEMS[error.code as keyof typeof RESILIENCE_PROBLEMS];
       expect(JSON.parse(res.text)).toEqual({
@@ -95,26 +109,20 @@ describe('ResilienceExceptionFilter (e2e, Express)', () => {
       });
     });
 
-    it('gives every kind its own problem type URI', () => {
-      const types = Object.values(RESILIENCE_PROBLEMS).map((p) => p.type);
-      expect(new Set(types).size).toBe(types.length);
-      for (const type of types) expect(type).toMatch(/^https:\/\/resilience4nest\.dev\/problems\/[a-z-]+$/);
-    });
-
     it('leaves other errors to Nest', async () => {
       const res = await request(app.getHttpServer()).get('/fail/unknown');
       expect(res.status).toBe(404);
-      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      expect(mediaType(res.headers['content-type'])).toBe('application/json');
       expect(res.body).toMatchObject({ statusCode: 404, message: 'no such kind: unknown' });
     });
   });
 
   it('works per controller through @UseFilters, for rejected promises', async () => {
-    const app = await boot([ScopedController], false);
+    const app = await boot(platform, [ScopedController]);
     try {
       const res = await request(app.getHttpServer()).get('/scoped');
       expect(res.status).toBe(503);
-      expect(res.headers['content-type']).toBe('application/problem+json');
+      expect(mediaType(res.headers['content-type'])).toBe('application/problem+json');
       expect(res.headers['retry-after']).toBe('3');
       expect(JSON.parse(res.text)).toMatchObject({ type: RESILIENCE_PROBLEMS.BULKHEAD_FULL.type, instance: '/scoped', name: 'reports' });
     } finally {
@@ -123,36 +131,8 @@ describe('ResilienceExceptionFilter (e2e, Express)', () => {
   });
 });
 
-describe('retryAfterSeconds', () => {
-  it('rounds up to whole seconds, at least 1, with a default when there is no hint', () => {
-    expect(retryAfterSeconds(0)).toBe(1);
-    expect(retryAfterSeconds(1)).toBe(1);
-    expect(retryAfterSeconds(1000)).toBe(1);
-    expect(retryAfterSeconds(1001)).toBe(2);
-    expect(retryAfterSeconds(60_000)).toBe(60);
-    expect(retryAfterSeconds(undefined)).toBe(1);
-  });
-});
-
-describe('resilienceProblem', () => {
-  it('answers an unknown ResilienceError subclass with a plain 500', () => {
-    class CustomError extends ResilienceError {
-      readonly code = 'CUSTOM';
-      constructor() {
-        super('custom', 'something custom');
-      }
-    }
-    const problem = resilienceProblem(new CustomError());
-    expect(problem.status).toBe(500);
-    expect(problem.headers).toEqual({ 'Content-Type': 'application/problem+json' });
-    expect(problem.body).toEqual({ type: 'about:blank', title: 'Internal Server Error', status: 500, detail: 'something custom', name: 'custom' });
-  });
-
-  it('gives a subclass its parent kind answer through the shared code', () => {
-    class BreakerOpenForMaintenance extends CallNotPermittedError {}
-    const problem = resilienceProblem(new BreakerOpenForMaintenance('payments', 'FORCED_OPEN', 90_000), '/pay');
-    expect(problem.status).toBe(503);
-    expect(problem.headers['Retry-After']).toBe('90');
-    expect(problem.body.instance).toBe('/pay');
-  });
+it('gives every kind its own problem type URI', () => {
+  const types = Object.values(RESILIENCE_PROBLEMS).map((p) => p.type);
+  expect(new Set(types).size).toBe(types.length);
+  for (const type of types) expect(type).toMatch(/^https:\/\/resilience4nest\.dev\/problems\/[a-z-]+$/);
 });

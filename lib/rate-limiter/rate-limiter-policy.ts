@@ -1,0 +1,431 @@
+import { Clock } from '../clock';
+import { INVALID_VALUE, instancePlace } from '../config/config.messages';
+import { Duration, parseDuration } from '../config/duration';
+import { contextStorage } from '../context';
+import { DeadlineExceededError, RateLimitedError } from '../errors';
+import { EventStream, EventSubscriber } from '../events';
+import { invokeThunk, Policy } from '../policy';
+import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
+import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
+import { RateLimiterStore, RateLimiterStoreAnswer } from './rate-limiter-store';
+
+/** A point-in-time view of a rate limiter, with Resilience4j's names. */
+export interface RateLimiterMetrics {
+  /** Permits left in the current period; negative while permits of later periods are reserved by waiting callers. */
+  readonly availablePermissions: number;
+  /** Callers waiting for a reserved permit (or, shared, for the store's answer). */
+  readonly numberOfWaitingThreads: number;
+}
+
+/** {@link RateLimiterMetrics} and the details Resilience4j's `AtomicRateLimiterMetrics` adds. */
+export interface RateLimiterDetailedMetrics extends RateLimiterMetrics {
+  /** ms a caller asking for one permit now would wait (0: none). */
+  readonly msToWait: number;
+  /** The current period, counted from the instance's creation. */
+  readonly cycle: number;
+}
+
+/** A caller got its permits (Resilience4j's `SUCCESSFUL_ACQUIRE`). */
+export interface RateLimiterAcquiredEvent {
+  readonly name: string;
+  readonly numberOfPermits: number;
+}
+
+/** A caller was refused (Resilience4j's `FAILED_ACQUIRE`). */
+export interface RateLimiterRefusedEvent {
+  readonly name: string;
+  readonly numberOfPermits: number;
+  readonly error: RateLimitedError | DeadlineExceededError;
+}
+
+/** The permits left in the period were drained (Resilience4j's `DRAINED`). */
+export interface RateLimiterDrainedEvent {
+  readonly name: string;
+  /** Permits that were left and are now gone. */
+  readonly numberOfPermits: number;
+}
+
+const NANOS_PER_MS = 1e6;
+const REFUSED = -1;
+
+/**
+ * A rate limiter with Resilience4j's `AtomicRateLimiter` semantics: time
+ * since the instance was created is cut into periods of
+ * `limitRefreshPeriod`; each period starts with `limitForPeriod` permits
+ * (unused ones do not carry over). A caller without a free permit reserves
+ * one of a later period when it can wait for it within `timeoutDuration`
+ * (a wait of exactly `timeoutDuration` included) and before the request
+ * deadline, and waits on the clock; otherwise it is refused at once, as
+ * Resilience4j's non-blocking `reservePermission` refuses, with
+ * {@link RateLimitedError} (`retryAfterMs`: time until the next period) or,
+ * when only the deadline stood in the way, {@link DeadlineExceededError}.
+ *
+ * With `shared: true` the periods and permits live in a
+ * {@link RateLimiterStore}, one atomic step per acquire, so every process
+ * using the store shares one limit; `metrics` then estimate from this
+ * process's last answer from the store.
+ */
+export class RateLimiterPolicy implements Policy {
+  private readonly acquiredEvents = new EventStream<RateLimiterAcquiredEvent>();
+  private readonly refusedEvents = new EventStream<RateLimiterRefusedEvent>();
+  private readonly drainedEvents = new EventStream<RateLimiterDrainedEvent>();
+
+  /** Fires when a caller gets its permits (after any wait). */
+  readonly onSuccess: EventSubscriber<RateLimiterAcquiredEvent> = this.acquiredEvents.subscribe;
+  /** Fires when a caller is refused. */
+  readonly onFailure: EventSubscriber<RateLimiterRefusedEvent> = this.refusedEvents.subscribe;
+  /** Same as {@link RateLimiterPolicy.onFailure}, under the name the other policies use for refusals. */
+  readonly onCallNotPermitted: EventSubscriber<RateLimiterRefusedEvent> = this.onFailure;
+  /** Fires when the permits left in a period are drained. */
+  readonly onDrained: EventSubscriber<RateLimiterDrainedEvent> = this.drainedEvents.subscribe;
+
+  private settings: Readonly<RateLimiterConfig>;
+  private limit: number;
+  private timeoutNs: number;
+  private readonly periodNs: number;
+  private readonly origin: number;
+  private readonly singlePermit: RateLimiterAcquiredEvent;
+  private cycle = 0;
+  private permits: number;
+  private waiting = 0;
+  // Shared instances: the store's last answer, and when (on this clock) its period ends.
+  private sharedPermits: number;
+  private sharedPeriodEndsAt = Number.NEGATIVE_INFINITY;
+
+  /**
+   * @param name the instance name, carried by its errors and events (and the store key when shared)
+   * @param config resolved settings (durations in ms)
+   * @param clock the source of time; periods count from its reading now
+   * @param store where a `shared` instance keeps its permits
+   */
+  constructor(
+    readonly name: string,
+    config: RateLimiterConfig,
+    private readonly clock: Clock,
+    private readonly store?: RateLimiterStore,
+  ) {
+    this.settings = Object.freeze({ ...config });
+    this.limit = config.limitForPeriod;
+    this.periodNs = Math.round(config.limitRefreshPeriod * NANOS_PER_MS);
+    this.timeoutNs = Math.round(config.timeoutDuration * NANOS_PER_MS);
+    this.origin = clock.now();
+    this.permits = config.limitForPeriod;
+    this.sharedPermits = config.limitForPeriod;
+    this.singlePermit = Object.freeze({ name, numberOfPermits: 1 });
+  }
+
+  /** The settings this rate limiter runs with (a new object after each change). */
+  get config(): Readonly<RateLimiterConfig> {
+    return this.settings;
+  }
+
+  /** True when the permits are kept in the module's `rateLimiterStore`. */
+  get shared(): boolean {
+    return this.store !== undefined;
+  }
+
+  /** Permits left in the current period and callers waiting. */
+  get metrics(): RateLimiterMetrics {
+    const { availablePermissions, numberOfWaitingThreads } = this.detailedMetrics;
+    return { availablePermissions, numberOfWaitingThreads };
+  }
+
+  /** {@link RateLimiterPolicy.metrics} plus the wait for one permit and the current period. */
+  get detailedMetrics(): RateLimiterDetailedMetrics {
+    const nowNs = this.nanos();
+    const cycle = Math.floor(nowNs / this.periodNs);
+    let available: number;
+    if (this.store === undefined) {
+      available = cycle === this.cycle ? this.permits : Math.min(this.permits + (cycle - this.cycle) * this.limit, this.limit);
+    } else {
+      const now = this.clock.now();
+      const periodMs = this.periodNs / NANOS_PER_MS;
+      available =
+        now < this.sharedPeriodEndsAt
+          ? this.sharedPermits
+          : Math.min(this.sharedPermits + (1 + Math.floor((now - this.sharedPeriodEndsAt) / periodMs)) * this.limit, this.limit);
+    }
+    return {
+      availablePermissions: available,
+      numberOfWaitingThreads: this.waiting,
+      msToWait: this.nanosToWait(1, available, nowNs, cycle) / NANOS_PER_MS,
+      cycle,
+    };
+  }
+
+  /** Sets `limitForPeriod`; the current period keeps its permits, later ones get the new limit (as Resilience4j). */
+  changeLimitForPeriod(limitForPeriod: number): void {
+    if (!Number.isInteger(limitForPeriod) || limitForPeriod < 1) {
+      throw new Error(INVALID_VALUE(instancePlace('rateLimiter', 'instance', this.name), 'limitForPeriod', 'an integer >= 1', limitForPeriod));
+    }
+    this.limit = limitForPeriod;
+    this.settings = Object.freeze({ ...this.settings, limitForPeriod });
+  }
+
+  /** Sets `timeoutDuration` (ms or a duration string) for callers from now on. */
+  changeTimeoutDuration(timeoutDuration: Duration): void {
+    const ms = parseDuration(timeoutDuration);
+    if (ms === undefined || ms > MAX_RATE_LIMITER_WAIT_MS) {
+      throw new Error(
+        INVALID_VALUE(instancePlace('rateLimiter', 'instance', this.name), 'timeoutDuration', `a non-negative duration of at most ${MAX_RATE_LIMITER_WAIT_MS}ms`, timeoutDuration),
+      );
+    }
+    this.timeoutNs = Math.round(ms * NANOS_PER_MS);
+    this.settings = Object.freeze({ ...this.settings, timeoutDuration: ms });
+  }
+
+  /** Runs `fn` once a permit is granted; rejects with {@link RateLimitedError} when none comes in time. */
+  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
+    return this.call(invokeThunk, fn);
+  }
+
+  /** Runs `next(arg)` once a permit is granted, then offers its outcome to `drainPermissionsOnResult`. */
+  async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    if (!this.tryAcquire()) await this.waitForPermission();
+    let result: R;
+    try {
+      result = await next(arg);
+    } catch (error) {
+      this.drainIfNeeded(true, error);
+      throw error;
+    }
+    this.drainIfNeeded(false, result);
+    return result;
+  }
+
+  /**
+   * Takes a free permit of the current period without waiting; false when
+   * there is none (nothing is reserved then) or the instance is shared.
+   *
+   * @param now the clock's reading, when the caller has just taken one
+   */
+  tryAcquire(now = this.clock.now()): boolean {
+    if (this.store !== undefined) return false;
+    const cycle = Math.floor(Math.round((now - this.origin) * NANOS_PER_MS) / this.periodNs);
+    if (cycle !== this.cycle) this.refresh(cycle);
+    if (this.permits < 1) return false;
+    this.permits--;
+    if (this.acquiredEvents.active) this.acquiredEvents.emit(this.singlePermit);
+    return true;
+  }
+
+  /**
+   * Resolves once `permits` are granted, after waiting for reserved ones if
+   * need be; rejects with {@link RateLimitedError} (or
+   * {@link DeadlineExceededError}) at once when they cannot come in time.
+   */
+  waitForPermission(permits = 1): Promise<void> {
+    this.checkPermits(permits);
+    if (this.store !== undefined) return this.acquireShared(permits);
+    try {
+      const waitMs = this.reserveWithin(permits);
+      return waitMs === 0 ? Promise.resolve() : this.sleep(waitMs, permits);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Like {@link RateLimiterPolicy.waitForPermission}, answering `false` instead of rejecting (Resilience4j's `acquirePermission`). */
+  acquirePermission(permits = 1): Promise<boolean> {
+    return this.waitForPermission(permits).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof RateLimitedError || error instanceof DeadlineExceededError) return false;
+        throw error;
+      },
+    );
+  }
+
+  /**
+   * Resilience4j's `reservePermission`: reserves `permits` when they come
+   * within `timeoutDuration` and returns the ms to wait for them (0: now),
+   * or -1 when they do not (nothing reserved). The caller does the waiting.
+   * Not for shared instances (the store answers asynchronously).
+   */
+  reservePermission(permits = 1): number {
+    this.checkPermits(permits);
+    if (this.store !== undefined) throw new Error(RESERVE_ON_SHARED(this.name));
+    const nowNs = this.nanos();
+    const waitNs = this.reserve(permits, nowNs, this.timeoutNs);
+    if (waitNs === REFUSED) {
+      this.refused(permits, this.limitedError(nowNs));
+      return REFUSED;
+    }
+    this.acquired(permits);
+    return waitNs / NANOS_PER_MS;
+  }
+
+  /** Drains the permits left in the current period (Resilience4j's `drainPermissions`); reservations stand. */
+  drainPermissions(): Promise<void> {
+    if (this.store !== undefined) {
+      return this.storeCall(0, true).then((answer) => {
+        if (answer !== undefined && this.drainedEvents.active) this.drainedEvents.emit({ name: this.name, numberOfPermits: answer.drained });
+      });
+    }
+    const cycle = Math.floor(this.nanos() / this.periodNs);
+    if (cycle !== this.cycle) this.refresh(cycle);
+    const drained = Math.max(this.permits, 0);
+    this.permits -= drained;
+    if (this.drainedEvents.active) this.drainedEvents.emit({ name: this.name, numberOfPermits: drained });
+    return Promise.resolve();
+  }
+
+  /** @internal Offers a permitted call's outcome to `drainPermissionsOnResult`. */
+  drainIfNeeded(failed: boolean, value: unknown): void {
+    const predicate = this.settings.drainPermissionsOnResult;
+    if (predicate === undefined) return;
+    const outcome: RateLimitedCallOutcome = failed ? { failed, error: value } : { failed, result: value };
+    let drain = false;
+    try {
+      drain = predicate(outcome) === true;
+    } catch {
+      // a broken predicate must not change the outcome of the call it looks at
+    }
+    if (drain) this.drainPermissions().catch(() => undefined);
+  }
+
+  /** Elapsed ns since creation, whole: Resilience4j's periods are whole nanoseconds. */
+  private nanos(): number {
+    return Math.round((this.clock.now() - this.origin) * NANOS_PER_MS);
+  }
+
+  private refresh(cycle: number): void {
+    this.permits = Math.min(this.permits + (cycle - this.cycle) * this.limit, this.limit);
+    this.cycle = cycle;
+  }
+
+  /** ns until `permits` are free given `available` now (0 when they are). */
+  private nanosToWait(permits: number, available: number, nowNs: number, cycle: number): number {
+    if (available >= permits) return 0;
+    const toNextCycle = (cycle + 1) * this.periodNs - nowNs;
+    const fullCycles = Math.max(0, Math.ceil((permits - available - this.limit) / this.limit));
+    return fullCycles * this.periodNs + toNextCycle;
+  }
+
+  /** Reserves `permits` when they come within `limitNs`; returns the ns to wait, or REFUSED. */
+  private reserve(permits: number, nowNs: number, limitNs: number): number {
+    const cycle = Math.floor(nowNs / this.periodNs);
+    if (cycle !== this.cycle) this.refresh(cycle);
+    const waitNs = this.nanosToWait(permits, this.permits, nowNs, cycle);
+    if (waitNs > limitNs) return REFUSED;
+    this.permits -= permits;
+    return waitNs;
+  }
+
+  /** Reserves within `timeoutDuration` and the request deadline; returns the ms to wait or throws the refusal. */
+  private reserveWithin(permits: number): number {
+    const nowNs = this.nanos();
+    const scope = contextStorage.getStore();
+    const remainingMs = scope === undefined ? Number.POSITIVE_INFINITY : scope.aborted ? 0 : scope.remaining();
+    // The wait must end strictly before the deadline, or the call behind it has no time left.
+    const deadlineNs = remainingMs === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : Math.ceil(remainingMs * NANOS_PER_MS) - 1;
+    const waitNs = this.reserve(permits, nowNs, Math.min(this.timeoutNs, deadlineNs));
+    if (waitNs !== REFUSED) {
+      if (waitNs === 0) this.acquired(permits);
+      return waitNs / NANOS_PER_MS;
+    }
+    const wantedNs = this.nanosToWait(permits, this.permits, nowNs, this.cycle);
+    throw this.refused(permits, wantedNs <= this.timeoutNs ? this.deadlineError() : this.limitedError(nowNs));
+  }
+
+  private async acquireShared(permits: number): Promise<void> {
+    const answer = await this.storeCall(permits, false);
+    // Failing open: the store could not answer, the call goes ahead.
+    if (answer === undefined) return this.acquired(permits);
+    if (!answer.reserved) {
+      const error =
+        answer.waitMs <= this.settings.timeoutDuration ? this.deadlineError() : new RateLimitedError(this.name, answer.nextPeriodInMs);
+      throw this.refused(permits, error);
+    }
+    if (answer.waitMs === 0) return this.acquired(permits);
+    // The store's answer took some of the time left; the wait must still end before the deadline.
+    const scope = contextStorage.getStore();
+    if (scope !== undefined && answer.waitMs >= scope.remaining()) throw this.refused(permits, this.deadlineError());
+    return this.sleep(answer.waitMs, permits);
+  }
+
+  /**
+   * One acquire (or drain) in the store, bounded by `storeTimeout` and the
+   * request deadline. `undefined` when the store failed and the instance
+   * fails open; throws the refusal when it fails closed.
+   */
+  private storeCall(permits: number, drain: boolean): Promise<RateLimiterStoreAnswer | undefined> {
+    const store = this.store as RateLimiterStore;
+    const scope = contextStorage.getStore();
+    const remainingMs = scope === undefined ? Number.POSITIVE_INFINITY : scope.aborted ? 0 : scope.remaining();
+    if (remainingMs === 0) return Promise.reject(this.refused(permits, this.deadlineError()));
+    const byDeadline = remainingMs < this.settings.storeTimeout;
+    const limitMs = byDeadline ? remainingMs : this.settings.storeTimeout;
+    this.waiting++;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const timer = this.clock.setTimeout(() => fail(new Error(STORE_TIMED_OUT(limitMs)), byDeadline), limitMs);
+      const fail = (cause: unknown, deadline: boolean): void => {
+        if (settled) return;
+        settled = true;
+        this.waiting--;
+        this.clock.clearTimeout(timer);
+        if (deadline) reject(this.refused(permits, this.deadlineError()));
+        else if (this.settings.failOpen) resolve(undefined);
+        else {
+          const reason = cause instanceof Error ? cause.message : String(cause);
+          reject(this.refused(permits, new RateLimitedError(this.name, undefined, { cause, message: STORE_UNAVAILABLE(this.name, reason) })));
+        }
+      };
+      store
+        .acquire({
+          name: this.name,
+          permits,
+          limitForPeriod: this.limit,
+          limitRefreshPeriodMs: this.periodNs / NANOS_PER_MS,
+          timeoutMs: Math.min(this.settings.timeoutDuration, Math.max(0, remainingMs - 1e-6)),
+          drain,
+        })
+        .then(
+          (answer) => {
+            if (settled) return;
+            settled = true;
+            this.waiting--;
+            this.clock.clearTimeout(timer);
+            this.sharedPermits = answer.availablePermissions;
+            this.sharedPeriodEndsAt = this.clock.now() + answer.nextPeriodInMs;
+            resolve(answer);
+          },
+          (error: unknown) => fail(error, false),
+        );
+    });
+  }
+
+  private sleep(waitMs: number, permits: number): Promise<void> {
+    this.waiting++;
+    return new Promise<void>((resolve) => {
+      this.clock.setTimeout(() => {
+        this.waiting--;
+        this.acquired(permits);
+        resolve();
+      }, waitMs);
+    });
+  }
+
+  private checkPermits(permits: number): void {
+    if (!Number.isInteger(permits) || permits < 1) throw new RangeError(BAD_PERMITS(this.name, permits));
+  }
+
+  private acquired(permits: number): void {
+    if (this.acquiredEvents.active) this.acquiredEvents.emit(permits === 1 ? this.singlePermit : { name: this.name, numberOfPermits: permits });
+  }
+
+  private refused<E extends RateLimitedError | DeadlineExceededError>(permits: number, error: E): E {
+    if (this.refusedEvents.active) this.refusedEvents.emit({ name: this.name, numberOfPermits: permits, error });
+    return error;
+  }
+
+  private limitedError(nowNs: number): RateLimitedError {
+    const cycle = Math.floor(nowNs / this.periodNs);
+    return new RateLimitedError(this.name, ((cycle + 1) * this.periodNs - nowNs) / NANOS_PER_MS);
+  }
+
+  private deadlineError(): DeadlineExceededError {
+    return new DeadlineExceededError(this.name, 'no rate limiter permit comes before the deadline');
+  }
+}
