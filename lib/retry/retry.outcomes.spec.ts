@@ -21,7 +21,7 @@ function policy(settings: Partial<RetryConfig> = {}) {
 }
 
 /** Runs `outcomes` (one per attempt: a value, or an Error to throw) through `retry`, letting every wait pass. */
-async function run(clock: VirtualClock, retry: RetryPolicy, outcomes: unknown[]) {
+async function run(clock: VirtualClock, retry: RetryPolicy, outcomes: unknown[]): Promise<{ value?: unknown; error?: unknown; calls: number; waits: number[] }> {
   let calls = 0;
   const waits: number[] = [];
   const off = retry.onRetry((e) => waits.push(e.waitMs));

@@ -145,6 +145,7 @@ export class RetryPolicy implements Policy {
    * (counting the success), or retries it when `retryOnResult` asks to.
    */
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
+    // Stryker disable next-line ConditionalExpression: without retryOnResult, waitForResult answers NO_RETRY too; this is the fast path
     if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
     const wait = this.waitForResult(result, attempt, this.config.waitDuration);
     return wait === NO_RETRY ? this.succeeded(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait);
@@ -161,6 +162,7 @@ export class RetryPolicy implements Policy {
         if (wait === NO_RETRY) throw this.failed(error, attempt);
         continue;
       }
+      // Stryker disable next-line ConditionalExpression: without retryOnResult, waitForResult answers NO_RETRY too; this is the fast path
       if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
       wait = this.waitForResult(result, attempt, wait);
       if (wait === NO_RETRY) return this.succeeded(result, attempt);
@@ -182,6 +184,7 @@ export class RetryPolicy implements Policy {
     this.budget?.onSuccess();
     if (attempts === 1) this.counters.successfulCallsWithoutRetry++;
     else this.counters.successfulCallsWithRetry++;
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.successStream.active) this.successStream.emit({ name: this.name, attempts });
     return result;
   }
@@ -189,6 +192,7 @@ export class RetryPolicy implements Policy {
   private failed(error: unknown, attempts: number): unknown {
     if (attempts === 1) this.counters.failedCallsWithoutRetry++;
     else this.counters.failedCallsWithRetry++;
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.errorStream.active) this.errorStream.emit({ name: this.name, attempts, error });
     return error;
   }
@@ -201,6 +205,7 @@ export class RetryPolicy implements Policy {
     const retryAfter = retryAfterOf(error);
     if (retryAfter !== undefined) {
       if (retryAfter > this.config.retryAfterMaxWait) return this.stop('retry-after-too-long', attempt, error);
+      // Stryker disable next-line EqualityOperator: when equal, either branch waits the same
       if (retryAfter > wait) wait = retryAfter;
     }
     return this.admitRetry(error, attempt, wait);
@@ -214,11 +219,13 @@ export class RetryPolicy implements Policy {
       this.counters.budgetDenied++;
       return this.stop('budget', attempt, error);
     }
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.retryStream.active) this.retryStream.emit({ name: this.name, attempt, waitMs: wait, error });
     return wait;
   }
 
   private stop(reason: RetryStopReason, attempt: number, error: unknown): number {
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.stoppedStream.active) this.stoppedStream.emit({ name: this.name, attempt, reason, error });
     return NO_RETRY;
   }
