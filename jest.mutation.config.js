@@ -12,6 +12,9 @@ module.exports = {
   testMatch: [
     '<rootDir>/lib/**/*.spec.ts',
     '<rootDir>/test/scenarios/**/*.spec.ts',
+    // The policies' option schemas (retry.config.ts and its siblings) are checked here.
+    '<rootDir>/test/config/options.spec.ts',
+    '<rootDir>/test/config/spring-config.spec.ts',
     '<rootDir>/test/idempotency/idempotent.spec.ts',
     '<rootDir>/test/idempotency/keyed-call.spec.ts',
     '<rootDir>/test/idempotency/store.contract.spec.ts',
