@@ -1,5 +1,6 @@
 import { INestApplicationContext, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Observable, of } from 'rxjs';
 import { Bulkhead, CircuitBreaker, Fallback, RateLimiter, ResilienceModule, ResilienceModuleOptions, Retry, Timeout } from '../lib';
 
 /**
@@ -85,6 +86,17 @@ export class BenchService {
   @Fallback(Error, 'fallback')
   async fallbackOnly(x: number): Promise<number> {
     return x + 1;
+  }
+
+  /** The Observable baseline: a cold source that emits once and completes, as an HTTP call's does. */
+  bareObservable(x: number): Observable<number> {
+    return of(x + 1);
+  }
+
+  @Retry('bench')
+  @Timeout('bench')
+  retryTimeoutObservable(x: number): Observable<number> {
+    return of(x + 1);
   }
 
   fallback(_x: number, _error: unknown): number {

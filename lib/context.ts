@@ -25,7 +25,8 @@ export class ResilienceContext {
    */
   constructor(
     readonly clock: Clock,
-    readonly deadline: number,
+    /** Absolute time (on `clock`) the work must finish by; an Observable attempt moves it with each value. */
+    public deadline: number,
     readonly header: string = DEFAULT_DEADLINE_HEADER,
     readonly parent?: ResilienceContext,
     private readonly abortsAtDeadline = parent === undefined,

@@ -168,6 +168,30 @@ export class IdempotencyKeyReuseError extends ResilienceError {
   }
 }
 
+/**
+ * The idempotency store failed, or did not answer within `storeTimeout`
+ * (or the request deadline). Nothing ran for this request: the client may
+ * retry with the same key.
+ */
+export class IdempotencyStoreUnavailableError extends ResilienceError {
+  readonly code = 'IDEMPOTENCY_STORE_UNAVAILABLE';
+
+  /**
+   * @param instanceName the route or handler
+   * @param detail what the store did (failed, or did not answer in time)
+   * @param retryAfterMs when to try again
+   * @param cause the store's error, if it gave one
+   */
+  constructor(
+    instanceName: string,
+    detail: string,
+    readonly retryAfterMs?: number,
+    cause?: unknown,
+  ) {
+    super(instanceName, `The idempotency store is unavailable at '${instanceName}': ${detail}`, cause === undefined ? undefined : { cause });
+  }
+}
+
 // Stack traces and `util.inspect` read the class from the prototype's `name`.
 for (const errorClass of [
   CallNotPermittedError,
@@ -180,6 +204,7 @@ for (const errorClass of [
   IdempotencyKeyMissingError,
   IdempotencyKeyInProgressError,
   IdempotencyKeyReuseError,
+  IdempotencyStoreUnavailableError,
 ]) {
   Object.defineProperty(errorClass.prototype, 'name', { value: errorClass.name, writable: true, configurable: true });
 }

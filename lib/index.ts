@@ -68,6 +68,7 @@ export { ResilienceExceptionFilter } from './filter/resilience-exception.filter'
 export { RESILIENCE_PROBLEMS, resilienceProblem, resilienceRpcError, retryAfterSeconds } from './filter/resilience-problems';
 export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem, ResilienceRpcError } from './filter/resilience-problems';
 export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
+export { IllegalStateTransitionError } from './circuit-breaker/illegal-state-transition.error';
 export type {
   CircuitBreakerCallNotPermittedEvent,
   CircuitBreakerErrorEvent,

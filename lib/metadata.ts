@@ -1,4 +1,12 @@
-import { DECORATOR_BAD_NAME, DECORATOR_ON_NON_METHOD, DECORATOR_TWICE, CALLED_BEFORE_BOOTSTRAP } from './resilience.messages';
+import {
+  CALLED_BEFORE_BOOTSTRAP,
+  DECORATOR_BAD_NAME,
+  DECORATOR_ON_NON_METHOD,
+  DECORATOR_ON_PLAIN_VALUE,
+  DECORATOR_ON_STATIC,
+  DECORATOR_TWICE,
+} from './resilience.messages';
+import { Pipeline, plainReturnType, ReturnKind, returnKindOf } from './method-pipeline';
 import { RESILIENCE_LAYERS } from './resilience.constants';
 import { PolicyKind } from './config/module-options';
 import { Logger } from '@nestjs/common';
@@ -23,13 +31,14 @@ export interface TrampolineInfo {
   readonly slot: symbol;
   /** `Class.method`, for messages. */
   readonly target: string;
+  /** What the method returns, as far as its declaration tells. */
+  readonly kind: ReturnKind;
 }
 
 const TRAMPOLINE = Symbol('resilience4nest:trampoline');
 const logger = new Logger('ResilienceModule');
 
-/** The composed pipeline stored on an instance: takes the call's argument array. */
-export type Pipeline = (args: unknown[]) => Promise<unknown>;
+export type { Pipeline } from './method-pipeline';
 
 function describeTarget(target: object, key: string | symbol): string {
   const owner = typeof target === 'function' ? target.name : target.constructor?.name;
@@ -52,10 +61,14 @@ export function addLayer(
   if (key === undefined || descriptor === undefined || typeof descriptor.value !== 'function') {
     throw new TypeError(DECORATOR_ON_NON_METHOD(layer.decorator, place));
   }
+  if (typeof target === 'function') throw new TypeError(DECORATOR_ON_STATIC(layer.decorator, place));
   if (layer.name !== undefined && (typeof layer.name !== 'string' || layer.name.trim() === '')) {
     throw new TypeError(DECORATOR_BAD_NAME(layer.decorator, place, layer.name));
   }
-  const trampoline = ensureTrampoline(descriptor, place);
+  const declared: unknown = Reflect.getMetadata('design:returntype', target, key);
+  const plain = plainReturnType(declared);
+  if (plain !== undefined) throw new TypeError(DECORATOR_ON_PLAIN_VALUE(layer.decorator, place, plain));
+  const trampoline = ensureTrampoline(descriptor, place, declared);
   const layers: LayerSpec[] = Reflect.getOwnMetadata(RESILIENCE_LAYERS, trampoline) ?? [];
   if (layer.kind !== 'fallback' && layers.some((l) => l.kind === layer.kind)) {
     throw new TypeError(DECORATOR_TWICE(layer.decorator, place));
@@ -63,7 +76,7 @@ export function addLayer(
   Reflect.defineMetadata(RESILIENCE_LAYERS, [...layers, layer], trampoline);
 }
 
-function ensureTrampoline(descriptor: PropertyDescriptor, target: string): (...args: unknown[]) => unknown {
+function ensureTrampoline(descriptor: PropertyDescriptor, target: string, declared: unknown): (...args: unknown[]) => unknown {
   const current = descriptor.value as ((...args: unknown[]) => unknown) & { [TRAMPOLINE]?: TrampolineInfo };
   if (current[TRAMPOLINE] !== undefined) return current;
   const original = current;
@@ -83,7 +96,8 @@ function ensureTrampoline(descriptor: PropertyDescriptor, target: string): (...a
   for (const metaKey of Reflect.getOwnMetadataKeys(original)) {
     Reflect.defineMetadata(metaKey, Reflect.getOwnMetadata(metaKey, original), trampoline);
   }
-  Object.defineProperty(trampoline, TRAMPOLINE, { value: { original, slot, target } satisfies TrampolineInfo });
+  const kind = returnKindOf(declared, original);
+  Object.defineProperty(trampoline, TRAMPOLINE, { value: { original, slot, target, kind } satisfies TrampolineInfo });
   descriptor.value = trampoline;
   return trampoline;
 }

@@ -10,7 +10,8 @@ import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
 import { FALLBACK_HANDLER_MISSING } from './fallback/fallback.messages';
 import { CheckedIdempotentOptions } from './idempotency/idempotency.options';
 import { IdempotencyRegistry } from './idempotency/idempotency.registry';
-import { Policy } from './policy';
+import { observeUnder, Policy } from './policy';
+import { methodPipeline, ObservablePipeline } from './method-pipeline';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { REQUEST_SCOPED } from './resilience.messages';
 import { EventStream, Unsubscribe } from './events';
@@ -73,29 +74,41 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const fallbacks = layers.filter((l) => l.kind === 'fallback');
     const single = layers.filter((l) => l.kind !== 'fallback');
     if (fallbacks.length > 0) single.push(fallbacks[0]);
+    // Innermost first.
     const sorted = single.sort((a, b) => order.indexOf(b.kind) - order.indexOf(a.kind));
-    const original = info.original;
-    let next: Next = (args) => original.apply(instance, args);
-    if (order === DEFAULT_ORDER) {
-      const standard = sorted.filter((layer) => STANDARD_KINDS.has(layer.kind));
-      const policies: Record<string, unknown> = {};
-      for (const layer of standard) {
-        policies[layer.kind] = layer.kind === 'fallback' ? this.fallbackFor(instance, info, fallbacks) : this.policyFor(layer, info);
-      }
-      next = new StandardPipeline(policies as StandardLayers, next, this.registry.clock).run;
-      sorted.splice(0, standard.length);
-    }
-    for (const layer of sorted) {
-      const policy =
+    const policies = sorted.map((layer): { kind: PolicyKind; policy: Policy } => ({
+      kind: layer.kind,
+      policy:
         layer.kind === 'fallback'
           ? this.fallbackFor(instance, info, fallbacks)
           : layer.kind === 'idempotent'
             ? this.idempotency.policyFor(info, layer.options as CheckedIdempotentOptions, method)
-            : this.policyFor(layer, info);
-      const inner = next;
-      next = (args) => policy.call(inner, args);
-    }
-    return next as Pipeline;
+            : this.policyFor(layer, info),
+    }));
+    const original = info.original;
+    const call: Pipeline = (args) => original.apply(instance, args);
+    const promise = (invoke: Pipeline): Pipeline => {
+      let next: Next = invoke;
+      let outer = policies;
+      if (order === DEFAULT_ORDER) {
+        const standard = policies.filter((layer) => STANDARD_KINDS.has(layer.kind));
+        const byKind: Record<string, unknown> = {};
+        for (const layer of standard) byKind[layer.kind] = layer.policy;
+        next = new StandardPipeline(byKind as StandardLayers, next, this.registry.clock).run;
+        outer = policies.slice(standard.length);
+      }
+      for (const { policy } of outer) {
+        const inner = next;
+        next = (args) => policy.call(inner, args);
+      }
+      return next;
+    };
+    const observe: ObservablePipeline = (source, args) => {
+      let observed = source;
+      for (const { policy } of policies) observed = observeUnder(policy, observed, args);
+      return observed;
+    };
+    return methodPipeline(info.kind, call, promise, observe);
   }
 
   private fallbackFor(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): FallbackPolicy {

@@ -16,7 +16,8 @@ class NotFound extends Error {
 }
 
 const OPTIONS = {
-  retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none' as const } } },
+  // A slow answer is retried as a value, so exhausted value retries are compared too.
+  retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none' as const, retryOnResult: (value: unknown) => value === 'slow' } } },
   circuitBreaker: { instances: { cb: { slidingWindowSize: 4, minimumNumberOfCalls: 4, failureRateThreshold: 50, waitDurationInOpenState: 1000, permittedNumberOfCallsInHalfOpenState: 2, slowCallDurationThreshold: 250, slowCallRateThreshold: 75 } } },
   timeLimiter: { instances: { tl: { timeoutDuration: 500 } } },
   bulkhead: { instances: { bh: { maxConcurrentCalls: 2, maxWaitDuration: 200, queueCapacity: 1 } } },

@@ -2,7 +2,6 @@ import { BulkheadPolicy, NO_PERMIT } from './bulkhead/bulkhead-policy';
 import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 import { Clock } from './clock';
 import { FallbackPolicy } from './fallback/fallback';
-import { Pipeline } from './metadata';
 import { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
 import { RetryPolicy } from './retry/retry';
 import { AttemptObserver, TimeLimiter } from './time-limiter/time-limiter';
@@ -56,7 +55,7 @@ export class StandardPipeline {
   }
 
   /** Runs one call of the method through every layer. */
-  readonly run: Pipeline = (args) => this.attempt(args, true);
+  readonly run = (args: unknown[]): Promise<unknown> => this.attempt(args, true);
 
   /** One attempt without retry or fallback; what the retry loop calls again. */
   private readonly retryAttempt = (args: unknown[]): Promise<unknown> => this.attempt(args, false);

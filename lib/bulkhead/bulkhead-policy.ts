@@ -3,7 +3,9 @@ import { currentContext } from '../context';
 import { BulkheadFullError, DeadlineExceededError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { Policy, invokeThunk } from '../policy';
+import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
+import { BoundedObservable } from './bulkhead.operator';
 
 /** A point-in-time view of a bulkhead's permits and queue. */
 export interface BulkheadMetrics {
@@ -56,6 +58,7 @@ export const NO_PERMIT = -1;
  * `maxConcurrentCalls` calls run at once, at most `queueCapacity` wait for a
  * permit, each for at most `maxWaitDuration` (and never past the request
  * deadline). Everyone else gets {@link BulkheadFullError} at once.
+ * `maxConcurrentCalls: 0` refuses every call at once, without waiting.
  */
 export class BulkheadPolicy implements Policy {
   private readonly permittedEvents = new EventStream<BulkheadCallPermittedEvent>();
@@ -92,7 +95,9 @@ export class BulkheadPolicy implements Policy {
   ) {
     this.settings = Object.freeze({ ...config });
     this.available = config.maxConcurrentCalls;
-    this.queueCapacity = config.maxWaitDuration > 0 ? (config.queueCapacity ?? config.maxConcurrentCalls) : 0;
+    // With no permit at all, waiting could only end in a refusal: refuse at once.
+    const waits = config.maxWaitDuration > 0 && config.maxConcurrentCalls > 0;
+    this.queueCapacity = waits ? (config.queueCapacity ?? config.maxConcurrentCalls) : 0;
     // Every current waiter is served or gone within maxWaitDuration, so that is when room is likely again.
     this.retryAfterMs = config.maxWaitDuration > 0 ? config.maxWaitDuration : undefined;
     this.permittedEvent = Object.freeze({ name });
@@ -136,6 +141,15 @@ export class BulkheadPolicy implements Policy {
   }
 
   /**
+   * Runs each subscription of `source` holding a permit, from subscribe
+   * (after waiting in the queue when all are taken) to its completion, error
+   * or unsubscribe. A refusal is an error notification on subscribe.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    return new BoundedObservable(this, source);
+  }
+
+  /**
    * Takes a free permit without waiting. Returns the entry time to pass to
    * {@link BulkheadPolicy.exit} (NaN when no one measures it), or
    * {@link NO_PERMIT} when every permit is taken (nothing was taken then).
@@ -154,13 +168,23 @@ export class BulkheadPolicy implements Policy {
     }
   }
 
-  private entered(): number {
+  /** @internal Marks a permit handed over from the queue as in use; returns what {@link BulkheadPolicy.exit} takes. */
+  entered(): number {
     if (this.permittedEvents.active) this.permittedEvents.emit(this.permittedEvent);
     return this.finishedEvents.active ? this.clock.now() : Number.NaN;
   }
 
-  // Refusals throw synchronously: the only caller is async, so they still surface as rejections.
   private enqueue(): Promise<void> {
+    return new Promise<void>((grant, fail) => this.queueForPermit(grant, fail));
+  }
+
+  /**
+   * @internal Queues for a permit: `grant` is called when one is handed
+   * over, `fail` when the wait runs out (or its signal fires). Throws the
+   * refusal when the caller may not wait at all. Returns the place in the
+   * queue, for {@link BulkheadPolicy.leaveQueue}.
+   */
+  queueForPermit(grant: () => void, fail: (error: unknown) => void): object {
     if (this.depth >= this.queueCapacity) {
       throw this.rejected(new BulkheadFullError(this.name, 'queue-full', this.retryAfterMs));
     }
@@ -179,30 +203,35 @@ export class BulkheadPolicy implements Policy {
       signal = ctx.signal;
       if (signal.aborted) throw this.rejected(this.abortError(signal.reason));
     }
-    return new Promise<void>((grant, fail) => {
-      const waiter: Waiter = {
-        prev: this.tail,
-        next: undefined,
-        queued: true,
-        grant,
-        fail,
-        timer: undefined,
-        signal,
-        onAbort: undefined,
+    const waiter: Waiter = {
+      prev: this.tail,
+      next: undefined,
+      queued: true,
+      grant,
+      fail,
+      timer: undefined,
+      signal,
+      onAbort: undefined,
+    };
+    if (this.tail === undefined) this.head = waiter;
+    else this.tail.next = waiter;
+    this.tail = waiter;
+    this.depth++;
+    waiter.timer = this.clock.setTimeout(() => this.expire(waiter, deadlineFirst), limit);
+    if (signal !== undefined) {
+      const onAbort = (): void => {
+        if (waiter.queued) this.leave(waiter, this.abortError(signal.reason));
       };
-      if (this.tail === undefined) this.head = waiter;
-      else this.tail.next = waiter;
-      this.tail = waiter;
-      this.depth++;
-      waiter.timer = this.clock.setTimeout(() => this.expire(waiter, deadlineFirst), limit);
-      if (signal !== undefined) {
-        const onAbort = (): void => {
-          if (waiter.queued) this.leave(waiter, this.abortError(signal.reason));
-        };
-        waiter.onAbort = onAbort;
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-    });
+      waiter.onAbort = onAbort;
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
+    return waiter;
+  }
+
+  /** @internal Leaves the queue without a permit and without an event (the caller gave up). */
+  leaveQueue(place: object): void {
+    const waiter = place as Waiter;
+    if (waiter.queued) this.unlink(waiter);
   }
 
   private release(): void {

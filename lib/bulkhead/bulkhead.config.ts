@@ -3,7 +3,7 @@ import { PolicySchema } from '../config/schema';
 
 /** Resolved settings of a bulkhead (durations in ms). */
 export interface BulkheadConfig {
-  /** Calls allowed to run at once. Default 25. */
+  /** Calls allowed to run at once; 0 refuses every call at once. Default 25. */
   maxConcurrentCalls: number;
   /** Longest a call waits for a permit; 0 refuses at once when all are taken. Default 0. */
   maxWaitDuration: number;
@@ -18,7 +18,7 @@ export type BulkheadConfigInput = Partial<Omit<BulkheadConfig, 'maxWaitDuration'
 export const BULKHEAD_SCHEMA: PolicySchema<BulkheadConfig> = {
   policy: 'bulkhead',
   fields: {
-    maxConcurrentCalls: { kind: 'integer', min: 1 },
+    maxConcurrentCalls: { kind: 'integer', min: 0 },
     maxWaitDuration: { kind: 'duration' },
     queueCapacity: { kind: 'integer', min: 0 },
   },

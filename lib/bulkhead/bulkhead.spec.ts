@@ -56,6 +56,24 @@ describe('BulkheadPolicy', () => {
     expect(b.metrics).toEqual({ availableConcurrentCalls: 5, maxAllowedConcurrentCalls: 5, queueDepth: 0 });
   });
 
+  it('refuses every call at once with maxConcurrentCalls 0, even with a queue and a wait allowed', async () => {
+    const rejections: string[] = [];
+    const b = bulkhead(clock, { maxConcurrentCalls: 0, queueCapacity: 5, maxWaitDuration: 1000 });
+    b.onCallRejected((e) => rejections.push(e.reason));
+    let invoked = 0;
+    const calls = Array.from({ length: 3 }, () => track(clock, b.execute(async () => ++invoked)));
+    await VirtualClock.settle();
+    // Resilience4j would hold each caller for maxWaitDuration first; no permit can ever come, so refuse now.
+    expect(calls.map((c) => [c.status, c.at])).toEqual([
+      ['rejected', 0],
+      ['rejected', 0],
+      ['rejected', 0],
+    ]);
+    expect(invoked).toBe(0);
+    expect(rejections).toEqual(['queue-full', 'queue-full', 'queue-full']);
+    expect(b.metrics).toEqual({ availableConcurrentCalls: 0, maxAllowedConcurrentCalls: 0, queueDepth: 0 });
+  });
+
   it('queues up to maxConcurrentCalls callers when queueCapacity is not set', async () => {
     const b = bulkhead(clock, { maxConcurrentCalls: 2, maxWaitDuration: 1000 });
     const calls = Array.from({ length: 6 }, () => track(clock, b.execute(() => sleep(clock, 10))));

@@ -3,8 +3,12 @@ import { ErrorMatcher } from '../error-matcher';
 import { httpStatusOf } from '../error-status';
 import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
+import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { Policy, invokeThunk } from '../policy';
+import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
+import { GuardedObservable } from './circuit-breaker.operator';
+import { IllegalStateTransitionError } from './illegal-state-transition.error';
 import { CountSlidingWindow, SlidingWindow, createSlidingWindow } from './sliding-window';
 
 /**
@@ -28,7 +32,7 @@ export interface CircuitBreakerMetrics {
   readonly numberOfBufferedCalls: number;
   /** Calls in the window recorded as failures. */
   readonly numberOfFailedCalls: number;
-  /** Calls in the window at least `slowCallDurationThreshold` long. */
+  /** Calls in the window longer than `slowCallDurationThreshold`. */
   readonly numberOfSlowCalls: number;
   /** Calls in the window both slow and failed. */
   readonly numberOfSlowFailedCalls: number;
@@ -104,6 +108,12 @@ function matcherOf(entries: CircuitBreakerConfig['recordExceptions']): ErrorMatc
   return entries.length === 0 ? NO_EXCEPTIONS : new ErrorMatcher(entries);
 }
 
+/** The manual transitions Resilience4j's state machine refuses; every other pair, same state included, is legal. */
+function isIllegalTransition(from: CircuitBreakerState, to: CircuitBreakerState): boolean {
+  if (to === 'HALF_OPEN') return from === 'CLOSED' || from === 'METRICS_ONLY';
+  return to === 'OPEN' && from === 'METRICS_ONLY';
+}
+
 function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): boolean {
   return entries.some((e) =>
     typeof e === 'string' ? e.slice(e.lastIndexOf('.') + 1) === BulkheadFullError.name : e === BulkheadFullError,
@@ -116,15 +126,27 @@ function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): b
  * CLOSED: every call runs and its outcome goes into a sliding window
  * (COUNT_BASED: the last `slidingWindowSize` calls; TIME_BASED: the last
  * `slidingWindowSize` seconds). Once the window holds `minimumNumberOfCalls`
- * calls, a failure rate or slow-call rate at or above its threshold opens
- * the breaker. OPEN: calls are refused with {@link CallNotPermittedError} for
- * `waitDurationInOpenState`, then the breaker turns HALF_OPEN (on a timer
+ * calls, a failure rate or slow-call rate (slow: longer than
+ * `slowCallDurationThreshold`) at or above its threshold opens the breaker.
+ * OPEN: calls are refused with {@link CallNotPermittedError} until the wait
+ * is over (strictly after it), then the breaker turns HALF_OPEN (on a timer
  * when `automaticTransitionFromOpenToHalfOpenEnabled`, else on the next
- * call). HALF_OPEN: exactly `permittedNumberOfCallsInHalfOpenState` trial
- * calls run, later callers are refused at once; when every trial has been
- * recorded, the rates among the trials decide between OPEN and CLOSED.
- * `maxWaitDurationInHalfOpenState` (when > 0) bounds that wait and opens
- * the breaker again.
+ * call). The wait is `waitDurationInOpenState`, grown by
+ * `exponentialBackoffMultiplier` each time the breaker opens again without
+ * having closed (`enableExponentialBackoff`, capped at
+ * `exponentialMaxWaitDurationInOpenState`), or randomized by
+ * `randomizedWaitFactor` (`enableRandomizedWait`), as Resilience4j's
+ * `waitIntervalFunctionInOpenState`. HALF_OPEN: at most
+ * `permittedNumberOfCallsInHalfOpenState` trial calls run, later callers are
+ * refused at once; once `min(minimumNumberOfCalls, permittedNumberOfCallsInHalfOpenState)`
+ * trials are recorded, their rates decide between OPEN and CLOSED.
+ * `maxWaitDurationInHalfOpenState` (when > 0) bounds that wait, then moves
+ * to `transitionToStateAfterWaitDuration` (OPEN by default).
+ *
+ * Manual transitions follow Resilience4j: CLOSED → HALF_OPEN and
+ * METRICS_ONLY → OPEN or HALF_OPEN throw {@link IllegalStateTransitionError};
+ * a transition to the current state starts it afresh (a new window, a new
+ * wait) without publishing a transition event.
  *
  * By default every error is a failure except one carrying an HTTP 4xx status
  * other than 408 and 429 (the dependency answered: a success) and a
@@ -147,6 +169,10 @@ export class CircuitBreakerPolicy implements Policy {
   private notPermittedCalls = 0;
   private halfOpenPermits = 0;
   private openUntil = 0;
+  private openWait: number;
+  /** Consecutive OPEN (and FORCED_OPEN) entries since the breaker last closed: the attempt of the open-state interval. */
+  private openAttempts = 0;
+  private readonly halfOpenMinimumCalls: number;
   private timer: TimerHandle | undefined;
   private thresholdsReported = false;
   private readonly ignoreExceptions: ErrorMatcher;
@@ -167,11 +193,13 @@ export class CircuitBreakerPolicy implements Policy {
    * @param name the instance name, carried by its errors and events
    * @param config resolved settings (durations in ms), as validated by the module's schema
    * @param clock the source of time for durations, the open wait and timers
+   * @param random uniform [0, 1) source for the randomized open wait
    */
   constructor(
     readonly name: string,
     private readonly settings: CircuitBreakerConfig,
-    private readonly clock: Clock,
+    readonly clock: Clock,
+    private readonly random: () => number = Math.random,
   ) {
     this.closedWindow = createSlidingWindow(settings.slidingWindowType, settings.slidingWindowSize);
     // As Resilience4j: a count-based window can never hold more calls than its size.
@@ -179,11 +207,14 @@ export class CircuitBreakerPolicy implements Policy {
       settings.slidingWindowType === 'COUNT_BASED'
         ? Math.min(settings.minimumNumberOfCalls, settings.slidingWindowSize)
         : settings.minimumNumberOfCalls;
+    this.openWait = settings.waitDurationInOpenState;
+    this.halfOpenMinimumCalls = Math.min(settings.minimumNumberOfCalls, settings.permittedNumberOfCallsInHalfOpenState);
     this.window = this.closedWindow;
     this.minimumCalls = this.closedMinimumCalls;
     this.ignoreExceptions = matcherOf(settings.ignoreExceptions);
     this.recordExceptions = matcherOf(settings.recordExceptions);
     this.recordsBulkheadFull = namesBulkheadFull(settings.recordExceptions);
+    if (settings.initialState !== 'CLOSED') this.startIn(settings.initialState);
   }
 
   /** The settings this breaker runs with. */
@@ -194,6 +225,14 @@ export class CircuitBreakerPolicy implements Policy {
   /** The current state. Reading it never moves the breaker (an expired OPEN turns HALF_OPEN on the next call or timer). */
   get state(): CircuitBreakerState {
     return this.currentState;
+  }
+
+  /**
+   * The wait of the current OPEN state in ms (of the last one, outside OPEN):
+   * `waitDurationInOpenState`, grown or randomized when so configured.
+   */
+  get openWaitMs(): number {
+    return this.openWait;
   }
 
   /** Rates and counts of the current sliding window. */
@@ -293,6 +332,19 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   /**
+   * Runs each subscription of `source` as one call: refused on subscribe
+   * (an error notification) when the breaker does not permit it; recorded
+   * when the subscription ends, with its duration from subscribe to the
+   * first value (or to the end, when none came). An error is classified as
+   * for a call; completion, or an unsubscribe after a value, is a success;
+   * an unsubscribe before any value records nothing and gives the
+   * permission back.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    return new GuardedObservable(this, source);
+  }
+
+  /**
    * The epoch a call permitted now belongs to; pass it to
    * {@link CircuitBreakerPolicy.recordCall} so a result arriving after a
    * state change is not counted in the new state.
@@ -304,10 +356,11 @@ export class CircuitBreakerPolicy implements Policy {
   /**
    * Records a call permitted by {@link CircuitBreakerPolicy.tryAcquirePermission}:
    * the epoch and clock time it started at, and how it ended (`outcome` is
-   * the error when `failed`, else the result).
+   * the error when `failed`, else the result). Its duration runs to `end`
+   * when given (an Observable's first value), else to now.
    */
-  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown): void {
-    this.complete(epoch, start, failed ? this.classifyError(outcome) : this.classifyResult(outcome), outcome);
+  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown, end?: number): void {
+    this.complete(epoch, start, failed ? this.classifyError(outcome) : this.classifyResult(outcome), outcome, end);
   }
 
   /** The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
@@ -317,7 +370,7 @@ export class CircuitBreakerPolicy implements Policy {
 
   /**
    * Asks for permission to make one call. True in CLOSED, DISABLED and
-   * METRICS_ONLY; in OPEN once the wait is over (turning HALF_OPEN); in
+   * METRICS_ONLY; in OPEN once the wait is over, strictly (turning HALF_OPEN); in
    * HALF_OPEN while trial permits are left. A refusal is counted and
    * published. A permitted call must end with {@link CircuitBreakerPolicy.onResult}
    * or {@link CircuitBreakerPolicy.releasePermission}.
@@ -329,7 +382,7 @@ export class CircuitBreakerPolicy implements Policy {
       case 'DISABLED':
         return true;
       case 'OPEN':
-        if (this.clock.now() >= this.openUntil) {
+        if (this.clock.now() > this.openUntil) {
           this.transition('HALF_OPEN');
           return this.tryAcquirePermission();
         }
@@ -372,32 +425,38 @@ export class CircuitBreakerPolicy implements Policy {
 
   /** Refuses every call until another transition. */
   transitionToForcedOpenState(): void {
-    this.transitionUnlessIn('FORCED_OPEN');
+    this.transitionByHand('FORCED_OPEN');
   }
 
   /** Permits every call and records nothing until another transition. */
   transitionToDisabledState(): void {
-    this.transitionUnlessIn('DISABLED');
+    this.transitionByHand('DISABLED');
   }
 
-  /** Permits every call and records it, publishing threshold events but never opening. */
+  /** Permits every call and records it in a fresh window, publishing threshold events but never opening. */
   transitionToMetricsOnlyState(): void {
-    this.transitionUnlessIn('METRICS_ONLY');
+    this.transitionByHand('METRICS_ONLY');
   }
 
-  /** Closes the breaker with an empty window. */
+  /** Closes the breaker with an empty window (also when it is CLOSED already). */
   transitionToClosedState(): void {
-    this.transitionUnlessIn('CLOSED');
+    this.transitionByHand('CLOSED');
   }
 
-  /** Opens the breaker for `waitDurationInOpenState`. */
+  /**
+   * Opens the breaker for its next open-state wait (restarting the wait when
+   * it is OPEN already); throws {@link IllegalStateTransitionError} in METRICS_ONLY.
+   */
   transitionToOpenState(): void {
-    this.transitionUnlessIn('OPEN');
+    this.transitionByHand('OPEN');
   }
 
-  /** Starts a round of `permittedNumberOfCallsInHalfOpenState` trial calls. */
+  /**
+   * Starts a round of `permittedNumberOfCallsInHalfOpenState` trial calls;
+   * throws {@link IllegalStateTransitionError} in CLOSED and METRICS_ONLY.
+   */
   transitionToHalfOpenState(): void {
-    this.transitionUnlessIn('HALF_OPEN');
+    this.transitionByHand('HALF_OPEN');
   }
 
   /** Returns to a fresh CLOSED state: empty window, no timers, counters at zero. */
@@ -427,9 +486,9 @@ export class CircuitBreakerPolicy implements Policy {
     return recordResult !== undefined && recordResult(result) ? FAILURE : SUCCESS;
   }
 
-  private complete(epoch: number, start: number, outcome: Outcome, value: unknown): void {
+  private complete(epoch: number, start: number, outcome: Outcome, value: unknown, end: number | undefined): void {
     const now = this.clock.now();
-    this.record(epoch, now, now - start, outcome, value);
+    this.record(epoch, now, (end ?? now) - start, outcome, value);
   }
 
   private record(epoch: number, now: number, durationMs: number, outcome: Outcome, value: unknown): void {
@@ -448,7 +507,7 @@ export class CircuitBreakerPolicy implements Policy {
     }
     const window = this.window;
     if (window === undefined) return;
-    window.record(now, durationMs, outcome === FAILURE, durationMs >= this.settings.slowCallDurationThreshold);
+    window.record(now, durationMs, outcome === FAILURE, durationMs > this.settings.slowCallDurationThreshold);
     if (window.totalCalls < this.minimumCalls) return;
     switch (this.currentState) {
       case 'CLOSED':
@@ -495,14 +554,40 @@ export class CircuitBreakerPolicy implements Policy {
     }
   }
 
-  private transitionUnlessIn(to: CircuitBreakerState): void {
-    if (this.currentState !== to) this.transition(to);
+  private transitionByHand(to: CircuitBreakerState): void {
+    const from = this.currentState;
+    if (isIllegalTransition(from, to)) throw new IllegalStateTransitionError(this.name, from, to);
+    this.transition(to);
   }
 
+  /** Enters `to` afresh; a transition to the current state is internal and not published, as in Resilience4j. */
   private transition(to: CircuitBreakerState): void {
     const from = this.currentState;
     this.enter(to);
-    if (this.transitionEvents?.active) this.transitionEvents.emit({ name: this.name, from, to });
+    if (from !== to && this.transitionEvents?.active) this.transitionEvents.emit({ name: this.name, from, to });
+  }
+
+  /** The wait of the `attempt`-th consecutive OPEN: Resilience4j's `waitIntervalFunctionInOpenState`. */
+  private nextOpenWait(attempt: number): number {
+    const settings = this.settings;
+    if (settings.enableExponentialBackoff) {
+      return exponentialInterval(
+        settings.waitDurationInOpenState,
+        settings.exponentialBackoffMultiplier,
+        attempt,
+        settings.exponentialMaxWaitDurationInOpenState,
+      );
+    }
+    if (settings.enableRandomizedWait) {
+      return randomizedInterval(Math.floor(settings.waitDurationInOpenState), settings.randomizedWaitFactor, this.random);
+    }
+    return settings.waitDurationInOpenState;
+  }
+
+  /** Starts a new breaker in `initialState`, as the first of its kind (Resilience4j's attempt 1), without an event. */
+  private startIn(state: CircuitBreakerState): void {
+    if (state === 'HALF_OPEN') this.openAttempts = 1;
+    this.enter(state);
   }
 
   /** Sets up `to` from scratch: its window, permits, deadline and timer. */
@@ -517,31 +602,38 @@ export class CircuitBreakerPolicy implements Policy {
     switch (to) {
       case 'CLOSED':
       case 'METRICS_ONLY':
+        this.openAttempts = 0;
         this.closedWindow.clear();
         this.useWindow(this.closedWindow, this.closedMinimumCalls);
         this.thresholdsReported = false;
         break;
-      case 'OPEN':
+      case 'OPEN': {
         // The window it opened with stays readable, as in Resilience4j.
-        this.openUntil = this.clock.now() + settings.waitDurationInOpenState;
+        const wait = (this.openWait = this.nextOpenWait(++this.openAttempts));
+        this.openUntil = this.clock.now() + wait;
         if (settings.automaticTransitionFromOpenToHalfOpenEnabled) {
-          this.schedule(() => this.transition('HALF_OPEN'), settings.waitDurationInOpenState);
+          this.schedule(() => this.transition('HALF_OPEN'), wait);
         }
         break;
+      }
       case 'HALF_OPEN': {
         const permitted = settings.permittedNumberOfCallsInHalfOpenState;
         const window = (this.halfOpenWindow ??= new CountSlidingWindow(permitted));
         window.clear();
-        // Decide only once every trial is in, whatever minimumNumberOfCalls says.
-        this.useWindow(window, permitted);
+        this.useWindow(window, this.halfOpenMinimumCalls);
         this.halfOpenPermits = permitted;
         if (settings.maxWaitDurationInHalfOpenState > 0) {
-          this.schedule(() => this.transition('OPEN'), settings.maxWaitDurationInHalfOpenState);
+          const next = settings.transitionToStateAfterWaitDuration;
+          this.schedule(() => this.transition(next), settings.maxWaitDurationInHalfOpenState);
         }
         break;
       }
-      case 'DISABLED':
       case 'FORCED_OPEN':
+        this.openAttempts++;
+        this.useWindow(undefined, 0);
+        break;
+      case 'DISABLED':
+        this.openAttempts = 0;
         this.useWindow(undefined, 0);
         break;
     }

@@ -1,3 +1,4 @@
+import type { CircuitBreakerState } from './circuit-breaker-policy';
 import { INVALID_VALUE } from '../config/config.messages';
 import { Duration } from '../config/duration';
 import { PolicySchema } from '../config/schema';
@@ -12,20 +13,34 @@ export interface CircuitBreakerConfig {
   failureRateThreshold: number;
   /** Slow-call rate, in percent, at or above which the breaker opens. Default 100. */
   slowCallRateThreshold: number;
-  /** A call at least this long is slow. Default 60 s. */
+  /** A call longer than this is slow. Default 60 s. */
   slowCallDurationThreshold: number;
   /** Trial calls admitted in HALF_OPEN. Default 10. */
   permittedNumberOfCallsInHalfOpenState: number;
-  /** Longest stay in HALF_OPEN before opening again; 0 waits for all trials. Default 0. */
+  /** Longest stay in HALF_OPEN before `transitionToStateAfterWaitDuration`; 0 waits for the trials. Default 0. */
   maxWaitDurationInHalfOpenState: number;
+  /** Where HALF_OPEN goes when `maxWaitDurationInHalfOpenState` runs out: OPEN or CLOSED. Default OPEN. */
+  transitionToStateAfterWaitDuration: 'OPEN' | 'CLOSED';
   /** COUNT_BASED (last N calls) or TIME_BASED (last N seconds). Default COUNT_BASED. */
   slidingWindowType: SlidingWindowType;
   /** Calls (COUNT_BASED) or seconds (TIME_BASED) in the window. Default 100. */
   slidingWindowSize: number;
   /** Calls needed before any rate is computed. Default 100. */
   minimumNumberOfCalls: number;
-  /** Time spent OPEN before trial calls. Default 60 s. */
+  /** Time spent OPEN before trial calls (the first wait, with exponential backoff). Default 60 s. */
   waitDurationInOpenState: number;
+  /** Multiply the OPEN wait by `exponentialBackoffMultiplier` each time the breaker opens again without closing. Default false. */
+  enableExponentialBackoff: boolean;
+  /** Growth factor of the OPEN wait. Default 1.5. */
+  exponentialBackoffMultiplier: number;
+  /** Cap of the exponential OPEN wait. Default: none. */
+  exponentialMaxWaitDurationInOpenState: number;
+  /** Spread each OPEN wait uniformly over wait × [1 − factor, 1 + factor] (whole ms). Default false. */
+  enableRandomizedWait: boolean;
+  /** Spread of the randomized OPEN wait, in [0, 1]. Default 0.5. */
+  randomizedWaitFactor: number;
+  /** The state a new breaker starts in (not `reset()`, which always closes it). Default CLOSED. */
+  initialState: CircuitBreakerState;
   /** Move OPEN → HALF_OPEN on a timer rather than on the next call. Default false. */
   automaticTransitionFromOpenToHalfOpenEnabled: boolean;
   /** Errors counted as failures; when set, other errors count as successes. */
@@ -44,12 +59,21 @@ export interface CircuitBreakerConfig {
 export type CircuitBreakerConfigInput = Partial<
   Omit<
     CircuitBreakerConfig,
-    'slowCallDurationThreshold' | 'maxWaitDurationInHalfOpenState' | 'waitDurationInOpenState' | 'slidingWindowType'
+    | 'slowCallDurationThreshold'
+    | 'maxWaitDurationInHalfOpenState'
+    | 'waitDurationInOpenState'
+    | 'exponentialMaxWaitDurationInOpenState'
+    | 'slidingWindowType'
+    | 'transitionToStateAfterWaitDuration'
+    | 'initialState'
   > & {
     slowCallDurationThreshold: Duration;
     maxWaitDurationInHalfOpenState: Duration;
     waitDurationInOpenState: Duration;
+    exponentialMaxWaitDurationInOpenState: Duration;
     slidingWindowType: SlidingWindowType | Lowercase<SlidingWindowType>;
+    transitionToStateAfterWaitDuration: 'OPEN' | 'CLOSED' | 'open' | 'closed';
+    initialState: CircuitBreakerState | Lowercase<CircuitBreakerState>;
   }
 >;
 
@@ -61,10 +85,18 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     slowCallDurationThreshold: { kind: 'duration', positive: true },
     permittedNumberOfCallsInHalfOpenState: { kind: 'integer', min: 1 },
     maxWaitDurationInHalfOpenState: { kind: 'duration' },
+    transitionToStateAfterWaitDuration: { kind: 'enum', values: ['OPEN', 'CLOSED'] },
     slidingWindowType: { kind: 'enum', values: ['COUNT_BASED', 'TIME_BASED'] },
-    slidingWindowSize: { kind: 'integer', min: 1 },
+    // Each slot is allocated up front: a bound keeps a typo from failing far from its key.
+    slidingWindowSize: { kind: 'integer', min: 1, max: 1_000_000 },
     minimumNumberOfCalls: { kind: 'integer', min: 1 },
     waitDurationInOpenState: { kind: 'duration', positive: true },
+    enableExponentialBackoff: { kind: 'boolean' },
+    exponentialBackoffMultiplier: { kind: 'number', min: 1 },
+    exponentialMaxWaitDurationInOpenState: { kind: 'duration', positive: true },
+    enableRandomizedWait: { kind: 'boolean' },
+    randomizedWaitFactor: { kind: 'number', min: 0, max: 1 },
+    initialState: { kind: 'enum', values: ['CLOSED', 'OPEN', 'HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'] },
     automaticTransitionFromOpenToHalfOpenEnabled: { kind: 'boolean' },
     recordExceptions: { kind: 'errors' },
     ignoreExceptions: { kind: 'errors' },
@@ -78,10 +110,17 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     slowCallDurationThreshold: 60_000,
     permittedNumberOfCallsInHalfOpenState: 10,
     maxWaitDurationInHalfOpenState: 0,
+    transitionToStateAfterWaitDuration: 'OPEN',
     slidingWindowType: 'COUNT_BASED',
     slidingWindowSize: 100,
     minimumNumberOfCalls: 100,
     waitDurationInOpenState: 60_000,
+    enableExponentialBackoff: false,
+    exponentialBackoffMultiplier: 1.5,
+    exponentialMaxWaitDurationInOpenState: Number.POSITIVE_INFINITY,
+    enableRandomizedWait: false,
+    randomizedWaitFactor: 0.5,
+    initialState: 'CLOSED',
     automaticTransitionFromOpenToHalfOpenEnabled: false,
     recordExceptions: [],
     ignoreExceptions: [],
@@ -99,9 +138,12 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     'waitIntervalFunctionInOpenState',
     'transitionOnResult',
     'ignoreClassBindingExceptions',
-    'initialState',
   ],
   check(config, place) {
+    if (config.enableExponentialBackoff && config.enableRandomizedWait) {
+      // As Resilience4j's Spring configuration: one open-state interval function or the other.
+      throw new Error(INVALID_VALUE(place, 'enableRandomizedWait', 'false when enableExponentialBackoff is true', true));
+    }
     if (config.slidingWindowType === 'TIME_BASED' && config.slidingWindowSize > 3600) {
       throw new Error(INVALID_VALUE(place, 'slidingWindowSize', 'at most 3600 seconds for a TIME_BASED window', config.slidingWindowSize));
     }

@@ -3,6 +3,7 @@ import { VirtualClock } from '../clock';
 import { BulkheadFullError, TimeoutExceededError } from '../errors';
 import { CircuitBreakerPolicy, CircuitBreakerState } from './circuit-breaker-policy';
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker.config';
+import { IllegalStateTransitionError } from './illegal-state-transition.error';
 
 /*
  * Model-based test: random operations run against the real breaker and
@@ -22,8 +23,14 @@ type ModelSettings = Pick<
   | 'waitDurationInOpenState'
   | 'permittedNumberOfCallsInHalfOpenState'
   | 'maxWaitDurationInHalfOpenState'
+  | 'transitionToStateAfterWaitDuration'
   | 'automaticTransitionFromOpenToHalfOpenEnabled'
+  | 'enableExponentialBackoff'
+  | 'exponentialMaxWaitDurationInOpenState'
 >;
+
+/** The model doubles the open wait: with an integer base the doubling needs no truncation. */
+const MULTIPLIER = 2;
 
 /** How a call ends: `clientError` is an HTTP 404 (a success), `ignored` a BulkheadFullError, `timeout` a failure. */
 type Ending = 'success' | 'failure' | 'timeout' | 'clientError' | 'ignored';
@@ -66,13 +73,14 @@ class ReferenceModel {
   private openUntil = 0;
   private halfOpenUntil = Infinity;
   private permits = 0;
+  private opened = 0;
 
   constructor(private readonly s: ModelSettings) {
     this.window = this.closedWindow();
   }
 
   start(ending: Ending): ModelCall | undefined {
-    if (this.state === 'OPEN' && this.now >= this.openUntil) this.moveTo('HALF_OPEN');
+    if (this.state === 'OPEN' && this.now > this.openUntil) this.moveTo('HALF_OPEN');
     let permitted: boolean;
     if (this.state === 'HALF_OPEN') {
       permitted = this.permits > 0;
@@ -96,7 +104,7 @@ class ReferenceModel {
     const window = this.window;
     if (window === null) return;
     const failed = call.ending === 'failure' || call.ending === 'timeout';
-    window.entries.push({ at: this.now, failed, slow: this.now - call.startedAt >= this.s.slowCallDurationThreshold });
+    window.entries.push({ at: this.now, failed, slow: this.now - call.startedAt > this.s.slowCallDurationThreshold });
     if (!window.timeBased && window.entries.length > window.size) window.entries.shift();
     const { calls, failureRate, slowCallRate } = this.rates();
     if (calls < window.minimum) return;
@@ -113,12 +121,13 @@ class ReferenceModel {
       if (this.state === 'HALF_OPEN') due = this.halfOpenUntil;
       if (due > target) break;
       this.now = due;
-      this.moveTo(this.state === 'OPEN' ? 'HALF_OPEN' : 'OPEN');
+      this.moveTo(this.state === 'OPEN' ? 'HALF_OPEN' : this.s.transitionToStateAfterWaitDuration);
     }
     this.now = target;
   }
 
-  manual(action: Manual): void {
+  /** Applies a manual action; false when the state machine forbids it (and nothing changed). */
+  manual(action: Manual): boolean {
     const targets: Record<Exclude<Manual, 'reset'>, CircuitBreakerState> = {
       forceOpen: 'FORCED_OPEN',
       disable: 'DISABLED',
@@ -127,8 +136,15 @@ class ReferenceModel {
       open: 'OPEN',
       halfOpen: 'HALF_OPEN',
     };
-    if (action === 'reset') this.moveTo('CLOSED');
-    else if (this.state !== targets[action]) this.moveTo(targets[action]);
+    if (action === 'reset') {
+      this.moveTo('CLOSED');
+      return true;
+    }
+    const to = targets[action];
+    const forbidden = to === 'HALF_OPEN' ? this.state === 'CLOSED' || this.state === 'METRICS_ONLY' : to === 'OPEN' && this.state === 'METRICS_ONLY';
+    if (forbidden) return false;
+    this.moveTo(to);
+    return true;
   }
 
   rates(): { calls: number; failed: number; slow: number; failureRate: number; slowCallRate: number } {
@@ -167,10 +183,17 @@ class ReferenceModel {
     if (state !== 'OPEN') this.notPermitted = 0;
     if (state === 'CLOSED' || state === 'METRICS_ONLY') this.window = this.closedWindow();
     if (state === 'DISABLED' || state === 'FORCED_OPEN') this.window = null;
-    if (state === 'OPEN') this.openUntil = this.now + this.s.waitDurationInOpenState;
+    if (state === 'OPEN' || state === 'FORCED_OPEN') this.opened += 1;
+    else if (state !== 'HALF_OPEN') this.opened = 0;
+    if (state === 'OPEN') {
+      const grown = this.s.waitDurationInOpenState * MULTIPLIER ** (this.opened - 1);
+      const wait = this.s.enableExponentialBackoff ? Math.min(grown, this.s.exponentialMaxWaitDurationInOpenState) : this.s.waitDurationInOpenState;
+      this.openUntil = this.now + wait;
+    }
     if (state === 'HALF_OPEN') {
       const permitted = this.s.permittedNumberOfCallsInHalfOpenState;
-      this.window = { entries: [], size: permitted, timeBased: false, minimum: permitted };
+      const minimum = Math.min(this.s.minimumNumberOfCalls, permitted);
+      this.window = { entries: [], size: permitted, timeBased: false, minimum };
       this.permits = permitted;
       const maxWait = this.s.maxWaitDurationInHalfOpenState;
       this.halfOpenUntil = maxWait > 0 ? this.now + maxWait : Infinity;
@@ -257,7 +280,10 @@ const settings: fc.Arbitrary<ModelSettings> = fc.record({
   waitDurationInOpenState: fc.integer({ min: 500, max: 5000 }),
   permittedNumberOfCallsInHalfOpenState: fc.integer({ min: 1, max: 3 }),
   maxWaitDurationInHalfOpenState: fc.constantFrom(0, 0, 1000, 3000),
+  transitionToStateAfterWaitDuration: fc.constantFrom('OPEN' as const, 'CLOSED' as const),
   automaticTransitionFromOpenToHalfOpenEnabled: fc.boolean(),
+  enableExponentialBackoff: fc.boolean(),
+  exponentialMaxWaitDurationInOpenState: fc.constantFrom(Number.POSITIVE_INFINITY, 4000, 12_000),
 });
 
 describe('CircuitBreakerPolicy against a reference model', () => {
@@ -266,7 +292,7 @@ describe('CircuitBreakerPolicy against a reference model', () => {
     await fc.assert(
       fc.asyncProperty(settings, fc.array(op, { minLength: 1, maxLength: 80 }), async (s, ops) => {
         const clock = new VirtualClock();
-        const cb = new CircuitBreakerPolicy('model', { ...CIRCUIT_BREAKER_SCHEMA.defaults, ...s }, clock);
+        const cb = new CircuitBreakerPolicy('model', { ...CIRCUIT_BREAKER_SCHEMA.defaults, exponentialBackoffMultiplier: MULTIPLIER, ...s }, clock);
         cb.onStateTransition((e) => seen.add(`${e.from}->${e.to}`));
         cb.onCallNotPermitted((e) => seen.add(`refused in ${e.state}`));
         const model = new ReferenceModel(s);
@@ -310,16 +336,24 @@ describe('CircuitBreakerPolicy against a reference model', () => {
               model.advance(step.ms);
               await clock.advance(step.ms);
               break;
-            case 'manual':
-              model.manual(step.action);
-              if (step.action === 'reset') cb.reset();
-              else if (step.action === 'forceOpen') cb.transitionToForcedOpenState();
-              else if (step.action === 'disable') cb.transitionToDisabledState();
-              else if (step.action === 'metricsOnly') cb.transitionToMetricsOnlyState();
-              else if (step.action === 'close') cb.transitionToClosedState();
-              else if (step.action === 'open') cb.transitionToOpenState();
-              else cb.transitionToHalfOpenState();
+            case 'manual': {
+              const allowed = model.manual(step.action);
+              const act = (): void => {
+                if (step.action === 'reset') cb.reset();
+                else if (step.action === 'forceOpen') cb.transitionToForcedOpenState();
+                else if (step.action === 'disable') cb.transitionToDisabledState();
+                else if (step.action === 'metricsOnly') cb.transitionToMetricsOnlyState();
+                else if (step.action === 'close') cb.transitionToClosedState();
+                else if (step.action === 'open') cb.transitionToOpenState();
+                else cb.transitionToHalfOpenState();
+              };
+              if (allowed) act();
+              else {
+                expect(act).toThrow(IllegalStateTransitionError);
+                seen.add('refused transition');
+              }
               break;
+            }
           }
           const expected = model.rates();
           const m = cb.metrics;
@@ -353,6 +387,7 @@ describe('CircuitBreakerPolicy against a reference model', () => {
         'HALF_OPEN->OPEN',
         'refused in OPEN',
         'refused in HALF_OPEN',
+        'refused transition',
       ]),
     );
   });

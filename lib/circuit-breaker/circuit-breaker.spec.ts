@@ -1,7 +1,10 @@
 import { VirtualClock } from '../clock';
 import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
-import { CircuitBreakerPolicy } from './circuit-breaker-policy';
+import { INVALID_VALUE } from '../config/config.messages';
+import { resolveSection } from '../config/schema';
+import { CircuitBreakerPolicy, CircuitBreakerState } from './circuit-breaker-policy';
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker.config';
+import { IllegalStateTransitionError } from './illegal-state-transition.error';
 
 class IoError extends Error {}
 class BusinessError extends Error {}
@@ -192,7 +195,7 @@ describe('CircuitBreakerPolicy', () => {
       expect(cb.state).toBe('OPEN');
     });
 
-    it('opens on slow calls alone, with zero errors', async () => {
+    it('opens on slow calls alone, with zero errors; a call lasting exactly the threshold is not slow', async () => {
       const { cb, clock } = setup({
         slidingWindowSize: 4,
         minimumNumberOfCalls: 4,
@@ -204,9 +207,10 @@ describe('CircuitBreakerPolicy', () => {
       cb.onSlowCallRateExceeded((e) => slowRates.push(e.slowCallRate));
       cb.onFailureRateExceeded((e) => failureRates.push(e.failureRate));
       await timed(cb, clock, 10);
-      await timed(cb, clock, 999);
       await timed(cb, clock, 1000);
+      await timed(cb, clock, 1001);
       expect(cb.state).toBe('CLOSED');
+      // CircuitBreakerMetrics.onSuccess: slow only when strictly longer than slowCallDurationThreshold.
       expect(cb.metrics.numberOfSlowCalls).toBe(1);
       await timed(cb, clock, 5000);
       expect(cb.state).toBe('OPEN');
@@ -339,7 +343,7 @@ describe('CircuitBreakerPolicy', () => {
 
     async function toHalfOpen(cb: CircuitBreakerPolicy, clock: VirtualClock): Promise<void> {
       await openBreaker(cb, 2);
-      await clock.advance(1000);
+      await clock.advance(1001);
     }
 
     it('admits exactly the permitted trials and refuses the rest at once', async () => {
@@ -371,17 +375,19 @@ describe('CircuitBreakerPolicy', () => {
       expect(cb.metrics.numberOfBufferedCalls).toBe(0);
     });
 
-    it('decides even when minimumNumberOfCalls is below the number of trials only after every trial', async () => {
-      const { cb, clock } = setup({ ...halfOpen, minimumNumberOfCalls: 1 });
-      await openBreaker(cb, 1);
-      await clock.advance(1000);
+    it('decides after min(minimumNumberOfCalls, permitted) trials, as Resilience4j; a later trial no longer counts', async () => {
+      const { cb, clock } = setup({ ...halfOpen, minimumNumberOfCalls: 2 });
+      await openBreaker(cb, 2);
+      await clock.advance(1001);
       const trials = [start(cb), start(cb), start(cb)];
       await trials[0].fail();
-      await trials[1].fail();
       expect(cb.state).toBe('HALF_OPEN');
+      await trials[1].fail();
+      expect(cb.state).toBe('OPEN');
+      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 2, numberOfFailedCalls: 2, failureRate: 100 });
       await trials[2].succeed();
       expect(cb.state).toBe('OPEN');
-      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 3, numberOfFailedCalls: 2 });
+      expect(cb.metrics.numberOfBufferedCalls).toBe(2);
     });
 
     it('opens again when the trials are too slow', async () => {
@@ -392,7 +398,7 @@ describe('CircuitBreakerPolicy', () => {
         slowCallRateThreshold: 100,
       });
       await toHalfOpen(cb, clock);
-      await timed(cb, clock, 500);
+      await timed(cb, clock, 501);
       await timed(cb, clock, 800);
       expect(cb.state).toBe('OPEN');
     });
@@ -609,6 +615,262 @@ describe('CircuitBreakerPolicy', () => {
       await fail(cb);
       cb.transitionToClosedState();
       expect(cb.metrics.numberOfBufferedCalls).toBe(0);
+    });
+  });
+
+  describe('Resilience4j state-machine rules', () => {
+    const STATES: CircuitBreakerState[] = ['CLOSED', 'OPEN', 'HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'];
+    const moveTo = (cb: CircuitBreakerPolicy, state: CircuitBreakerState): void => {
+      const byHand: Record<CircuitBreakerState, () => void> = {
+        CLOSED: () => cb.transitionToClosedState(),
+        OPEN: () => cb.transitionToOpenState(),
+        HALF_OPEN: () => cb.transitionToHalfOpenState(),
+        DISABLED: () => cb.transitionToDisabledState(),
+        FORCED_OPEN: () => cb.transitionToForcedOpenState(),
+        METRICS_ONLY: () => cb.transitionToMetricsOnlyState(),
+      };
+      byHand[state]();
+    };
+    /** A breaker put in `state` by a legal path. */
+    const inState = (state: CircuitBreakerState): CircuitBreakerPolicy => {
+      const { cb } = setup();
+      if (state === 'HALF_OPEN') cb.transitionToOpenState();
+      if (state !== 'CLOSED') moveTo(cb, state);
+      return cb;
+    };
+
+    it.each(STATES.flatMap((from) => STATES.map((to) => [from, to] as const)))(
+      'manual transition %s -> %s follows CircuitBreaker.StateTransition',
+      (from, to) => {
+        const cb = inState(from);
+        const illegal = (from === 'CLOSED' && to === 'HALF_OPEN') || (from === 'METRICS_ONLY' && (to === 'OPEN' || to === 'HALF_OPEN'));
+        if (!illegal) {
+          moveTo(cb, to);
+          expect(cb.state).toBe(to);
+          return;
+        }
+        let error: unknown;
+        try {
+          moveTo(cb, to);
+        } catch (e) {
+          error = e;
+        }
+        expect(error).toBeInstanceOf(IllegalStateTransitionError);
+        expect(error).toMatchObject({
+          name: 'IllegalStateTransitionError',
+          instance: 'backend',
+          from,
+          to,
+          message: `CircuitBreaker 'backend' tried an illegal state transition from ${from} to ${to}`,
+        });
+        expect(cb.state).toBe(from);
+      },
+    );
+
+    it('transitionToClosedState() on CLOSED starts a fresh window, silently', async () => {
+      const { cb } = setup({ slidingWindowSize: 4 });
+      const seen = transitions(cb);
+      await fail(cb);
+      await succeed(cb);
+      expect(cb.metrics.numberOfBufferedCalls).toBe(2);
+      cb.transitionToClosedState();
+      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 0, numberOfFailedCalls: 0 });
+      expect(seen).toEqual([]);
+    });
+
+    it('transitionToOpenState() on OPEN restarts the wait, silently', async () => {
+      const { cb, clock } = setup({ waitDurationInOpenState: 5000 });
+      const seen = transitions(cb);
+      cb.transitionToOpenState();
+      await clock.advance(4000);
+      cb.transitionToOpenState();
+      expect((await refused(cb)).retryAfterMs).toBe(5000);
+      await clock.advance(5000);
+      await refused(cb);
+      await clock.advance(1);
+      await expect(succeed(cb)).resolves.toBe('ok');
+      expect(seen).toEqual(['CLOSED->OPEN', 'OPEN->HALF_OPEN']);
+    });
+
+    it('admits a call only strictly after waitDurationInOpenState, not at exactly that time', async () => {
+      const { cb, clock } = setup({ slidingWindowSize: 2, waitDurationInOpenState: 10_000 });
+      await openBreaker(cb, 2);
+      await clock.advance(10_000);
+      expect((await refused(cb)).retryAfterMs).toBe(0);
+      expect(cb.state).toBe('OPEN');
+      await clock.advance(1);
+      await expect(succeed(cb)).resolves.toBe('ok');
+      expect(cb.state).toBe('HALF_OPEN');
+    });
+  });
+
+  describe('open-state wait interval', () => {
+    /** Opens the breaker from HALF_OPEN with one failed trial and returns the wait it announces. */
+    async function reopenWait(cb: CircuitBreakerPolicy, clock: VirtualClock, wait: number): Promise<number> {
+      await clock.advance(wait + 1);
+      await fail(cb);
+      expect(cb.state).toBe('OPEN');
+      return (await refused(cb)).retryAfterMs!;
+    }
+
+    it('grows by exponentialBackoffMultiplier on each consecutive OPEN, capped, and starts over once closed', async () => {
+      const { cb, clock } = setup({
+        slidingWindowSize: 2,
+        permittedNumberOfCallsInHalfOpenState: 1,
+        waitDurationInOpenState: 1000,
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 1.5,
+        exponentialMaxWaitDurationInOpenState: 4000,
+      });
+      await openBreaker(cb, 2);
+      const waits = [(await refused(cb)).retryAfterMs!];
+      for (let i = 0; i < 5; i++) waits.push(await reopenWait(cb, clock, waits[waits.length - 1]));
+      expect(waits).toEqual([1000, 1500, 2250, 3375, 4000, 4000]);
+      expect(cb.openWaitMs).toBe(4000);
+      await clock.advance(4001);
+      await succeed(cb);
+      expect(cb.state).toBe('CLOSED');
+      await openBreaker(cb, 2);
+      expect((await refused(cb)).retryAfterMs).toBe(1000);
+    });
+
+    it('counts a manual transitionToOpenState() on OPEN as the next attempt, as Resilience4j', async () => {
+      const { cb } = setup({ waitDurationInOpenState: 1000, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2 });
+      cb.transitionToOpenState();
+      cb.transitionToOpenState();
+      cb.transitionToOpenState();
+      expect((await refused(cb)).retryAfterMs).toBe(4000);
+    });
+
+    it('arms the automatic HALF_OPEN timer for the grown wait', async () => {
+      const { cb, clock } = setup({
+        permittedNumberOfCallsInHalfOpenState: 1,
+        waitDurationInOpenState: 1000,
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 2,
+        automaticTransitionFromOpenToHalfOpenEnabled: true,
+      });
+      cb.transitionToOpenState();
+      await clock.advance(1000);
+      expect(cb.state).toBe('HALF_OPEN');
+      await fail(cb);
+      expect(cb.state).toBe('OPEN');
+      await clock.advance(1999);
+      expect(cb.state).toBe('OPEN');
+      await clock.advance(1);
+      expect(cb.state).toBe('HALF_OPEN');
+    });
+
+    it('randomizes each wait over whole ms in wait x [1 - factor, 1 + factor] with enableRandomizedWait', async () => {
+      const draws = [0, 0.9999, 0.5];
+      const clock = new VirtualClock();
+      const cb = new CircuitBreakerPolicy(
+        'backend',
+        config({ waitDurationInOpenState: 1000, enableRandomizedWait: true, randomizedWaitFactor: 1 }),
+        clock,
+        () => draws.shift()!,
+      );
+      const waits: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        cb.transitionToOpenState();
+        waits.push((await refused(cb)).retryAfterMs!);
+      }
+      expect(waits).toEqual([1, 2000, 1000]);
+    });
+  });
+
+  describe('initialState', () => {
+    it('starts OPEN as the first open state: waits, turns HALF_OPEN on its timer, and the next OPEN is the second attempt', async () => {
+      const { cb, clock } = setup({
+        initialState: 'OPEN',
+        waitDurationInOpenState: 1000,
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 2,
+        automaticTransitionFromOpenToHalfOpenEnabled: true,
+        permittedNumberOfCallsInHalfOpenState: 1,
+      });
+      const seen = transitions(cb);
+      expect(cb.state).toBe('OPEN');
+      expect((await refused(cb)).retryAfterMs).toBe(1000);
+      await clock.advance(1000);
+      expect(cb.state).toBe('HALF_OPEN');
+      await fail(cb);
+      expect(cb.openWaitMs).toBe(2000);
+      expect(seen).toEqual(['OPEN->HALF_OPEN', 'HALF_OPEN->OPEN']);
+    });
+
+    it.each(['HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'] as const)('starts in %s; reset() closes it', (initialState) => {
+      const { cb } = setup({ initialState });
+      expect(cb.state).toBe(initialState);
+      cb.reset();
+      expect(cb.state).toBe('CLOSED');
+    });
+  });
+
+  describe('transitionToStateAfterWaitDuration', () => {
+    it('moves HALF_OPEN to CLOSED when maxWaitDurationInHalfOpenState runs out, if so configured', async () => {
+      const { cb, clock } = setup({ maxWaitDurationInHalfOpenState: 1000, transitionToStateAfterWaitDuration: 'CLOSED' });
+      const seen = transitions(cb);
+      cb.transitionToOpenState();
+      cb.transitionToHalfOpenState();
+      await clock.advance(999);
+      expect(cb.state).toBe('HALF_OPEN');
+      await clock.advance(1);
+      expect(cb.state).toBe('CLOSED');
+      expect(seen).toEqual(['CLOSED->OPEN', 'OPEN->HALF_OPEN', 'HALF_OPEN->CLOSED']);
+    });
+  });
+
+  describe('config validation of the open-state wait', () => {
+    const place = "circuitBreaker instance 'psp'";
+    const resolve = (settings: Record<string, unknown>) => () =>
+      resolveSection(CIRCUIT_BREAKER_SCHEMA, { instances: { psp: settings } }, () => undefined);
+
+    it.each<[string, Record<string, unknown>, string]>([
+      [
+        'exponential backoff and randomized wait together',
+        { enableExponentialBackoff: true, enableRandomizedWait: true },
+        INVALID_VALUE(place, 'enableRandomizedWait', 'false when enableExponentialBackoff is true', true),
+      ],
+      [
+        'a zero cap',
+        { 'exponential-max-wait-duration-in-open-state': 0 },
+        INVALID_VALUE(place, 'exponential-max-wait-duration-in-open-state', 'a positive duration', 0),
+      ],
+      [
+        'a factor above 1',
+        { randomizedWaitFactor: 1.5 },
+        INVALID_VALUE(place, 'randomizedWaitFactor', 'a number >= 0 and <= 1', 1.5),
+      ],
+      [
+        'a multiplier below 1 (deliberate: Resilience4j accepts any multiplier > 0, a wait that shrinks)',
+        { exponentialBackoffMultiplier: 0.5 },
+        INVALID_VALUE(place, 'exponentialBackoffMultiplier', 'a number >= 1', 0.5),
+      ],
+      [
+        'HALF_OPEN after the half-open wait',
+        { transitionToStateAfterWaitDuration: 'HALF_OPEN' },
+        INVALID_VALUE(place, 'transitionToStateAfterWaitDuration', "one of 'OPEN', 'CLOSED'", 'HALF_OPEN'),
+      ],
+    ])('refuses %s with a message naming the key', (_label, settings, message) => {
+      expect(resolve(settings)).toThrow(message);
+    });
+
+    it('accepts the Resilience4j keys in kebab-case, a factor of 1 and a lower-case target state', () => {
+      const { instances } = resolve({
+        'enable-exponential-backoff': 'true',
+        'exponential-backoff-multiplier': 2,
+        'exponential-max-wait-duration-in-open-state': '5m',
+        'randomized-wait-factor': 1,
+        'transition-to-state-after-wait-duration': 'closed',
+      })();
+      expect(instances.get('psp')).toMatchObject({
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 2,
+        exponentialMaxWaitDurationInOpenState: 300_000,
+        randomizedWaitFactor: 1,
+        transitionToStateAfterWaitDuration: 'CLOSED',
+      });
     });
   });
 

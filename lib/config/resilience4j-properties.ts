@@ -24,14 +24,6 @@ export const IGNORED_INSTANCE_PROPERTIES: Readonly<Record<string, Readonly<Recor
     ignoreExceptionPredicate: JAVA_CLASS('list error classes or names in ignoreExceptions instead'),
     recordResultPredicate: JAVA_CLASS('give recordResult: (result) => boolean in code instead'),
     ignoreClassBindingExceptions: 'class names are never loaded here, so an unknown name cannot fail startup; a Java name with no Node equivalent is warned about instead',
-    initialState: 'breakers start CLOSED; move one by hand with registry.circuitBreaker(name).transitionTo...State()',
-    // Implemented by the breaker's open-state backoff; accepted here until its settings are in the breaker's schema.
-    enableExponentialBackoff: 'the open-state wait stays waitDurationInOpenState',
-    exponentialBackoffMultiplier: 'the open-state wait stays waitDurationInOpenState',
-    exponentialMaxWaitDurationInOpenState: 'the open-state wait stays waitDurationInOpenState',
-    enableRandomizedWait: 'the open-state wait stays waitDurationInOpenState',
-    randomizedWaitFactor: 'the open-state wait stays waitDurationInOpenState',
-    transitionToStateAfterWaitDuration: 'after the open-state wait the breaker turns HALF_OPEN',
   },
   retry: {
     eventConsumerBufferSize: EVENT_BUFFER,

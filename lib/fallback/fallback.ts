@@ -1,6 +1,7 @@
 import { ErrorClass } from '../error-matcher';
 import { EventStream, EventSubscriber } from '../events';
 import { Policy } from '../policy';
+import { catchError, from, isObservable, Observable, of } from 'rxjs';
 import { DUPLICATE_FALLBACK } from './fallback.messages';
 
 /**
@@ -74,6 +75,15 @@ export class FallbackPolicy implements Policy {
   }
 
   /**
+   * Runs each subscription of `source`; on an error with a matching
+   * handler, continues with what the handler returns: the values of an
+   * Observable, what a Promise resolves to, or a plain value.
+   */
+  observe<T>(source: Observable<T>, args: unknown[]): Observable<T> {
+    return source.pipe(catchError((error: unknown) => answerOf(this.recover(args, error)) as Observable<T>));
+  }
+
+  /**
    * Answers for a call that failed with `error`: what the chosen handler
    * returns (a value or a promise), or `error` rethrown when no handler
    * declares its class.
@@ -107,4 +117,11 @@ export class FallbackPolicy implements Policy {
     }
     return null;
   }
+}
+
+/** A handler's answer as an Observable: its own values, a promise's value, or the value itself. */
+function answerOf(answer: unknown): Observable<unknown> {
+  if (isObservable(answer)) return answer;
+  if (answer !== null && typeof (answer as PromiseLike<unknown> | undefined)?.then === 'function') return from(answer as PromiseLike<unknown>);
+  return of(answer);
 }

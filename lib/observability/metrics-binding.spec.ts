@@ -25,6 +25,23 @@ describe('ResilienceMetricsBinding without Nest', () => {
     expect(promRegistry.getMetricsAsArray()).toEqual([]);
   });
 
+  it('exports retries on a returned value that ran out as failed_with_retry, as Resilience4j dashboards expect', async () => {
+    const promRegistry = new Registry();
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      retry: { instances: { poll: { maxAttempts: 2, waitDuration: 0, retryOnResult: (r: unknown) => r === 'PENDING' } } },
+    });
+    const binding = new ResilienceMetricsBinding(registry, { registry: promRegistry });
+    const call = registry.retry('poll').execute(async () => 'PENDING');
+    await clock.advance(0);
+    await expect(call).resolves.toBe('PENDING');
+    const text = await promRegistry.metrics();
+    expect(sample(text, 'resilience4j_retry_calls_total{name="poll",kind="failed_with_retry"} 1')).toBe(true);
+    expect(sample(text, 'resilience4j_retry_calls_total{name="poll",kind="successful_with_retry"} 0')).toBe(true);
+    binding.close();
+  });
+
   it("adds up a method's private instance to the named one it was made from", async () => {
     const promRegistry = new Registry();
     const registry = new ResilienceRegistry({ clock: new VirtualClock() });

@@ -40,7 +40,7 @@ describe('ResilienceEventLogger', () => {
     for (let i = 0; i < 2; i++) await breaker.execute(() => 'ok');
     for (let i = 0; i < 2; i++) await breaker.execute(() => Promise.reject(new Unavailable())).catch(() => undefined);
     for (let i = 0; i < 20; i++) await breaker.execute(() => 'ok').catch(() => undefined);
-    await clock.advance(10_000);
+    await clock.advance(10_001);
     await breaker.execute(() => 'ok');
     expect(lines).toEqual([
       ['warn', BREAKER_TRANSITION('psp', 'CLOSED', 'OPEN', { ...breaker.metrics, failureRate: 50, slowCallRate: 0, numberOfBufferedCalls: 4 }, 10_000)],

@@ -141,7 +141,7 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
       event.from,
       event.to,
       event.to === 'OPEN' ? breaker.metrics : undefined,
-      breaker.config.waitDurationInOpenState,
+      breaker.openWaitMs,
     );
     if (event.to === 'OPEN' || event.to === 'FORCED_OPEN') this.logger.warn(message);
     else this.logger.log(message);

@@ -24,11 +24,11 @@ export interface RetryConfig {
   enableExponentialBackoff: boolean;
   /** Growth factor of exponential backoff. Default 1.5 (Resilience4j's). */
   exponentialBackoffMultiplier: number;
-  /** Cap of the exponential wait. Default: none. */
+  /** Cap of the wait, applied after randomization; only with exponential backoff (or decorrelated jitter). Default: none. */
   exponentialMaxWaitDuration: number;
-  /** Resilience4j's randomized wait: uniform in wait × [1 − factor, 1 + factor]. Default false. */
+  /** Resilience4j's randomized wait: whole ms uniform in wait × [1 − factor, 1 + factor], at least 1 ms. Default false. */
   enableRandomizedWait: boolean;
-  /** Spread of the randomized wait, in [0, 1). Default 0.5. */
+  /** Spread of the randomized wait, in [0, 1]. Default 0.5. */
   randomizedWaitFactor: number;
   /** Jitter applied to the (capped) wait. Default `full`, or `none` with `enableRandomizedWait`. */
   jitter: JitterKind;
@@ -62,7 +62,7 @@ export const RETRY_SCHEMA: PolicySchema<RetryConfig> = {
     waitDuration: { kind: 'duration' },
     enableExponentialBackoff: { kind: 'boolean' },
     exponentialBackoffMultiplier: { kind: 'number', min: 1 },
-    exponentialMaxWaitDuration: { kind: 'duration' },
+    exponentialMaxWaitDuration: { kind: 'duration', positive: true },
     enableRandomizedWait: { kind: 'boolean' },
     randomizedWaitFactor: { kind: 'number', min: 0, max: 1 },
     jitter: { kind: 'enum', values: ['full', 'equal', 'decorrelated', 'none'] },
@@ -102,9 +102,6 @@ export const RETRY_SCHEMA: PolicySchema<RetryConfig> = {
     'writableStackTraceEnabled',
   ],
   check(config, place) {
-    if (config.enableRandomizedWait && config.randomizedWaitFactor >= 1) {
-      throw new Error(INVALID_VALUE(place, 'randomizedWaitFactor', 'a number in [0, 1)', config.randomizedWaitFactor));
-    }
     if (config.enableRandomizedWait && config.jitter !== 'none' && config.jitter !== 'full') {
       throw new Error(INVALID_VALUE(place, 'jitter', "'none' when enableRandomizedWait is true", config.jitter));
     }

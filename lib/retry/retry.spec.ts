@@ -59,23 +59,42 @@ describe('backoffDelay', () => {
     expect([1, 2, 3, 4, 5].map((a) => backoffDelay(c, a, 0, Math.random))).toEqual([100, 200, 400, 500, 500]);
   });
 
-  it('uses Resilience4j\'s 1.5 multiplier by default', () => {
+  it("uses Resilience4j's 1.5 multiplier by default, truncating every step to whole ms as IntervalFunction does", () => {
     const c = config({ waitDuration: 100, enableExponentialBackoff: true });
-    expect(backoffDelay(c, 3, 0, Math.random)).toBeCloseTo(225, 9);
+    expect([1, 2, 3, 4, 5].map((a) => backoffDelay(c, a, 0, Math.random))).toEqual([100, 150, 225, 337, 505]);
   });
 
-  it('full jitter draws uniformly in [0, bound]', () => {
+  it('applies exponentialMaxWaitDuration only with exponential backoff, as Resilience4j', () => {
+    const fixed = config({ waitDuration: 1000, exponentialMaxWaitDuration: 300 });
+    expect(backoffDelay(fixed, 3, 0, Math.random)).toBe(1000);
+    const randomized = config({ waitDuration: 1000, exponentialMaxWaitDuration: 300, enableRandomizedWait: true });
+    expect(backoffDelay(randomized, 3, 0, fixedRandom(0.9999))).toBe(1500);
+  });
+
+  it('caps a randomized exponential wait after randomizing it', () => {
+    const c = config({
+      waitDuration: 100,
+      enableExponentialBackoff: true,
+      enableRandomizedWait: true,
+      exponentialMaxWaitDuration: 1000,
+    });
+    // attempt 6: 100 → 757 ms, randomized over [378.5, 1135.5], then capped.
+    expect(backoffDelay(c, 6, 0, fixedRandom(0.999))).toBe(1000);
+    expect(backoffDelay(c, 6, 0, fixedRandom(0))).toBe(378);
+  });
+
+  it('full jitter draws whole ms uniformly in [0, bound]', () => {
     const c = config({ waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2, jitter: 'full' });
     expect(backoffDelay(c, 3, 0, fixedRandom(0))).toBe(0);
     expect(backoffDelay(c, 3, 0, fixedRandom(0.25))).toBe(100);
-    expect(backoffDelay(c, 3, 0, fixedRandom(0.999))).toBeCloseTo(399.6, 6);
+    expect(backoffDelay(c, 3, 0, fixedRandom(0.999))).toBe(400);
   });
 
   it('equal jitter stays in [bound/2, bound]', () => {
     const c = config({ waitDuration: 400, jitter: 'equal' });
     expect(backoffDelay(c, 1, 0, fixedRandom(0))).toBe(200);
     expect(backoffDelay(c, 1, 0, fixedRandom(0.5))).toBe(300);
-    expect(backoffDelay(c, 1, 0, fixedRandom(0.999))).toBeCloseTo(399.8, 6);
+    expect(backoffDelay(c, 1, 0, fixedRandom(0.999))).toBe(400);
   });
 
   it('decorrelated jitter draws in [base, 3 x previous wait], capped', () => {
@@ -85,11 +104,17 @@ describe('backoffDelay', () => {
     expect(backoffDelay(c, 5, 900, fixedRandom(0.99))).toBe(1000);
   });
 
-  it('randomized wait spreads by the factor around the interval', () => {
+  it('randomized wait spreads whole ms by the factor around the interval, the upper bound included', () => {
     const c = config({ waitDuration: 1000, enableRandomizedWait: true, randomizedWaitFactor: 0.5 });
     expect(backoffDelay(c, 1, 0, fixedRandom(0))).toBe(500);
     expect(backoffDelay(c, 1, 0, fixedRandom(0.5))).toBe(1000);
-    expect(backoffDelay(c, 1, 0, fixedRandom(0.999))).toBeCloseTo(1499, 6);
+    expect(backoffDelay(c, 1, 0, fixedRandom(0.9999))).toBe(1500);
+  });
+
+  it('accepts a randomizedWaitFactor of 1: waits from 1 ms to twice the interval', () => {
+    const c = config({ waitDuration: 1000, enableRandomizedWait: true, randomizedWaitFactor: 1 });
+    expect(backoffDelay(c, 1, 0, fixedRandom(0))).toBe(1);
+    expect(backoffDelay(c, 1, 0, fixedRandom(0.99999))).toBe(2000);
   });
 });
 
@@ -192,8 +217,14 @@ describe('RetryPolicy', () => {
     const pending = async () => ({ status: ++calls < 10 ? 'PENDING' : 'DONE' });
     const retryOnResult = (r: unknown) => (r as { status: string }).status === 'PENDING';
     const lenient = new RetryPolicy('poll', config({ maxAttempts: 3, waitDuration: 5, retryOnResult }), clock);
+    const outcomes: string[] = [];
+    lenient.onSuccess(() => outcomes.push('SUCCESS'));
+    lenient.onError((e) => outcomes.push(`ERROR ${(e.error as Error).constructor.name} after ${e.attempts}`));
     await expect(drain(clock, lenient.execute(pending))).resolves.toEqual({ status: 'PENDING' });
     expect(calls).toBe(3);
+    // As Resilience4j's RetryImpl: retries on a value that run out are a failure with retry, published as ERROR.
+    expect(lenient.metrics).toMatchObject({ successfulCallsWithRetry: 0, failedCallsWithRetry: 1 });
+    expect(outcomes).toEqual(['ERROR MaxRetriesExceededError after 3']);
     calls = 0;
     const strict = new RetryPolicy('poll', config({ maxAttempts: 3, waitDuration: 5, retryOnResult, failAfterMaxAttempts: true }), clock);
     const error = await drain(clock, strict.execute(pending)).catch((e) => e);

@@ -1,5 +1,6 @@
 import { Clock } from '../clock';
-import { contextStorage } from '../context';
+import { Observable } from 'rxjs';
+import { contextStorage, ResilienceContext } from '../context';
 import { ErrorMatcher } from '../error-matcher';
 import { retryAfterOf } from '../error-status';
 import { MaxRetriesExceededError } from '../errors';
@@ -9,6 +10,7 @@ import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
 import { RetryConfig } from './retry.config';
 import { isRetryableByDefault } from './retryable';
+import { RetriedObservable } from './retry.operator';
 
 /** A retry is about to wait and try again. */
 export interface RetryEvent {
@@ -48,7 +50,8 @@ export interface RetryMetrics {
   budgetDenied: number;
 }
 
-const NO_RETRY = -1;
+/** @internal What the wait functions return when no retry follows. */
+export const NO_RETRY = -1;
 
 /**
  * Retries a failing call with backoff and jitter, within an optional retry
@@ -75,7 +78,10 @@ export class RetryPolicy implements Policy {
   readonly onRetry = this.retryStream.subscribe;
   /** A call succeeded (after any number of attempts). */
   readonly onSuccess = this.successStream.subscribe;
-  /** A call failed for good; the event carries the error that propagates. */
+  /**
+   * A call failed for good; the event carries the error that propagates, or
+   * a `MaxRetriesExceededError` when `retryOnResult` still rejected the last value.
+   */
   readonly onError = this.errorStream.subscribe;
   /** A failed attempt was not retried (not retryable, attempts spent, budget, deadline). */
   readonly onRetryStopped = this.stoppedStream.subscribe;
@@ -89,7 +95,7 @@ export class RetryPolicy implements Policy {
   constructor(
     readonly name: string,
     readonly config: RetryConfig,
-    private readonly clock: Clock,
+    readonly clock: Clock,
     private readonly random: () => number = Math.random,
   ) {
     this.retryMatcher = new ErrorMatcher(config.retryExceptions);
@@ -118,6 +124,16 @@ export class RetryPolicy implements Policy {
     return this.call(invokeThunk, fn) as Promise<R>;
   }
 
+  /**
+   * Runs each subscription of `source` with retries: an error (or a value
+   * `retryOnResult` rejects) re-subscribes `source` after the backoff, within
+   * the budget and the deadline, as for a call; values already emitted may
+   * be emitted again by the next attempt.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    return new RetriedObservable(this, source);
+  }
+
   /** Runs `next(arg)` with retries. */
   async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
     let result: R;
@@ -142,13 +158,14 @@ export class RetryPolicy implements Policy {
 
   /**
    * Continues a call whose attempt `attempt` returned `result`: returns it
-   * (counting the success), or retries it when `retryOnResult` asks to.
+   * (counting the success), or retries it when `retryOnResult` asks to; a
+   * value it still rejects when no retry may follow counts as a failure.
    */
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
-    // Stryker disable next-line ConditionalExpression: without retryOnResult, waitForResult answers NO_RETRY too; this is the fast path
-    if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
-    const wait = this.waitForResult(result, attempt, this.config.waitDuration);
-    return wait === NO_RETRY ? this.succeeded(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait);
+    const retryOnResult = this.config.retryOnResult;
+    if (retryOnResult === undefined || !retryOnResult(result)) return this.succeeded(result, attempt);
+    const wait = this.waitForResult(attempt, this.config.waitDuration);
+    return wait === NO_RETRY ? this.exhausted(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait);
   }
 
   private async retryLoop<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, wait: number): Promise<R> {
@@ -162,25 +179,35 @@ export class RetryPolicy implements Policy {
         if (wait === NO_RETRY) throw this.failed(error, attempt);
         continue;
       }
-      // Stryker disable next-line ConditionalExpression: without retryOnResult, waitForResult answers NO_RETRY too; this is the fast path
-      if (this.config.retryOnResult === undefined) return this.succeeded(result, attempt);
-      wait = this.waitForResult(result, attempt, wait);
-      if (wait === NO_RETRY) return this.succeeded(result, attempt);
+      const retryOnResult = this.config.retryOnResult;
+      if (retryOnResult === undefined || !retryOnResult(result)) return this.succeeded(result, attempt);
+      wait = this.waitForResult(attempt, wait);
+      if (wait === NO_RETRY) return this.exhausted(result, attempt);
     }
   }
 
-  /** The wait before retrying a returned value, or NO_RETRY; throws when attempts run out and `failAfterMaxAttempts`. */
-  private waitForResult(result: unknown, attempt: number, previousWait: number): number {
-    if (!this.config.retryOnResult?.(result)) return NO_RETRY;
-    if (attempt < this.config.maxAttempts) {
-      const wait = this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random));
-      if (wait !== NO_RETRY) return wait;
-    }
-    if (this.config.failAfterMaxAttempts) throw this.failed(new MaxRetriesExceededError(this.name, attempt, result), attempt);
-    return NO_RETRY;
+  /**
+   * @internal The wait before retrying a value `retryOnResult` asked to
+   * retry, or NO_RETRY. `scope` is the caller's deadline scope.
+   */
+  waitForResult(attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
+    if (attempt >= this.config.maxAttempts) return NO_RETRY;
+    return this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random), scope);
   }
 
-  private succeeded<R>(result: R, attempts: number): R {
+  /**
+   * @internal A value `retryOnResult` still rejects and no retry follows: the
+   * call failed, as Resilience4j counts and publishes it. The value is
+   * returned, or `MaxRetriesExceededError` thrown with `failAfterMaxAttempts`.
+   */
+  exhausted<R>(result: R, attempts: number): R {
+    const error = this.failed(new MaxRetriesExceededError(this.name, attempts, result), attempts);
+    if (this.config.failAfterMaxAttempts) throw error;
+    return result;
+  }
+
+  /** @internal Counts a call that succeeded after `attempts` attempts. */
+  succeeded<R>(result: R, attempts: number): R {
     this.budget?.onSuccess();
     if (attempts === 1) this.counters.successfulCallsWithoutRetry++;
     else this.counters.successfulCallsWithRetry++;
@@ -189,7 +216,8 @@ export class RetryPolicy implements Policy {
     return result;
   }
 
-  private failed(error: unknown, attempts: number): unknown {
+  /** @internal Counts a call that failed for good after `attempts` attempts; returns `error`. */
+  failed(error: unknown, attempts: number): unknown {
     if (attempts === 1) this.counters.failedCallsWithoutRetry++;
     else this.counters.failedCallsWithRetry++;
     // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
@@ -197,8 +225,8 @@ export class RetryPolicy implements Policy {
     return error;
   }
 
-  /** The wait before retrying after a thrown error, or NO_RETRY. */
-  private waitBeforeRetry(error: unknown, attempt: number, previousWait: number): number {
+  /** @internal The wait before retrying after `error`, or -1. `scope` is the caller's deadline scope. */
+  waitBeforeRetry(error: unknown, attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
     if (!this.isRetryable(error)) return this.stop('not-retryable', attempt, error);
     if (attempt >= this.config.maxAttempts) return this.stop('max-attempts', attempt, error);
     let wait = backoffDelay(this.config, attempt, previousWait, this.random);
@@ -208,12 +236,11 @@ export class RetryPolicy implements Policy {
       // Stryker disable next-line EqualityOperator: when equal, either branch waits the same
       if (retryAfter > wait) wait = retryAfter;
     }
-    return this.admitRetry(error, attempt, wait);
+    return this.admitRetry(error, attempt, wait, scope);
   }
 
   /** Checks the deadline, then the budget (last, so no token is spent on a retry that will not happen). */
-  private admitRetry(error: unknown, attempt: number, wait: number): number {
-    const scope = contextStorage.getStore();
+  private admitRetry(error: unknown, attempt: number, wait: number, scope: ResilienceContext | undefined): number {
     if (scope !== undefined && (scope.aborted || wait >= scope.remaining())) return this.stop('deadline', attempt, error);
     if (this.budget !== undefined && !this.budget.tryWithdraw()) {
       this.counters.budgetDenied++;

@@ -3,7 +3,10 @@ import { PolicySchema } from '../config/schema';
 
 /** Resolved settings of a time limiter (durations in ms). */
 export interface TimeLimiterConfig {
-  /** Longest an attempt may run. Default 1 s. */
+  /**
+   * Longest an attempt may run. Default 1 s. 0 is legal, as in Resilience4j:
+   * only an attempt already settled when the zero-delay timer fires succeeds.
+   */
   timeoutDuration: number;
   /** Abort the attempt's `AbortSignal` when it times out. Default true. */
   cancelRunningFuture: boolean;
@@ -15,7 +18,7 @@ export type TimeLimiterConfigInput = Partial<Omit<TimeLimiterConfig, 'timeoutDur
 export const TIME_LIMITER_SCHEMA: PolicySchema<TimeLimiterConfig> = {
   policy: 'timeLimiter',
   fields: {
-    timeoutDuration: { kind: 'duration', positive: true },
+    timeoutDuration: { kind: 'duration' },
     cancelRunningFuture: { kind: 'boolean' },
   },
   defaults: { timeoutDuration: 1000, cancelRunningFuture: true },

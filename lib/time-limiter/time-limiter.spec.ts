@@ -1,7 +1,9 @@
 import { VirtualClock } from '../clock';
+import { INVALID_VALUE } from '../config/config.messages';
 import { contextStorage, currentSignal, remainingTime, ResilienceContext } from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { TimeLimiter, TimeLimiterEvent } from './time-limiter';
+import { Timeout } from './timeout.decorator';
 
 describe('TimeLimiter', () => {
   let clock: VirtualClock;
@@ -22,6 +24,18 @@ describe('TimeLimiter', () => {
     await expect(tl.execute(async () => 42)).resolves.toBe(42);
     await clock.advance(1000);
     expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('with timeoutDuration 0, lets through only an attempt already settled when the zero-delay timer fires, as Resilience4j', async () => {
+    const tl = limiter(0);
+    const settledAtOnce = tl.execute(async () => 'cached');
+    const needsTime = tl.execute(slow(1));
+    const needsTimeOutcome = needsTime.catch((e: unknown) => e);
+    await clock.advance(0);
+    await expect(settledAtOnce).resolves.toBe('cached');
+    const error = await needsTimeOutcome;
+    expect(error).toBeInstanceOf(TimeoutExceededError);
+    expect(error).toMatchObject({ timeoutMs: 0 });
   });
 
   it('rejects with TimeoutExceededError at exactly the limit and aborts the attempt signal', async () => {
@@ -133,5 +147,18 @@ describe('TimeLimiter', () => {
     await tl.execute(async () => 'fine');
     expect(spy).not.toHaveBeenCalled();
     spy.mockRestore();
+  });
+
+  it('@Timeout(ms) takes 0 (legal, as timeoutDuration 0) but refuses a negative number', () => {
+    class Service {
+      async call(): Promise<string> {
+        return 'ok';
+      }
+    }
+    const descriptor = () => Object.getOwnPropertyDescriptor(Service.prototype, 'call')!;
+    expect(() => Timeout(0)(Service.prototype, 'call', descriptor())).not.toThrow();
+    expect(() => Timeout(-1)(Service.prototype, 'call', descriptor())).toThrow(
+      INVALID_VALUE('@Timeout on call', 'timeoutDuration', 'a non-negative number of ms', -1),
+    );
   });
 });

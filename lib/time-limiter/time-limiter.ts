@@ -3,7 +3,9 @@ import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../c
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { EventStream } from '../events';
 import { invokeThunk, Policy } from '../policy';
+import { Observable } from 'rxjs';
 import { TimeLimiterConfig } from './time-limiter.config';
+import { TimeLimitedObservable } from './time-limiter.operator';
 
 /** The outcome of one time-limited call. */
 export interface TimeLimiterEvent {
@@ -25,7 +27,7 @@ export class TimeLimiter implements Policy {
   private readonly successStream = new EventStream<TimeLimiterEvent>();
   private readonly errorStream = new EventStream<TimeLimiterEvent>();
   private readonly timeoutStream = new EventStream<TimeLimiterEvent>();
-  private queue: TimedAttempt<unknown, unknown>[] = [];
+  private queue: TimedEntry[] = [];
   private head = 0;
   private queueTimer: TimerHandle | undefined;
 
@@ -62,34 +64,55 @@ export class TimeLimiter implements Policy {
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer?: AttemptObserver<R>): Promise<unknown> {
     const parent = contextStorage.getStore();
     const now = this.clock.now();
-    let limit = this.config.timeoutDuration;
-    let byDeadline = false;
-    if (parent !== undefined && parent.deadline !== Number.POSITIVE_INFINITY) {
-      const left = parent.deadline - now;
-      if (left <= 0 || parent.aborted) {
-        const error = this.timedOut(true, limit);
-        if (observer === undefined) return Promise.reject(error);
-        observer.calleeSettled();
-        try {
-          return Promise.resolve(observer.rejected(error));
-        } catch (mapped) {
-          return Promise.reject(mapped);
-        }
-      }
-      if (left < limit) {
-        limit = left;
-        byDeadline = true;
+    const limit = this.attemptLimit(parent, now);
+    if (limit < 0) {
+      const error = this.timedOut(true, this.config.timeoutDuration);
+      if (observer === undefined) return Promise.reject(error);
+      observer.calleeSettled();
+      try {
+        return Promise.resolve(observer.rejected(error));
+      } catch (mapped) {
+        return Promise.reject(mapped);
       }
     }
+    const byDeadline = limit < this.config.timeoutDuration;
     const scope = new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
     const attempt = new TimedAttempt<A, R>(this, scope, limit, byDeadline, observer);
-    if (byDeadline) {
-      attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
-    } else {
-      this.queue.push(attempt as TimedAttempt<unknown, unknown>);
-      if (this.queueTimer === undefined) this.queueTimer = this.clock.setTimeout(this.onQueueTimer, limit);
-    }
+    if (byDeadline) attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
+    else this.enqueue(attempt, limit);
     return attempt.start(next, arg);
+  }
+
+  /**
+   * Runs each subscription of `source` within the time limit: the first
+   * value (or the end) must come within `min(timeoutDuration, remaining
+   * deadline)` of subscribing, and each later one within that of the one
+   * before. A subscription that runs out is unsubscribed from `source` (its
+   * teardown runs) and fails with {@link TimeoutExceededError} (or
+   * {@link DeadlineExceededError}); `source` is subscribed in the attempt's
+   * own context, so `currentSignal()` there is the attempt's signal.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    return new TimeLimitedObservable(this, source);
+  }
+
+  /**
+   * @internal The limit of an attempt starting at `now` under `parent`:
+   * `min(timeoutDuration, time left before the parent's deadline)`, or -1
+   * when no time is left.
+   */
+  attemptLimit(parent: ResilienceContext | undefined, now: number): number {
+    const limit = this.config.timeoutDuration;
+    if (parent === undefined || parent.deadline === Number.POSITIVE_INFINITY) return limit;
+    const left = parent.deadline - now;
+    if (left <= 0 || parent.aborted) return -1;
+    return left < limit ? left : limit;
+  }
+
+  /** @internal Expires `entry` on the shared timer, `limit` (the full `timeoutDuration`) from now. */
+  enqueue(entry: TimedEntry, limit: number): void {
+    this.queue.push(entry);
+    if (this.queueTimer === undefined) this.queueTimer = this.clock.setTimeout(this.onQueueTimer, limit);
   }
 
   /** Cancels the shared timer (on shutdown); pending calls keep their outcome. */
@@ -104,13 +127,13 @@ export class TimeLimiter implements Policy {
     const queue = this.queue;
     while (this.head < queue.length) {
       const attempt = queue[this.head];
-      if (!attempt.settled && attempt.scope.deadline > now) break;
+      if (!attempt.settled && attempt.deadline > now) break;
       this.head++;
       if (!attempt.settled) attempt.expire();
     }
     this.compact();
     if (this.head < queue.length) {
-      this.queueTimer = this.clock.setTimeout(this.onQueueTimer, queue[this.head].scope.deadline - now);
+      this.queueTimer = this.clock.setTimeout(this.onQueueTimer, queue[this.head].deadline - now);
     }
   };
 
@@ -169,8 +192,17 @@ export interface AttemptObserver<R> {
   rejected(error: unknown): unknown;
 }
 
+/** @internal What the shared timer expires: an attempt, or a time-limited subscription. */
+export interface TimedEntry {
+  /** When it expires; fixed while it is queued. */
+  readonly deadline: number;
+  /** True once it ended (in time or not): the timer skips it. */
+  readonly settled: boolean;
+  expire(): void;
+}
+
 /** One attempt racing its expiry; a class rather than closures keeps the per-call cost flat. */
-class TimedAttempt<A, R> {
+class TimedAttempt<A, R> implements TimedEntry {
   private resolve!: (value: unknown) => void;
   private reject!: (error: unknown) => void;
   timer: TimerHandle;
@@ -182,7 +214,11 @@ class TimedAttempt<A, R> {
     private readonly limit: number,
     private readonly byDeadline: boolean,
     private readonly observer: AttemptObserver<R> | undefined,
-  ) {}
+  ) {
+    this.deadline = scope.deadline;
+  }
+
+  readonly deadline: number;
 
   start(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<unknown> {
     const promise = new Promise<unknown>((resolve, reject) => {

@@ -16,8 +16,8 @@ import { TimeLimiterConfigInput } from './time-limiter.config';
 export function Timeout(nameOrMs: string | number, overrides?: TimeLimiterConfigInput): MethodDecorator {
   return (target, key, descriptor) => {
     if (typeof nameOrMs === 'number') {
-      if (!Number.isFinite(nameOrMs) || nameOrMs <= 0) {
-        throw new TypeError(INVALID_VALUE(`@Timeout on ${String(key)}`, 'timeoutDuration', 'a positive number of ms', nameOrMs));
+      if (!Number.isFinite(nameOrMs) || nameOrMs < 0) {
+        throw new TypeError(INVALID_VALUE(`@Timeout on ${String(key)}`, 'timeoutDuration', 'a non-negative number of ms', nameOrMs));
       }
       addLayer(target, key, descriptor, {
         kind: 'timeLimiter',

@@ -1,3 +1,4 @@
+import { HttpModule } from '@nestjs/axios';
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { TerminusModule } from '@nestjs/terminus';
@@ -22,6 +23,7 @@ import { RecommendationsClient } from './recommendations/recommendations.client'
   imports: [
     ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [loadResilienceYaml] }),
     DownstreamModule,
+    HttpModule,
     OpsModule,
     ResilienceModule.forRootAsync({
       inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE],
@@ -29,8 +31,6 @@ import { RecommendationsClient } from './recommendations/recommendations.client'
         ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'),
         idempotency: {
           store: idempotency.store,
-          // No login in this sample: the customer says who they are, so two customers' keys never meet.
-          principal: (req: { headers: Record<string, string | string[] | undefined> }) => req.headers['x-customer-id'] as string | undefined,
           reconciler: paymentReconciler(dependencies),
         },
       }),

@@ -1,6 +1,7 @@
 import { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { ResilienceRegistry, VirtualClock } from 'resilience4nest';
+import { Dependencies } from '../src/downstream/dependencies';
 import { PLATFORMS } from '../../test/support/platforms';
 import { bootSampleApp } from './boot';
 import { ClockDriver } from './clock-driver';
@@ -32,6 +33,8 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
   it('answers from the live inventory while it is healthy, and 404 for an unknown SKU (no fallback for an answer)', async () => {
     await request(app.getHttpServer()).get('/inventory/sku-1').expect(200, { sku: 'sku-1', available: 12, source: 'inventory' });
     await request(app.getHttpServer()).get('/inventory/sku-404').expect(404);
+    // The HttpService request carried the attempt's time left: its 500 ms limit, inside the 3 s default budget.
+    expect(app.get(Dependencies).inventory.lastDeadlineHeader).toBe('500');
   });
 
   it('inventory down: the timeout and retries run out and the answer is an explicit "unknown", not a zero', async () => {
@@ -40,6 +43,11 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ sku: 'sku-1', available: 'unknown', source: 'fallback' });
     expect(app.get(ResilienceRegistry).retry('inventory').metrics.failedCallsWithRetry).toBe(1);
+    // Each timed-out attempt unsubscribed its HttpService request: the inventory saw all three connections closed.
+    const inventory = app.get(Dependencies).inventory;
+    for (let turn = 0; turn < 100 && inventory.abandoned < 3; turn++) await VirtualClock.settle();
+    expect(inventory.abandoned).toBe(3);
+    expect(inventory.hangingRequests).toBe(0);
   });
 
   it('payment provider failing: "pending, outcome unknown"; once the breaker opens: "rejected, not charged" with 503 and Retry-After', async () => {

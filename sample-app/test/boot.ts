@@ -1,3 +1,4 @@
+import { HttpService } from '@nestjs/axios';
 import { INestApplication, NestApplicationOptions } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
@@ -37,5 +38,5 @@ export async function bootSampleApp(logger: NestApplicationOptions['logger'], pl
   const app = createPlatformApp(moduleRef, platform, { logger });
   app.useGlobalFilters(new ResilienceExceptionFilter());
   await initPlatformApp(app);
-  return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock) };
+  return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock, app.get(HttpService).axiosRef) };
 }

@@ -1,3 +1,4 @@
+import type { AxiosInstance } from 'axios';
 import request from 'supertest';
 import { VirtualClock } from 'resilience4nest';
 import { Dependencies } from '../src/downstream/dependencies';
@@ -13,10 +14,28 @@ export class ClockDriver {
   private readonly realFetch = globalThis.fetch;
   private inFlight = 0;
 
+  /**
+   * @param axios the app's `HttpService` instance, whose requests count as on the wire too
+   */
   constructor(
     private readonly dependencies: Dependencies,
     private readonly clock: VirtualClock,
+    axios: AxiosInstance,
   ) {
+    axios.interceptors.request.use((config) => {
+      this.inFlight++;
+      return config;
+    });
+    axios.interceptors.response.use(
+      (response) => {
+        this.inFlight--;
+        return response;
+      },
+      (error: unknown) => {
+        this.inFlight--;
+        throw error;
+      },
+    );
     const realFetch = this.realFetch;
     globalThis.fetch = async (...args: Parameters<typeof fetch>) => {
       this.inFlight++;

@@ -118,9 +118,9 @@ describe('module options', () => {
         INVALID_VALUE("timeLimiter instance 'payments'", 'timeoutDuration', 'a non-negative duration (ms number or "250ms", "2s", "1m", "24h")', '2 seconds'),
       ],
       [
-        'a zero timeout',
-        { timeLimiter: { instances: { payments: { timeoutDuration: 0 } } } },
-        INVALID_VALUE("timeLimiter instance 'payments'", 'timeoutDuration', 'a positive duration', 0),
+        'a zero exponential cap (Resilience4j refuses it; retries would run back to back)',
+        { retry: { instances: { payments: { exponentialMaxWaitDuration: 0 } } } },
+        INVALID_VALUE("retry instance 'payments'", 'exponentialMaxWaitDuration', 'a positive duration', 0),
       ],
       [
         'a threshold above 100',
@@ -180,6 +180,17 @@ describe('module options', () => {
     ])('%s', (_label, options, expected) => {
       expect(messageOf(options)).toBe(expected);
     });
+  });
+
+  it("accepts Resilience4j's zero values: timeoutDuration 0, maxConcurrentCalls 0, randomizedWaitFactor 1", () => {
+    const r = registry({
+      timeLimiter: { instances: { payments: { timeoutDuration: 0 } } },
+      bulkhead: { instances: { payments: { maxConcurrentCalls: 0 } } },
+      retry: { instances: { payments: { enableRandomizedWait: true, randomizedWaitFactor: 1 } } },
+    });
+    expect(r.timeLimiter('payments').config.timeoutDuration).toBe(0);
+    expect(r.bulkhead('payments').config.maxConcurrentCalls).toBe(0);
+    expect(r.retry('payments').config.randomizedWaitFactor).toBe(1);
   });
 
   it('fails Nest bootstrap with the same message', async () => {

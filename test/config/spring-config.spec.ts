@@ -145,7 +145,7 @@ describe('every Resilience4j 2.x property is implemented or warned about', () =>
       'wait-duration-in-open-state': '10s',
       'slow-call-duration-threshold': '2s',
       'max-wait-duration-in-half-open-state': '5s',
-      'transition-to-state-after-wait-duration': 'HALF_OPEN',
+      'transition-to-state-after-wait-duration': 'CLOSED',
       'failure-rate-threshold': 50,
       'slow-call-rate-threshold': 80,
       'sliding-window-type': 'COUNT_BASED',

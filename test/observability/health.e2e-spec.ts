@@ -110,7 +110,7 @@ describe.each(PLATFORMS)('ResilienceHealthIndicator through terminus /health (%s
 
   it('is 200 with CIRCUIT_HALF_OPEN while trial calls run, even where the breaker may fail the check', async () => {
     await openPsp(clock, shop);
-    await clock.advance(60_000);
+    await clock.advance(60_001);
     await expect(shop.quote()).resolves.toBe('live');
     const { body } = await health().expect(200);
     expect(body.info.circuitBreakers.instances.psp).toMatchObject({ status: 'CIRCUIT_HALF_OPEN', state: 'HALF_OPEN' });

@@ -47,25 +47,26 @@ describe('scenario (a): a dependency down for 30 s, 10 calls/s, 2 s timeout, ove
 
     // With calls in flight the breaker hears of the first timeout only at 17 s, and opens at 17.4 s
     // after the 5th: the 24 calls started from 15.0 s to 17.3 s all reach the dependency. Then one
-    // half-open trial at 27.4 s and one at 39.4 s, each timing out: 26 calls, 52 thread-seconds.
+    // half-open trial at 27.5 s and one at 39.6 s (the first call strictly after each 10 s wait, as
+    // Resilience4j), each timing out: 26 calls, 52 thread-seconds.
     expect(breaker.transitions).toEqual([
       '17400 OPEN',
-      '27400 HALF_OPEN',
-      '29400 OPEN',
-      '39400 HALF_OPEN',
-      '41400 OPEN',
-      '51400 HALF_OPEN',
-      '51410 CLOSED',
+      '27500 HALF_OPEN',
+      '29500 OPEN',
+      '39600 HALF_OPEN',
+      '41600 OPEN',
+      '51700 HALF_OPEN',
+      '51710 CLOSED',
     ]);
     expect(breaker.reachedInOutage).toBe(26);
     expect(breaker.outageThreadMs).toBe(26 * TIMEOUT_MS);
     expect(breaker.reachedInOutage).toBeLessThanOrEqual(30); // 10% of the outage calls
     expect(breaker.threadMs * 8).toBeLessThanOrEqual(none.threadMs);
     expect(breaker.outageThreadMs * 8).toBeLessThanOrEqual(none.outageThreadMs);
-    // The price: the trial at 39.4 s re-opened it until 51.4 s, so the 64 calls from 45.0 s to 51.3 s
-    // are refused though the dependency is back; the trial at 51.4 s succeeds and closes the breaker.
-    expect(breaker.notPermitted).toBe(OUTAGE_CALLS - 26 + 64);
-    expect(breaker.succeeded).toBe(CALLS - OUTAGE_CALLS - 64);
+    // The price: the trial at 39.6 s re-opened it until 51.6 s, so the 67 calls from 45.0 s to 51.6 s
+    // are refused though the dependency is back; the trial at 51.7 s succeeds and closes the breaker.
+    expect(breaker.notPermitted).toBe(OUTAGE_CALLS - 26 + 67);
+    expect(breaker.succeeded).toBe(CALLS - OUTAGE_CALLS - 67);
     expect(breaker.breakerState).toBe('CLOSED');
 
     // No hanging request outlives its caller's timeout: the abort signal released every one.

@@ -24,6 +24,10 @@ export class SimulatedDependency {
   private readonly hanging = new Set<ServerResponse>();
   /** Requests that reached the dependency's own handler. */
   served = 0;
+  /** Requests whose client closed the connection before they were answered (a caller gave up). */
+  abandoned = 0;
+  /** The `x-request-deadline-ms` header of the last request, as the caller sent it. */
+  lastDeadlineHeader: string | undefined;
   private answering = 0;
 
   private constructor(
@@ -90,6 +94,7 @@ export class SimulatedDependency {
   }
 
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.lastDeadlineHeader = req.headers['x-request-deadline-ms'] as string | undefined;
     const body = await readJson(req);
     if (req.url === '/__admin') {
       try {
@@ -101,7 +106,9 @@ export class SimulatedDependency {
     }
     if (this.behaviour.down) {
       this.hanging.add(res);
-      res.on('close', () => this.hanging.delete(res));
+      res.on('close', () => {
+        if (this.hanging.delete(res)) this.abandoned++;
+      });
       return;
     }
     if (this.behaviour.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.behaviour.latencyMs));

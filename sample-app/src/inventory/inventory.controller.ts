@@ -1,4 +1,5 @@
 import { Controller, Get, Param } from '@nestjs/common';
+import { Observable } from 'rxjs';
 import { InventoryClient, StockLevel } from './inventory.client';
 
 @Controller('inventory')
@@ -6,7 +7,7 @@ export class InventoryController {
   constructor(private readonly inventory: InventoryClient) {}
 
   @Get(':sku')
-  stock(@Param('sku') sku: string): Promise<StockLevel> {
+  stock(@Param('sku') sku: string): Observable<StockLevel> {
     return this.inventory.stockLevel(sku);
   }
 }

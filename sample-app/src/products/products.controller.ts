@@ -1,5 +1,6 @@
 import { Controller, Get, NotFoundException, Param, Query } from '@nestjs/common';
 import { Priority } from 'resilience4nest';
+import { lastValueFrom } from 'rxjs';
 import { InventoryClient } from '../inventory/inventory.client';
 import { ExchangeRatesClient } from '../rates/exchange-rates.client';
 import { RecommendationsClient } from '../recommendations/recommendations.client';
@@ -29,7 +30,7 @@ export class ProductsController {
     if (pence === undefined) throw new NotFoundException(`unknown sku ${sku}`);
     const wanted = currency.toUpperCase();
     const [stock, rate, recommendations] = await Promise.all([
-      this.inventory.stockLevel(sku),
+      lastValueFrom(this.inventory.stockLevel(sku)),
       wanted === 'GBP' ? undefined : this.rates.rate(wanted),
       this.recommendations.alsoBought(sku),
     ]);

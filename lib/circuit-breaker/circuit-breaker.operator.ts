@@ -1,0 +1,76 @@
+import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
+import type { CircuitBreakerPolicy } from './circuit-breaker-policy';
+
+/** @internal `upstream` with each subscription as one call of a breaker; see {@link CircuitBreakerPolicy.observe}. */
+export class GuardedObservable<T> extends Observable<T> {
+  constructor(
+    readonly breaker: CircuitBreakerPolicy,
+    readonly upstream: Observable<T>,
+  ) {
+    super(subscribeGuarded);
+  }
+}
+
+function subscribeGuarded<T>(this: Observable<T>, subscriber: Subscriber<T>): TeardownLogic {
+  const self = this as GuardedObservable<T>;
+  const breaker = self.breaker;
+  if (!breaker.tryAcquirePermission()) {
+    subscriber.error(breaker.notPermittedError());
+    return undefined;
+  }
+  return new GuardedSubscription(breaker, subscriber).start(self.upstream);
+}
+
+/** One permitted call: recorded once, when the subscription ends, timed to its first value (docs/decisions/0006-observable-methods.md). */
+class GuardedSubscription<T> implements Observer<T>, Unsubscribable {
+  private readonly epoch: number;
+  private readonly startedAt: number;
+  private firstValueAt: number | undefined;
+  private last: T | undefined;
+  private ended = false;
+  private inner?: Subscription;
+
+  constructor(
+    private readonly breaker: CircuitBreakerPolicy,
+    private readonly downstream: Subscriber<T>,
+  ) {
+    this.epoch = breaker.callEpoch;
+    this.startedAt = breaker.clock.now();
+  }
+
+  start(upstream: Observable<T>): Unsubscribable {
+    const inner = upstream.subscribe(this as Observer<T>);
+    if (this.ended) inner.unsubscribe();
+    else this.inner = inner;
+    return this;
+  }
+
+  next(value: T): void {
+    if (this.ended) return;
+    if (this.firstValueAt === undefined) this.firstValueAt = this.breaker.clock.now();
+    this.last = value;
+    this.downstream.next(value);
+  }
+
+  error(error: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.breaker.recordCall(this.epoch, this.startedAt, true, error, this.firstValueAt);
+    this.downstream.error(error);
+  }
+
+  complete(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.breaker.recordCall(this.epoch, this.startedAt, false, this.last, this.firstValueAt);
+    this.downstream.complete();
+  }
+
+  unsubscribe(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.inner?.unsubscribe();
+    if (this.firstValueAt !== undefined) this.breaker.recordCall(this.epoch, this.startedAt, false, this.last, this.firstValueAt);
+    else this.breaker.releasePermission();
+  }
+}

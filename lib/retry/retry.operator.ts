@@ -1,0 +1,131 @@
+import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
+import { TimerHandle } from '../clock';
+import { contextStorage, ResilienceContext } from '../context';
+import { NO_RETRY, type RetryPolicy } from './retry';
+
+/** @internal `upstream` with each subscription retried; see {@link RetryPolicy.observe}. */
+export class RetriedObservable<T> extends Observable<T> {
+  constructor(
+    readonly policy: RetryPolicy,
+    readonly upstream: Observable<T>,
+  ) {
+    super(subscribeRetried);
+  }
+}
+
+function subscribeRetried<T>(this: Observable<T>, subscriber: Subscriber<T>): TeardownLogic {
+  const self = this as RetriedObservable<T>;
+  return new RetriedSubscription(self.policy, self.upstream, subscriber).start();
+}
+
+/**
+ * One subscription and its attempts. The decisions (what is retryable,
+ * backoff, budget, deadline) are the policy's, taken in the subscriber's
+ * deadline scope; each attempt re-subscribes `upstream` in that scope.
+ */
+class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
+  private attempt = 1;
+  private wait: number;
+  private closed = false;
+  private emitted = false;
+  /** A value ran out of retries and was counted as a failed call. */
+  private exhausted = false;
+  private inner?: Subscription;
+  private timer: TimerHandle;
+  private readonly scope: ResilienceContext | undefined;
+
+  constructor(
+    private readonly policy: RetryPolicy,
+    private readonly upstream: Observable<T>,
+    private readonly downstream: Subscriber<T>,
+  ) {
+    this.wait = policy.config.waitDuration;
+    this.scope = contextStorage.getStore();
+  }
+
+  start(): Unsubscribable {
+    this.subscribeAttempt();
+    return this;
+  }
+
+  next(value: T): void {
+    if (this.closed) return;
+    const retryOnResult = this.policy.config.retryOnResult;
+    if (retryOnResult !== undefined && !this.exhausted) {
+      try {
+        if (retryOnResult(value)) {
+          const wait = this.policy.waitForResult(this.attempt, this.wait, this.scope);
+          if (wait !== NO_RETRY) {
+            this.inner?.unsubscribe();
+            this.retryAfter(wait);
+            return;
+          }
+          // Counted as a failed call now; the value still goes out unless failAfterMaxAttempts throws.
+          this.policy.exhausted(value, this.attempt);
+          this.exhausted = true;
+        }
+      } catch (error) {
+        this.closed = true;
+        this.inner?.unsubscribe();
+        this.downstream.error(error);
+        return;
+      }
+    }
+    this.emitted = true;
+    this.downstream.next(value);
+  }
+
+  error(error: unknown): void {
+    if (this.closed) return;
+    const wait = this.policy.waitBeforeRetry(error, this.attempt, this.wait, this.scope);
+    if (wait === NO_RETRY) {
+      this.closed = true;
+      this.downstream.error(this.policy.failed(error, this.attempt));
+      return;
+    }
+    this.retryAfter(wait);
+  }
+
+  complete(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (!this.exhausted) this.policy.succeeded(undefined, this.attempt);
+    this.downstream.complete();
+  }
+
+  /** The subscriber left; after a value (as `firstValueFrom` does) that is a success. */
+  unsubscribe(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer !== undefined) this.policy.clock.clearTimeout(this.timer);
+    this.inner?.unsubscribe();
+    if (this.emitted && !this.exhausted) this.policy.succeeded(undefined, this.attempt);
+  }
+
+  private retryAfter(wait: number): void {
+    this.attempt++;
+    this.wait = wait;
+    this.inner = undefined;
+    if (wait <= 0) {
+      this.subscribeAttempt();
+      return;
+    }
+    this.timer = this.policy.clock.setTimeout(() => {
+      this.timer = undefined;
+      if (!this.closed) contextStorage.run(this.scope as ResilienceContext, () => this.subscribeAttempt());
+    }, wait);
+  }
+
+  private subscribeAttempt(): void {
+    const attempt = this.attempt;
+    // A synchronous source may go on notifying after a retry was decided: only the current attempt is heard.
+    const inner = this.upstream.subscribe({
+      next: (value) => attempt === this.attempt && this.next(value),
+      error: (error: unknown) => attempt === this.attempt && this.error(error),
+      complete: () => attempt === this.attempt && this.complete(),
+    });
+    // An attempt that ended while subscribing (a synchronous source) may already have been replaced.
+    if (attempt === this.attempt && !this.closed) this.inner = inner;
+    else if (attempt !== this.attempt) inner.unsubscribe();
+  }
+}

@@ -1,0 +1,131 @@
+import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
+import { TimerHandle } from '../clock';
+import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
+import type { TimedEntry, TimeLimiter } from './time-limiter';
+
+/** @internal `upstream` with each subscription under a time limiter; see {@link TimeLimiter.observe}. */
+export class TimeLimitedObservable<T> extends Observable<T> {
+  constructor(
+    readonly limiter: TimeLimiter,
+    readonly upstream: Observable<T>,
+  ) {
+    super(subscribeLimited);
+  }
+}
+
+function subscribeLimited<T>(this: Observable<T>, subscriber: Subscriber<T>): TeardownLogic {
+  const self = this as TimeLimitedObservable<T>;
+  return new LimitedSubscription(self.limiter, subscriber).start(self.upstream);
+}
+
+function subscribeIn<T>(upstream: Observable<T>, observer: Observer<T>): Subscription {
+  return upstream.subscribe(observer);
+}
+
+/**
+ * One subscription racing its time limit. A value moves the scope's
+ * deadline; the timer is not re-armed then but when it fires and finds the
+ * deadline moved, so a one-value source costs no timer of its own.
+ */
+class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry {
+  deadline = 0;
+  settled = false;
+  private scope?: ResilienceContext;
+  private inner?: Subscription;
+  private timer: TimerHandle;
+  private queued = false;
+  private gapStart = 0;
+
+  constructor(
+    private readonly limiter: TimeLimiter,
+    private readonly downstream: Subscriber<T>,
+  ) {}
+
+  start(upstream: Observable<T>): Unsubscribable {
+    const limiter = this.limiter;
+    const parent = contextStorage.getStore();
+    const now = limiter.clock.now();
+    const limit = limiter.attemptLimit(parent, now);
+    if (limit < 0) {
+      this.settled = true;
+      this.downstream.error(limiter.timedOut(true, limiter.config.timeoutDuration));
+      return this;
+    }
+    const scope = new ResilienceContext(limiter.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
+    this.scope = scope;
+    this.deadline = scope.deadline;
+    this.gapStart = now;
+    if (limit < limiter.config.timeoutDuration) this.arm(limit);
+    else {
+      this.queued = true;
+      limiter.enqueue(this, limit);
+    }
+    const inner = contextStorage.run(scope, subscribeIn, upstream, this as Observer<T>);
+    if (this.settled) inner.unsubscribe();
+    else this.inner = inner;
+    return this;
+  }
+
+  next(value: T): void {
+    if (this.settled) return;
+    const now = this.limiter.clock.now();
+    const scope = this.scope as ResilienceContext;
+    const limit = this.limiter.attemptLimit(scope.parent, now);
+    if (limit >= 0) {
+      scope.deadline = now + limit;
+      this.gapStart = now;
+    }
+    this.downstream.next(value);
+  }
+
+  error(error: unknown): void {
+    if (this.settled) return;
+    this.finish();
+    this.limiter.finished(error, true);
+    this.downstream.error(error);
+  }
+
+  complete(): void {
+    if (this.settled) return;
+    this.finish();
+    this.limiter.finished(undefined, false);
+    this.downstream.complete();
+  }
+
+  unsubscribe(): void {
+    if (this.settled) return;
+    this.finish();
+    this.inner?.unsubscribe();
+  }
+
+  expire(): void {
+    if (this.settled) return;
+    const scope = this.scope as ResilienceContext;
+    const now = this.limiter.clock.now();
+    // A value came since the timer was armed: wait for the rest of the new gap.
+    if (scope.deadline > now) {
+      this.arm(scope.deadline - now);
+      return;
+    }
+    this.finish();
+    const parent = scope.parent;
+    const byDeadline = parent !== undefined && parent.deadline <= now;
+    const error = this.limiter.timedOut(byDeadline, scope.deadline - this.gapStart);
+    if (this.limiter.config.cancelRunningFuture) scope.abort(error);
+    this.inner?.unsubscribe();
+    this.downstream.error(error);
+  }
+
+  private arm(ms: number): void {
+    this.timer = this.limiter.clock.setTimeout(() => {
+      this.timer = undefined;
+      this.expire();
+    }, ms);
+  }
+
+  private finish(): void {
+    this.settled = true;
+    if (this.timer !== undefined) this.limiter.clock.clearTimeout(this.timer);
+    if (this.queued) this.limiter.settled();
+  }
+}
