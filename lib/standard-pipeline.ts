@@ -95,7 +95,8 @@ export class StandardPipeline {
   private enter(run: Attempt, args: unknown[]): Promise<unknown> {
     const bulkhead = this.bulkhead;
     let next = this.invoke;
-    if (bulkhead !== undefined) {
+    // The time limiter sits outside the bulkhead: a call it refuses at once never takes a permit.
+    if (bulkhead !== undefined && !(this.limiter !== undefined && this.limiter.refusesAtOnce())) {
       run.permit = bulkhead.tryEnter();
       // No free permit: wait in the bulkhead's queue; it gives the permit back itself.
       if (run.permit === NO_PERMIT) next = (queuedArgs) => bulkhead.call(this.invoke, queuedArgs);

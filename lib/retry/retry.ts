@@ -258,6 +258,7 @@ export class RetryPolicy implements Policy {
     this.budget?.onSuccess();
     if (attempts === 1) this.counters.successfulCallsWithoutRetry++;
     else this.counters.successfulCallsWithRetry++;
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.successStream.active) this.successStream.emit({ name: this.name, attempts });
     return result;
   }
@@ -266,6 +267,7 @@ export class RetryPolicy implements Policy {
   failed(error: unknown, attempts: number): unknown {
     if (attempts === 1) this.counters.failedCallsWithoutRetry++;
     else this.counters.failedCallsWithRetry++;
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.errorStream.active) this.errorStream.emit({ name: this.name, attempts, error });
     return error;
   }
@@ -278,6 +280,7 @@ export class RetryPolicy implements Policy {
     const retryAfter = retryAfterOf(error);
     if (retryAfter !== undefined) {
       if (retryAfter > this.config.retryAfterMaxWait) return this.stop('retry-after-too-long', attempt, error);
+      // Stryker disable next-line EqualityOperator: when equal, either branch waits the same
       if (retryAfter > wait) wait = retryAfter;
     }
     return this.admitRetry(error, attempt, wait, scope);
@@ -290,11 +293,13 @@ export class RetryPolicy implements Policy {
       this.counters.budgetDenied++;
       return this.stop('budget', attempt, error);
     }
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.retryStream.active) this.retryStream.emit({ name: this.name, attempt, waitMs: wait, error });
     return wait;
   }
 
   private stop(reason: RetryStopReason, attempt: number, error: unknown): number {
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.stoppedStream.active) this.stoppedStream.emit({ name: this.name, attempt, reason, error });
     return NO_RETRY;
   }

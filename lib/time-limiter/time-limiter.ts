@@ -164,6 +164,12 @@ export class TimeLimiter implements Policy {
     return error;
   }
 
+  /** @internal True when a call now would fail at once: the request's deadline has passed or the request was aborted. */
+  refusesAtOnce(): boolean {
+    const parent = contextStorage.getStore();
+    return parent !== undefined && parent.deadline !== Number.POSITIVE_INFINITY && (parent.deadline <= this.clock.now() || parent.aborted);
+  }
+
   /** @internal */
   finished(error: unknown, failed: boolean): void {
     if (failed) {
@@ -239,7 +245,10 @@ class TimedAttempt<A, R> implements TimedEntry {
     this.settled = true;
     const error = this.limiter.timedOut(this.byDeadline, this.limit);
     if (this.limiter.config.cancelRunningFuture) this.scope.abort(error);
-    this.fail(error);
+    // A timer runs in the context of whoever armed it: an observer continues the call in its caller's.
+    const parent = this.scope.parent;
+    if (parent === undefined) contextStorage.exit(failAttempt, this, error);
+    else contextStorage.run(parent, failAttempt, this, error);
   }
 
   private onFulfilled(value: R): void {
@@ -272,7 +281,8 @@ class TimedAttempt<A, R> implements TimedEntry {
     this.fail(error);
   }
 
-  private fail(error: unknown): void {
+  /** Settles the attempt with `error`, or with what the observer makes of it. */
+  fail(error: unknown): void {
     if (this.observer === undefined) {
       this.reject(error);
       return;
@@ -289,4 +299,9 @@ class TimedAttempt<A, R> implements TimedEntry {
     if (this.timer !== undefined) this.limiter.clock.clearTimeout(this.timer);
     else this.limiter.settled();
   }
+}
+
+/** Continues a timed-out attempt; module-level so handing it to another context allocates nothing. */
+function failAttempt(attempt: TimedAttempt<unknown, unknown>, error: unknown): void {
+  attempt.fail(error);
 }
