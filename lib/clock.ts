@@ -16,11 +16,66 @@ export interface Clock {
   clearTimeout(handle: TimerHandle): void;
 }
 
-/** The real clock: `performance.now()` and Node's timers. */
+/** The longest delay Node's `setTimeout` honours; a longer one fires after 1 ms. */
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+/**
+ * A timer longer than Node's timers can hold, kept as a chain of shorter
+ * ones until its due time (on `performance.now()`) arrives. It can be
+ * unref'd like a Node timer.
+ */
+class ChainedTimer {
+  private timer!: NodeJS.Timeout;
+  private referenced = true;
+
+  constructor(
+    private readonly callback: () => void,
+    private readonly due: number,
+  ) {
+    this.arm();
+  }
+
+  /** Lets the process exit while only this timer is pending. */
+  unref(): this {
+    this.referenced = false;
+    this.timer.unref();
+    return this;
+  }
+
+  /** Keeps the process alive while this timer is pending (the default). */
+  ref(): this {
+    this.referenced = true;
+    this.timer.ref();
+    return this;
+  }
+
+  /** Whether the timer keeps the process alive. */
+  hasRef(): boolean {
+    return this.referenced;
+  }
+
+  /** Cancels the timer. */
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+
+  private arm(): void {
+    const left = this.due - performance.now();
+    this.timer = left > MAX_TIMER_DELAY_MS ? setTimeout(this.step, MAX_TIMER_DELAY_MS) : setTimeout(this.callback, Math.max(0, left));
+    if (!this.referenced) this.timer.unref();
+  }
+
+  private readonly step = (): void => this.arm();
+}
+
+/**
+ * The real clock: `performance.now()` and Node's timers. A delay longer
+ * than Node's timers hold (about 24.8 days) is chained, never fired early.
+ */
 export const systemClock: Clock = {
   now: () => performance.now(),
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  setTimeout: (callback, ms) => (ms > MAX_TIMER_DELAY_MS ? new ChainedTimer(callback, performance.now() + ms) : setTimeout(callback, ms)),
+  clearTimeout: (handle) => (handle instanceof ChainedTimer ? handle.clear() : clearTimeout(handle as NodeJS.Timeout)),
 };
 
 interface VirtualTimer {

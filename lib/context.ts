@@ -5,6 +5,9 @@ import { DeadlineExceededError } from './errors';
 /** Default name of the header that carries the remaining deadline in ms. */
 export const DEFAULT_DEADLINE_HEADER = 'x-request-deadline-ms';
 
+/** Default `deadline.maxBudget`: the most time a deadline header can ask for (24 h). */
+export const DEFAULT_MAX_DEADLINE_BUDGET_MS = 24 * 60 * 60 * 1000;
+
 /**
  * The deadline and cancellation scope of a request or of one attempt
  * inside it. The `AbortSignal` is created only when someone asks for it,
@@ -14,6 +17,7 @@ export class ResilienceContext {
   private controller?: AbortController;
   private abortReason?: unknown;
   private timer?: TimerHandle;
+  private onParentAbort?: () => void;
 
   /**
    * @param clock the clock the deadline is measured on
@@ -56,7 +60,10 @@ export class ResilienceContext {
     if (this.parent) {
       const parentSignal = this.parent.signal;
       if (parentSignal.aborted) controller.abort(parentSignal.reason);
-      else parentSignal.addEventListener('abort', () => this.abort(parentSignal.reason), { once: true });
+      else {
+        this.onParentAbort = () => this.abort(parentSignal.reason);
+        parentSignal.addEventListener('abort', this.onParentAbort, { once: true });
+      }
     }
     if (!controller.signal.aborted && this.abortsAtDeadline && this.deadline !== Number.POSITIVE_INFINITY) {
       this.timer = this.clock.setTimeout(() => this.abort(new DeadlineExceededError('deadline', 'the request deadline has passed')), this.remaining());
@@ -68,13 +75,25 @@ export class ResilienceContext {
   abort(reason: unknown): void {
     if (this.abortReason !== undefined) return;
     this.abortReason = reason;
+    this.stopFollowingParent();
     this.controller?.abort(reason);
   }
 
-  /** Releases the deadline timer of a request scope. */
+  /**
+   * Releases what the scope holds: the deadline timer of a request scope,
+   * and the listener an attempt scope put on its parent's signal (so
+   * attempts that settled never pile up on a long request's signal).
+   */
   dispose(): void {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
+    this.stopFollowingParent();
+  }
+
+  private stopFollowingParent(): void {
+    if (this.onParentAbort === undefined) return;
+    this.parent?.signal.removeEventListener('abort', this.onParentAbort);
+    this.onParentAbort = undefined;
   }
 }
 
@@ -108,5 +127,6 @@ export function remainingTime(): number {
 export function deadlineHeaders(): Record<string, string> {
   const ctx = contextStorage.getStore();
   if (ctx === undefined || ctx.deadline === Number.POSITIVE_INFINITY) return {};
-  return { [ctx.header]: String(Math.floor(ctx.remaining())) };
+  // Whole milliseconds in plain digits, never `1e+24`, whatever budget the scope was given.
+  return { [ctx.header]: String(Math.floor(Math.min(ctx.remaining(), Number.MAX_SAFE_INTEGER))) };
 }

@@ -1,6 +1,6 @@
 import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import { contextStorage, ResilienceContext } from './context';
+import { contextStorage, DEFAULT_MAX_DEADLINE_BUDGET_MS, ResilienceContext } from './context';
 import { DeadlineExceededError } from './errors';
 import { ResilienceRegistry } from './resilience.registry';
 import { INVALID_DEADLINE_HEADER } from './resilience.messages';
@@ -9,7 +9,7 @@ const DIGITS = /^\s*\d+\s*$/;
 
 /**
  * Opens the request's deadline scope: the remaining time from the inbound
- * deadline header (bounded by `maxBudget`), else the default budget; with
+ * deadline header (clamped to `maxBudget`, 24 h by default), else the default budget; with
  * neither, the request gets no scope. A malformed header is ignored with a warning, never a crash; a
  * request that arrives with no time left fails at once.
  */
@@ -50,6 +50,7 @@ export class DeadlineInterceptor implements NestInterceptor {
       return defaultBudget;
     }
     const asked = Number(value);
-    return maxBudget !== undefined && asked > maxBudget ? maxBudget : asked;
+    const ceiling = maxBudget ?? DEFAULT_MAX_DEADLINE_BUDGET_MS;
+    return asked > ceiling ? ceiling : asked;
   }
 }

@@ -1,43 +1,52 @@
 /**
- * Base class of every error this module raises. `name` is the policy
- * instance that raised it (as in DESIGN: errors carry the instance name);
- * the error's kind is its class, and `code` gives it as a stable string.
+ * Base class of every error this module raises. Like every JavaScript
+ * error, `name` is the class name (`'CallNotPermittedError'`); the policy
+ * instance that raised it is `instance`, and `code` gives the kind as a
+ * stable string.
  */
 export abstract class ResilienceError extends Error {
   /** Stable machine-readable kind, e.g. `CALL_NOT_PERMITTED`. */
   abstract readonly code: string;
+  /** The policy instance (or route, or handler) that raised the error. */
+  readonly instance: string;
 
-  /** @param instanceName the policy instance that raised the error. */
+  /** @param instance the policy instance that raised the error. */
   constructor(
-    instanceName: string,
+    instance: string,
     message: string,
     options?: { cause?: unknown },
   ) {
     super(message, options);
-    Object.defineProperty(this, 'name', { value: instanceName, enumerable: true, writable: true, configurable: true });
-  }
-
-  /** The policy instance that raised the error (same as `name`). */
-  get instanceName(): string {
-    return this.name;
+    this.instance = instance;
   }
 }
+
+// The class name, read from the prototype so no error carries it as its own property; assigning relabels one error.
+Object.defineProperty(ResilienceError.prototype, 'name', {
+  get(this: ResilienceError): string {
+    return this.constructor.name;
+  },
+  set(this: ResilienceError, value: unknown): void {
+    Object.defineProperty(this, 'name', { value, writable: true, configurable: true });
+  },
+  configurable: true,
+});
 
 /** The circuit breaker refused the call: it never left, so refusing is safe. */
 export class CallNotPermittedError extends ResilienceError {
   readonly code = 'CALL_NOT_PERMITTED';
 
   /**
-   * @param instanceName the circuit breaker's name
+   * @param instance the circuit breaker's name
    * @param state the breaker state that refused the call
    * @param retryAfterMs ms until the breaker may admit calls again (`undefined` when unknown, e.g. FORCED_OPEN)
    */
   constructor(
-    instanceName: string,
+    instance: string,
     readonly state: string,
     readonly retryAfterMs?: number,
   ) {
-    super(instanceName, `CircuitBreaker '${instanceName}' is ${state} and does not permit further calls`);
+    super(instance, `CircuitBreaker '${instance}' is ${state} and does not permit further calls`);
   }
 }
 
@@ -46,16 +55,16 @@ export class BulkheadFullError extends ResilienceError {
   readonly code = 'BULKHEAD_FULL';
 
   /**
-   * @param instanceName the bulkhead's name
+   * @param instance the bulkhead's name
    * @param reason why the call was refused
    * @param retryAfterMs a hint for the caller, in ms
    */
   constructor(
-    instanceName: string,
+    instance: string,
     readonly reason: 'queue-full' | 'wait-timeout' | 'aborted' = 'queue-full',
     readonly retryAfterMs?: number,
   ) {
-    super(instanceName, `Bulkhead '${instanceName}' is full and does not permit further calls (${reason})`);
+    super(instance, `Bulkhead '${instance}' is full and does not permit further calls (${reason})`);
   }
 }
 
@@ -63,12 +72,12 @@ export class BulkheadFullError extends ResilienceError {
 export class TimeoutExceededError extends ResilienceError {
   readonly code = 'TIMEOUT_EXCEEDED';
 
-  /** @param instanceName the time limiter's name @param timeoutMs the limit that was exceeded */
+  /** @param instance the time limiter's name @param timeoutMs the limit that was exceeded */
   constructor(
-    instanceName: string,
+    instance: string,
     readonly timeoutMs: number,
   ) {
-    super(instanceName, `TimeLimiter '${instanceName}' recorded a call that exceeded ${timeoutMs}ms`);
+    super(instance, `TimeLimiter '${instance}' recorded a call that exceeded ${timeoutMs}ms`);
   }
 }
 
@@ -76,9 +85,9 @@ export class TimeoutExceededError extends ResilienceError {
 export class DeadlineExceededError extends ResilienceError {
   readonly code = 'DEADLINE_EXCEEDED';
 
-  /** @param instanceName the policy instance that found no time left (or `deadline`) */
-  constructor(instanceName = 'deadline', detail = 'the request deadline has passed') {
-    super(instanceName, `Deadline exceeded at '${instanceName}': ${detail}`);
+  /** @param instance the policy instance that found no time left (or `deadline`) */
+  constructor(instance = 'deadline', detail = 'the request deadline has passed') {
+    super(instance, `Deadline exceeded at '${instance}': ${detail}`);
   }
 }
 
@@ -87,16 +96,16 @@ export class RateLimitedError extends ResilienceError {
   readonly code = 'RATE_LIMITED';
 
   /**
-   * @param instanceName the rate limiter's name
+   * @param instance the rate limiter's name
    * @param retryAfterMs ms until the limiter's next period starts
    * @param options `cause` (a store failure) and `message`, when the refusal has another reason than a spent limit
    */
   constructor(
-    instanceName: string,
+    instance: string,
     readonly retryAfterMs?: number,
     options?: { cause?: unknown; message?: string },
   ) {
-    super(instanceName, options?.message ?? `RateLimiter '${instanceName}' does not permit further calls`, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(instance, options?.message ?? `RateLimiter '${instance}' does not permit further calls`, options?.cause === undefined ? undefined : { cause: options.cause });
   }
 }
 
@@ -125,13 +134,13 @@ export class OverloadedError extends ResilienceError {
 export class MaxRetriesExceededError extends ResilienceError {
   readonly code = 'MAX_RETRIES_EXCEEDED';
 
-  /** @param instanceName the retry's name @param attempts attempts made @param lastResult the last returned value */
+  /** @param instance the retry's name @param attempts attempts made @param lastResult the last returned value */
   constructor(
-    instanceName: string,
+    instance: string,
     readonly attempts: number,
     readonly lastResult: unknown,
   ) {
-    super(instanceName, `Retry '${instanceName}' has exhausted all ${attempts} attempts and the result is still retryable`);
+    super(instance, `Retry '${instance}' has exhausted all ${attempts} attempts and the result is still retryable`);
   }
 }
 
@@ -139,9 +148,9 @@ export class MaxRetriesExceededError extends ResilienceError {
 export class IdempotencyKeyMissingError extends ResilienceError {
   readonly code = 'IDEMPOTENCY_KEY_MISSING';
 
-  /** @param instanceName the route or handler @param detail what was wrong with the key */
-  constructor(instanceName: string, detail: string) {
-    super(instanceName, detail);
+  /** @param instance the route or handler @param detail what was wrong with the key */
+  constructor(instance: string, detail: string) {
+    super(instance, detail);
   }
 }
 
@@ -149,12 +158,12 @@ export class IdempotencyKeyMissingError extends ResilienceError {
 export class IdempotencyKeyInProgressError extends ResilienceError {
   readonly code = 'IDEMPOTENCY_KEY_IN_PROGRESS';
 
-  /** @param instanceName the route or handler @param retryAfterMs when to try again */
+  /** @param instance the route or handler @param retryAfterMs when to try again */
   constructor(
-    instanceName: string,
+    instance: string,
     readonly retryAfterMs?: number,
   ) {
-    super(instanceName, `A request with this idempotency key is still in progress at '${instanceName}'`);
+    super(instance, `A request with this idempotency key is still in progress at '${instance}'`);
   }
 }
 
@@ -162,24 +171,32 @@ export class IdempotencyKeyInProgressError extends ResilienceError {
 export class IdempotencyKeyReuseError extends ResilienceError {
   readonly code = 'IDEMPOTENCY_KEY_REUSE';
 
-  /** @param instanceName the route or handler */
-  constructor(instanceName: string) {
-    super(instanceName, `This idempotency key was already used with a different request payload at '${instanceName}'`);
+  /** @param instance the route or handler */
+  constructor(instance: string) {
+    super(instance, `This idempotency key was already used with a different request payload at '${instance}'`);
   }
 }
 
-// Stack traces and `util.inspect` read the class from the prototype's `name`.
-for (const errorClass of [
-  CallNotPermittedError,
-  BulkheadFullError,
-  TimeoutExceededError,
-  DeadlineExceededError,
-  RateLimitedError,
-  OverloadedError,
-  MaxRetriesExceededError,
-  IdempotencyKeyMissingError,
-  IdempotencyKeyInProgressError,
-  IdempotencyKeyReuseError,
-]) {
-  Object.defineProperty(errorClass.prototype, 'name', { value: errorClass.name, writable: true, configurable: true });
+/**
+ * The idempotency store failed, or did not answer within `storeTimeout`
+ * (or the request deadline). Nothing ran for this request: the client may
+ * retry with the same key.
+ */
+export class IdempotencyStoreUnavailableError extends ResilienceError {
+  readonly code = 'IDEMPOTENCY_STORE_UNAVAILABLE';
+
+  /**
+   * @param instance the route or handler
+   * @param detail what the store did (failed, or did not answer in time)
+   * @param retryAfterMs when to try again
+   * @param cause the store's error, if it gave one
+   */
+  constructor(
+    instance: string,
+    detail: string,
+    readonly retryAfterMs?: number,
+    cause?: unknown,
+  ) {
+    super(instance, `The idempotency store is unavailable at '${instance}': ${detail}`, cause === undefined ? undefined : { cause });
+  }
 }

@@ -20,6 +20,7 @@ export {
   remainingTime,
   ResilienceContext,
   DEFAULT_DEADLINE_HEADER,
+  DEFAULT_MAX_DEADLINE_BUDGET_MS,
 } from './context';
 export type { Policy } from './policy';
 export { ResilienceModule } from './resilience.module';

@@ -1,5 +1,5 @@
 import { Clock } from './clock';
-import { describe, instancePlace, UNKNOWN_INSTANCE } from './config/config.messages';
+import { describe, instancePlace, TOO_MANY_UNDECLARED_INSTANCES, UNKNOWN_INSTANCE } from './config/config.messages';
 import { ResilienceModuleOptions } from './config/module-options';
 import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './config/resolve-options';
 import { applyOverrides } from './config/schema';
@@ -63,6 +63,7 @@ export class ResilienceRegistry {
   private readonly derived: InstanceCreatedEvent[] = [];
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
   private readonly warned = new Set<string>();
+  private readonly undeclared: { [P in RegistryPolicy]: number } = { retry: 0, circuitBreaker: 0, bulkhead: 0, timeLimiter: 0, rateLimiter: 0 };
 
   /** Every instance created from now on (subscribe, then read {@link ResilienceRegistry.all} for the earlier ones). */
   readonly onInstanceCreated = this.createdStream.subscribe;
@@ -130,7 +131,12 @@ export class ResilienceRegistry {
     const map = this.instances[policy] as Map<string, PolicyInstances[P]>;
     const existing = map.get(name);
     if (existing !== undefined) return existing;
-    const instance = this.create(policy, name, this.configOf(policy, name, where), false);
+    const config = this.configOf(policy, name, where);
+    if (!this.options.sections[policy].instances.has(name)) {
+      if (this.undeclared[policy] >= this.options.maxUndeclaredInstances) throw new Error(TOO_MANY_UNDECLARED_INSTANCES(policy, name, this.options.maxUndeclaredInstances));
+      this.undeclared[policy]++;
+    }
+    const instance = this.create(policy, name, config, false);
     map.set(name, instance);
     return instance;
   }

@@ -95,7 +95,8 @@ export class StandardPipeline {
   private enter(run: Attempt, args: unknown[]): Promise<unknown> {
     const bulkhead = this.bulkhead;
     let next = this.invoke;
-    if (bulkhead !== undefined) {
+    // The time limiter sits outside the bulkhead: a call it refuses at once never takes a permit.
+    if (bulkhead !== undefined && !(this.limiter !== undefined && this.limiter.refusesAtOnce())) {
       run.permit = bulkhead.tryEnter();
       // No free permit: wait in the bulkhead's queue; it gives the permit back itself.
       if (run.permit === NO_PERMIT) next = (queuedArgs) => bulkhead.call(this.invoke, queuedArgs);
@@ -188,7 +189,16 @@ class Attempt implements AttemptObserver<unknown> {
 
   fulfilled(value: unknown): unknown {
     if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(false, value);
-    this.pipeline.breaker?.recordCall(this.epoch, this.start, false, value);
+    const breaker = this.pipeline.breaker;
+    if (breaker !== undefined) {
+      try {
+        breaker.recordCall(this.epoch, this.start, false, value);
+      } catch (predicateError) {
+        // recordResult threw: the attempt failed with that error (as the nested breaker's call does).
+        if (!this.first) throw predicateError;
+        return this.pipeline.afterError(this.args, predicateError);
+      }
+    }
     return this.first ? this.pipeline.afterResult(this.args, value) : value;
   }
 

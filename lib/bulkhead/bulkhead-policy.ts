@@ -3,6 +3,7 @@ import { currentContext } from '../context';
 import { BulkheadFullError, DeadlineExceededError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { Policy, invokeThunk } from '../policy';
+import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
 import { BoundedObservable } from './bulkhead.operator';
@@ -188,18 +189,12 @@ export class BulkheadPolicy implements Policy {
     if (this.depth >= this.queueCapacity) {
       throw this.rejected(new BulkheadFullError(this.name, 'queue-full', this.retryAfterMs));
     }
-    let limit = this.settings.maxWaitDuration;
-    let deadlineFirst = false;
     let signal: AbortSignal | undefined;
     const ctx = currentContext();
     if (ctx !== undefined) {
-      const remaining = ctx.remaining();
-      if (remaining === 0) throw this.rejected(this.deadlineError());
-      if (remaining <= limit) {
-        limit = remaining;
-        deadlineFirst = true;
-      }
-      // Only a call that has to wait pays for creating the scope's signal.
+      if (ctx.remaining() === 0) throw this.rejected(this.deadlineError());
+      // Only a call that has to wait pays for creating the scope's signal. It aborts when the request
+      // deadline passes or the attempt's time limit fires, so the wait's own timer is maxWaitDuration alone.
       signal = ctx.signal;
       if (signal.aborted) throw this.rejected(this.abortError(signal.reason));
     }
@@ -217,7 +212,7 @@ export class BulkheadPolicy implements Policy {
     else this.tail.next = waiter;
     this.tail = waiter;
     this.depth++;
-    waiter.timer = this.clock.setTimeout(() => this.expire(waiter, deadlineFirst), limit);
+    waiter.timer = this.clock.setTimeout(() => this.expire(waiter), this.settings.maxWaitDuration);
     if (signal !== undefined) {
       const onAbort = (): void => {
         if (waiter.queued) this.leave(waiter, this.abortError(signal.reason));
@@ -244,12 +239,8 @@ export class BulkheadPolicy implements Policy {
     waiter.grant();
   }
 
-  private expire(waiter: Waiter, deadlineFirst: boolean): void {
-    if (!waiter.queued) return;
-    this.leave(
-      waiter,
-      deadlineFirst ? this.deadlineError() : new BulkheadFullError(this.name, 'wait-timeout', this.retryAfterMs),
-    );
+  private expire(waiter: Waiter): void {
+    if (waiter.queued) this.leave(waiter, new BulkheadFullError(this.name, 'wait-timeout', this.retryAfterMs));
   }
 
   private leave(waiter: Waiter, error: BulkheadFullError | DeadlineExceededError): void {
@@ -280,6 +271,7 @@ export class BulkheadPolicy implements Policy {
   }
 
   private rejected<E extends BulkheadFullError | DeadlineExceededError>(error: E): E {
+    refusal(error);
     if (this.rejectedEvents.active) {
       const reason = error instanceof BulkheadFullError ? error.reason : 'deadline';
       this.rejectedEvents.emit({ name: this.name, reason, error });

@@ -1,6 +1,7 @@
 import { VirtualClock } from '../clock';
 import { ResilienceContext, contextStorage } from '../context';
-import { BulkheadFullError, DeadlineExceededError } from '../errors';
+import { BulkheadFullError, DeadlineExceededError, TimeoutExceededError } from '../errors';
+import { TimeLimiter } from '../time-limiter/time-limiter';
 import { BulkheadPolicy, BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from './bulkhead-policy';
 import { BulkheadConfig } from './bulkhead.config';
 
@@ -87,7 +88,7 @@ describe('BulkheadPolicy', () => {
   it('refuses at once when all permits are taken and maxWaitDuration is 0, whatever the queue capacity', async () => {
     const b = bulkhead(clock, { maxConcurrentCalls: 1, queueCapacity: 10 });
     const first = track(clock, b.execute(() => sleep(clock, 100)));
-    await expect(b.execute(() => 'never')).rejects.toMatchObject({ reason: 'queue-full', name: 'reports' });
+    await expect(b.execute(() => 'never')).rejects.toMatchObject({ reason: 'queue-full', instance: 'reports' });
     expect(b.metrics.queueDepth).toBe(0);
     await clock.advance(100);
     expect(first.status).toBe('fulfilled');
@@ -168,6 +169,35 @@ describe('BulkheadPolicy', () => {
     await expect(b.call((n: number) => n * 2, 21)).resolves.toBe(42);
   });
 
+  describe('inside a time limiter, with no request deadline', () => {
+    it('a wait that runs out of maxWaitDuration is BulkheadFullError (503), not a deadline error', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
+      const limiter = new TimeLimiter('reports', { timeoutDuration: 1000, cancelRunningFuture: true }, clock);
+      // An earlier quick call leaves the limiter's shared timer armed for t=1000, so it re-arms for the waiter after the bulkhead's timer.
+      const quick = track(clock, limiter.execute(() => sleep(clock, 10)));
+      void b.execute(() => sleep(clock, 5000));
+      await clock.advance(500);
+      expect(quick.status).toBe('fulfilled');
+      const waiter = track(clock, limiter.execute(() => b.execute(() => 'late')));
+      await clock.advance(1000);
+      expect(waiter.error).toBeInstanceOf(BulkheadFullError);
+      expect(waiter.error).toMatchObject({ reason: 'wait-timeout', instance: 'reports' });
+      expect(waiter.at).toBe(1500);
+      await clock.advance(5000);
+    });
+
+    it('a wait cut short by the attempt\'s time limit is the limiter\'s TimeoutExceededError', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 5000 });
+      const limiter = new TimeLimiter('reports', { timeoutDuration: 1000, cancelRunningFuture: true }, clock);
+      void b.execute(() => sleep(clock, 5000));
+      const waiter = track(clock, limiter.execute(() => b.execute(() => 'late')));
+      await clock.advance(1000);
+      expect(waiter.error).toBeInstanceOf(TimeoutExceededError);
+      expect(b.metrics.queueDepth).toBe(0);
+      await clock.advance(5000);
+    });
+  });
+
   describe('with a request context', () => {
     it('leaves the queue with DeadlineExceededError when the deadline comes before maxWaitDuration', async () => {
       const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
@@ -179,7 +209,7 @@ describe('BulkheadPolicy', () => {
 
       await clock.advance(1);
       expect(waiter.error).toBeInstanceOf(DeadlineExceededError);
-      expect((waiter.error as DeadlineExceededError).name).toBe('reports');
+      expect((waiter.error as DeadlineExceededError).instance).toBe('reports');
       expect(b.metrics.queueDepth).toBe(0);
 
       await clock.advance(450);

@@ -5,6 +5,7 @@ import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '
 import { EventStream, EventSubscriber } from '../events';
 import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { Policy, invokeThunk } from '../policy';
+import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
 import { GuardedObservable } from './circuit-breaker.operator';
@@ -357,15 +358,28 @@ export class CircuitBreakerPolicy implements Policy {
    * Records a call permitted by {@link CircuitBreakerPolicy.tryAcquirePermission}:
    * the epoch and clock time it started at, and how it ended (`outcome` is
    * the error when `failed`, else the result). Its duration runs to `end`
-   * when given (an Observable's first value), else to now.
+   * when given (an Observable's first value), else to now. A `recordResult`
+   * that throws is recorded as the call's error and its exception rethrown.
    */
   recordCall(epoch: number, start: number, failed: boolean, outcome: unknown, end?: number): void {
-    this.complete(epoch, start, failed ? this.classifyError(outcome) : this.classifyResult(outcome), outcome, end);
+    if (failed) {
+      this.complete(epoch, start, this.classifyError(outcome), outcome, end);
+      return;
+    }
+    let classified: Outcome;
+    try {
+      classified = this.classifyResult(outcome);
+    } catch (predicateError) {
+      // As Resilience4j: a throwing recordResult is recorded as the call's error, then thrown, so no permit is lost.
+      this.complete(epoch, start, this.classifyError(predicateError), predicateError, end);
+      throw predicateError;
+    }
+    this.complete(epoch, start, classified, outcome, end);
   }
 
   /** The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
   notPermittedError(): CallNotPermittedError {
-    return new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs());
+    return refusal(new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs()));
   }
 
   /**
@@ -419,8 +433,18 @@ export class CircuitBreakerPolicy implements Policy {
    * (checked with `recordResult`). The outcome goes into the current state.
    */
   onResult(durationMs: number, error: unknown, result?: unknown): void {
-    if (error !== undefined) this.record(this.epoch, this.clock.now(), durationMs, this.classifyError(error), error);
-    else this.record(this.epoch, this.clock.now(), durationMs, this.classifyResult(result), result);
+    if (error !== undefined) {
+      this.record(this.epoch, this.clock.now(), durationMs, this.classifyError(error), error);
+      return;
+    }
+    let classified: Outcome;
+    try {
+      classified = this.classifyResult(result);
+    } catch (predicateError) {
+      this.record(this.epoch, this.clock.now(), durationMs, this.classifyError(predicateError), predicateError);
+      throw predicateError;
+    }
+    this.record(this.epoch, this.clock.now(), durationMs, classified, result);
   }
 
   /** Refuses every call until another transition. */

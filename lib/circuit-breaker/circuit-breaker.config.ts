@@ -87,7 +87,8 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     maxWaitDurationInHalfOpenState: { kind: 'duration' },
     transitionToStateAfterWaitDuration: { kind: 'enum', values: ['OPEN', 'CLOSED'] },
     slidingWindowType: { kind: 'enum', values: ['COUNT_BASED', 'TIME_BASED'] },
-    slidingWindowSize: { kind: 'integer', min: 1 },
+    // Each slot is allocated up front: a bound keeps a typo from failing far from its key.
+    slidingWindowSize: { kind: 'integer', min: 1, max: 1_000_000 },
     minimumNumberOfCalls: { kind: 'integer', min: 1 },
     waitDurationInOpenState: { kind: 'duration', positive: true },
     enableExponentialBackoff: { kind: 'boolean' },

@@ -2,6 +2,7 @@ import { VirtualClock } from '../clock';
 import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
 import { INVALID_VALUE } from '../config/config.messages';
 import { resolveSection } from '../config/schema';
+import { StandardPipeline } from '../standard-pipeline';
 import { CircuitBreakerPolicy, CircuitBreakerState } from './circuit-breaker-policy';
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker.config';
 import { IllegalStateTransitionError } from './illegal-state-transition.error';
@@ -288,7 +289,7 @@ describe('CircuitBreakerPolicy', () => {
       const error = await refused(cb);
       expect(error.state).toBe('OPEN');
       expect(error.retryAfterMs).toBe(7000);
-      expect(error.name).toBe('backend');
+      expect(error.instance).toBe('backend');
       await clock.advance(6999);
       expect((await refused(cb)).retryAfterMs).toBe(1);
       expect(cb.metrics.numberOfNotPermittedCalls).toBe(2);
@@ -460,6 +461,56 @@ describe('CircuitBreakerPolicy', () => {
       expect(cb.metrics.numberOfBufferedCalls).toBe(0);
       await trial.fail();
       expect(cb.state).toBe('OPEN');
+    });
+  });
+
+  describe('a recordResult that throws', () => {
+    // As Resilience4j's CircuitBreaker.decorateSupplier (resilience4j-circuitbreaker/src/main/java/io/github/
+    // resilience4j/circuitbreaker/CircuitBreaker.java): onResult runs inside the try, so a predicate that
+    // throws is recorded through onError with its exception, which the caller then receives.
+    let broken = true;
+    const predicateBug = new TypeError("Cannot read properties of undefined (reading 'status')");
+    const recordResult = (r: unknown) => {
+      if (broken) throw predicateBug;
+      return (r as { status: number }).status >= 500;
+    };
+    beforeEach(() => (broken = true));
+    const halfOpen = { slidingWindowSize: 2, waitDurationInOpenState: 1000 };
+    async function toHalfOpen(cb: CircuitBreakerPolicy, clock: VirtualClock): Promise<void> {
+      broken = false;
+      await openBreaker(cb, 2);
+      await clock.advance(1001);
+      broken = true;
+    }
+
+    it('never wedges HALF_OPEN: each trial is recorded, and the breaker closes once the predicate recovers', async () => {
+      const { cb, clock } = setup({ ...halfOpen, permittedNumberOfCallsInHalfOpenState: 1, recordResult });
+      await toHalfOpen(cb, clock);
+      await expect(cb.execute(async () => ({ status: 200 }))).rejects.toBe(predicateBug);
+      // The trial counted as a failure: the breaker is open again, not stuck half-open with its permit gone.
+      expect(cb.state).toBe('OPEN');
+      broken = false;
+      await clock.advance(1001);
+      await expect(cb.execute(async () => ({ status: 200 }))).resolves.toEqual({ status: 200 });
+      expect(cb.state).toBe('CLOSED');
+    });
+
+    it('counts the call in CLOSED instead of losing it', async () => {
+      const { cb } = setup({ slidingWindowSize: 10, recordResult });
+      await expect(cb.execute(async () => ({ status: 200 }))).rejects.toBe(predicateBug);
+      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 1, numberOfFailedCalls: 1 });
+    });
+
+    it('records the trial the same way in the fused pipeline, releasing the half-open permit', async () => {
+      const { cb, clock } = setup({ ...halfOpen, permittedNumberOfCallsInHalfOpenState: 1, recordResult });
+      const pipeline = new StandardPipeline({ circuitBreaker: cb }, async () => ({ status: 200 }), clock);
+      await toHalfOpen(cb, clock);
+      await expect(pipeline.run([])).rejects.toBe(predicateBug);
+      expect(cb.state).toBe('OPEN');
+      broken = false;
+      await clock.advance(1001);
+      await expect(pipeline.run([])).resolves.toEqual({ status: 200 });
+      expect(cb.state).toBe('CLOSED');
     });
   });
 

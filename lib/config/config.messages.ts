@@ -89,6 +89,10 @@ export const WHOLE_DOCUMENT_HINT = ' (a whole application.yml goes through fromS
 export const UNKNOWN_INSTANCE = (policy: string, name: string, where: string): string =>
   `${PREFIX}: ${where} uses ${policy} instance '${name}', which is not declared and 'strict' is true`;
 
+export const TOO_MANY_UNDECLARED_INSTANCES = (policy: string, name: string, max: number): string =>
+  `${PREFIX}: ${policy} instance '${name}' is not declared, and ${max} undeclared ${policy} instances exist already (module option 'maxUndeclaredInstances'); ` +
+  `names built from request data would add instances and metric series without end: declare the instances, or raise the option`;
+
 /** Renders a bad value for a message without flooding it. */
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);

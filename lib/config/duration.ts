@@ -15,7 +15,13 @@ export type Duration = number | string;
 export function parseDuration(value: unknown): number | undefined {
   if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value : undefined;
   if (typeof value !== 'string') return undefined;
-  const text = value.trim();
+  const ms = parseDurationText(value.trim());
+  // Digits past a double's range read as Infinity, which is refused as a number is.
+  return ms !== undefined && Number.isFinite(ms) ? ms : undefined;
+}
+
+/** The milliseconds `text` (already trimmed) writes, or `undefined`. */
+function parseDurationText(text: string): number | undefined {
   if (/^\d+(?:\.\d+)?$/.test(text)) return Number(text);
   const simple = SIMPLE.exec(text);
   if (simple) return Number(simple[1]) * UNIT_MS[simple[2].toLowerCase()];

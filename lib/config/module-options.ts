@@ -32,7 +32,7 @@ export interface DeadlineOptions {
   header?: string;
   /** Budget given to a request that carries no (valid) deadline header. Default: none. */
   defaultBudget?: Duration;
-  /** Upper bound on a budget asked for by a header. Default: none. */
+  /** Upper bound on a budget asked for by a header; a larger value is clamped to it. Default 24h. */
   maxBudget?: Duration;
 }
 
@@ -48,6 +48,12 @@ export interface DeadlineOptions {
 export interface ResilienceModuleOptions {
   /** A decorator naming an undeclared instance fails bootstrap. Default false. */
   strict?: boolean;
+  /**
+   * Most undeclared instances of each policy (made from `configs.default`
+   * on first use); asking for one more throws. Bounds instances and metric
+   * series when names come from request data. Default 100.
+   */
+  maxUndeclaredInstances?: number;
   /** Time and timers for every policy; inject a `VirtualClock` in tests. */
   clock?: Clock;
   /** Uniform [0, 1) source for jitter; inject a seeded one in tests. */

@@ -75,14 +75,28 @@ function insert(target: Record<string, unknown>, segments: Segment[], value: unk
   let node: Record<string, unknown> = target;
   for (let i = 0; i < segments.length - 1; i++) {
     const key = String(segments[i]);
-    const next = node[key];
-    if (next === undefined) node = node[key] = listOrMap(segments[i + 1]);
+    const next = ownValue(node, key);
+    if (next === undefined) node = setOwn(node, key, listOrMap(segments[i + 1])) as Record<string, unknown>;
     else if (next !== null && typeof next === 'object' && !Array.isArray(next)) node = next as Record<string, unknown>;
-    else if (Array.isArray(next)) node = node[key] = toIndexed(next);
+    else if (Array.isArray(next)) node = setOwn(node, key, toIndexed(next)) as Record<string, unknown>;
     else throw new Error(DUPLICATE_PROPERTY(where));
   }
   const last = String(segments[segments.length - 1]);
-  node[last] = mergeValues(node[last], value, where);
+  setOwn(node, last, mergeValues(ownValue(node, last), value, where));
+}
+
+/**
+ * Reads and writes own properties only: names such as `constructor` or
+ * `__proto__` (an instance may be called that) are then keys like any
+ * other, never Object.prototype's members or the prototype itself.
+ */
+function ownValue(node: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(node, key) ? node[key] : undefined;
+}
+
+function setOwn(node: Record<string, unknown>, key: string, value: unknown): unknown {
+  Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
+  return value;
 }
 
 /** Lists under construction are maps with a marker, so `a[1]` may come before `a[0]`. */
@@ -102,7 +116,7 @@ function mergeValues(existing: unknown, value: unknown, where: string): unknown 
   if (existing === undefined) return value;
   if (isMergeable(existing) && isMergeable(value)) {
     const out = existing as Record<string, unknown>;
-    for (const [key, v] of Object.entries(value as Record<string, unknown>)) out[key] = mergeValues(out[key], v, `${where}.${key}`);
+    for (const [key, v] of Object.entries(value as Record<string, unknown>)) setOwn(out, key, mergeValues(ownValue(out, key), v, `${where}.${key}`));
     return out;
   }
   throw new Error(DUPLICATE_PROPERTY(where));
@@ -120,7 +134,7 @@ function finishLists(node: Record<string, unknown>, path: string): Record<string
       if (!keys.every((k, i) => k === String(i))) {
         throw new Error(INVALID_VALUE(path === '' ? 'options' : path, key, 'a list indexed from [0] without gaps', keys));
       }
-      node[key] = keys.map((k) => indexed[k]);
+      setOwn(node, key, keys.map((k) => indexed[k]));
     } else if (isPlainObject(value)) finishLists(value, `${path}.${key}`);
   }
   return node;

@@ -48,6 +48,7 @@ export const POLICY_SCHEMAS: { readonly [P in InstancePolicy]: PolicySchema<Poli
 /** Module options after parsing and validation. */
 export interface ResolvedOptions {
   readonly strict: boolean;
+  readonly maxUndeclaredInstances: number;
   readonly clock: Clock;
   readonly random: () => number;
   readonly order: readonly PolicyKind[];
@@ -58,7 +59,10 @@ export interface ResolvedOptions {
 }
 
 const POLICY_NAMES = Object.keys(POLICY_SCHEMAS) as InstancePolicy[];
-const PLAIN_KEYS = ['strict', 'clock', 'random', 'order', 'deadline'];
+const PLAIN_KEYS = ['strict', 'maxUndeclaredInstances', 'clock', 'random', 'order', 'deadline'];
+
+/** Undeclared instances allowed per policy when `maxUndeclaredInstances` is not given. */
+export const DEFAULT_MAX_UNDECLARED_INSTANCES = 100;
 
 /** Sections read by other parts of the module, which validate them. */
 const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShedding', 'rateLimiterStore'];
@@ -108,6 +112,7 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
   if (spring !== undefined) warn(ASPECT_ORDER_DIFFERS(spring, order));
   return {
     strict: readBoolean(plain.strict, 'strict'),
+    maxUndeclaredInstances: readPositiveInteger(plain.maxUndeclaredInstances, 'maxUndeclaredInstances', DEFAULT_MAX_UNDECLARED_INSTANCES),
     clock: readClock(plain.clock),
     random: readRandom(plain.random),
     order,
@@ -172,6 +177,12 @@ function withThreadPoolBulkheads(
 function readBoolean(value: unknown, key: string): boolean {
   if (value === undefined) return false;
   if (typeof value !== 'boolean') throw new Error(INVALID_VALUE('module options', key, 'true or false', value));
+  return value;
+}
+
+function readPositiveInteger(value: unknown, key: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) throw new Error(INVALID_VALUE('module options', key, 'an integer >= 1', value));
   return value;
 }
 

@@ -144,7 +144,7 @@ function readField(spec: FieldSpec, value: unknown, place: ConfigPlace, key: str
     case 'integer': {
       const n = typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
       const range = spec.max === undefined ? `>= ${spec.min}` : `between ${spec.min} and ${spec.max}`;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < spec.min || (spec.max !== undefined && n > spec.max)) {
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < spec.min || (spec.max !== undefined && n > spec.max)) {
         return bad(`an integer ${range}`);
       }
       return n;
@@ -215,8 +215,9 @@ export function resolveSection<T extends object>(
 ): ResolvedSection<T> {
   const section = raw ?? {};
   if (!isPlainObject(section)) throw new Error(NOT_AN_OBJECT(schema.policy, section));
-  const configsRaw: Record<string, unknown> = {};
-  const instancesRaw: Record<string, unknown> = {};
+  // Maps, not objects: an instance may be named `__proto__`, which assigning into an object would swallow.
+  const configsRaw = new Map<string, unknown>();
+  const instancesRaw = new Map<string, unknown>();
   for (const [rawKey, value] of Object.entries(section)) {
     const key = findKey(rawKey, SECTION_KEYS);
     if (key === undefined) {
@@ -228,13 +229,13 @@ export function resolveSection<T extends object>(
     if (!isPlainObject(value)) throw new Error(NOT_AN_OBJECT(`${schema.policy}.${rawKey}`, value));
     for (const [name, settings] of Object.entries(value)) {
       // 'backends' and 'limiters' are Resilience4j's older names of 'instances': one instance may not be in two of them.
-      if (Object.hasOwn(target, name)) throw new Error(INVALID_VALUE(`${schema.policy} ${key === 'configs' ? 'config' : 'instance'} '${name}'`, rawKey, 'declared once (it is also under another of instances, backends, limiters)', settings));
-      target[name] = settings;
+      if (target.has(name)) throw new Error(INVALID_VALUE(`${schema.policy} ${key === 'configs' ? 'config' : 'instance'} '${name}'`, rawKey, 'declared once (it is also under another of instances, backends, limiters)', settings));
+      target.set(name, settings);
     }
   }
 
   const partialConfigs = new Map<string, Partial<T> & { baseConfig?: string }>();
-  for (const [name, value] of Object.entries(configsRaw)) {
+  for (const [name, value] of configsRaw) {
     partialConfigs.set(name, readPartial(schema, value, instancePlace(schema.policy, 'config', name), warn));
   }
   const resolvedConfigs = new Map<string, T>();
@@ -257,7 +258,7 @@ export function resolveSection<T extends object>(
   if (partialConfigs.has('default')) schema.check?.(defaultConfig, instancePlace(schema.policy, 'config', 'default'));
 
   const instances = new Map<string, T>();
-  for (const [name, value] of Object.entries(instancesRaw)) {
+  for (const [name, value] of instancesRaw) {
     const place = instancePlace(schema.policy, 'instance', name);
     const partial = readPartial(schema, value, place, warn);
     let base = defaultConfig;

@@ -6,6 +6,7 @@ import {
   IdempotencyKeyInProgressError,
   IdempotencyKeyMissingError,
   IdempotencyKeyReuseError,
+  IdempotencyStoreUnavailableError,
   MaxRetriesExceededError,
   OverloadedError,
   RateLimitedError,
@@ -24,6 +25,7 @@ export type ResilienceErrorCode =
   | IdempotencyKeyMissingError['code']
   | IdempotencyKeyInProgressError['code']
   | IdempotencyKeyReuseError['code']
+  | IdempotencyStoreUnavailableError['code']
   | MaxRetriesExceededError['code'];
 
 /** How one kind of resilience error is answered over HTTP. */
@@ -56,6 +58,7 @@ export const RESILIENCE_PROBLEMS: Readonly<Record<ResilienceErrorCode, Resilienc
   IDEMPOTENCY_KEY_MISSING: { status: 400, type: `${TYPE_BASE}idempotency-key-missing`, title: 'Idempotency-Key missing or malformed', retryAfter: false },
   IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, type: `${TYPE_BASE}idempotency-key-in-progress`, title: 'Request with this Idempotency-Key still in progress', retryAfter: true },
   IDEMPOTENCY_KEY_REUSE: { status: 422, type: `${TYPE_BASE}idempotency-key-reuse`, title: 'Idempotency-Key reused with a different request', retryAfter: false },
+  IDEMPOTENCY_STORE_UNAVAILABLE: { status: 503, type: `${TYPE_BASE}idempotency-store-unavailable`, title: 'Idempotency store unavailable', retryAfter: true },
   MAX_RETRIES_EXCEEDED: { status: 502, type: `${TYPE_BASE}max-retries-exceeded`, title: 'Retries exhausted', retryAfter: false },
 });
 
@@ -110,7 +113,7 @@ export function resilienceProblem(error: ResilienceError, instance?: string): Pr
     status: problem.status,
     detail: error.message,
     ...(instance === undefined ? {} : { instance }),
-    name: error.name,
+    name: error.instance,
   };
   return { status: problem.status, headers, body };
 }

@@ -4,7 +4,10 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 export interface CapturedAnswer {
   readonly status: number;
   readonly headers: OutgoingHttpHeaders;
+  /** The whole body; empty for a streamed answer. */
   readonly body: Buffer;
+  /** True when the body was written in parts (a stream, a `StreamableFile`): it flows to the client unheld and is not kept. */
+  readonly streamed: boolean;
 }
 
 /** An answer written instead of the pipeline's (a replay or a problem). */
@@ -12,7 +15,8 @@ export interface SubstituteAnswer {
   readonly status: number;
   /** Headers to set; names in any case. */
   readonly headers: Readonly<Record<string, string>>;
-  readonly body: string;
+  /** Text (written as UTF-8) or bytes. */
+  readonly body: string | Buffer;
   /** Header names (lower case) to drop from what the pipeline set before the answer is written. */
   readonly drop: readonly string[];
 }
@@ -21,23 +25,33 @@ export interface SubstituteAnswer {
 export type SettleAnswer = (captured: CapturedAnswer | undefined) => Promise<SubstituteAnswer | undefined>;
 
 type Writer = (...args: any[]) => unknown;
+type HeldWrite = [chunk: unknown, encoding: unknown, callback: unknown];
 const HOOKED = ['write', 'end', 'writeHead'] as const;
 
 /**
- * Holds back one response: `writeHead`, `write` and `end` are buffered
- * instead of sent, so the bytes the client would get are known (serialized
- * by whatever interceptors, filters and adapter the app has) and nothing
+ * Holds back one response: `writeHead` and `end` are held instead of
+ * sent, so the bytes the client would get are known (serialized by
+ * whatever interceptors, filters and adapter the app has) and nothing
  * reaches the client before `settle` has decided (stored the answer, or
  * chosen another). Nothing is sent, so headers stay writable and whatever
- * ran before can still be replaced. The hooks are own properties of this
- * one response object and are removed before the answer goes out.
+ * ran before can still be replaced. An answer written in parts (`write`
+ * before `end`: a stream) is never buffered: `settle` decides on its status
+ * and headers at the first part, which waits (backpressure) until then, and
+ * the rest flows straight to the client. The hooks are own properties of
+ * this one response object and are removed before the answer goes out.
  */
 export class HeldResponse {
   private readonly chunks: Buffer[] = [];
   private readonly saved: Array<[string, PropertyDescriptor | undefined]> = [];
   private readonly end: Writer;
+  private readonly write: Writer;
   private callback: (() => void) | undefined;
   private done = false;
+  /** Parts of a streamed answer written while `settle` decides, and its end if it came. */
+  private queued: HeldWrite[] | undefined;
+  private queuedEnd: HeldWrite | undefined;
+  /** Set when another answer replaced a streamed one: the stream's remaining parts go nowhere. */
+  private discarding = false;
 
   /**
    * @param response the Node response (Express's `res`, or Fastify's `reply.raw`)
@@ -48,12 +62,8 @@ export class HeldResponse {
     private readonly settle: SettleAnswer,
   ) {
     this.end = response.end;
+    this.write = response.write;
     for (const name of HOOKED) this.saved.push([name, Object.getOwnPropertyDescriptor(response, name)]);
-    const hold = (chunk: unknown, encoding: unknown) => {
-      if (chunk !== undefined && chunk !== null && typeof chunk !== 'function') {
-        this.chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8') : Buffer.from(chunk as Uint8Array));
-      }
-    };
     Object.assign(response, {
       writeHead: (status: number, reason?: unknown, headers?: unknown) => {
         response.statusCode = status;
@@ -63,13 +73,23 @@ export class HeldResponse {
         return response;
       },
       write: (chunk: unknown, encoding?: unknown, callback?: unknown) => {
-        hold(chunk, encoding);
-        const cb = [encoding, callback].find((a) => typeof a === 'function') as (() => void) | undefined;
-        if (cb !== undefined) process.nextTick(cb);
-        return true;
+        if (this.discarding) return swallow(encoding, callback);
+        if (!this.done) this.releaseStreamed();
+        this.queued?.push([chunk, encoding, callback]);
+        return false;
       },
       end: (chunk?: unknown, encoding?: unknown, callback?: unknown) => {
-        hold(chunk, encoding);
+        if (this.discarding) {
+          swallow(chunk, encoding, callback);
+          return response;
+        }
+        if (this.queued !== undefined) {
+          this.queuedEnd = [chunk, encoding, callback];
+          return response;
+        }
+        if (chunk !== undefined && chunk !== null && typeof chunk !== 'function') {
+          this.chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8') : Buffer.from(chunk as Uint8Array));
+        }
         this.callback = [chunk, encoding, callback].find((a) => typeof a === 'function') as (() => void) | undefined;
         this.release(true);
         return response;
@@ -77,7 +97,7 @@ export class HeldResponse {
     });
   }
 
-  /** True once the pipeline ended the response, or the hold was abandoned. */
+  /** True once the pipeline ended the response or began streaming it, or the hold was abandoned. */
   get finished(): boolean {
     return this.done;
   }
@@ -90,18 +110,56 @@ export class HeldResponse {
   private release(ended: boolean): void {
     if (this.done) return;
     this.done = true;
-    for (const [name, descriptor] of this.saved) {
-      if (descriptor === undefined) delete (this.response as unknown as Record<string, unknown>)[name];
-      else Object.defineProperty(this.response, name, descriptor);
-    }
-    const captured: CapturedAnswer | undefined = ended
-      ? { status: this.response.statusCode, headers: this.response.getHeaders(), body: Buffer.concat(this.chunks) }
-      : undefined;
+    this.restore();
+    const body = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
+    const captured: CapturedAnswer | undefined = ended ? { status: this.response.statusCode, headers: this.response.getHeaders(), body, streamed: false } : undefined;
     this.settle(captured).then(
       (substitute) => this.send(captured, substitute),
       // settle handles its own failures; should it still throw, the client gets what the pipeline wrote.
       () => this.send(captured, undefined),
     );
+  }
+
+  /** The first part of a streamed answer: settle on its status and headers, holding the parts until then. */
+  private releaseStreamed(): void {
+    this.done = true;
+    this.queued = [];
+    const captured: CapturedAnswer = { status: this.response.statusCode, headers: this.response.getHeaders(), body: Buffer.alloc(0), streamed: true };
+    this.settle(captured).then(
+      (substitute) => this.flow(substitute),
+      () => this.flow(undefined),
+    );
+  }
+
+  /** Lets a streamed answer go: its held parts, then the rest straight through (or nowhere, if `substitute` replaces it). */
+  private flow(substitute: SubstituteAnswer | undefined): void {
+    const response = this.response;
+    const queued = this.queued ?? [];
+    const queuedEnd = this.queuedEnd;
+    this.queued = undefined;
+    this.queuedEnd = undefined;
+    if (substitute !== undefined && !response.headersSent) {
+      this.discarding = true;
+      for (const [, encoding, callback] of queued) swallow(encoding, callback);
+      if (queuedEnd !== undefined) swallow(...queuedEnd);
+      writeAnswer(response, substitute, this.end);
+      response.emit('drain');
+      return;
+    }
+    this.restore();
+    let ready = true;
+    for (const [chunk, encoding, callback] of queued) ready = this.write.call(response, chunk, encoding, callback) !== false;
+    if (queuedEnd !== undefined) this.end.call(response, ...queuedEnd);
+    // The parts were refused with false while held: a writer waiting for 'drain' resumes now, or when the socket drains.
+    else if (ready) response.emit('drain');
+  }
+
+  private restore(): void {
+    for (const [name, descriptor] of this.saved) {
+      if (descriptor === undefined) delete (this.response as unknown as Record<string, unknown>)[name];
+      else Object.defineProperty(this.response, name, descriptor);
+    }
+    this.saved.length = 0;
   }
 
   private send(captured: CapturedAnswer | undefined, substitute: SubstituteAnswer | undefined): void {
@@ -110,6 +168,13 @@ export class HeldResponse {
     if (substitute === undefined || response.headersSent) this.end.call(response, captured.body, this.callback);
     else writeAnswer(response, substitute, this.end, this.callback);
   }
+}
+
+/** Calls the write callback among `args`, if any, as a write that went nowhere. */
+function swallow(...args: unknown[]): boolean {
+  const callback = args.find((a) => typeof a === 'function') as (() => void) | undefined;
+  if (callback !== undefined) process.nextTick(callback);
+  return true;
 }
 
 /**

@@ -54,12 +54,12 @@ function unquote(text: string): string | undefined {
 }
 
 /**
- * The store key of a client key: principal, method and path (or, for a
+ * The store key of a client key: principal, method and matched route (or, for a
  * method call, the method's name) and the key, as a JSON array so that no
  * choice of key can collide with another scope.
  */
-export function scopedKey(principal: string | undefined, method: string, path: string, key: string): string {
-  return JSON.stringify([principal ?? null, method, path, key]);
+export function scopedKey(principal: string | undefined, method: string, route: string, key: string): string {
+  return JSON.stringify([principal ?? null, method, route, key]);
 }
 
 /**

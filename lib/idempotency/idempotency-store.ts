@@ -25,8 +25,16 @@ export interface StoredHttpResponse {
   readonly status: number;
   /** The allow-listed response headers, lower-case names. */
   readonly headers: Readonly<Record<string, string>>;
-  /** The serialized body exactly as sent. */
+  /** The body exactly as sent: its text when the bytes are UTF-8, else the bytes in base64 (`encoding`). */
   readonly body: string;
+  /** `'base64'` when the body's bytes are not UTF-8 text (an image, ISO-8859-1 text); absent for UTF-8. */
+  readonly encoding?: 'base64';
+  /**
+   * Set when the body was sent but not kept (`body` is empty): `'streamed'`
+   * (written in parts, e.g. a `StreamableFile`) or `'too-large'` (over
+   * `maxStoredBytes`). A replay gives the status and headers only.
+   */
+  readonly omitted?: 'streamed' | 'too-large';
 }
 
 /** The value a non-HTTP method (a message handler) returned; must be JSON-serializable. */
@@ -129,6 +137,12 @@ export interface IdempotencyStore {
 
   /** Deletes every expired record; returns how many it deleted. */
   cleanupExpired(): Promise<number>;
+
+  /**
+   * Optional: a warning, logged at startup, when the store can see that
+   * keys would not survive a restart of its server.
+   */
+  durabilityWarning?(): Promise<string | undefined>;
 }
 
 /**

@@ -1,7 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { defer, mergeMap, Observable, of } from 'rxjs';
-import { IdempotencyKeyInProgressError, IdempotencyKeyMissingError, ResilienceError } from '../errors';
+import { IdempotencyKeyInProgressError, IdempotencyKeyMissingError, IdempotencyStoreUnavailableError, ResilienceError } from '../errors';
 import { resilienceProblem } from '../filter/resilience-problems';
 import { ResilienceMetadataAccessor } from '../metadata';
 import { NEST_RESPONSE_PASSTHROUGH_METADATA, NEST_ROUTE_ARGS_METADATA, NestRouteParamtype } from '../nest-route-metadata';
@@ -9,8 +10,9 @@ import { StoredHttpResponse } from './idempotency-store';
 import { fingerprintOf, parseIdempotencyKey, scopedKey } from './idempotency-key';
 import { idempotencyStorage } from './idempotency.context';
 import { CORRUPT_RECORD, CYCLIC_FINGERPRINT, KEY_HEADER_INVALID, KEY_HEADER_MISSING, TRANSACTION_NOT_COMMITTED } from './idempotency.messages';
-import { IDEMPOTENT_REPLAYED_HEADER, storeName } from './idempotency.options';
+import { IDEMPOTENT_BODY_OMITTED_HEADER, IDEMPOTENT_REPLAYED_HEADER, storeName } from './idempotency.options';
 import { IdempotencyRegistry } from './idempotency.registry';
+import { matchedRoute } from './matched-route';
 import { CapturedAnswer, HeldResponse, SubstituteAnswer, writeAnswer } from './held-response';
 import { IdempotencyOutcome, IdempotentMethod, IdempotentRun } from './idempotent-method';
 
@@ -98,15 +100,24 @@ export class IdempotencyInterceptor implements NestInterceptor {
     next: CallHandler,
   ): Promise<Observable<unknown>> {
     const httpMethod = request.method as string;
-    const storeKey = scopedKey(this.registry.options.principal?.(request), httpMethod, path, key);
-    const fingerprint = fingerprintOf([httpMethod, path, queryOf(request), request.body ?? null], () => CYCLIC_FINGERPRINT(method.name));
-    const start = await method.begin(storeKey, fingerprint, key, { transport: 'http', request });
-    if (start.kind === 'replay') {
-      if (start.response.kind !== 'http') throw new Error(CORRUPT_RECORD(storeName(this.registry.store), storeKey));
-      return this.answer(response, handled, replay(start.response, this.registry.options.replayHeaders), method, start.outcome, key);
+    const route = matchedRoute(request, method.name);
+    const principal = method.settings.principal;
+    const storeKey = scopedKey(typeof principal === 'function' ? principal(request) : undefined, httpMethod, route.template, key);
+    const fingerprint = fingerprintOf([httpMethod, route.template, route.params, queryOf(request), request.body ?? null], () => CYCLIC_FINGERPRINT(method.name));
+    let run: IdempotentRun;
+    try {
+      const start = await method.begin(storeKey, fingerprint, key, { transport: 'http', request });
+      if (start.kind === 'replay') {
+        if (start.response.kind !== 'http') throw new Error(CORRUPT_RECORD(storeName(this.registry.store), storeKey));
+        return this.answer(response, handled, replay(start.response, this.registry.options.replayHeaders), method, start.outcome, key);
+      }
+      if (start.kind === 'refuse') return this.answer(response, handled, problem(start.error, path), method, start.outcome, key);
+      run = await method.open(storeKey, start.token, start.record, false);
+    } catch (error) {
+      // Nothing ran: the client may retry with the same key once the store answers again.
+      if (error instanceof IdempotencyStoreUnavailableError) return this.answer(response, handled, problem(error, path), method, 'store_unavailable', key, error);
+      throw error;
     }
-    if (start.kind === 'refuse') return this.answer(response, handled, problem(start.error, path), method, start.outcome, key);
-    const run = await method.open(storeKey, start.token, start.record, false);
     return this.execute(method, run, key, response, path, next);
   }
 
@@ -122,8 +133,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     method: IdempotentMethod,
     outcome: IdempotencyOutcome,
     key: string | undefined,
+    error?: unknown,
   ): Observable<unknown> {
-    this.registry.emit(outcome, method, 'http', key);
+    this.registry.emit(outcome, method, 'http', key, error);
     if (handled) writeAnswer(response, substitute);
     else new HeldResponse(response, async () => substitute);
     return of(undefined);
@@ -169,7 +181,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   private async settle(method: IdempotentMethod, run: IdempotentRun, key: string, captured: CapturedAnswer | undefined, path: string): Promise<SubstituteAnswer | undefined> {
     const decision = method.decideForAnswer(run, captured?.status);
-    const stored = decision === 'store' && captured !== undefined ? storedAnswer(captured, this.registry.options.replayHeaders) : undefined;
+    const { replayHeaders, maxStoredBytes } = this.registry.options;
+    const stored = decision === 'store' && captured !== undefined ? storedAnswer(captured, replayHeaders, maxStoredBytes) : undefined;
     const settled = await run.finish(decision, stored);
     switch (settled.status) {
       case 'completed':
@@ -193,22 +206,38 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 }
 
-/** The stored form of a captured answer: allow-listed headers and the body text exactly as sent. */
-function storedAnswer(captured: CapturedAnswer, replayHeaders: readonly string[]): StoredHttpResponse {
+/**
+ * The stored form of a captured answer: allow-listed headers and the body
+ * exactly as sent, as text when it is UTF-8 and in base64 otherwise, so
+ * every store (all of them keep JSON text) gives the same bytes back. A
+ * streamed body, or one over `maxStoredBytes`, is not kept: the record says
+ * why, and so does its replay.
+ */
+function storedAnswer(captured: CapturedAnswer, replayHeaders: readonly string[], maxStoredBytes: number): StoredHttpResponse {
   const headers: Record<string, string> = {};
   for (const name of replayHeaders) {
     const value = headerText(captured.headers, name);
     if (value !== undefined) headers[name] = value;
   }
-  return { kind: 'http', status: captured.status, headers, body: captured.body.toString('utf8') };
+  const { status, body } = captured;
+  if (captured.streamed) return { kind: 'http', status, headers, body: '', omitted: 'streamed' };
+  if (body.length > maxStoredBytes) return { kind: 'http', status, headers, body: '', omitted: 'too-large' };
+  if (isUtf8(body)) return { kind: 'http', status, headers, body: body.toString('utf8') };
+  return { kind: 'http', status, headers, body: body.toString('base64'), encoding: 'base64' };
 }
 
 function replay(stored: StoredHttpResponse, replayHeaders: readonly string[]): SubstituteAnswer {
+  const drop = [...ANSWER_HEADERS, ...replayHeaders];
+  if (stored.omitted !== undefined) {
+    // No body follows, so no content type either: the header says why the body is missing.
+    const { 'content-type': _type, ...headers } = stored.headers;
+    return { status: stored.status, headers: { ...headers, [IDEMPOTENT_REPLAYED_HEADER]: 'true', [IDEMPOTENT_BODY_OMITTED_HEADER]: stored.omitted }, body: '', drop };
+  }
   return {
     status: stored.status,
     headers: { ...stored.headers, [IDEMPOTENT_REPLAYED_HEADER]: 'true' },
-    body: stored.body,
-    drop: [...ANSWER_HEADERS, ...replayHeaders],
+    body: stored.encoding === 'base64' ? Buffer.from(stored.body, 'base64') : stored.body,
+    drop,
   };
 }
 

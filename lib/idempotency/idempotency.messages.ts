@@ -4,6 +4,14 @@ const PREFIX = 'resilience4nest';
 export const INVALID_STORE_DURATION = (store: string, setting: string, value: unknown): string =>
   `${PREFIX}: ${store}: '${setting}' must be a positive number of milliseconds, got ${String(value)}`;
 
+/** The memory store holds as many live keys as it may. */
+export const MEMORY_STORE_FULL = (maxKeys: number): string =>
+  `${PREFIX}: MemoryIdempotencyStore holds its maximum of ${maxKeys} live keys (option 'maxKeys'); a new key is refused until older ones expire`;
+
+/** A store option that must be a positive integer is not. */
+export const INVALID_STORE_COUNT = (store: string, setting: string, value: unknown): string =>
+  `${PREFIX}: ${store}: '${setting}' must be a positive integer, got ${String(value)}`;
+
 /** The Postgres table option is not a (schema-qualified) SQL identifier. */
 export const INVALID_TABLE_NAME = (table: string): string =>
   `${PREFIX}: PostgresIdempotencyStore: 'table' must be an identifier or schema.identifier of letters, digits and underscores, got ${JSON.stringify(table)}`;
@@ -42,9 +50,30 @@ export const STORE_NOT_TRANSACTIONAL = (target: string, store: string): string =
 export const POOL_CANNOT_CONNECT = (): string =>
   `${PREFIX}: PostgresIdempotencyStore: transactional mode needs a pg Pool as 'pool' (something with connect()), got an object without connect()`;
 
-/** No principal resolver: keys of different users share one namespace. */
-export const NO_PRINCIPAL_RESOLVER = (target: string): string =>
-  `${PREFIX}: @Idempotent on ${target} (and any other route) scopes keys by method and path only: set 'idempotency.principal' to a function of the request (e.g. (req) => req.user?.id) so that two clients choosing the same key cannot see each other's answers`;
+/** An HTTP route has no principal choice: keys of different clients would share one namespace by accident. */
+export const PRINCIPAL_REQUIRED = (target: string): string =>
+  `${PREFIX}: @Idempotent on ${target} needs a principal (who is asking), so that one client's key never replays another client's answer. ` +
+  `Choose one on the route, @Idempotent({ principal: (req) => req.user?.id }), or for every route with the module option idempotency.principal; ` +
+  `or give principal: 'shared' to let every client share one key space on purpose`;
+
+/** A principal on a method that is not a route, whose key comes from its arguments. */
+export const PRINCIPAL_NOT_ON_ROUTE = (target: string): string =>
+  `${PREFIX}: @Idempotent on ${target}: option 'principal' is for HTTP routes; a method called with a 'key' option is scoped by the method, so put who is asking into the key`;
+
+/** `principal` is neither a function nor `'shared'`. */
+export const PRINCIPAL_EXPECTED = "a function of the request, e.g. (req) => req.user?.id, or 'shared'";
+
+/** A store call failed: the detail of an `IdempotencyStoreUnavailableError` (the store's own error is its `cause`, never shown to clients). */
+export const STORE_CALL_FAILED = (operation: string): string => `${operation} failed`;
+
+/** A store call did not answer in time. */
+export const STORE_CALL_TIMED_OUT = (operation: string, ms: number, byDeadline: boolean): string =>
+  `${operation} did not answer within ${Math.ceil(ms)}ms (${byDeadline ? 'the time left before the request deadline' : 'storeTimeout'})`;
+
+/** The Redis server the store uses keeps its data in memory only. */
+export const REDIS_NOT_DURABLE = (seen: string): string =>
+  `${PREFIX}: RedisIdempotencyStore: the Redis server has no append-only file (${seen}): a restart or failover loses keys still in progress, and their requests may run a second time. ` +
+  `Turn on appendonly (appendfsync everysec or always) and replicate it; see docs/idempotency.md, "Redis durability"`;
 
 /** A stale key was found and nobody can say whether its first attempt had its effect. */
 export const NO_RECONCILER = (target: string): string =>

@@ -4,7 +4,7 @@ import { Duration, parseDuration } from '../config/duration';
 import { camelKey } from '../config/schema';
 import { ErrorClassOrName } from '../error-matcher';
 import { DEFAULT_IDEMPOTENCY_LEASE_MS, DEFAULT_IDEMPOTENCY_TTL_MS, InProgressRecord, IdempotencyStore, wallClock } from './idempotency-store';
-import { IDEMPOTENCY_OPTIONS_PLACE, TTL_SHORTER_THAN_LEASE } from './idempotency.messages';
+import { IDEMPOTENCY_OPTIONS_PLACE, PRINCIPAL_EXPECTED, TTL_SHORTER_THAN_LEASE } from './idempotency.messages';
 import { MemoryIdempotencyStore } from './memory-idempotency-store';
 
 /** Header read for the client's key when the `header` option is not given. */
@@ -12,6 +12,15 @@ export const DEFAULT_IDEMPOTENCY_HEADER = 'Idempotency-Key';
 
 /** Response headers stored and replayed when `replayHeaders` is not given. */
 export const DEFAULT_REPLAY_HEADERS: readonly string[] = ['location', 'content-type', 'etag'];
+
+/** How long a store call may take before the request gets 503, when `storeTimeout` is not given: 2 s. */
+export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
+
+/** Largest body stored for replay when `maxStoredBytes` is not given: 1 MiB. */
+export const DEFAULT_MAX_STORED_BYTES = 1_048_576;
+
+/** Header set on a replay whose first answer's body was not kept: `streamed` or `too-large`. */
+export const IDEMPOTENT_BODY_OMITTED_HEADER = 'Idempotent-Body-Omitted';
 
 /** Header set on every replayed answer. */
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -83,6 +92,13 @@ export type IdempotencyReconciliation = { readonly action: 'run' } | { readonly 
  */
 export type IdempotencyReconciler = (stale: StaleIdempotencyKey) => IdempotencyReconciliation | Promise<IdempotencyReconciliation>;
 
+/**
+ * Who is asking, for the key scope: a function of the request (it runs
+ * after guards, so `req.user` is set) returning the client's identity, or
+ * `'shared'` to let every client share one key space on purpose.
+ */
+export type IdempotencyPrincipal = ((request: any) => string | undefined) | 'shared';
+
 /** Module option `idempotency` of `ResilienceModule.forRoot`. */
 export interface IdempotencyModuleOptions {
   /** Where keys live; default a `MemoryIdempotencyStore` of this process (on the module clock when one is injected). */
@@ -94,11 +110,23 @@ export interface IdempotencyModuleOptions {
   /** Request header carrying the client's key. Default `Idempotency-Key`. */
   header?: string;
   /**
-   * Who is asking: keys are scoped by this, the method and the path, so two
-   * clients picking the same key stay apart. Runs after guards (so
-   * `req.user` is set). Default none, with a startup warning.
+   * How long a store call may take before the request is answered 503
+   * (`IdempotencyStoreUnavailableError`); never longer than the time left
+   * before the request deadline. Default `2s`.
    */
-  principal?: (request: any) => string | undefined;
+  storeTimeout?: Duration;
+  /**
+   * Largest answer body kept for replay, in bytes. A larger one (and any
+   * streamed one) still reaches the client and settles the key, but its
+   * replay has no body and says so (`Idempotent-Body-Omitted`). Default 1 MiB.
+   */
+  maxStoredBytes?: number;
+  /**
+   * Who is asking, for every route without a `principal` of its own: keys
+   * are scoped by it, the method and the matched route, so two clients
+   * picking the same key stay apart. A route with neither fails bootstrap.
+   */
+  principal?: IdempotencyPrincipal;
   /** Response headers stored and replayed (never `Set-Cookie`). Default `Location`, `Content-Type`, `ETag`. */
   replayHeaders?: readonly string[];
   /** Resolves stale keys of every `@Idempotent` that has no `reconciler` of its own. */
@@ -130,6 +158,8 @@ export interface IdempotentOptions {
    * fingerprint method, path, query and body.
    */
   fingerprint?: (...args: any[]) => unknown;
+  /** Who is asking, on this route; default the module's `principal` (routes only). */
+  principal?: IdempotencyPrincipal;
   /** Record lifetime for this method; default the module's `ttl`. */
   ttl?: Duration;
   /** Lease for this method; default the module's `lease`. */
@@ -163,18 +193,20 @@ export interface ResolvedIdempotencyOptions {
   readonly store: IdempotencyStore;
   readonly ttlMs: number;
   readonly leaseMs: number;
+  readonly storeTimeoutMs: number;
+  readonly maxStoredBytes: number;
   /** Header name, lower case. */
   readonly header: string;
   /** Header name as configured, for messages. */
   readonly headerLabel: string;
-  readonly principal?: (request: unknown) => string | undefined;
+  readonly principal?: IdempotencyPrincipal;
   /** Lower-case header names. */
   readonly replayHeaders: readonly string[];
   readonly reconciler?: IdempotencyReconciler;
 }
 
-const MODULE_KEYS = ['store', 'ttl', 'lease', 'header', 'principal', 'replayHeaders', 'reconciler'];
-const DECORATOR_KEYS = ['required', 'key', 'fingerprint', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'];
+const MODULE_KEYS = ['store', 'ttl', 'lease', 'storeTimeout', 'maxStoredBytes', 'header', 'principal', 'replayHeaders', 'reconciler'];
+const DECORATOR_KEYS = ['required', 'key', 'fingerprint', 'principal', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'];
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const STORE_METHODS = ['claim', 'complete', 'release', 'renew', 'get', 'cleanupExpired'] as const;
 
@@ -203,9 +235,11 @@ export function resolveIdempotencyOptions(raw: unknown, clock: Clock): ResolvedI
     store: readStore(place, given.store, clock),
     ttlMs,
     leaseMs,
+    storeTimeoutMs: readDuration(place, given.storeTimeout, DEFAULT_STORE_TIMEOUT_MS),
+    maxStoredBytes: readByteCount(place, given.maxStoredBytes, DEFAULT_MAX_STORED_BYTES),
     header: headerLabel.toLowerCase(),
     headerLabel,
-    principal: readFunction(place, given.principal) as ResolvedIdempotencyOptions['principal'],
+    principal: readPrincipal(place, given.principal),
     replayHeaders: readReplayHeaders(place, given.replayHeaders),
     reconciler: readFunction(place, given.reconciler) as IdempotencyReconciler | undefined,
   };
@@ -216,6 +250,7 @@ export interface CheckedIdempotentOptions {
   readonly required: boolean;
   readonly key?: (...args: unknown[]) => string | undefined;
   readonly fingerprint?: (...args: unknown[]) => unknown;
+  readonly principal?: IdempotencyPrincipal;
   readonly ttlMs?: number;
   readonly leaseMs?: number;
   readonly onStatus?: (status: number) => IdempotencySettlement;
@@ -244,6 +279,7 @@ export function checkIdempotentOptions(options: unknown, place: string): Checked
     required: readBoolean(place, given.required, true),
     key: readFunction(place, given.key) as CheckedIdempotentOptions['key'],
     fingerprint: readFunction(place, given.fingerprint) as CheckedIdempotentOptions['fingerprint'],
+    principal: readPrincipal(place, given.principal),
     ttlMs,
     leaseMs,
     onStatus: readFunction(place, given.onStatus) as CheckedIdempotentOptions['onStatus'],
@@ -262,6 +298,12 @@ function readDuration(place: string, given: Given, fallback: number): number {
   return Math.ceil(ms);
 }
 
+function readByteCount(place: string, given: Given, fallback: number): number {
+  if (given === undefined || given.value === undefined) return fallback;
+  if (!Number.isSafeInteger(given.value) || (given.value as number) < 0) throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a whole number of bytes (0 or more)', given.value));
+  return given.value as number;
+}
+
 function readBoolean(place: string, given: Given, fallback: boolean): boolean {
   if (given === undefined) return fallback;
   if (typeof given.value !== 'boolean') throw new TypeError(INVALID_VALUE(place, given.rawKey, 'true or false', given.value));
@@ -272,6 +314,12 @@ function readFunction(place: string, given: Given): ((...args: unknown[]) => unk
   if (given === undefined || given.value === undefined) return undefined;
   if (typeof given.value !== 'function') throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a function', given.value));
   return given.value as (...args: unknown[]) => unknown;
+}
+
+function readPrincipal(place: string, given: Given): IdempotencyPrincipal | undefined {
+  if (given === undefined || given.value === undefined) return undefined;
+  if (given.value !== 'shared' && typeof given.value !== 'function') throw new TypeError(INVALID_VALUE(place, given.rawKey, PRINCIPAL_EXPECTED, given.value));
+  return given.value as IdempotencyPrincipal;
 }
 
 function readHeaderName(place: string, rawKey: string, value: unknown): string {

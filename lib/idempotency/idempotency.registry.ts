@@ -1,13 +1,16 @@
+import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { ErrorMatcher } from '../error-matcher';
 import { EventStream, EventSubscriber } from '../events';
 import { TrampolineInfo } from '../metadata';
 import { NEST_PATH_METADATA } from '../nest-route-metadata';
 import { ResilienceRegistry } from '../resilience.registry';
 import { IdempotencyStore } from './idempotency-store';
-import { KEY_ON_ROUTE, KEY_REQUIRED, NO_PRINCIPAL_RESOLVER, STORE_NOT_TRANSACTIONAL } from './idempotency.messages';
+import { KEY_ON_ROUTE, KEY_REQUIRED, PRINCIPAL_NOT_ON_ROUTE, PRINCIPAL_REQUIRED, STORE_NOT_TRANSACTIONAL } from './idempotency.messages';
 import { CheckedIdempotentOptions, resolveIdempotencyOptions, ResolvedIdempotencyOptions, storeName } from './idempotency.options';
 import { DEFAULT_RELEASE_ON, IdempotencyOutcome, IdempotencyTransport, IdempotentMethod } from './idempotent-method';
+import { MemoryIdempotencyStore } from './memory-idempotency-store';
 import { isTransactionalStore } from './postgres-idempotency-store';
+import { boundedStoreCall } from './store-call';
 
 /** One request or call through an `@Idempotent` method, and what became of it. */
 export interface IdempotencyOutcomeEvent {
@@ -28,12 +31,11 @@ export interface IdempotencyOutcomeEvent {
  * application. Injectable in Nest (`IdempotencyRegistry`); without Nest,
  * `new IdempotencyRegistry(new ResilienceRegistry({ idempotency: { ... } }))`.
  */
-export class IdempotencyRegistry {
+export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDestroy {
   /** The module's `idempotency` section, validated. */
   readonly options: ResolvedIdempotencyOptions;
   private readonly events = new EventStream<IdempotencyOutcomeEvent>();
   private readonly methods = new Map<TrampolineInfo, IdempotentMethod>();
-  private warnedPrincipal = false;
 
   /** One event per request or call through an `@Idempotent` method. */
   readonly onOutcome: EventSubscriber<IdempotencyOutcomeEvent> = this.events.subscribe;
@@ -41,6 +43,21 @@ export class IdempotencyRegistry {
   /** @param resilience the application's registry: its module options, clock and warnings */
   constructor(private readonly resilience: ResilienceRegistry) {
     this.options = resolveIdempotencyOptions(resilience.options.extras.idempotency, resilience.clock);
+  }
+
+  /** Logs the store's durability warning, if it has one (bounded by `storeTimeout`; a store that cannot tell says nothing). */
+  async onApplicationBootstrap(): Promise<void> {
+    const { store } = this.options;
+    if (store.durabilityWarning === undefined) return;
+    const bounds = { clock: this.resilience.clock, storeTimeoutMs: this.options.storeTimeoutMs };
+    const warning = await boundedStoreCall(bounds, storeName(store), 'durability check', () => store.durabilityWarning?.() ?? Promise.resolve(undefined), false).catch(() => undefined);
+    if (warning !== undefined) this.resilience.warnOnce(warning);
+  }
+
+  /** Stops a memory store's sweep timer: its keys die with the application anyway. */
+  onModuleDestroy(): void {
+    const { store } = this.options;
+    if (store instanceof MemoryIdempotencyStore) store.close();
   }
 
   /** The store every `@Idempotent` method uses. */
@@ -51,8 +68,8 @@ export class IdempotencyRegistry {
   /**
    * The layer of one decorated method, made at bootstrap. Checks what can
    * be checked before the first request: a route takes its key from the
-   * header, any other method needs `key`, and transactional mode needs a
-   * store that takes part in transactions.
+   * header and needs a principal choice, any other method needs `key`, and
+   * transactional mode needs a store that takes part in transactions.
    *
    * @param info the method's trampoline
    * @param options the decorator's validated options
@@ -64,13 +81,11 @@ export class IdempotencyRegistry {
     if (route && options.key !== undefined) throw new Error(KEY_ON_ROUTE(name, 'key'));
     if (route && options.fingerprint !== undefined) throw new Error(KEY_ON_ROUTE(name, 'fingerprint'));
     if (!route && options.key === undefined) throw new Error(KEY_REQUIRED(name));
-    const { store, ttlMs, leaseMs, reconciler } = this.options;
+    if (!route && options.principal !== undefined) throw new Error(PRINCIPAL_NOT_ON_ROUTE(name));
+    const principal = options.principal ?? this.options.principal;
+    if (route && principal === undefined) throw new Error(PRINCIPAL_REQUIRED(name));
+    const { store, ttlMs, leaseMs, storeTimeoutMs, reconciler } = this.options;
     if (options.transactional && !isTransactionalStore(store)) throw new Error(STORE_NOT_TRANSACTIONAL(name, storeName(store)));
-    if (route && this.options.principal === undefined && !this.warnedPrincipal) {
-      // One warning for the application, naming the first route: the setting is module-wide.
-      this.warnedPrincipal = true;
-      this.resilience.warnOnce(NO_PRINCIPAL_RESOLVER(name));
-    }
     const lease = options.leaseMs ?? leaseMs;
     const layer = new IdempotentMethod(
       name,
@@ -80,8 +95,10 @@ export class IdempotencyRegistry {
         clock: this.resilience.clock,
         leaseMs: lease,
         ttlMs: Math.max(options.ttlMs ?? ttlMs, lease),
+        storeTimeoutMs,
         releaseOn: new ErrorMatcher(options.releaseOn ?? DEFAULT_RELEASE_ON),
         reconciler: options.reconciler ?? reconciler,
+        principal,
         route,
       },
       (outcome, from, transport, key, error) => this.emit(outcome, from, transport, key, error),

@@ -1,5 +1,5 @@
 import { from, lastValueFrom, Observable, Subscriber } from 'rxjs';
-import { Clock, TimerHandle } from '../clock';
+import { TimerHandle } from '../clock';
 import { httpStatusOf } from '../error-status';
 import { ErrorMatcher } from '../error-matcher';
 import {
@@ -8,6 +8,7 @@ import {
   IdempotencyKeyInProgressError,
   IdempotencyKeyMissingError,
   IdempotencyKeyReuseError,
+  IdempotencyStoreUnavailableError,
   RateLimitedError,
   ResilienceError,
 } from '../errors';
@@ -18,6 +19,7 @@ import { IdempotencyScope, idempotencyStorage } from './idempotency.context';
 import { CYCLIC_FINGERPRINT, KEY_FUNCTION_EMPTY, NO_RECONCILER, ON_STATUS_FAILED } from './idempotency.messages';
 import { CheckedIdempotentOptions, IdempotencyReconciler, IdempotencyReconciliation, IdempotencySettlement, StaleIdempotencyKey } from './idempotency.options';
 import { PostgresPoolClient, TransactionalIdempotencyStore } from './postgres-idempotency-store';
+import { boundedStoreCall, StoreCallBounds } from './store-call';
 
 /** What became of one request or call, as reported by `IdempotencyRegistry.onOutcome`. */
 export type IdempotencyOutcome =
@@ -35,6 +37,8 @@ export type IdempotencyOutcome =
   | 'released'
   /** The outcome is unknown (5xx, timeout, a failed store write, an unresolved stale key); the key stays claimed for reconciliation. */
   | 'kept_unknown'
+  /** The store failed or did not answer in time before anything ran: 503 / `IdempotencyStoreUnavailableError`. */
+  | 'store_unavailable'
   /** A reconciler resolved a stale key with the answer of its earlier attempt. */
   | 'reconciled'
   /** No key was given where none is required; the method ran unprotected. */
@@ -74,9 +78,8 @@ export type SettleResult =
   | { readonly status: 'rolled_back'; readonly error: unknown };
 
 /** Settings of one protected method, the decorator's options over the module's. */
-export interface IdempotentMethodSettings extends Omit<CheckedIdempotentOptions, 'ttlMs' | 'leaseMs' | 'releaseOn'> {
+export interface IdempotentMethodSettings extends Omit<CheckedIdempotentOptions, 'ttlMs' | 'leaseMs' | 'releaseOn'>, StoreCallBounds {
   readonly store: IdempotencyStore;
-  readonly clock: Clock;
   readonly ttlMs: number;
   readonly leaseMs: number;
   readonly releaseOn: ErrorMatcher;
@@ -155,7 +158,7 @@ export class IdempotentMethod implements Policy {
     }
     const storeKey = scopedKey(undefined, 'CALL', this.name, key);
     const print = fingerprintOf(fingerprint === undefined ? args[0] : fingerprint(...args), () => CYCLIC_FINGERPRINT(this.name));
-    const start = await this.begin(storeKey, print, key, { transport: 'call', args });
+    const start = await this.reportingStoreFaults(key, () => this.begin(storeKey, print, key, { transport: 'call', args }));
     if (start.kind === 'replay') {
       this.emit(start.outcome, this, 'call', key);
       return (start.response.kind === 'result' ? start.response.value : undefined) as R;
@@ -164,7 +167,7 @@ export class IdempotentMethod implements Policy {
       this.emit(start.outcome, this, 'call', key, start.error);
       throw start.error;
     }
-    const run = await this.open(storeKey, start.token, start.record, true);
+    const run = await this.reportingStoreFaults(key, () => this.open(storeKey, start.token, start.record, true));
     let value: R;
     try {
       value = await idempotencyStorage.run(run.scope, () => next(arg));
@@ -188,6 +191,16 @@ export class IdempotentMethod implements Policy {
     }
   }
 
+  /** Runs a step before the method; a store that failed it is reported as `store_unavailable`. */
+  private async reportingStoreFaults<T>(key: string, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      if (error instanceof IdempotencyStoreUnavailableError) this.emit('store_unavailable', this, 'call', key, error);
+      throw error;
+    }
+  }
+
   /**
    * Claims `storeKey` and decides what to do: run, replay, or refuse. A
    * stale key goes to the reconciler first.
@@ -196,7 +209,7 @@ export class IdempotentMethod implements Policy {
    */
   async begin(storeKey: string, fingerprint: string, key: string, origin: IdempotencyOrigin): Promise<IdempotencyStart> {
     const { store, leaseMs, ttlMs } = this.settings;
-    const claim = await store.claim(storeKey, fingerprint, { leaseMs, ttlMs });
+    const claim = await boundedStoreCall(this.settings, this.name, 'claim', () => store.claim(storeKey, fingerprint, { leaseMs, ttlMs }));
     switch (claim.outcome) {
       case 'claimed':
         return { kind: 'run', token: claim.token, record: claim.record };
@@ -243,7 +256,7 @@ export class IdempotentMethod implements Policy {
         return unresolved;
       case 'complete': {
         const response = reconciledResponse(verdict, origin.transport, this.name);
-        const completed = await store.complete(storeKey, token, response, ttlMs);
+        const completed = await boundedStoreCall(this.settings, this.name, 'complete', () => store.complete(storeKey, token, response, ttlMs));
         return completed
           ? { kind: 'replay', response, outcome: 'reconciled' }
           : { kind: 'refuse', error: new IdempotencyKeyInProgressError(this.name, leaseMs), outcome: 'in_progress' };
@@ -263,13 +276,16 @@ export class IdempotentMethod implements Policy {
     let transaction: PostgresPoolClient | undefined;
     if (this.settings.transactional) {
       const store = this.settings.store as TransactionalIdempotencyStore;
+      const connecting = Promise.resolve().then(() => store.connect());
       try {
-        transaction = await store.connect();
-        await transaction.query('BEGIN');
+        const client = await boundedStoreCall(this.settings, this.name, 'connect', () => connecting);
+        await boundedStoreCall(this.settings, this.name, 'BEGIN', () => client.query('BEGIN'));
+        transaction = client;
       } catch (error) {
-        transaction?.release(asError(error));
+        // A connection that arrives after the bound passed is discarded too.
+        connecting.then((client) => client.release(asError(error)), () => undefined);
         // Nothing ran: the key may be claimed again at once.
-        await store.release(storeKey, token).catch(() => undefined);
+        await boundedStoreCall(this.settings, this.name, 'release', () => store.release(storeKey, token)).catch(() => undefined);
         throw error;
       }
     }
@@ -356,10 +372,11 @@ export class IdempotentRun {
     const { store, ttlMs } = this.settings;
     try {
       if (decision === 'store' && response !== undefined) {
-        return (await store.complete(this.storeKey, this.token, response, ttlMs)) ? { status: 'completed' } : { status: 'superseded' };
+        const completed = await boundedStoreCall(this.settings, this.name, 'complete', () => store.complete(this.storeKey, this.token, response, ttlMs), false);
+        return completed ? { status: 'completed' } : { status: 'superseded' };
       }
       if (decision === 'release') {
-        await store.release(this.storeKey, this.token);
+        await boundedStoreCall(this.settings, this.name, 'release', () => store.release(this.storeKey, this.token), false);
         return { status: 'released' };
       }
       return { status: 'kept' };
@@ -416,7 +433,9 @@ export class IdempotentRun {
   private renew(): void {
     this.timer = undefined;
     if (this.settled) return;
-    this.settings.store.renew(this.storeKey, this.token, this.settings.leaseMs).then(
+    const { store, leaseMs } = this.settings;
+    // Bounded, so a renewal the store never answers does not end the renewals.
+    boundedStoreCall(this.settings, this.name, 'renew', () => store.renew(this.storeKey, this.token, leaseMs), false).then(
       // Once another attempt owns the key there is nothing left to keep; completion will be refused too.
       (owned) => {
         if (owned && !this.settled) this.schedule();

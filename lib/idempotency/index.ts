@@ -23,9 +23,18 @@ export { IdempotencyRegistry } from './idempotency.registry';
 export type { IdempotencyOutcomeEvent } from './idempotency.registry';
 export type { IdempotencyOutcome, IdempotencyTransport } from './idempotent-method';
 export { downstreamIdempotencyKey, idempotencyTransaction } from './idempotency.context';
-export { DEFAULT_IDEMPOTENCY_HEADER, DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED_HEADER } from './idempotency.options';
+export {
+  DEFAULT_IDEMPOTENCY_HEADER,
+  DEFAULT_MAX_STORED_BYTES,
+  DEFAULT_REPLAY_HEADERS,
+  DEFAULT_STORE_TIMEOUT_MS,
+  IDEMPOTENT_BODY_OMITTED_HEADER,
+  IDEMPOTENT_REPLAYED_HEADER,
+} from './idempotency.options';
+export { DEFAULT_MEMORY_STORE_MAX_KEYS } from './memory-idempotency-store';
 export type {
   IdempotencyModuleOptions,
+  IdempotencyPrincipal,
   IdempotencyReconciler,
   IdempotencyReconciliation,
   IdempotencySettlement,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Clock } from '../clock';
+import { Clock, TimerHandle } from '../clock';
 import {
   ClaimOptions,
   ClaimResult,
@@ -15,8 +15,21 @@ import {
   storeDuration,
   wallClock,
 } from './idempotency-store';
+import { INVALID_STORE_COUNT, MEMORY_STORE_FULL } from './idempotency.messages';
 
 const STORE = 'MemoryIdempotencyStore';
+
+/** Live keys held when `maxKeys` is not given. */
+export const DEFAULT_MEMORY_STORE_MAX_KEYS = 100_000;
+
+/** Expired keys are freed on whole-second sweeps: at most a second late, and at most one sweep a second. */
+const SWEEP_GRANULARITY_MS = 1_000;
+
+/** Stale heap items tolerated beyond twice the live keys before the heap is rebuilt. */
+const COMPACT_SLACK = 1_024;
+
+/** Longest single wait of the sweep timer; a later expiry is reached in steps, since Node's timers overflow past 2^31-1 ms. */
+const MAX_TIMER_MS = 60 * 60 * 1_000;
 
 interface Entry {
   fingerprint: string;
@@ -29,25 +42,55 @@ interface Entry {
   response: string | undefined;
 }
 
+/** When a key is due to expire; an entry whose expiry moved later leaves a stale one behind, skipped when reached. */
+interface Expiry {
+  readonly at: number;
+  readonly key: string;
+}
+
 /** Options of {@link MemoryIdempotencyStore}. */
 export interface MemoryIdempotencyStoreOptions {
   /** Source of time; default {@link wallClock}. Pass a `VirtualClock` in tests. */
   readonly clock?: Clock;
+  /**
+   * Most live keys held at once; default {@link DEFAULT_MEMORY_STORE_MAX_KEYS}.
+   * When full, a new key is refused (the request gets 503
+   * `IdempotencyStoreUnavailableError`) until older keys expire: evicting a
+   * live key could run its operation twice.
+   */
+  readonly maxKeys?: number;
 }
 
 /**
  * The default store: keys in a `Map` of this process. Claims are atomic
- * because each method runs to completion without awaiting. Keys are not
- * shared between instances of a service and do not survive a restart; use
- * {@link PostgresIdempotencyStore} or {@link RedisIdempotencyStore} for that.
+ * because each method runs to completion without awaiting. Expired keys are
+ * freed by the store itself within about a second of expiring, and at most
+ * `maxKeys` live keys are held. Keys are not shared between instances of a
+ * service and do not survive a restart; use {@link PostgresIdempotencyStore}
+ * or {@link RedisIdempotencyStore} for that. Call {@link MemoryIdempotencyStore.close}
+ * when done with it outside Nest (the module closes it on shutdown).
  */
 export class MemoryIdempotencyStore implements IdempotencyStore {
   private readonly clock: Clock;
+  private readonly maxKeys: number;
   private readonly entries = new Map<string, Entry>();
+  /** Min-heap of expiries, earliest first. */
+  private readonly expiries: Expiry[] = [];
+  private timer: TimerHandle | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private closed = false;
 
-  /** @param options the clock to read time from */
+  /** @param options the clock to read time from and the bound on live keys */
   constructor(options: MemoryIdempotencyStoreOptions = {}) {
     this.clock = options.clock ?? wallClock;
+    const maxKeys = options.maxKeys ?? DEFAULT_MEMORY_STORE_MAX_KEYS;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) throw new RangeError(INVALID_STORE_COUNT(STORE, 'maxKeys', maxKeys));
+    this.maxKeys = maxKeys;
+  }
+
+  /** Keys held right now, expired ones not yet swept included. */
+  get size(): number {
+    return this.entries.size;
   }
 
   /** {@inheritDoc IdempotencyStore.claim} */
@@ -56,9 +99,14 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const now = this.clock.now();
     const entry = this.entries.get(key);
     if (entry === undefined || entry.expiresAt <= now) {
+      if (entry === undefined && this.entries.size >= this.maxKeys) {
+        this.sweep(now);
+        if (this.entries.size >= this.maxKeys) throw new Error(MEMORY_STORE_FULL(this.maxKeys));
+      }
       const token = randomUUID();
       const fresh: Entry = { fingerprint, createdAt: now, expiresAt: now + ttlMs, token, leaseExpiresAt: now + leaseMs, response: undefined };
       this.entries.set(key, fresh);
+      this.expireAt(key, fresh.expiresAt);
       return { outcome: 'claimed', token, record: inProgress(key, fresh) };
     }
     if (entry.fingerprint !== fingerprint) return { outcome: 'fingerprint_mismatch' };
@@ -71,7 +119,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const stale = inProgress(key, entry);
     entry.token = randomUUID();
     entry.leaseExpiresAt = now + leaseMs;
-    entry.expiresAt = Math.max(entry.expiresAt, entry.leaseExpiresAt);
+    this.extend(key, entry, entry.leaseExpiresAt);
     return { outcome: 'stale', token: entry.token, record: stale };
   }
 
@@ -84,6 +132,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     entry.token = undefined;
     entry.response = encoded;
     entry.expiresAt = this.clock.now() + ttl;
+    this.expireAt(key, entry.expiresAt);
     return true;
   }
 
@@ -98,7 +147,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const entry = this.owned(key, token);
     if (entry === undefined) return false;
     entry.leaseExpiresAt = this.clock.now() + lease;
-    entry.expiresAt = Math.max(entry.expiresAt, entry.leaseExpiresAt);
+    this.extend(key, entry, entry.leaseExpiresAt);
     return true;
   }
 
@@ -123,12 +172,107 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return deleted;
   }
 
+  /**
+   * Stops the sweep timer for good; expired keys are then only skipped,
+   * not freed. The module calls it on application shutdown.
+   */
+  close(): void {
+    this.closed = true;
+    this.cancelTimer();
+  }
+
   private owned(key: string, token: string): Entry | undefined {
     const entry = this.entries.get(key);
     return entry !== undefined && entry.token === token ? entry : undefined;
+  }
+
+  /** Moves an entry's expiry later to cover `until` (a lease may outlast the record's TTL). */
+  private extend(key: string, entry: Entry, until: number): void {
+    if (until <= entry.expiresAt) return;
+    entry.expiresAt = until;
+    this.expireAt(key, until);
+  }
+
+  private expireAt(key: string, at: number): void {
+    // Released keys and moved expiries leave stale items; rebuilding from the live entries keeps the heap within twice their number.
+    if (this.expiries.length >= 2 * this.entries.size + COMPACT_SLACK) this.rebuildExpiries();
+    pushExpiry(this.expiries, { at, key });
+    this.schedule(at);
+  }
+
+  private rebuildExpiries(): void {
+    const heap = this.expiries;
+    heap.length = 0;
+    for (const [key, entry] of this.entries) pushExpiry(heap, { at: entry.expiresAt, key });
+  }
+
+  /** Deletes every key expired by `now`, earliest first. */
+  private sweep(now: number): void {
+    const heap = this.expiries;
+    while (heap.length > 0 && heap[0].at <= now) {
+      const { key } = popExpiry(heap);
+      const entry = this.entries.get(key);
+      if (entry !== undefined && entry.expiresAt <= now) this.entries.delete(key);
+    }
+  }
+
+  /** Makes sure a sweep runs by the first whole second at or after `at`. */
+  private schedule(at: number): void {
+    if (this.closed) return;
+    const due = Math.ceil(at / SWEEP_GRANULARITY_MS) * SWEEP_GRANULARITY_MS;
+    if (due >= this.timerAt) return;
+    this.cancelTimer();
+    this.timerAt = due;
+    const wait = Math.min(Math.max(0, due - this.clock.now()), MAX_TIMER_MS);
+    this.timer = this.clock.setTimeout(() => this.onTimer(), wait);
+    // Housekeeping never keeps a process alive on its own.
+    (this.timer as { unref?: () => void }).unref?.();
+  }
+
+  private onTimer(): void {
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    this.sweep(this.clock.now());
+    if (this.expiries.length > 0) this.schedule(this.expiries[0].at);
+  }
+
+  private cancelTimer(): void {
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
   }
 }
 
 function inProgress(key: string, entry: Entry): InProgressRecord {
   return { key, state: 'in_progress', fingerprint: entry.fingerprint, createdAt: entry.createdAt, expiresAt: entry.expiresAt, leaseExpiresAt: entry.leaseExpiresAt };
+}
+
+function pushExpiry(heap: Expiry[], item: Expiry): void {
+  let i = heap.push(item) - 1;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (heap[parent].at <= item.at) break;
+    heap[i] = heap[parent];
+    i = parent;
+  }
+  heap[i] = item;
+}
+
+function popExpiry(heap: Expiry[]): Expiry {
+  const top = heap[0];
+  const last = heap.pop() as Expiry;
+  if (heap.length > 0) {
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      if (left >= heap.length) break;
+      const right = left + 1;
+      const child = right < heap.length && heap[right].at < heap[left].at ? right : left;
+      if (heap[child].at >= last.at) break;
+      heap[i] = heap[child];
+      i = child;
+    }
+    heap[i] = last;
+  }
+  return top;
 }

@@ -14,7 +14,7 @@ import {
   storeDuration,
   wallClock,
 } from './idempotency-store';
-import { CORRUPT_RECORD } from './idempotency.messages';
+import { CORRUPT_RECORD, REDIS_NOT_DURABLE } from './idempotency.messages';
 
 const STORE = 'RedisIdempotencyStore';
 
@@ -33,6 +33,10 @@ export interface RedisScriptClient {
   get(key: string): Promise<string | null>;
   /** Iterates keys matching a pattern. */
   scan(cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): Promise<[string, string[]]>;
+  /** `INFO section`, read by {@link RedisIdempotencyStore.durabilityWarning}. */
+  info?(section: 'persistence'): Promise<string>;
+  /** `CONFIG GET parameter`, read when `INFO` is not allowed. */
+  config?(subcommand: 'GET', parameter: 'appendonly'): Promise<unknown>;
 }
 
 /** Options of {@link RedisIdempotencyStore}. */
@@ -158,6 +162,34 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     this.client = options.client;
     this.prefix = options.prefix ?? DEFAULT_IDEMPOTENCY_REDIS_PREFIX;
     this.clock = options.clock ?? wallClock;
+  }
+
+  /**
+   * A warning when the server visibly keeps keys in memory only (no
+   * append-only file), so a restart or failover would forget keys still in
+   * progress; `undefined` when it is durable or will not say (`INFO` and
+   * `CONFIG` disabled, as on some managed services).
+   */
+  async durabilityWarning(): Promise<string | undefined> {
+    const appendOnly = await this.appendOnly();
+    return appendOnly === false ? REDIS_NOT_DURABLE('appendonly no') : undefined;
+  }
+
+  private async appendOnly(): Promise<boolean | undefined> {
+    try {
+      const info = await this.client.info?.('persistence');
+      const enabled = /^aof_enabled:(\d)/m.exec(info ?? '');
+      if (enabled !== null) return enabled[1] === '1';
+    } catch {
+      // INFO may be renamed or refused; CONFIG below may still answer.
+    }
+    try {
+      const reply = await this.client.config?.('GET', 'appendonly');
+      if (Array.isArray(reply) && typeof reply[1] === 'string') return reply[1].toLowerCase() === 'yes';
+    } catch {
+      // Neither command is allowed: nothing can be seen, so nothing is said.
+    }
+    return undefined;
   }
 
   /** {@inheritDoc IdempotencyStore.claim} */

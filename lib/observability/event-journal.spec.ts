@@ -27,9 +27,9 @@ describe('EventJournal', () => {
     expect(journal.events('circuitBreaker', 'b')).toHaveLength(1);
   });
 
-  it('renders errors as class and message, and leaves out what an event does not carry', async () => {
+  it('renders errors as class and message when asked to, and leaves out what an event does not carry', async () => {
     const clock = new VirtualClock();
-    const journal = new EventJournal(10);
+    const journal = new EventJournal(10, true);
     const bulkhead = new BulkheadPolicy('pool', { maxConcurrentCalls: 1, maxWaitDuration: 0 }, clock);
     journal.record({ policy: 'bulkhead', name: 'pool', instance: bulkhead, derived: false });
     let release!: () => void;
@@ -42,6 +42,7 @@ describe('EventJournal', () => {
     expect(rejected).toMatchObject({
       type: 'CALL_REJECTED',
       reason: 'queue-full',
+      errorClass: 'BulkheadFullError',
       errorMessage: "BulkheadFullError: Bulkhead 'pool' is full and does not permit further calls (queue-full)",
     });
     expect(finished).toMatchObject({ type: 'CALL_FINISHED', durationMs: 0 });

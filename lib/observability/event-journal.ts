@@ -1,3 +1,4 @@
+import { httpStatusOf } from '../error-status';
 import { Unsubscribe } from '../events';
 import { ObservedInstance } from './instance-catalog';
 
@@ -13,7 +14,11 @@ export interface RecordedEvent {
   /** When it happened (wall clock, ISO 8601). */
   readonly creationTime: string;
   readonly durationMs?: number;
-  /** `ErrorClass: message` of the error involved. */
+  /** Class name of the error involved. */
+  readonly errorClass?: string;
+  /** HTTP status the error carries, if any. */
+  readonly errorStatus?: number;
+  /** `ErrorClass: message` of the error involved; only when the endpoints opt in (`errorMessages: true`), since messages may hold request data. */
   readonly errorMessage?: string;
   /** `FROM_TO_TO`, e.g. `CLOSED_TO_OPEN`. */
   readonly stateTransition?: string;
@@ -75,28 +80,35 @@ class EventRing {
   }
 
   /** Oldest first, with the journal-wide sequence number for merging. */
-  read(into: Array<[number, RecordedEvent]>): void {
+  read(into: Array<[number, RecordedEvent]>, withMessages: boolean): void {
     const start = (this.next - this.size + this.capacity) % this.capacity;
     for (let k = 0; k < this.size; k++) {
       const i = (start + k) % this.capacity;
-      into.push([this.sequence[i], render(this.name, this.types[i], this.times[i], this.events[i])]);
+      into.push([this.sequence[i], render(this.name, this.types[i], this.times[i], this.events[i], withMessages)]);
     }
   }
 }
 
-function render(name: string, type: string, at: number, event: RawEvent): RecordedEvent {
+function render(name: string, type: string, at: number, event: RawEvent, withMessages: boolean): RecordedEvent {
+  const error = event.error;
   return {
     name,
     type,
     creationTime: new Date(at).toISOString(),
     durationMs: event.durationMs,
-    errorMessage: event.error === undefined ? undefined : errorMessage(event.error),
+    errorClass: error === undefined ? undefined : errorClass(error),
+    errorStatus: error === undefined ? undefined : httpStatusOf(error),
+    errorMessage: error === undefined || !withMessages ? undefined : errorMessage(error),
     stateTransition: event.from === undefined ? undefined : `${event.from}_TO_${event.to}`,
     attempts: event.attempts ?? event.attempt,
     waitMs: event.waitMs,
     reason: event.reason,
     kind: event.errorClass?.name,
   };
+}
+
+function errorClass(error: unknown): string {
+  return error instanceof Error ? error.constructor.name : typeof error;
 }
 
 function errorMessage(error: unknown): string {
@@ -117,8 +129,14 @@ export class EventJournal {
   private readonly rings = new Map<StatusPolicy, EventRing[]>();
   private readonly counter = { value: 0 };
 
-  /** @param capacity events kept per instance */
-  constructor(private readonly capacity: number) {}
+  /**
+   * @param capacity events kept per instance
+   * @param withMessages serve error messages too (they may hold request data)
+   */
+  constructor(
+    private readonly capacity: number,
+    private readonly withMessages = false,
+  ) {}
 
   /** Starts recording the events of one instance; returns the unsubscribe functions. */
   record(observed: ObservedInstance): Unsubscribe[] {
@@ -172,7 +190,7 @@ export class EventJournal {
   /** The recorded events of `policy`'s instances (of `name` only, if given), oldest first. */
   events(policy: StatusPolicy, name?: string): RecordedEvent[] {
     const collected: Array<[number, RecordedEvent]> = [];
-    for (const ring of this.rings.get(policy) ?? []) if (name === undefined || ring.name === name) ring.read(collected);
+    for (const ring of this.rings.get(policy) ?? []) if (name === undefined || ring.name === name) ring.read(collected, this.withMessages);
     return collected.sort((a, b) => a[0] - b[0]).map(([, event]) => event);
   }
 }

@@ -76,7 +76,7 @@ describe('ResilienceEndpointsModule options', () => {
     expect(readEndpointsOptions({})).toEqual({ metrics: undefined, status: undefined });
     expect(readEndpointsOptions({ metrics: true, status: true })).toEqual({
       metrics: { path: 'metrics' },
-      status: { path: 'actuator', eventBufferSize: 100, guards: [], writableGuards: undefined },
+      status: { path: 'actuator', eventBufferSize: 100, errorMessages: false, guards: [], writableGuards: undefined },
     });
     expect(readEndpointsOptions({ metrics: { path: '/ops/metrics/' } }).metrics).toEqual({ path: 'ops/metrics' });
   });
@@ -96,7 +96,7 @@ describe('ResilienceEndpointsModule options', () => {
     [{ metrics: { path: 'has space' } }, INVALID_VALUE(`${place} 'metrics'`, 'path', 'a route path such as "metrics" or "/ops/metrics"', 'has space')],
     [{ status: { eventBufferSize: 0 } }, INVALID_VALUE(`${place} 'status'`, 'eventBufferSize', 'an integer >= 1', 0)],
     [{ status: { guards: ['AdminGuard'] } }, INVALID_VALUE(`${place} 'status'`, 'guards', 'a list of guards (classes or instances)', ['AdminGuard'])],
-    [{ status: { readonly: true } }, UNKNOWN_KEY(`${place} 'status'`, 'readonly', ['path', 'eventBufferSize', 'guards', 'writable'])],
+    [{ status: { readonly: true } }, UNKNOWN_KEY(`${place} 'status'`, 'readonly', ['path', 'eventBufferSize', 'errorMessages', 'guards', 'writable'])],
     [{ prometheus: true }, UNKNOWN_KEY(place, 'prometheus', ['metrics', 'status'])],
   ])('rejects %j naming the key and value', (raw, message) => {
     expect(() => readEndpointsOptions(raw)).toThrow(message);

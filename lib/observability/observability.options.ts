@@ -71,6 +71,12 @@ export interface StatusEndpointOptions {
   path?: string;
   /** Events kept per instance for the `…events` routes (Resilience4j's `eventConsumerBufferSize`). Default 100. */
   eventBufferSize?: number;
+  /**
+   * Serve each event's error message (`errorMessage`) besides its class and
+   * status. Off by default: messages may carry request data (an e-mail
+   * address, a key in a URL) that the endpoints' readers should not see.
+   */
+  errorMessages?: boolean;
   /** Guards on every status route. */
   guards?: readonly GuardLike[];
   /** Routes that change state (forcing a breaker open, …). Off by default; needs guards of its own. */
@@ -101,6 +107,7 @@ export interface ResolvedEndpointsOptions {
   readonly status?: {
     readonly path: string;
     readonly eventBufferSize: number;
+    readonly errorMessages: boolean;
     readonly guards: readonly GuardLike[];
     readonly writableGuards?: readonly GuardLike[];
   };
@@ -191,12 +198,14 @@ function readStatus(value: unknown, rawKey: string): NonNullable<ResolvedEndpoin
   const place = `${ENDPOINTS} '${rawKey}'`;
   let path = 'actuator';
   let eventBufferSize = DEFAULT_EVENT_BUFFER_SIZE;
+  let errorMessages = false;
   let guards: readonly GuardLike[] = [];
   let writableGuards: readonly GuardLike[] | undefined;
   if (value !== true) {
-    for (const [key, rawSub, v] of entries(value, place, ['path', 'eventBufferSize', 'guards', 'writable'])) {
+    for (const [key, rawSub, v] of entries(value, place, ['path', 'eventBufferSize', 'errorMessages', 'guards', 'writable'])) {
       if (key === 'path') path = readPath(v, rawKey, rawSub);
       else if (key === 'eventBufferSize') eventBufferSize = readInteger(v, place, rawSub, 1);
+      else if (key === 'errorMessages') errorMessages = readBoolean(v, place, rawSub);
       else if (key === 'guards') guards = readGuards(v, place, rawSub, false);
       else if (v !== undefined && v !== false) {
         const writablePlace = `${place} '${rawSub}'`;
@@ -207,7 +216,7 @@ function readStatus(value: unknown, rawKey: string): NonNullable<ResolvedEndpoin
       }
     }
   }
-  return { path, eventBufferSize, guards, writableGuards };
+  return { path, eventBufferSize, errorMessages, guards, writableGuards };
 }
 
 /** The object's entries as [camelCase key, key as written, value], each checked against `known`. */

@@ -47,7 +47,7 @@ export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy
     private readonly catalog: InstanceCatalog,
     @Inject(RESILIENCE_STATUS_OPTIONS) options: NonNullable<ResolvedEndpointsOptions['status']>,
   ) {
-    this.journal = new EventJournal(options.eventBufferSize);
+    this.journal = new EventJournal(options.eventBufferSize, options.errorMessages);
   }
 
   /** Starts recording events of every instance. */

@@ -5,6 +5,7 @@ import { contextStorage } from '../context';
 import { DeadlineExceededError, RateLimitedError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { invokeThunk, Policy } from '../policy';
+import { refusal } from '../refusal';
 import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
 import { RateLimiterStore, RateLimiterStoreAnswer } from './rate-limiter-store';
@@ -416,6 +417,7 @@ export class RateLimiterPolicy implements Policy {
   }
 
   private refused<E extends RateLimitedError | DeadlineExceededError>(permits: number, error: E): E {
+    refusal(error);
     if (this.refusedEvents.active) this.refusedEvents.emit({ name: this.name, numberOfPermits: permits, error });
     return error;
   }

@@ -381,7 +381,7 @@ describe('Resilience4j RequestNotPermittedExceptionTest', () => {
     const refusal = await limiter.waitForPermission().catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(RateLimitedError);
     expect((refusal as RateLimitedError).message).toBe("RateLimiter 'testName' does not permit further calls");
-    expect((refusal as RateLimitedError).instanceName).toBe('testName');
+    expect((refusal as RateLimitedError).instance).toBe('testName');
   });
 });
 

@@ -28,6 +28,7 @@ export class RetryBudget {
   /** Credits one successful call. */
   onSuccess(): void {
     const next = this.milliTokens + this.deposit;
+    // Stryker disable next-line EqualityOperator: when equal, both branches store the same value
     this.milliTokens = next > this.capacity ? this.capacity : next;
   }
 

@@ -1,7 +1,11 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
 import { TimerHandle } from '../clock';
 import { contextStorage, ResilienceContext } from '../context';
+import { isRefusal, withRefusalCause } from '../refusal';
 import { NO_RETRY, type RetryPolicy } from './retry';
+
+/** No attempt of the subscription has reached the source yet. */
+const NOTHING_REACHED = Symbol('nothing reached');
 
 /** @internal `upstream` with each subscription retried; see {@link RetryPolicy.observe}. */
 export class RetriedObservable<T> extends Observable<T> {
@@ -32,6 +36,8 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
   private exhausted = false;
   private inner?: Subscription;
   private timer: TimerHandle;
+  /** The error of the latest attempt that reached the source: a refusal ending the subscription must not hide it. */
+  private reached: unknown = NOTHING_REACHED;
   private readonly scope: ResilienceContext | undefined;
 
   constructor(
@@ -77,12 +83,15 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
 
   error(error: unknown): void {
     if (this.closed) return;
+    const refused = isRefusal(error);
     const wait = this.policy.waitBeforeRetry(error, this.attempt, this.wait, this.scope);
     if (wait === NO_RETRY) {
       this.closed = true;
-      this.downstream.error(this.policy.failed(error, this.attempt));
+      const outcome = refused && this.reached !== NOTHING_REACHED ? withRefusalCause(this.reached, error) : error;
+      this.downstream.error(this.policy.failed(outcome, this.attempt));
       return;
     }
+    if (!refused) this.reached = error;
     this.retryAfter(wait);
   }
 

@@ -229,7 +229,21 @@ describe('RetryPolicy', () => {
     const strict = new RetryPolicy('poll', config({ maxAttempts: 3, waitDuration: 5, retryOnResult, failAfterMaxAttempts: true }), clock);
     const error = await drain(clock, strict.execute(pending)).catch((e) => e);
     expect(error).toBeInstanceOf(MaxRetriesExceededError);
-    expect(error).toMatchObject({ name: 'poll', attempts: 3, lastResult: { status: 'PENDING' } });
+    expect(error).toMatchObject({ instance: 'poll', attempts: 3, lastResult: { status: 'PENDING' } });
+  });
+
+  it('a retryOnResult that throws ends the call with its error, counted as a failure, on the first attempt and after retries', async () => {
+    const bug = new TypeError('retryOnResult bug');
+    let calls = 0;
+    const retryOnResult = (r: unknown) => {
+      if (r === 'BROKEN') throw bug;
+      return r === 'PENDING';
+    };
+    const retry = new RetryPolicy('poll', config({ maxAttempts: 3, waitDuration: 5, retryOnResult }), clock);
+    await expect(drain(clock, retry.execute(async () => 'BROKEN'))).rejects.toBe(bug);
+    await expect(drain(clock, retry.execute(async () => (++calls === 1 ? 'PENDING' : 'BROKEN')))).rejects.toBe(bug);
+    await expect(drain(clock, retry.execute(async () => 'DONE'))).resolves.toBe('DONE');
+    expect(retry.metrics).toMatchObject({ failedCallsWithoutRetry: 1, failedCallsWithRetry: 1, successfulCallsWithoutRetry: 1 });
   });
 
   it('respects Retry-After when longer than the backoff, and gives up when it exceeds the bound', async () => {

@@ -6,6 +6,7 @@ import { retryAfterOf } from '../error-status';
 import { MaxRetriesExceededError } from '../errors';
 import { EventStream } from '../events';
 import { invokeThunk, Policy } from '../policy';
+import { isRefusal, withRefusalCause } from '../refusal';
 import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
 import { RetryConfig } from './retry.config';
@@ -52,6 +53,8 @@ export interface RetryMetrics {
 
 /** @internal What the wait functions return when no retry follows. */
 export const NO_RETRY = -1;
+/** No attempt of the call has reached the method yet. */
+const NOTHING_REACHED = Symbol('nothing reached');
 
 /**
  * Retries a failing call with backoff and jitter, within an optional retry
@@ -153,7 +156,7 @@ export class RetryPolicy implements Policy {
   continueAfterError<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, error: unknown): Promise<R> {
     const wait = this.waitBeforeRetry(error, attempt, this.config.waitDuration);
     if (wait === NO_RETRY) throw this.failed(error, attempt);
-    return this.retryLoop(next, arg, attempt + 1, wait);
+    return this.retryLoop(next, arg, attempt + 1, wait, isRefusal(error) ? NOTHING_REACHED : error, false);
   }
 
   /**
@@ -162,28 +165,72 @@ export class RetryPolicy implements Policy {
    * value it still rejects when no retry may follow counts as a failure.
    */
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
-    const retryOnResult = this.config.retryOnResult;
-    if (retryOnResult === undefined || !retryOnResult(result)) return this.succeeded(result, attempt);
+    if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
     const wait = this.waitForResult(attempt, this.config.waitDuration);
-    return wait === NO_RETRY ? this.exhausted(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait);
+    return wait === NO_RETRY ? this.exhausted(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait, result, true);
   }
 
-  private async retryLoop<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, wait: number): Promise<R> {
+  /**
+   * Attempts `attempt` and on. `reached` is the outcome of the latest attempt
+   * that reached the method (an error, or a result when `reachedResult`), or
+   * NOTHING_REACHED: a refusal ending the call must not hide it.
+   */
+  private async retryLoop<A, R>(
+    next: (arg: A) => R | PromiseLike<R>,
+    arg: A,
+    attempt: number,
+    wait: number,
+    reached: unknown,
+    reachedResult: boolean,
+  ): Promise<R> {
     for (; ; attempt++) {
       await this.sleep(wait);
       let result: R;
       try {
         result = await next(arg);
       } catch (error) {
+        const refused = isRefusal(error);
         wait = this.waitBeforeRetry(error, attempt, wait);
-        if (wait === NO_RETRY) throw this.failed(error, attempt);
+        if (wait === NO_RETRY) {
+          if (refused && reached !== NOTHING_REACHED) return this.endAfterRefusal(reached, reachedResult, error, attempt);
+          throw this.failed(error, attempt);
+        }
+        if (!refused) {
+          reached = error;
+          reachedResult = false;
+        }
         continue;
       }
-      const retryOnResult = this.config.retryOnResult;
-      if (retryOnResult === undefined || !retryOnResult(result)) return this.succeeded(result, attempt);
+      if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
       wait = this.waitForResult(attempt, wait);
       if (wait === NO_RETRY) return this.exhausted(result, attempt);
+      reached = result;
+      reachedResult = true;
     }
+  }
+
+  /** Whether `retryOnResult` asks to retry `result`; when it throws, the call ends with its error, counted as failed. */
+  private retriesResult(result: unknown, attempt: number): boolean {
+    const retryOnResult = this.config.retryOnResult;
+    if (retryOnResult === undefined) return false;
+    try {
+      return retryOnResult(result);
+    } catch (predicateError) {
+      throw this.failed(predicateError, attempt);
+    }
+  }
+
+  /**
+   * Ends a call whose last attempt was refused after an earlier one reached
+   * the method: that attempt's outcome stands, as if it had been the last
+   * (its error, with the refusal as `cause`; or its result, as when retries
+   * on a result run out).
+   */
+  private endAfterRefusal<R>(reached: unknown, reachedResult: boolean, refused: unknown, attempt: number): R {
+    if (!reachedResult) throw this.failed(withRefusalCause(reached, refused), attempt);
+    const error = this.failed(withRefusalCause(new MaxRetriesExceededError(this.name, attempt, reached), refused), attempt);
+    if (this.config.failAfterMaxAttempts) throw error;
+    return reached as R;
   }
 
   /**
@@ -211,6 +258,7 @@ export class RetryPolicy implements Policy {
     this.budget?.onSuccess();
     if (attempts === 1) this.counters.successfulCallsWithoutRetry++;
     else this.counters.successfulCallsWithRetry++;
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.successStream.active) this.successStream.emit({ name: this.name, attempts });
     return result;
   }
@@ -219,6 +267,7 @@ export class RetryPolicy implements Policy {
   failed(error: unknown, attempts: number): unknown {
     if (attempts === 1) this.counters.failedCallsWithoutRetry++;
     else this.counters.failedCallsWithRetry++;
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.errorStream.active) this.errorStream.emit({ name: this.name, attempts, error });
     return error;
   }
@@ -231,6 +280,7 @@ export class RetryPolicy implements Policy {
     const retryAfter = retryAfterOf(error);
     if (retryAfter !== undefined) {
       if (retryAfter > this.config.retryAfterMaxWait) return this.stop('retry-after-too-long', attempt, error);
+      // Stryker disable next-line EqualityOperator: when equal, either branch waits the same
       if (retryAfter > wait) wait = retryAfter;
     }
     return this.admitRetry(error, attempt, wait, scope);
@@ -243,11 +293,13 @@ export class RetryPolicy implements Policy {
       this.counters.budgetDenied++;
       return this.stop('budget', attempt, error);
     }
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.retryStream.active) this.retryStream.emit({ name: this.name, attempt, waitMs: wait, error });
     return wait;
   }
 
   private stop(reason: RetryStopReason, attempt: number, error: unknown): number {
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
     if (this.stoppedStream.active) this.stoppedStream.emit({ name: this.name, attempt, reason, error });
     return NO_RETRY;
   }

@@ -1,6 +1,7 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
 import { TimerHandle } from '../clock';
 import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
+import { refusal } from '../refusal';
 import type { TimedEntry, TimeLimiter } from './time-limiter';
 
 /** @internal `upstream` with each subscription under a time limiter; see {@link TimeLimiter.observe}. */
@@ -48,7 +49,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     const limit = limiter.attemptLimit(parent, now);
     if (limit < 0) {
       this.settled = true;
-      this.downstream.error(limiter.timedOut(true, limiter.config.timeoutDuration));
+      this.downstream.error(refusal(limiter.timedOut(true, limiter.config.timeoutDuration)));
       return this;
     }
     const scope = new ResilienceContext(limiter.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);

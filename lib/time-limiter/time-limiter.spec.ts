@@ -1,4 +1,6 @@
-import { VirtualClock } from '../clock';
+import * as fc from 'fast-check';
+import { getEventListeners } from 'node:events';
+import { Clock, TimerHandle, VirtualClock } from '../clock';
 import { INVALID_VALUE } from '../config/config.messages';
 import { contextStorage, currentSignal, remainingTime, ResilienceContext } from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
@@ -48,7 +50,7 @@ describe('TimeLimiter', () => {
     await clock.advance(1);
     const error = await outcome;
     expect(error).toBeInstanceOf(TimeoutExceededError);
-    expect(error).toMatchObject({ name: 'payments', timeoutMs: 1000 });
+    expect(error).toMatchObject({ instance: 'payments', timeoutMs: 1000 });
     expect(seen.signal?.aborted).toBe(true);
     expect(seen.signal?.reason).toBe(error);
   });
@@ -160,5 +162,130 @@ describe('TimeLimiter', () => {
     expect(() => Timeout(-1)(Service.prototype, 'call', descriptor())).toThrow(
       INVALID_VALUE('@Timeout on call', 'timeoutDuration', 'a non-negative number of ms', -1),
     );
+  });
+});
+
+/**
+ * Node runs I/O and promise callbacks before timers that are already due, so
+ * a limiter's timer can fire after the late result it should have beaten.
+ * This clock delivers every timer `lagMs` late, as a busy event loop does,
+ * while the work itself finishes on time.
+ */
+class LaggingClock implements Clock {
+  constructor(
+    private readonly inner: VirtualClock,
+    private readonly lagMs: number,
+  ) {}
+  now(): number {
+    return this.inner.now();
+  }
+  setTimeout(callback: () => void, ms: number): TimerHandle {
+    return this.inner.setTimeout(callback, ms + this.lagMs);
+  }
+  clearTimeout(handle: TimerHandle): void {
+    this.inner.clearTimeout(handle);
+  }
+}
+
+describe('TimeLimiter: a result that arrives after the limit', () => {
+  /** `calls` calls of `workMs` each under `limitMs`, started `gapMs` apart, with timers `lagMs` late; what each came back as. */
+  async function run(calls: number, workMs: number, limitMs: number, lagMs: number, gapMs: number, fails = false) {
+    const clock = new VirtualClock();
+    const tl = new TimeLimiter('late', { timeoutDuration: limitMs, cancelRunningFuture: true }, new LaggingClock(clock, lagMs));
+    const outcomes: Array<Promise<string>> = [];
+    for (let i = 0; i < calls; i++) {
+      const work = () => new Promise<string>((resolve, reject) => clock.setTimeout(() => (fails ? reject(new Error('late failure')) : resolve('value')), workMs));
+      outcomes.push(tl.execute(work).then(() => 'success', (e: unknown) => (e as Error).constructor.name));
+      if (gapMs > 0) await clock.advance(gapMs);
+    }
+    await clock.advance(workMs + limitMs + lagMs + 1);
+    return Promise.all(outcomes);
+  }
+
+  it('is a TimeoutExceededError, never a success: 2,000 calls of 8 ms under a 4 ms limit, timers 5 ms late', async () => {
+    const outcomes = await run(2000, 8, 4, 5, 0.25);
+    expect(outcomes.filter((o) => o === 'success')).toHaveLength(0);
+    expect(outcomes.filter((o) => o === 'TimeoutExceededError')).toHaveLength(2000);
+  });
+
+  it('is a timeout also when it is a failure', async () => {
+    expect(await run(3, 8, 4, 5, 1, true)).toEqual(['TimeoutExceededError', 'TimeoutExceededError', 'TimeoutExceededError']);
+  });
+
+  it('comes back as what it was when it arrives before the limit, however late the timer', async () => {
+    expect(await run(3, 3, 4, 5, 1)).toEqual(['success', 'success', 'success']);
+  });
+
+  it('property: the outcome is a timeout whenever the work takes longer than the limit, and what it was when shorter', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ workMs: fc.integer({ min: 0, max: 20 }), fails: fc.boolean() }), { minLength: 1, maxLength: 20 }),
+        fc.integer({ min: 0, max: 20 }),
+        fc.integer({ min: 0, max: 10 }),
+        fc.integer({ min: 0, max: 5 }),
+        async (calls, limitMs, lagMs, gapMs) => {
+          const clock = new VirtualClock();
+          const tl = new TimeLimiter('late', { timeoutDuration: limitMs, cancelRunningFuture: true }, new LaggingClock(clock, lagMs));
+          const outcomes: Array<Promise<string>> = [];
+          for (const { workMs, fails } of calls) {
+            const work = () => new Promise<string>((resolve, reject) => clock.setTimeout(() => (fails ? reject(new Error('failed')) : resolve('value')), workMs));
+            outcomes.push(tl.execute(work).then((v) => v, (e: unknown) => (e as Error).constructor.name));
+            await clock.advance(gapMs);
+          }
+          await clock.advance(100);
+          const settled = await Promise.all(outcomes);
+          // At exactly the limit the first to arrive wins, result or timer, as in Resilience4j.
+          const expected = calls.map(({ workMs, fails }, i) => (workMs > limitMs ? 'TimeoutExceededError' : workMs < limitMs ? (fails ? 'Error' : 'value') : settled[i]));
+          expect(settled).toEqual(expected);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('TimeLimiter: listeners on the request\'s signal', () => {
+  it('each attempt removes the listener it adds to the request\'s signal when it settles: 20,000 attempts leave none', async () => {
+    const clock = new VirtualClock();
+    const tl = new TimeLimiter('attempts', { timeoutDuration: 1000, cancelRunningFuture: true }, clock);
+    const request = new ResilienceContext(clock, clock.now() + 60_000);
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      await contextStorage.run(request, async () => {
+        for (let i = 0; i < 20_000; i++) {
+          // Each attempt looks at its signal, as a fetch would; some fail, some succeed.
+          await tl.execute(async () => {
+            if (currentSignal()?.aborted) throw new Error('aborted');
+            if (i % 2 === 1) throw new Error('failed');
+            return i;
+          }).catch(() => undefined);
+        }
+      });
+      expect(getEventListeners(request.signal, 'abort')).toHaveLength(0);
+      // One attempt that times out (its signal aborted) and one left running without cancel also let go.
+      const timedOut = contextStorage.run(request, () => tl.execute(() => new Promise(() => undefined))).catch((e: unknown) => e);
+      const uncancelled = new TimeLimiter('uncancelled', { timeoutDuration: 10, cancelRunningFuture: false }, clock);
+      let finish!: () => void;
+      const running = contextStorage.run(request, () =>
+        uncancelled.execute(() => {
+          void currentSignal();
+          return new Promise<void>((resolve) => (finish = resolve));
+        }),
+      ).catch((e: unknown) => e);
+      await clock.advance(1000);
+      expect(await timedOut).toBeInstanceOf(TimeoutExceededError);
+      expect(await running).toBeInstanceOf(TimeoutExceededError);
+      // The uncancelled attempt's work still runs and still follows the request's signal until it ends.
+      expect(getEventListeners(request.signal, 'abort')).toHaveLength(1);
+      finish();
+      await VirtualClock.settle();
+      expect(getEventListeners(request.signal, 'abort')).toHaveLength(0);
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+      request.dispose();
+    }
   });
 });

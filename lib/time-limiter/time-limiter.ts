@@ -3,6 +3,7 @@ import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../c
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { EventStream } from '../events';
 import { invokeThunk, Policy } from '../policy';
+import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { TimeLimiterConfig } from './time-limiter.config';
 import { TimeLimitedObservable } from './time-limiter.operator';
@@ -66,7 +67,7 @@ export class TimeLimiter implements Policy {
     const now = this.clock.now();
     const limit = this.attemptLimit(parent, now);
     if (limit < 0) {
-      const error = this.timedOut(true, this.config.timeoutDuration);
+      const error = refusal(this.timedOut(true, this.config.timeoutDuration));
       if (observer === undefined) return Promise.reject(error);
       observer.calleeSettled();
       try {
@@ -163,6 +164,12 @@ export class TimeLimiter implements Policy {
     return error;
   }
 
+  /** @internal True when a call now would fail at once: the request's deadline has passed or the request was aborted. */
+  refusesAtOnce(): boolean {
+    const parent = contextStorage.getStore();
+    return parent !== undefined && parent.deadline !== Number.POSITIVE_INFINITY && (parent.deadline <= this.clock.now() || parent.aborted);
+  }
+
   /** @internal */
   finished(error: unknown, failed: boolean): void {
     if (failed) {
@@ -238,13 +245,19 @@ class TimedAttempt<A, R> implements TimedEntry {
     this.settled = true;
     const error = this.limiter.timedOut(this.byDeadline, this.limit);
     if (this.limiter.config.cancelRunningFuture) this.scope.abort(error);
-    this.fail(error);
+    // A timer runs in the context of whoever armed it: an observer continues the call in its caller's.
+    const parent = this.scope.parent;
+    if (parent === undefined) contextStorage.exit(failAttempt, this, error);
+    else contextStorage.run(parent, failAttempt, this, error);
   }
 
   private onFulfilled(value: R): void {
+    this.scope.dispose();
     this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
+    // Timers fire after I/O that is already due: a result past the limit may beat its timer, yet is a timeout.
+    if (this.limiter.clock.now() > this.scope.deadline) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
     this.limiter.finished(undefined, false);
     if (this.observer === undefined) {
       this.resolve(value);
@@ -258,14 +271,18 @@ class TimedAttempt<A, R> implements TimedEntry {
   }
 
   private onRejected(error: unknown): void {
+    this.scope.dispose();
     this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
+    // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
+    if (this.limiter.clock.now() > this.scope.deadline && !isRefusal(error)) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
     this.limiter.finished(error, true);
     this.fail(error);
   }
 
-  private fail(error: unknown): void {
+  /** Settles the attempt with `error`, or with what the observer makes of it. */
+  fail(error: unknown): void {
     if (this.observer === undefined) {
       this.reject(error);
       return;
@@ -282,4 +299,9 @@ class TimedAttempt<A, R> implements TimedEntry {
     if (this.timer !== undefined) this.limiter.clock.clearTimeout(this.timer);
     else this.limiter.settled();
   }
+}
+
+/** Continues a timed-out attempt; module-level so handing it to another context allocates nothing. */
+function failAttempt(attempt: TimedAttempt<unknown, unknown>, error: unknown): void {
+  attempt.fail(error);
 }

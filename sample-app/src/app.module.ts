@@ -19,6 +19,17 @@ import { ProductsController } from './products/products.controller';
 import { ExchangeRatesClient } from './rates/exchange-rates.client';
 import { RecommendationsClient } from './recommendations/recommendations.client';
 
+/** The shop's resilience options: the YAML's `resilience4j` block, with idempotency keys in the chosen store. */
+export function shopResilienceOptions(config: ConfigService, dependencies: Dependencies, idempotency: { store: IdempotencyStore }): ResilienceModuleOptions {
+  return {
+    ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'),
+    idempotency: {
+      store: idempotency.store,
+      reconciler: paymentReconciler(dependencies),
+    },
+  };
+}
+
 @Module({
   imports: [
     ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [loadResilienceYaml] }),
@@ -27,15 +38,7 @@ import { RecommendationsClient } from './recommendations/recommendations.client'
     OpsModule,
     ResilienceModule.forRootAsync({
       inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE],
-      useFactory: (config: ConfigService, dependencies: Dependencies, idempotency: { store: IdempotencyStore }) => ({
-        ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'),
-        idempotency: {
-          store: idempotency.store,
-          // No login in this sample: the customer says who they are, so two customers' keys never meet.
-          principal: (req: { headers: Record<string, string | string[] | undefined> }) => req.headers['x-customer-id'] as string | undefined,
-          reconciler: paymentReconciler(dependencies),
-        },
-      }),
+      useFactory: shopResilienceOptions,
     }),
     ResilienceEndpointsModule.forRoot({ metrics: true, status: { writable: { guards: [OperatorGuard] } } }),
     TerminusModule,

@@ -2,10 +2,11 @@ import { HttpService } from '@nestjs/axios';
 import { INestApplication, NestApplicationOptions } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
-import { RESILIENCE_MODULE_OPTIONS, ResilienceExceptionFilter, ResilienceModuleOptions, VirtualClock } from 'resilience4nest';
+import { IdempotencyStore, RESILIENCE_MODULE_OPTIONS, ResilienceExceptionFilter, VirtualClock } from 'resilience4nest';
 import { createPlatformApp, initPlatformApp, Platform } from '../../test/support/platforms';
-import { AppModule } from '../src/app.module';
+import { AppModule, shopResilienceOptions } from '../src/app.module';
 import { Dependencies } from '../src/downstream/dependencies';
+import { SHOP_IDEMPOTENCY_STORE } from '../src/ops/ops.module';
 import { ClockDriver } from './clock-driver';
 
 /** The sample app booted by {@link bootSampleApp}. */
@@ -19,24 +20,57 @@ export interface BootedSampleApp {
 }
 
 /**
- * Boots the sample app with its configured resilience options, but with the
+ * Boots the sample app with its resilience options (the YAML and its idempotency settings), but with the
  * module's time on a fresh {@link VirtualClock} and its jitter fixed at 0.5,
  * and with the {@link ResilienceExceptionFilter} installed globally.
  *
  * @param logger - The Nest logger setting of the application.
  * @param platform - The HTTP platform the app runs on.
+ * @param idempotencyStore - Makes the shop's idempotency store (on the module's clock) instead of the one from the environment.
  */
-export async function bootSampleApp(logger: NestApplicationOptions['logger'], platform: Platform = 'express'): Promise<BootedSampleApp> {
+export async function bootSampleApp(
+  logger: NestApplicationOptions['logger'],
+  platform: Platform = 'express',
+  idempotencyStore?: (clock: VirtualClock) => { store: IdempotencyStore; close: () => Promise<void> },
+): Promise<BootedSampleApp> {
   const clock = new VirtualClock();
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+  const storeIo = { inFlight: 0 };
+  let builder = Test.createTestingModule({ imports: [AppModule] });
+  if (idempotencyStore !== undefined) {
+    builder = builder.overrideProvider(SHOP_IDEMPOTENCY_STORE).useFactory({
+      factory: () => {
+        const made = idempotencyStore(clock);
+        return { ...made, store: countingCalls(made.store, storeIo) };
+      },
+    });
+  }
+  const moduleRef = await builder
     .overrideProvider(RESILIENCE_MODULE_OPTIONS)
     .useFactory({
-      inject: [ConfigService],
-      factory: (config: ConfigService) => ({ ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'), clock, random: () => 0.5 }),
+      inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE],
+      factory: (config: ConfigService, dependencies: Dependencies, idempotency: { store: IdempotencyStore }) => ({
+        ...shopResilienceOptions(config, dependencies, idempotency),
+        clock,
+        random: () => 0.5,
+      }),
     })
     .compile();
   const app = createPlatformApp(moduleRef, platform, { logger });
   app.useGlobalFilters(new ResilienceExceptionFilter());
   await initPlatformApp(app);
-  return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock, app.get(HttpService).axiosRef) };
+  return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock, app.get(HttpService).axiosRef, () => storeIo.inFlight) };
+}
+
+/** `target` with every method call counted in `io.inFlight` until its promise settles. */
+function countingCalls<T extends object>(target: T, io: { inFlight: number }): T {
+  return new Proxy(target, {
+    get(object, property) {
+      const value: unknown = Reflect.get(object, property);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        io.inFlight++;
+        return Promise.resolve(value.apply(object, args)).finally(() => io.inFlight--);
+      };
+    },
+  });
 }

@@ -15,12 +15,16 @@ export class ClockDriver {
   private inFlight = 0;
 
   /**
+   * @param dependencies the simulated dependencies, whose hanging requests are waited out on the clock
+   * @param clock the module's clock
    * @param axios the app's `HttpService` instance, whose requests count as on the wire too
+   * @param otherIo calls in flight on other real I/O (an idempotency store), waited for like fetches
    */
   constructor(
     private readonly dependencies: Dependencies,
     private readonly clock: VirtualClock,
     axios: AxiosInstance,
+    private readonly otherIo: () => number = () => 0,
   ) {
     axios.interceptors.request.use((config) => {
       this.inFlight++;
@@ -79,7 +83,7 @@ export class ClockDriver {
       await VirtualClock.settle();
       const all = this.dependencies.all();
       const hanging = all.reduce((n, d) => n + d.hangingRequests, 0);
-      if (turn >= 5 && this.inFlight === hanging && all.every((d) => d.busy === 0)) return;
+      if (turn >= 5 && this.inFlight === hanging && this.otherIo() === 0 && all.every((d) => d.busy === 0)) return;
     }
   }
 }

@@ -3,6 +3,8 @@ import { Test } from '@nestjs/testing';
 import { AddressInfo } from 'node:net';
 import request from 'supertest';
 import {
+  currentSignal,
+  DEFAULT_MAX_DEADLINE_BUDGET_MS,
   deadlineHeaders,
   remainingTime,
   ResilienceExceptionFilter,
@@ -40,6 +42,11 @@ class FrontController {
   @Get('budget')
   budget() {
     return { remaining: remainingTime() };
+  }
+
+  @Get('forward')
+  forward() {
+    return { remaining: remainingTime(), aborted: currentSignal()?.aborted, forwarded: deadlineHeaders() };
   }
 }
 
@@ -123,6 +130,15 @@ describe.each(PLATFORMS)('deadline propagation across two HTTP hops (%s)', (plat
     expect(INVALID_DEADLINE_HEADER('x-request-deadline-ms', 'soon')).toContain("'x-request-deadline-ms'");
     expect(INVALID_DEADLINE_HEADER('x-request-deadline-ms', 'soon')).toContain('"soon"');
   });
+
+  it.each([['99999999999999999999'], ['999999999999999999999999']])(
+    'a header of %s ms is clamped to the 24 h maximum and forwarded as whole digits',
+    async (value) => {
+      const { body } = await request(front.getHttpServer()).get('/forward').set('x-request-deadline-ms', value).expect(200);
+      expect(DEFAULT_MAX_DEADLINE_BUDGET_MS).toBe(86_400_000);
+      expect(body).toEqual({ remaining: 86_400_000, aborted: false, forwarded: { 'x-request-deadline-ms': '86400000' } });
+    },
+  );
 
   it('a request arriving with no time left fails at once with 504', async () => {
     const response = await request(front.getHttpServer()).get('/budget').set('x-request-deadline-ms', '0').expect(504);

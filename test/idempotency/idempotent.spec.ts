@@ -20,7 +20,8 @@ import {
   idempotentPlace,
   KEY_ON_ROUTE,
   KEY_REQUIRED,
-  NO_PRINCIPAL_RESOLVER,
+  PRINCIPAL_EXPECTED,
+  PRINCIPAL_NOT_ON_ROUTE,
   NO_RECONCILER,
   NOT_TRANSACTIONAL,
   OUTSIDE_IDEMPOTENT_CALL,
@@ -150,7 +151,7 @@ describe('idempotency module options', () => {
     ['lease', { lease: '0s' }, INVALID_VALUE(place, 'lease', 'a positive duration (ms, or a string such as "30s" or "24h")', '0s')],
     ['ttl shorter than lease', { ttl: '10s', lease: '30s' }, TTL_SHORTER_THAN_LEASE(place, 10_000, 30_000)],
     ['header', { header: 'Idempotency Key' }, INVALID_VALUE(place, 'header', 'an HTTP header name', 'Idempotency Key')],
-    ['principal', { principal: 'user' }, INVALID_VALUE(place, 'principal', 'a function', 'user')],
+    ['principal', { principal: 'user' }, INVALID_VALUE(place, 'principal', PRINCIPAL_EXPECTED, 'user')],
     ['reconciler', { reconciler: {} }, INVALID_VALUE(place, 'reconciler', 'a function', {})],
     ['replayHeaders not a list', { replayHeaders: 'location' }, INVALID_VALUE(place, 'replayHeaders', 'a list of HTTP header names', 'location')],
     ['replayHeaders with Set-Cookie', { replayHeaders: ['Location', 'Set-Cookie'] }, INVALID_VALUE(place, 'replayHeaders', 'a list of header names without Set-Cookie, which is never replayed', ['Location', 'Set-Cookie'])],
@@ -183,7 +184,8 @@ describe('@Idempotent options', () => {
     ['releaseOn', { releaseOn: Error }, INVALID_VALUE(place, 'releaseOn', 'a list of error classes or class names', Error)],
     ['onStatus', { onStatus: 500 }, INVALID_VALUE(place, 'onStatus', 'a function', 500)],
     ['transactional', { transactional: 1 }, INVALID_VALUE(place, 'transactional', 'true or false', 1)],
-    ['a misspelt option', { keys: () => 'x' }, UNKNOWN_KEY(place, 'keys', ['required', 'key', 'fingerprint', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'])],
+    ['principal', { principal: 'everyone' }, INVALID_VALUE(place, 'principal', PRINCIPAL_EXPECTED, 'everyone')],
+    ['a misspelt option', { keys: () => 'x' }, UNKNOWN_KEY(place, 'keys', ['required', 'key', 'fingerprint', 'principal', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'])],
   ])('rejects %s where it is written', (_, options, message) => expect(() => decorate(options)).toThrow(message));
 
   it('only decorates methods', () => {
@@ -225,33 +227,16 @@ describe('@Idempotent at bootstrap', () => {
       @Idempotent({ transactional: true })
       async handle(): Promise<void> {}
     }
-    await expect(boot({}, { controllers: [Tx] })).rejects.toThrow(STORE_NOT_TRANSACTIONAL('Tx.handle', 'MemoryIdempotencyStore'));
+    await expect(boot({ idempotency: { principal: 'shared' } }, { controllers: [Tx] })).rejects.toThrow(STORE_NOT_TRANSACTIONAL('Tx.handle', 'MemoryIdempotencyStore'));
   });
 
-  it('warns once, at startup, that keys are not scoped by principal', async () => {
-    @Controller()
-    class Two {
-      @Post('a')
-      @Idempotent()
-      async a(): Promise<void> {}
-
-      @Post('b')
-      @Idempotent()
-      async b(): Promise<void> {}
+  it('refuses a principal on a method that is not a route', async () => {
+    @Injectable()
+    class Consumer {
+      @Idempotent({ key: (id: string) => id, principal: 'shared' })
+      async handle(_id: string): Promise<void> {}
     }
-    const warnings: string[] = [];
-    const spy = jest.spyOn(Logger.prototype, 'warn').mockImplementation((m: unknown) => void warnings.push(String(m)));
-    try {
-      const app = await boot({}, { controllers: [Two] });
-      await app.close();
-      expect(warnings).toEqual([NO_PRINCIPAL_RESOLVER('Two.a')]);
-      warnings.length = 0;
-      const scoped = await boot({ idempotency: { principal: () => 'p' } }, { controllers: [Two] });
-      await scoped.close();
-      expect(warnings).toEqual([]);
-    } finally {
-      spy.mockRestore();
-    }
+    await expect(boot({}, { providers: [Consumer] })).rejects.toThrow(PRINCIPAL_NOT_ON_ROUTE('Consumer.handle'));
   });
 
   it('warns once when a stale key has no reconciler, and keeps refusing it', async () => {

@@ -112,7 +112,7 @@ describe.each([memoryTarget(), postgresTarget('keyed'), redisTarget('keyed')])('
     consumer.gates.push(gate);
     const first = consumer.reserve(event('m-busy'), { attempt: 1 });
     await consumer.watch.until(() => consumer.handled.length === 1);
-    await expect(consumer.reserve(event('m-busy'), { attempt: 2 })).rejects.toMatchObject({ constructor: IdempotencyKeyInProgressError, retryAfterMs: LEASE, name: 'StockConsumer.reserve' });
+    await expect(consumer.reserve(event('m-busy'), { attempt: 2 })).rejects.toMatchObject({ constructor: IdempotencyKeyInProgressError, retryAfterMs: LEASE, instance: 'StockConsumer.reserve' });
     gate.open();
     await first;
   });

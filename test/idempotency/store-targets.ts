@@ -13,6 +13,8 @@ import { Watch } from './http-kit';
 export interface StoreTarget {
   readonly name: string;
   readonly server?: TestServerKind;
+  /** True when the store frees expired records itself, leaving none for `cleanupExpired`. */
+  readonly evictsByItself?: boolean;
   /** Connects to the server (once per suite). */
   setup(url: string): Promise<void>;
   /** A store on a fresh namespace (table or key prefix), reading time from `clock`. */
@@ -24,6 +26,7 @@ export interface StoreTarget {
 export function memoryTarget(): StoreTarget {
   return {
     name: 'MemoryIdempotencyStore',
+    evictsByItself: true,
     setup: async () => undefined,
     create: (clock) => new MemoryIdempotencyStore({ clock }),
     teardown: async () => undefined,
@@ -84,6 +87,12 @@ export class FaultyStore implements IdempotencyStore {
   failComplete = false;
   /** `renew` answers false while true (the owner cannot reach the store to keep its lease). */
   failRenew = false;
+  /** `claim` throws while true (the store is down when a request arrives). */
+  failClaim = false;
+  /** `claim` never answers while true (the store hangs). */
+  hangClaim = false;
+  /** Calls begun so far, by method name, in order. */
+  readonly started: string[] = [];
   /** Completions refused or thrown, in order. */
   readonly completions: Array<{ key: string; stored: boolean }> = [];
   /** Leases renewed so far. */
@@ -94,10 +103,19 @@ export class FaultyStore implements IdempotencyStore {
   constructor(private readonly inner: IdempotencyStore) {}
 
   claim(key: string, fingerprint: string, options?: ClaimOptions): Promise<ClaimResult> {
+    this.begin('claim');
+    if (this.failClaim) return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
+    if (this.hangClaim) return new Promise(() => undefined);
     return this.inner.claim(key, fingerprint, options);
   }
 
+  private begin(operation: string): void {
+    this.started.push(operation);
+    this.watch.notify();
+  }
+
   async complete(key: string, token: string, response: StoredResponse, ttlMs?: number): Promise<boolean> {
+    this.begin('complete');
     if (this.failComplete) {
       this.completions.push({ key, stored: false });
       throw new Error('store unreachable');

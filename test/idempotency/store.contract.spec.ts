@@ -260,7 +260,8 @@ describe.each([memoryTarget(), postgresTarget('contract'), redisTarget('contract
       await store.complete('completed-long', kept.token, CREATED, 60_000);
       expect(await store.cleanupExpired()).toBe(0);
       await clock.advance(2_000);
-      expect(await store.cleanupExpired()).toBe(2);
+      // The memory store frees expired keys itself as the clock passes them; the others leave them to cleanupExpired.
+      expect(await store.cleanupExpired()).toBe(target.evictsByItself ? 0 : 2);
       expect(await store.cleanupExpired()).toBe(0);
       expect(await store.get('running-long')).toMatchObject({ state: 'in_progress' });
       expect(await store.get('completed-long')).toMatchObject({ state: 'completed' });

@@ -133,13 +133,13 @@ export async function driveTraffic(clock: VirtualClock, shop: Shop): Promise<voi
 
   const gate = new Gate();
   const held = shop.work(gate.promise);
-  await expect(shop.work(Promise.resolve())).rejects.toMatchObject({ name: 'pool', reason: 'queue-full' });
+  await expect(shop.work(Promise.resolve())).rejects.toMatchObject({ instance: 'pool', reason: 'queue-full' });
   gate.open();
   await expect(held).resolves.toBe('done');
 
   const slow = shop.slow().catch((e: unknown) => e);
   await clock.advance(100);
-  expect(await slow).toMatchObject({ name: 'slow', code: 'TIMEOUT_EXCEEDED' });
+  expect(await slow).toMatchObject({ instance: 'slow', code: 'TIMEOUT_EXCEEDED' });
   // Lets the abandoned second-long call finish, so no timer is left behind.
   await clock.advance(900);
 

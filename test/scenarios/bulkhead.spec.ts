@@ -46,7 +46,7 @@ describe('scenario (b): bulkhead of 5 with a queue of 10, 50 simultaneous calls'
     expect(rejected).toHaveLength(35);
     for (const c of rejected) {
       expect(c.error).toBeInstanceOf(BulkheadFullError);
-      expect(c.error).toMatchObject({ name: 'inventory', reason: 'queue-full' });
+      expect(c.error).toMatchObject({ instance: 'inventory', reason: 'queue-full' });
       expect(c.settledAt).toBe(0);
     }
     // The first 15 callers are the admitted ones (FIFO), the last 35 the refused.

@@ -1,5 +1,11 @@
 import { SimulatedDependency } from './simulated-dependency';
 
+/** A charge the simulated payment provider made. */
+export interface Charge {
+  readonly chargeId: string;
+  readonly amount: number;
+}
+
 /** Stock levels by SKU, as the simulated inventory service knows them. */
 const STOCK: Record<string, number> = { 'sku-1': 12, 'sku-2': 0, 'sku-3': 4 };
 
@@ -19,23 +25,26 @@ export class Dependencies {
     readonly payments: SimulatedDependency,
     readonly rates: SimulatedDependency,
     readonly recommendations: SimulatedDependency,
+    /** Every charge the payment provider made, by its idempotency key. */
+    readonly charges: ReadonlyMap<string, Charge>,
   ) {}
 
   /** Starts all four. */
   static async start(): Promise<Dependencies> {
+    const charges = new Map<string, Charge>();
     const [inventory, payments, rates, recommendations] = await Promise.all([
       SimulatedDependency.start('inventory', (req) => {
         const sku = lastSegment(req.url);
         return sku in STOCK ? { status: 200, body: { sku, available: STOCK[sku] } } : { status: 404, body: { error: `no sku ${sku}` } };
       }),
-      Dependencies.paymentProvider(),
+      Dependencies.paymentProvider(charges),
       SimulatedDependency.start('rates', (req) => {
         const currency = lastSegment(req.url).toUpperCase();
         return currency in RATES ? { status: 200, body: { base: 'GBP', currency, rate: RATES[currency] } } : { status: 404, body: { error: `no rate for ${currency}` } };
       }),
       SimulatedDependency.start('recommendations', (req) => ({ status: 200, body: { skus: ALSO_BOUGHT[lastSegment(req.url)] ?? [] } })),
     ]);
-    return new Dependencies(inventory, payments, rates, recommendations);
+    return new Dependencies(inventory, payments, rates, recommendations, charges);
   }
 
   /** By name, for the admin endpoint. */
@@ -58,8 +67,7 @@ export class Dependencies {
    * idempotency key, and answers `GET /charges/<key>` with the charge made
    * under that key (404 when none was).
    */
-  private static paymentProvider(): Promise<SimulatedDependency> {
-    const charges = new Map<string, { chargeId: string; amount: number }>();
+  private static paymentProvider(charges: Map<string, Charge>): Promise<SimulatedDependency> {
     return SimulatedDependency.start('payments', (req, body) => {
       if (req.method === 'GET') {
         const charge = charges.get(lastSegment(req.url));

@@ -9,6 +9,8 @@ export interface DependencyBehaviour {
   errorRate: number;
   /** Down: connections are accepted and never answered (the worst kind of outage). */
   down: boolean;
+  /** Lost replies: requests are served (a charge is made) but the answer never arrives. */
+  loseReplies: boolean;
 }
 
 type Handler = (request: IncomingMessage, body: unknown) => { status: number; body: unknown } | Promise<{ status: number; body: unknown }>;
@@ -20,7 +22,7 @@ type Handler = (request: IncomingMessage, body: unknown) => { status: number; bo
  * behaves; `GET /__admin` shows it.
  */
 export class SimulatedDependency {
-  private behaviour: DependencyBehaviour = { latencyMs: 5, errorRate: 0, down: false };
+  private behaviour: DependencyBehaviour = { latencyMs: 5, errorRate: 0, down: false, loseReplies: false };
   private readonly hanging = new Set<ServerResponse>();
   /** Requests that reached the dependency's own handler. */
   served = 0;
@@ -65,14 +67,15 @@ export class SimulatedDependency {
     return { ...this.behaviour };
   }
 
-  /** Changes the behaviour; bringing it back up answers the requests left hanging with 503. */
+  /** Changes the behaviour; bringing it back up (or delivering replies again) answers the requests left hanging with 503. */
   configure(change: Partial<DependencyBehaviour>): DependencyBehaviour {
     const next = { ...this.behaviour, ...change };
     if (typeof next.latencyMs !== 'number' || next.latencyMs < 0) throw new RangeError(`${this.name}: latencyMs must be a number >= 0`);
     if (typeof next.errorRate !== 'number' || next.errorRate < 0 || next.errorRate > 1) throw new RangeError(`${this.name}: errorRate must be in [0, 1]`);
     if (typeof next.down !== 'boolean') throw new RangeError(`${this.name}: down must be true or false`);
+    if (typeof next.loseReplies !== 'boolean') throw new RangeError(`${this.name}: loseReplies must be true or false`);
     this.behaviour = next;
-    if (!next.down) this.releaseHanging();
+    if (!next.down && !next.loseReplies) this.releaseHanging();
     return this.current;
   }
 
@@ -104,18 +107,20 @@ export class SimulatedDependency {
         return send(res, 400, { error: (error as Error).message });
       }
     }
-    if (this.behaviour.down) {
-      this.hanging.add(res);
-      res.on('close', () => {
-        if (this.hanging.delete(res)) this.abandoned++;
-      });
-      return;
-    }
+    if (this.behaviour.down) return this.hang(res);
     if (this.behaviour.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.behaviour.latencyMs));
     if (Math.random() < this.behaviour.errorRate) return send(res, 503, { error: `${this.name} is overloaded` });
     this.served++;
     const answer = await this.handler(req, body);
+    if (this.behaviour.loseReplies) return this.hang(res);
     send(res, answer.status, answer.body);
+  }
+
+  private hang(res: ServerResponse): void {
+    this.hanging.add(res);
+    res.on('close', () => {
+      if (this.hanging.delete(res)) this.abandoned++;
+    });
   }
 
   private releaseHanging(): void {

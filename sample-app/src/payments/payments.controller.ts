@@ -27,6 +27,15 @@ export function paymentSettlement(status: number): IdempotencySettlement {
   return status < 500 ? 'store' : 'keep';
 }
 
+/**
+ * Who is paying, which scopes the Idempotency-Key: this sample has no login,
+ * so the customer says who they are, and two customers' keys never meet.
+ */
+export function customerOf(req: { headers: Record<string, string | string[] | undefined> }): string | undefined {
+  const customer = req.headers['x-customer-id'];
+  return Array.isArray(customer) ? customer[0] : customer;
+}
+
 @Controller('payments')
 export class PaymentsController {
   constructor(private readonly payments: PaymentsClient) {}
@@ -34,7 +43,7 @@ export class PaymentsController {
   @Post()
   // Checkout is the last thing the shop gives up under overload.
   @Priority('critical')
-  @Idempotent({ onStatus: paymentSettlement })
+  @Idempotent({ onStatus: paymentSettlement, principal: customerOf })
   async pay(@Body() body: Partial<PaymentRequest>, @Res({ passthrough: true }) res: StatusAndHeaders): Promise<PaymentOutcome> {
     if (typeof body?.paymentId !== 'string' || !Number.isInteger(body.amount) || (body.amount as number) <= 0) {
       throw new BadRequestException('paymentId (string) and amount (positive integer, pence) are required');

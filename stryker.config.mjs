@@ -1,0 +1,53 @@
+// @ts-check
+/**
+ * StrykerJS over the policies, the fused pipeline, fallback and the
+ * idempotency core. `MUTATION_SCOPE=retry npm run mutation` mutates one
+ * folder and names its report after it; see CONTRIBUTING.md ("Mutation testing").
+ */
+
+/** What each scope mutates. The idempotency core is the keys, the method layer, held responses and the in-memory store; not the PostgreSQL/Redis adapters nor the Nest wiring. */
+const SCOPES = {
+  retry: ['lib/retry/**/*.ts'],
+  'circuit-breaker': ['lib/circuit-breaker/**/*.ts'],
+  bulkhead: ['lib/bulkhead/**/*.ts'],
+  'time-limiter': ['lib/time-limiter/**/*.ts'],
+  fallback: ['lib/fallback/**/*.ts'],
+  pipeline: ['lib/standard-pipeline.ts'],
+  idempotency: [
+    'lib/idempotency/idempotency-key.ts',
+    'lib/idempotency/idempotent-method.ts',
+    'lib/idempotency/held-response.ts',
+    'lib/idempotency/memory-idempotency-store.ts',
+  ],
+};
+// Specs, decorators (metadata only) and message texts are not behaviour under test.
+const EXCLUDED = ['!lib/**/*.spec.ts', '!lib/**/*.decorator.ts', '!lib/**/*.messages.ts'];
+
+const scope = process.env.MUTATION_SCOPE;
+if (scope !== undefined && !(scope in SCOPES)) {
+  throw new Error(`MUTATION_SCOPE must be one of ${Object.keys(SCOPES).join(', ')}; got '${scope}'`);
+}
+const report = scope ?? 'mutation';
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  packageManager: 'npm',
+  testRunner: 'jest',
+  jest: { projectType: 'custom', configFile: 'jest.mutation.config.js', enableFindRelatedTests: false },
+  checkers: ['typescript'],
+  tsconfigFile: 'tsconfig.json',
+  typescriptChecker: { prioritizePerformanceOverAccuracy: true },
+  coverageAnalysis: 'perTest',
+  // Static mutants (module-level initialisers) would rerun every spec each; they are reported as ignored.
+  ignoreStatic: true,
+  concurrency: 2,
+  timeoutMS: 10000,
+  mutate: [...(scope === undefined ? Object.values(SCOPES).flat() : SCOPES[scope]), ...EXCLUDED],
+  ignorePatterns: ['dist', 'coverage', 'reports', '.pgdata', 'scenario-output', 'sample-app', 'bench', 'load', 'docs'],
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: `reports/mutation/${report}.html` },
+  jsonReporter: { fileName: `reports/mutation/${report}.json` },
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: true,
+  thresholds: { high: 90, low: 85, break: null },
+};
