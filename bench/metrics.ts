@@ -27,7 +27,7 @@ async function boot(module: DynamicModule): Promise<{ app: INestApplicationConte
 }
 
 /**
- * Issue 5's figure: what binding the metrics adds to a call on the happy
+ * What binding the metrics adds to a call on the happy
  * path, as the same decorated methods timed in an application with metrics
  * off and one with metrics on (and one that also keeps the status
  * endpoints' event buffers). The layers that record per call (the breaker's
@@ -36,7 +36,7 @@ async function boot(module: DynamicModule): Promise<{ app: INestApplicationConte
  */
 export const metrics: BenchSection = {
   name: 'metrics',
-  summary: 'ns per call that Prometheus metrics add to the full stack (issue 5); ms per scrape of 1,000 instances per policy',
+  summary: 'ns per call that Prometheus metrics add to the full stack; ms per scrape of 1,000 instances per policy',
   async run() {
     const off = await boot(MetricsBenchModule.with({ metrics: false }));
     const on = await boot(MetricsBenchModule.with({ metrics: { registry: new Registry() } }));
@@ -71,7 +71,7 @@ export const metrics: BenchSection = {
 
     const get = (label: string): Measurement => results.find((m) => m.label === label)!;
     const base = get('bare async method');
-    printHeading('Issue 5 — what metrics add per call (happy path)');
+    printHeading('What metrics add per call (happy path)');
     const pairs: Array<[string, string]> = [
       ['full stack, metrics off', 'full stack, metrics on'],
       ['full stack, metrics off', 'full stack, metrics on + status event buffers'],
@@ -134,7 +134,7 @@ async function scrapeCost(): Promise<void> {
     registry.dispose();
   }
   durations.sort((a, b) => a - b);
-  printHeading('Issue 5 — cost of one scrape');
+  printHeading('Cost of one scrape');
   printTable(
     [{ heading: 'instances bound', align: 'left' }, { heading: 'ms per scrape (median)' }, { heading: 'fastest' }, { heading: 'slowest' }, { heading: 'exposition size' }],
     [

@@ -41,7 +41,7 @@ interface Row {
  */
 export const overhead: BenchSection = {
   name: 'overhead',
-  summary: 'ns per call: bare vs @Retry+@Timeout (issue 2); full stack vs cockatiel wrap and opossum (issue 3)',
+  summary: 'ns per call: bare vs @Retry+@Timeout; full stack vs cockatiel wrap and opossum',
   async run() {
     // First, while this process is idle, so the two never compete for a core.
     const fresh = await measureInFreshProcess('fresh-peers.ts');
@@ -71,7 +71,7 @@ export const overhead: BenchSection = {
       { m: alsBare, process: 'ALS on' },
     ];
 
-    printHeading('Issue 2 — bare vs @Retry + @Timeout (happy path)');
+    printHeading('Bare vs @Retry + @Timeout (happy path)');
     const retryTimeout = get(inProcess, OURS.retryTimeout);
     const issue2: Row[] = [...bareRows, { m: retryTimeout, process: 'ALS on' }];
     printTable(columns, issue2.map(line));
@@ -80,7 +80,7 @@ export const overhead: BenchSection = {
     console.log(verdict(`added ≤ ${ISSUE_2_ADDED_NS} ns (vs bare, no ALS)`, `${ns(added2)} ns`, added2 <= ISSUE_2_ADDED_NS));
     console.log(`  vs bare in the same process (ALS on): ${ns(retryTimeout.nsPerCall - alsBare.nsPerCall)} ns added, ${times(retryTimeout.nsPerCall / alsBare.nsPerCall)}`);
 
-    printHeading('Issue 3 — full stack vs bare, cockatiel 3 wrap and opossum 9 (happy path)');
+    printHeading('Full stack vs bare, cockatiel 3 wrap and opossum 9 (happy path)');
     const full = get(inProcess, OURS.fullStack);
     const peerLabels = [PEER_LABELS.cockatielConsecutive, PEER_LABELS.cockatielSampling, PEER_LABELS.opossum];
     const issue3: Row[] = [

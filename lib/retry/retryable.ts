@@ -4,7 +4,7 @@ import { httpStatusOf, isConnectionError } from '../error-status';
 const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
 
 /**
- * The default retryable set of the design notes: timeouts, connection
+ * The default retryable set (docs/decisions/0004): timeouts, connection
  * errors and HTTP 429/502/503/504. Never our own refusals (breaker,
  * bulkhead, rate limiter) or a spent deadline: retrying those only adds load.
  */

@@ -9,11 +9,11 @@ import { serverOrSkip } from '../support/server-env';
 import { RunningApp, startApp } from './http-kit';
 
 /**
- * The design notes' payment simulation ("Idempotency keys#", notes/timeouts-retries-exactly-once.txt),
+ * The payment simulation of `npm run scenario -- overcharge` (docs/decisions/0003),
  * end to end over HTTP on PostgreSQL: 100 payments of 999 pence, each tried up
  * to 4 times, 40% of replies lost after the charge was made. The ledger
- * insert and the key's completion share one transaction, as the note's
- * `Ledger.charge` asks ("must be one transaction with the line below").
+ * insert and the key's completion share one transaction, so a
+ * charge and its key commit or roll back together.
  */
 const PAYMENTS = 100;
 const PENCE = 999;

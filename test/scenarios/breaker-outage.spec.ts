@@ -12,8 +12,7 @@ import {
 } from '../../scenarios/breaker';
 
 /*
- * Scenario (a) of issue 3, after the design note "Timeouts, retries and
- * circuit breakers": a dependency is down for 30 s of a 60 s run, callers
+ * An outage behind a breaker: a dependency is down for 30 s of a 60 s run, callers
  * send it 10 calls a second under a 2 s timeout. The setup lives in
  * scenarios/breaker.ts (`npm run scenario -- breaker` prints the same
  * table); this test pins its figures to the call.

@@ -3,7 +3,7 @@ import { Bulkhead, BulkheadFullError, CircuitBreaker, ResilienceModuleOptions, R
 import { bootScenario, track } from '../../scenarios/kit';
 
 /*
- * Scenario (c) of issue 3: a bulkhead of 10 inside a breaker, 40
+ * A bulkhead of 10 inside a breaker, 40
  * simultaneous calls. The bulkhead refuses 30, and those refusals are our
  * own limit, not the dependency failing: the breaker ignores them and stays
  * CLOSED, its window holding only the 10 calls that reached the dependency.

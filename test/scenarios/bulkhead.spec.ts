@@ -3,7 +3,7 @@ import { Bulkhead, BulkheadFullError, ResilienceRegistry, VirtualClock } from '.
 import { bootScenario, track } from '../../scenarios/kit';
 
 /*
- * Scenario (b) of issue 3 (DESIGN.md's bulkhead example): 5 concurrent
+ * The bulkhead example of the README's policy semantics: 5 concurrent
  * calls, a queue of 10, 50 simultaneous callers. 15 get in (5 run, 10
  * wait), the other 35 are refused at once rather than piling up.
  */
