@@ -46,7 +46,6 @@ describe('sample app: what /metrics shows after each defence acted', () => {
     for (let i = 0; i < 12; i++) answers.push((await pay(`k-${i}`, `p-${i}`)).status);
     // Pending (202, outcome unknown) while calls reach the provider; rejected (503, not charged) once it is open.
     expect(answers).toEqual([...Array(4).fill(202), ...Array(8).fill(503)]);
-    console.log(JSON.stringify(answers));
 
     // Recommendations hang: 10 calls hold the bulkhead's 10 permits, 2 more are refused and dropped.
     await configure('recommendations', { down: true });

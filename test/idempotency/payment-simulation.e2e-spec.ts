@@ -7,6 +7,7 @@ import { mulberry32 } from '../../scenarios/kit';
 import { PLATFORMS } from '../support/platforms';
 import { serverOrSkip } from '../support/server-env';
 import { RunningApp, startApp } from './http-kit';
+import { report } from '../support/report';
 
 /**
  * The payment simulation of `npm run scenario -- overcharge` (docs/decisions/0003),
@@ -134,7 +135,7 @@ describe.each(PLATFORMS)('payment simulation over HTTP on PostgreSQL (%s)', (pla
   it('charges exactly 99,900p in 100 rows with one key per payment, and overcharges with a new key per attempt', async () => {
     const fresh = await simulate('acct-fresh-keys', true);
     const stable = await simulate('acct-one-key', false);
-    console.log(`payment simulation (seed ${SEED}, ${LOSS * 100}% of replies lost after the effect)\n  ${describeRun('new key on every retry', fresh)}\n  ${describeRun('one key per payment', stable)}`);
+    report(`payment simulation (seed ${SEED}, ${LOSS * 100}% of replies lost after the effect)\n  ${describeRun('new key on every retry', fresh)}\n  ${describeRun('one key per payment', stable)}`);
 
     expect(stable).toMatchObject({ pence: 99_900, rows: 100 });
     // Seed 9 of mulberry32 loses 51 of 150 replies (one payment gives up after its fourth).

@@ -10,6 +10,7 @@ import {
   WithBreaker,
   WithoutBreaker,
 } from '../../scenarios/breaker';
+import { report } from '../support/report';
 
 /*
  * An outage behind a breaker: a dependency is down for 30 s of a 60 s run, callers
@@ -23,7 +24,7 @@ describe('scenario (a): a dependency down for 30 s, 10 calls/s, 2 s timeout, ove
     const none = await runOutage(WithoutBreaker);
     const breaker = await runOutage(WithBreaker);
     const reference = referenceSimulation();
-    console.log(breakerTable({ none, breaker, reference }));
+    report(breakerTable({ none, breaker, reference }));
 
     for (const run of [none, breaker]) {
       expect(run.calls.every((c) => c.settledAt !== undefined)).toBe(true);

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Bulkhead, BulkheadFullError, CircuitBreaker, ResilienceModuleOptions, ResilienceRegistry, VirtualClock } from '../../lib';
 import { bootScenario, track } from '../../scenarios/kit';
+import { report } from '../support/report';
 
 /*
  * A bulkhead of 10 inside a breaker, 40
@@ -66,7 +67,7 @@ describe('scenario (c): bulkhead of 10 inside a breaker, 40 simultaneous calls',
     });
     expect(registry.bulkhead('recommendations').metrics.availableConcurrentCalls).toBe(10);
 
-    console.log(
+    report(
       `scenario (c): bulkhead 10 inside breaker (window 10, min 10, 50%), ${CALLERS} simultaneous calls\n` +
         `  bulkhead rejected ${rejected.length}, completed ${admitted.length}; breaker ${breaker.state}, ` +
         `buffered ${breaker.metrics.numberOfBufferedCalls} (successful ${breaker.metrics.numberOfSuccessfulCalls}, failed ${breaker.metrics.numberOfFailedCalls})`,

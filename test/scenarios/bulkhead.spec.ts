@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Bulkhead, BulkheadFullError, ResilienceRegistry, VirtualClock } from '../../lib';
 import { bootScenario, track } from '../../scenarios/kit';
+import { report } from '../support/report';
 
 /*
  * The bulkhead example of the README's policy semantics: 5 concurrent
@@ -65,7 +66,7 @@ describe('scenario (b): bulkhead of 5 with a queue of 10, 50 simultaneous calls'
     expect(bulkhead.metrics).toEqual({ availableConcurrentCalls: 5, maxAllowedConcurrentCalls: 5, queueDepth: 0 });
     expect(clock.pendingTimers).toBe(0);
 
-    console.log(
+    report(
       `scenario (b): bulkhead 5 + queue 10, ${CALLERS} simultaneous calls of ${WORK_MS} ms\n` +
         `  admitted ${admitted.length} (completed at ${[...new Set(admitted.map((c) => c.settledAt))].join('/')} ms), ` +
         `rejected ${rejected.length} at t=0 with BulkheadFullError, max running ${inventory.maxRunning}`,
