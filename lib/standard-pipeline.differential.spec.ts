@@ -10,9 +10,9 @@ import {
   TimeoutExceededError,
 } from './errors';
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
-import { Policy } from './policy';
 import { ResilienceRegistry } from './resilience.registry';
 import { StandardLayers, StandardPipeline } from './standard-pipeline';
+import { nestedPipeline } from '../test/support/pipelines';
 
 /**
  * The fused pipeline against the same policies nested one `call` inside the
@@ -158,25 +158,7 @@ function build(scenario: Scenario, kind: 'standard' | 'nested') {
         return new Promise((resolve) => clock.setTimeout(() => resolve('slow'), 300));
     }
   };
-  let run: (args: unknown[]) => Promise<unknown>;
-  if (kind === 'standard') {
-    run = new StandardPipeline(policies, (args) => invoke(args[0]), clock).run;
-  } else {
-    let next = (args: unknown[]): unknown => invoke(args[0]);
-    for (const policy of [policies.bulkhead, policies.timeLimiter, policies.circuitBreaker, policies.retry, policies.fallback]) {
-      if (policy === undefined) continue;
-      const inner = next;
-      const p: Policy = policy;
-      next = (args) => p.call(inner, args);
-    }
-    run = (args) => {
-      try {
-        return Promise.resolve(next(args));
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    };
-  }
+  const run = kind === 'standard' ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run : nestedPipeline(policies, (args) => invoke(args[0]));
   /** Starts call `id`, under a request deadline when `deadline` says so. */
   const start = (id: number, deadline: Deadline): Promise<unknown> => {
     if (deadline === 'none') return run([id]);

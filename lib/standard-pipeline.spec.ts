@@ -1,10 +1,10 @@
 import * as fc from 'fast-check';
 import { VirtualClock } from './clock';
 import { FallbackPolicy } from './fallback/fallback';
-import { Policy } from './policy';
 import { ResilienceRegistry } from './resilience.registry';
 import { StandardLayers, StandardPipeline } from './standard-pipeline';
 import { CallNotPermittedError } from './errors';
+import { nestedPipeline } from '../test/support/pipelines';
 
 type Behaviour = 'ok' | 'unavailable' | 'notFound' | 'hang' | 'slow' | 'throwSync';
 
@@ -60,25 +60,7 @@ function build(layers: LayerSet, kind: 'standard' | 'nested') {
         return new Promise((resolve) => clock.setTimeout(() => resolve('slow'), 300));
     }
   };
-  let run: (args: unknown[]) => Promise<unknown>;
-  if (kind === 'standard') {
-    run = new StandardPipeline(policies, (args) => invoke(args[0]), clock).run;
-  } else {
-    let next = (args: unknown[]): unknown => invoke(args[0]);
-    for (const policy of [policies.bulkhead, policies.timeLimiter, policies.circuitBreaker, policies.retry, policies.fallback]) {
-      if (policy === undefined) continue;
-      const inner = next;
-      const p: Policy = policy;
-      next = (args) => p.call(inner, args);
-    }
-    run = (args) => {
-      try {
-        return Promise.resolve(next(args));
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    };
-  }
+  const run = kind === 'standard' ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run : nestedPipeline(policies, (args) => invoke(args[0]));
   return {
     clock,
     policies,

@@ -1,11 +1,12 @@
 import * as fc from 'fast-check';
 import { getEventListeners } from 'node:events';
-import { Clock, TimerHandle, VirtualClock } from '../clock';
+import { VirtualClock } from '../clock';
 import { INVALID_VALUE } from '../config/config.messages';
 import { contextStorage, currentSignal, remainingTime, ResilienceContext } from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { TimeLimiter, TimeLimiterEvent } from './time-limiter';
 import { Timeout } from './timeout.decorator';
+import { LaggingClock } from '../../test/support/pipelines';
 
 describe('TimeLimiter', () => {
   let clock: VirtualClock;
@@ -165,27 +166,6 @@ describe('TimeLimiter', () => {
   });
 });
 
-/**
- * Node runs I/O and promise callbacks before timers that are already due, so
- * a limiter's timer can fire after the late result it should have beaten.
- * This clock delivers every timer `lagMs` late, as a busy event loop does,
- * while the work itself finishes on time.
- */
-class LaggingClock implements Clock {
-  constructor(
-    private readonly inner: VirtualClock,
-    private readonly lagMs: number,
-  ) {}
-  now(): number {
-    return this.inner.now();
-  }
-  setTimeout(callback: () => void, ms: number): TimerHandle {
-    return this.inner.setTimeout(callback, ms + this.lagMs);
-  }
-  clearTimeout(handle: TimerHandle): void {
-    this.inner.clearTimeout(handle);
-  }
-}
 
 describe('TimeLimiter: a result that arrives after the limit', () => {
   /** `calls` calls of `workMs` each under `limitMs`, started `gapMs` apart, with timers `lagMs` late; what each came back as. */

@@ -1,6 +1,6 @@
 import * as fc from 'fast-check';
 import { getEventListeners } from 'node:events';
-import { Clock, TimerHandle, VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/clock';
 import { contextStorage, currentSignal, ResilienceContext } from '../../lib/context';
 import { ErrorMatcher } from '../../lib/error-matcher';
 import { BulkheadFullError, CallNotPermittedError } from '../../lib/errors';
@@ -9,9 +9,9 @@ import { downstreamIdempotencyKey } from '../../lib/idempotency/idempotency.cont
 import { IdempotencyStore } from '../../lib/idempotency/idempotency-store';
 import { DEFAULT_RELEASE_ON, IdempotentMethod } from '../../lib/idempotency/idempotent-method';
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory-idempotency-store';
-import { Policy } from '../../lib/policy';
 import { ResilienceRegistry } from '../../lib/resilience.registry';
 import { StandardLayers, StandardPipeline } from '../../lib/standard-pipeline';
+import { LaggingClock, nestedPipeline } from '../support/pipelines';
 
 /**
  * The whole method pipeline (@Idempotent keyed call → Fallback → Retry →
@@ -32,22 +32,6 @@ class Unavailable extends Error {
   readonly status = 503;
 }
 
-/** Delivers the policies' timers `lagMs` late, as a busy event loop does, while the work finishes on time. */
-class LaggingClock implements Clock {
-  constructor(
-    private readonly inner: VirtualClock,
-    private readonly lagMs: number,
-  ) {}
-  now(): number {
-    return this.inner.now();
-  }
-  setTimeout(callback: () => void, ms: number): TimerHandle {
-    return this.inner.setTimeout(callback, ms + this.lagMs);
-  }
-  clearTimeout(handle: TimerHandle): void {
-    this.inner.clearTimeout(handle);
-  }
-}
 
 /** A store whose operations fail as drawn: before the write, or after it (the reply lost). */
 function flaky(store: IdempotencyStore, faults: readonly StoreFault[]): IdempotencyStore {
@@ -136,18 +120,7 @@ async function play(scenario: Scenario) {
     timeLimiter: registry.timeLimiter('pay'),
     bulkhead,
   };
-  let run: (args: unknown[]) => Promise<unknown>;
-  if (scenario.kind === 'standard') run = new StandardPipeline(layers, invoke, clock).run;
-  else {
-    let next = invoke as (args: unknown[]) => unknown;
-    for (const policy of [layers.bulkhead, layers.timeLimiter, layers.circuitBreaker, layers.retry, layers.fallback]) {
-      if (policy === undefined) continue;
-      const inner = next;
-      const p = policy as Policy;
-      next = (args) => p.call(inner, args);
-    }
-    run = (args) => Promise.resolve().then(() => next(args));
-  }
+  const run = scenario.kind === 'standard' ? new StandardPipeline(layers, invoke, clock).run : nestedPipeline(layers, invoke as (args: unknown[]) => unknown);
   const idempotent = new IdempotentMethod(
     'Payments.pay',
     {
