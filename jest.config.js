@@ -2,13 +2,17 @@ const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 
 // NestJS 12 ships ES modules only, which Jest's CommonJS runtime cannot require: Babel turns them into CommonJS first.
-const nestIsEsm = JSON.parse(readFileSync(join(__dirname, 'node_modules/@nestjs/core/package.json'), 'utf8')).type === 'module';
+const nestIsEsm =
+  JSON.parse(readFileSync(join(__dirname, 'node_modules/@nestjs/core/package.json'), 'utf8')).type === 'module';
 const esmToCommonJs = [
   'babel-jest',
   {
     babelrc: false,
     configFile: false,
-    plugins: [['@babel/plugin-transform-modules-commonjs', { importInterop: 'node' }], join(__dirname, 'test/support/import-meta.babel-plugin.js')],
+    plugins: [
+      ['@babel/plugin-transform-modules-commonjs', { importInterop: 'node' }],
+      join(__dirname, 'test/support/import-meta.babel-plugin.js'),
+    ],
   },
 ];
 

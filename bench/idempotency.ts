@@ -61,7 +61,9 @@ async function memoryStore(): Promise<void> {
     if (claim.outcome !== 'claimed') throw new Error(`memory store: claim of a free key answered ${claim.outcome}`);
     return store.complete(key, claim.token, RESPONSE);
   };
-  const [m] = await measure([{ label: 'MemoryIdempotencyStore claim + complete', call: claimAndComplete, expect: true }]);
+  const [m] = await measure([
+    { label: 'MemoryIdempotencyStore claim + complete', call: claimAndComplete, expect: true },
+  ]);
   const perSecond = 1e9 / m.nsPerCall;
 
   printHeading('Idempotency — memory store');
@@ -70,9 +72,17 @@ async function memoryStore(): Promise<void> {
     [[m.label, ns(m.nsPerCall), ns(perSecond)]],
   );
   console.log('');
-  console.log(verdict(`≥ ${MEMORY_TARGET_PER_S.toLocaleString('en-US')} claim+complete/s`, `${ns(perSecond)}/s`, perSecond >= MEMORY_TARGET_PER_S));
+  console.log(
+    verdict(
+      `≥ ${MEMORY_TARGET_PER_S.toLocaleString('en-US')} claim+complete/s`,
+      `${ns(perSecond)}/s`,
+      perSecond >= MEMORY_TARGET_PER_S,
+    ),
+  );
   console.log('');
-  console.log(`Sequential awaited calls, fresh key each (a working set of ${MEMORY_KEYS.toLocaleString('en-US')} keys); median of 9 rounds.`);
+  console.log(
+    `Sequential awaited calls, fresh key each (a working set of ${MEMORY_KEYS.toLocaleString('en-US')} keys); median of 9 rounds.`,
+  );
 }
 
 async function postgres(): Promise<void> {
@@ -100,12 +110,21 @@ async function postgres(): Promise<void> {
     const sides: Record<'raw' | 'store', () => Promise<void>> = {
       raw: async () => {
         const now = Date.now();
-        const result = await pool.query(insert, [`raw-${serial++}`, FINGERPRINT, randomUUID(), now, now + LEASE_MS, now + TTL_MS]);
-        if (result.rowCount !== 1) throw new Error('raw INSERT … ON CONFLICT DO NOTHING inserted no row for a fresh key');
+        const result = await pool.query(insert, [
+          `raw-${serial++}`,
+          FINGERPRINT,
+          randomUUID(),
+          now,
+          now + LEASE_MS,
+          now + TTL_MS,
+        ]);
+        if (result.rowCount !== 1)
+          throw new Error('raw INSERT … ON CONFLICT DO NOTHING inserted no row for a fresh key');
       },
       store: async () => {
         const claim = await store.claim(`store-${serial++}`, FINGERPRINT);
-        if (claim.outcome !== 'claimed') throw new Error(`PostgresIdempotencyStore: claim of a fresh key answered ${claim.outcome}`);
+        if (claim.outcome !== 'claimed')
+          throw new Error(`PostgresIdempotencyStore: claim of a fresh key answered ${claim.outcome}`);
       },
     };
     const rows: string[][] = [];
@@ -123,7 +142,9 @@ async function postgres(): Promise<void> {
       // Each round's pair ran back to back, so its ratio is what the machine's drift touches least.
       const ratio = median(samples.store.map((store, i) => store / samples.raw[i]));
       rows.push([`${workers}`, ns(raw), ns(ours), times(ratio), spreadOf(samples.raw), spreadOf(samples.store)]);
-      verdicts.push(verdict(`store/raw ≥ ${RATIO_TARGET} at ${workers} concurrent`, ratio.toFixed(2), ratio >= RATIO_TARGET));
+      verdicts.push(
+        verdict(`store/raw ≥ ${RATIO_TARGET} at ${workers} concurrent`, ratio.toFixed(2), ratio >= RATIO_TARGET),
+      );
     }
     printTable(
       [
@@ -141,7 +162,7 @@ async function postgres(): Promise<void> {
     console.log('');
     console.log(
       `Fresh keys, one pool of ${POOL_SIZE} connections shared by both sides, ${ROUNDS} interleaved rounds of ${ROUND_MS} ms after ${WARMUP_MS} ms of warm-up each; ` +
-        'medians, and the ratio as the median of the rounds\' back-to-back pairs. ' +
+        "medians, and the ratio as the median of the rounds' back-to-back pairs. " +
         `Server: ${server.started ? 'embedded PostgreSQL on 127.0.0.1 with the test flags (fsync=off, synchronous_commit=off)' : `from ${urlVariable('postgres')}`}.`,
     );
   } finally {

@@ -21,7 +21,9 @@ async function main(args: readonly string[]): Promise<void> {
   const help = args.includes('--help') || args.includes('-h');
   const unknown = args.filter((a) => a !== '--help' && a !== '-h' && !SECTIONS.some((s) => s.name === a));
   if (help || unknown.length > 0) {
-    console.error(`usage: npm run bench [-- <section>...]\nsections:\n${SECTIONS.map((s) => `  ${s.name.padEnd(10)} ${s.summary}`).join('\n')}`);
+    console.error(
+      `usage: npm run bench [-- <section>...]\nsections:\n${SECTIONS.map((s) => `  ${s.name.padEnd(10)} ${s.summary}`).join('\n')}`,
+    );
     if (unknown.length > 0) {
       console.error(`unknown section: ${unknown.join(', ')}`);
       process.exitCode = 2;

@@ -33,7 +33,13 @@ export const layers: BenchSection = {
     const base = results[0];
     printHeading('Each layer alone (happy path)');
     printTable(
-      [{ heading: 'decorators', align: 'left' }, { heading: 'ns/call' }, { heading: 'added ns' }, { heading: 'ratio to bare' }, { heading: 'spread' }],
+      [
+        { heading: 'decorators', align: 'left' },
+        { heading: 'ns/call' },
+        { heading: 'added ns' },
+        { heading: 'ratio to bare' },
+        { heading: 'spread' },
+      ],
       results.map((m) => [
         m.label,
         ns(m.nsPerCall),
@@ -43,6 +49,8 @@ export const layers: BenchSection = {
       ]),
     );
     console.log('');
-    console.log('All rows in one process after AsyncLocalStorage is enabled (the bare row pays its promise hooks too); median of interleaved rounds.');
+    console.log(
+      'All rows in one process after AsyncLocalStorage is enabled (the bare row pays its promise hooks too); median of interleaved rounds.',
+    );
   },
 };

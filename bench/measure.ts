@@ -50,7 +50,10 @@ export function collectGarbage(): void {
  * so drift in machine load hits all of them alike. The heap is collected
  * before each round, so a round pays for its own garbage, not its predecessor's.
  */
-export async function measure(candidates: readonly Candidate[], options: MeasureOptions = DEFAULT_MEASURE): Promise<Measurement[]> {
+export async function measure(
+  candidates: readonly Candidate[],
+  options: MeasureOptions = DEFAULT_MEASURE,
+): Promise<Measurement[]> {
   const calls: number[] = [];
   for (const candidate of candidates) {
     await verify(candidate);
@@ -106,7 +109,9 @@ async function warmUp(call: () => Promise<unknown>, ms: number): Promise<number>
 async function verify(candidate: Candidate): Promise<void> {
   const value = await candidate.call();
   if ('expect' in candidate && !Object.is(value, candidate.expect)) {
-    throw new Error(`bench candidate "${candidate.label}" returned ${String(value)}, expected ${String(candidate.expect)}`);
+    throw new Error(
+      `bench candidate "${candidate.label}" returned ${String(value)}, expected ${String(candidate.expect)}`,
+    );
   }
 }
 
@@ -119,14 +124,19 @@ async function verify(candidate: Candidate): Promise<void> {
 export function measureInFreshProcess(script: string): Promise<Measurement[]> {
   const args = ['--expose-gc', '-r', 'ts-node/register/transpile-only', resolve(__dirname, script)];
   return new Promise((done, fail) => {
-    execFile(process.execPath, args, { cwd: resolve(__dirname, '..'), maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
-      if (error) return fail(new Error(`${script} failed: ${error.message}\n${stderr}`));
-      try {
-        done(JSON.parse(stdout) as Measurement[]);
-      } catch {
-        fail(new Error(`${script} printed no measurements:\n${stdout}\n${stderr}`));
-      }
-    });
+    execFile(
+      process.execPath,
+      args,
+      { cwd: resolve(__dirname, '..'), maxBuffer: 16 << 20 },
+      (error, stdout, stderr) => {
+        if (error) return fail(new Error(`${script} failed: ${error.message}\n${stderr}`));
+        try {
+          done(JSON.parse(stdout) as Measurement[]);
+        } catch {
+          fail(new Error(`${script} printed no measurements:\n${stdout}\n${stderr}`));
+        }
+      },
+    );
   });
 }
 

@@ -33,11 +33,16 @@ export const memory: BenchSection = {
     );
     rows.push(
       await footprint('each declared under instances', (names) => ({
-        circuitBreaker: { configs: { default: TIME_BASED_60S }, instances: Object.fromEntries(names.map((n) => [n, {}])) },
+        circuitBreaker: {
+          configs: { default: TIME_BASED_60S },
+          instances: Object.fromEntries(names.map((n) => [n, {}])),
+        },
       })),
     );
 
-    printHeading(`Memory — ${BREAKERS.toLocaleString('en-US')} TIME_BASED (60 s) breakers, ${CALLS_PER_BREAKER} calls recorded in each`);
+    printHeading(
+      `Memory — ${BREAKERS.toLocaleString('en-US')} TIME_BASED (60 s) breakers, ${CALLS_PER_BREAKER} calls recorded in each`,
+    );
     printTable(
       [
         { heading: 'breakers', align: 'left' },
@@ -56,7 +61,13 @@ export const memory: BenchSection = {
     );
     console.log('');
     const worst = Math.max(...rows.map((r) => r.heap + r.arrayBuffers));
-    console.log(verdict(`< ${TARGET_MB} MB (heap + array buffers, worst row)`, `${(worst / MB).toFixed(2)} MB`, worst < TARGET_MB * MB));
+    console.log(
+      verdict(
+        `< ${TARGET_MB} MB (heap + array buffers, worst row)`,
+        `${(worst / MB).toFixed(2)} MB`,
+        worst < TARGET_MB * MB,
+      ),
+    );
     console.log('');
     console.log(
       'Delta of process.memoryUsage() after forced full GCs, with the registry still referenced; ' +
@@ -69,7 +80,10 @@ export const memory: BenchSection = {
  * Makes the names, builds a registry from `options(names)`, creates every
  * breaker and records calls in each; returns what stays allocated.
  */
-async function footprint(label: string, options: (names: readonly string[]) => ResilienceModuleOptions): Promise<Footprint> {
+async function footprint(
+  label: string,
+  options: (names: readonly string[]) => ResilienceModuleOptions,
+): Promise<Footprint> {
   collectGarbage();
   const before = process.memoryUsage();
   const names = Array.from({ length: BREAKERS }, (_, i) => `breaker-${i}`);
@@ -96,7 +110,9 @@ async function footprint(label: string, options: (names: readonly string[]) => R
       b.metrics.numberOfFailedCalls !== 1,
   );
   if (breakers.length !== names.length || wrong.length > 0) {
-    throw new Error(`memory bench (${label}): ${breakers.length} breakers, ${wrong.length} not TIME_BASED 60 s with ${CALLS_PER_BREAKER} recorded calls`);
+    throw new Error(
+      `memory bench (${label}): ${breakers.length} breakers, ${wrong.length} not TIME_BASED 60 s with ${CALLS_PER_BREAKER} recorded calls`,
+    );
   }
   return { label, heap: after.heapUsed - before.heapUsed, arrayBuffers: after.arrayBuffers - before.arrayBuffers };
 }

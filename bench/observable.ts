@@ -28,7 +28,12 @@ export const observable: BenchSection = {
     try {
       results = await measure([
         { label: LABELS.bare, call: () => lastValueFrom(service.bareObservable(1)), expect: 2 },
-        { label: LABELS.rxjs, call: () => lastValueFrom(service.bareObservable(1).pipe(timeout({ each: 1000 }), retry({ count: 2, delay: 500 }))), expect: 2 },
+        {
+          label: LABELS.rxjs,
+          call: () =>
+            lastValueFrom(service.bareObservable(1).pipe(timeout({ each: 1000 }), retry({ count: 2, delay: 500 }))),
+          expect: 2,
+        },
         { label: LABELS.ours, call: () => lastValueFrom(service.retryTimeoutObservable(1)), expect: 2 },
       ]);
       const retried = app.get(ResilienceRegistry).retry('bench').metrics;
@@ -41,14 +46,30 @@ export const observable: BenchSection = {
     const [bare, rxjs, ours] = results;
     printHeading('Observable — @Retry + @Timeout vs rxjs timeout + retry (happy path)');
     printTable(
-      [{ heading: 'path', align: 'left' }, { heading: 'ns/subscription' }, { heading: 'added ns' }, { heading: 'ratio to rxjs' }, { heading: 'spread' }],
-      results.map((m) => [m.label, ns(m.nsPerCall), m === bare ? '—' : ns(m.nsPerCall - bare.nsPerCall), m === bare ? '—' : times(m.nsPerCall / rxjs.nsPerCall), spread(m.spread)]),
+      [
+        { heading: 'path', align: 'left' },
+        { heading: 'ns/subscription' },
+        { heading: 'added ns' },
+        { heading: 'ratio to rxjs' },
+        { heading: 'spread' },
+      ],
+      results.map((m) => [
+        m.label,
+        ns(m.nsPerCall),
+        m === bare ? '—' : ns(m.nsPerCall - bare.nsPerCall),
+        m === bare ? '—' : times(m.nsPerCall / rxjs.nsPerCall),
+        spread(m.spread),
+      ]),
     );
     const perCall = ours.nsPerCall / rxjs.nsPerCall;
     const added = (ours.nsPerCall - bare.nsPerCall) / (rxjs.nsPerCall - bare.nsPerCall);
     console.log('');
-    console.log(verdict(`≤ ${TARGET_VS_RXJS}× rxjs's operators (ns per subscription)`, times(perCall), perCall <= TARGET_VS_RXJS));
-    console.log(`  added over the bare Observable: ${ns(ours.nsPerCall - bare.nsPerCall)} vs ${ns(rxjs.nsPerCall - bare.nsPerCall)} ns (${times(added)})`);
+    console.log(
+      verdict(`≤ ${TARGET_VS_RXJS}× rxjs's operators (ns per subscription)`, times(perCall), perCall <= TARGET_VS_RXJS),
+    );
+    console.log(
+      `  added over the bare Observable: ${ns(ours.nsPerCall - bare.nsPerCall)} vs ${ns(rxjs.nsPerCall - bare.nsPerCall)} ns (${times(added)})`,
+    );
     console.log('');
     console.log(
       [

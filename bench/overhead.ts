@@ -65,7 +65,14 @@ export const overhead: BenchSection = {
     const line = ({ m, process }: Row): string[] =>
       m === freshBare
         ? [m.label, process, ns(m.nsPerCall), '—', '1.00×', spread(m.spread)]
-        : [m.label, process, ns(m.nsPerCall), ns(m.nsPerCall - freshBare.nsPerCall), times(m.nsPerCall / freshBare.nsPerCall), spread(m.spread)];
+        : [
+            m.label,
+            process,
+            ns(m.nsPerCall),
+            ns(m.nsPerCall - freshBare.nsPerCall),
+            times(m.nsPerCall / freshBare.nsPerCall),
+            spread(m.spread),
+          ];
     const bareRows: Row[] = [
       { m: freshBare, process: 'no ALS' },
       { m: alsBare, process: 'ALS on' },
@@ -77,8 +84,12 @@ export const overhead: BenchSection = {
     printTable(columns, issue2.map(line));
     const added2 = retryTimeout.nsPerCall - freshBare.nsPerCall;
     console.log('');
-    console.log(verdict(`added ≤ ${ISSUE_2_ADDED_NS} ns (vs bare, no ALS)`, `${ns(added2)} ns`, added2 <= ISSUE_2_ADDED_NS));
-    console.log(`  vs bare in the same process (ALS on): ${ns(retryTimeout.nsPerCall - alsBare.nsPerCall)} ns added, ${times(retryTimeout.nsPerCall / alsBare.nsPerCall)}`);
+    console.log(
+      verdict(`added ≤ ${ISSUE_2_ADDED_NS} ns (vs bare, no ALS)`, `${ns(added2)} ns`, added2 <= ISSUE_2_ADDED_NS),
+    );
+    console.log(
+      `  vs bare in the same process (ALS on): ${ns(retryTimeout.nsPerCall - alsBare.nsPerCall)} ns added, ${times(retryTimeout.nsPerCall / alsBare.nsPerCall)}`,
+    );
 
     printHeading('Full stack vs bare, cockatiel 3 wrap and opossum 9 (happy path)');
     const full = get(inProcess, OURS.fullStack);
@@ -93,16 +104,30 @@ export const overhead: BenchSection = {
     printTable(columns, issue3.map(line));
     const fullAdded = full.nsPerCall - freshBare.nsPerCall;
     console.log('');
-    console.log(verdict(`full stack adds ≤ ${ISSUE_3_ADDED_NS} ns (vs bare, no ALS)`, `${ns(fullAdded)} ns`, fullAdded <= ISSUE_3_ADDED_NS));
+    console.log(
+      verdict(
+        `full stack adds ≤ ${ISSUE_3_ADDED_NS} ns (vs bare, no ALS)`,
+        `${ns(fullAdded)} ns`,
+        fullAdded <= ISSUE_3_ADDED_NS,
+      ),
+    );
     console.log(`  vs bare in the same process (ALS on): ${ns(full.nsPerCall - alsBare.nsPerCall)} ns added`);
     // Each peer as its own user runs it (no ALS); per-call time decides, being the stricter of the two ratios.
     for (const label of [PEER_LABELS.cockatielConsecutive, PEER_LABELS.cockatielSampling]) {
       const c = get(fresh, label);
       const perCall = c.nsPerCall / full.nsPerCall;
       const overheadRatio = (c.nsPerCall - freshBare.nsPerCall) / fullAdded;
-      console.log(verdict(`≥ ${ISSUE_3_VS_COCKATIEL}× faster than ${label} (per-call time, peer with no ALS)`, times(perCall), perCall >= ISSUE_3_VS_COCKATIEL));
+      console.log(
+        verdict(
+          `≥ ${ISSUE_3_VS_COCKATIEL}× faster than ${label} (per-call time, peer with no ALS)`,
+          times(perCall),
+          perCall >= ISSUE_3_VS_COCKATIEL,
+        ),
+      );
       const sameProcess = get(inProcess, label).nsPerCall / full.nsPerCall;
-      console.log(`  added-overhead ratio ${times(overheadRatio)}; per-call ratio with the peer in this process (ALS on) ${times(sameProcess)}`);
+      console.log(
+        `  added-overhead ratio ${times(overheadRatio)}; per-call ratio with the peer in this process (ALS on) ${times(sameProcess)}`,
+      );
     }
     const opossum = get(fresh, PEER_LABELS.opossum);
     console.log(
@@ -113,7 +138,9 @@ export const overhead: BenchSection = {
       ),
     );
     const opossumAls = get(inProcess, PEER_LABELS.opossum);
-    console.log(`  with opossum in this process (ALS on): ${ns(full.nsPerCall)} vs ${ns(opossumAls.nsPerCall)} ns (ours takes ${times(full.nsPerCall / opossumAls.nsPerCall)} its time)`);
+    console.log(
+      `  with opossum in this process (ALS on): ${ns(full.nsPerCall)} vs ${ns(opossumAls.nsPerCall)} ns (ours takes ${times(full.nsPerCall / opossumAls.nsPerCall)} its time)`,
+    );
 
     printHeading('Full stack with @RateLimiter added (happy path)');
     const rateLimited = get(inProcess, OURS.rateLimited);
@@ -121,7 +148,13 @@ export const overhead: BenchSection = {
     printTable(columns, withLimiter.map(line));
     const limiterAdded = rateLimited.nsPerCall - full.nsPerCall;
     console.log('');
-    console.log(verdict(`@RateLimiter adds ≤ ${RATE_LIMITER_ADDED_NS} ns to the full stack`, `${ns(limiterAdded)} ns`, limiterAdded <= RATE_LIMITER_ADDED_NS));
+    console.log(
+      verdict(
+        `@RateLimiter adds ≤ ${RATE_LIMITER_ADDED_NS} ns to the full stack`,
+        `${ns(limiterAdded)} ns`,
+        limiterAdded <= RATE_LIMITER_ADDED_NS,
+      ),
+    );
 
     console.log('');
     console.log(
@@ -159,7 +192,10 @@ async function measureWithResilience(): Promise<Measurement[]> {
       { label: OURS.rateLimited, call: () => service.fullStackRateLimited(1), expect: 2 },
       {
         label: OURS.registry,
-        call: () => fallback.call(runThunk, () => retry.execute(() => breaker.execute(() => limiter.execute(() => bulkhead.execute(bare))))),
+        call: () =>
+          fallback.call(runThunk, () =>
+            retry.execute(() => breaker.execute(() => limiter.execute(() => bulkhead.execute(bare)))),
+          ),
         expect: 2,
       },
       ...peerSet.candidates,
@@ -189,6 +225,8 @@ function checkHappyPath(where: string, registry: ResilienceRegistry, fallbacks: 
     fallbacks > 0 ||
     registry.rateLimiter('bench').metrics.numberOfWaitingThreads > 0;
   if (off) {
-    throw new Error(`${where} left the happy path: ${JSON.stringify({ retried, state: breaker.state, bulkhead, fallbacks })}`);
+    throw new Error(
+      `${where} left the happy path: ${JSON.stringify({ retried, state: breaker.state, bulkhead, fallbacks })}`,
+    );
   }
 }

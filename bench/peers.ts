@@ -57,7 +57,12 @@ export interface PeerSet {
 export function peers(bare: () => Promise<number>): PeerSet {
   const consecutive = cockatielWrap(new ConsecutiveBreaker(5));
   const sampling = cockatielWrap(new SamplingBreaker({ threshold: 0.5, duration: 10_000 }));
-  const opossum = new OpossumBreaker(bare, { timeout: 1000, capacity: 25, errorThresholdPercentage: 50, resetTimeout: 60_000 });
+  const opossum = new OpossumBreaker(bare, {
+    timeout: 1000,
+    capacity: 25,
+    errorThresholdPercentage: 50,
+    resetTimeout: 60_000,
+  });
   return {
     candidates: [
       { label: PEER_LABELS.cockatielConsecutive, call: () => consecutive.policy.execute(bare), expect: 2 },

@@ -13,7 +13,9 @@ export function printTable(columns: readonly Column[], rows: readonly (readonly 
     columns[i].align === 'left' ? text.padEnd(widths[i]) : text.padStart(widths[i]);
   const line = (cells: readonly string[]): string => `| ${cells.map(cell).join(' | ')} |`;
   console.log(line(columns.map((c) => c.heading)));
-  console.log(`|${widths.map((w, i) => (columns[i].align === 'left' ? ':' : '-') + '-'.repeat(w) + (columns[i].align === 'left' ? '-' : ':')).join('|')}|`);
+  console.log(
+    `|${widths.map((w, i) => (columns[i].align === 'left' ? ':' : '-') + '-'.repeat(w) + (columns[i].align === 'left' ? '-' : ':')).join('|')}|`,
+  );
   for (const row of rows) console.log(line(row));
 }
 
@@ -49,6 +51,10 @@ export function printEnvironment(): void {
   console.log('# resilience4nest bench');
   console.log('');
   console.log(`node ${process.version} (V8 ${process.versions.v8}) on ${process.platform}/${process.arch}`);
-  console.log(`CPU: ${cpu[0]?.model.trim() ?? 'unknown'} × ${cpu.length}; load average ${one.toFixed(2)} (1 min), ${five.toFixed(2)} (5 min)`);
-  console.log(`gc exposed: ${typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'yes (--expose-gc)' : 'no (enabled at run time)'}`);
+  console.log(
+    `CPU: ${cpu[0]?.model.trim() ?? 'unknown'} × ${cpu.length}; load average ${one.toFixed(2)} (1 min), ${five.toFixed(2)} (5 min)`,
+  );
+  console.log(
+    `gc exposed: ${typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'yes (--expose-gc)' : 'no (enabled at run time)'}`,
+  );
 }

@@ -17,7 +17,11 @@ class EndedResponse extends EventEmitter {
 }
 
 function door(options: LoadSheddingOptions): DoorMiddleware {
-  return loadSheddingDoor(new LoadShedder(readLoadSheddingOptions(options), systemClock, Math.random), 'normal', 'x-request-deadline-ms');
+  return loadSheddingDoor(
+    new LoadShedder(readLoadSheddingOptions(options), systemClock, Math.random),
+    'normal',
+    'x-request-deadline-ms',
+  );
 }
 
 /** One request through `middleware`: a fresh request object, the handler reached, the answer finished. */
@@ -47,17 +51,37 @@ export const shedding: BenchSection = {
       ['door, fixed cap', door({ maxConcurrentRequests: 1000 })],
       ['door, adaptive gradient2', door({ adaptive: { algorithm: 'gradient2' } })],
       ['door, adaptive vegas', door({ adaptive: { algorithm: 'vegas' } })],
-      ['door, gradient2 + priorities + event-loop delay', door({ adaptive: {}, priorities: { low: 0.5, normal: 0.3, high: 0.1 }, eventLoopDelay: { threshold: '100ms' } })],
+      [
+        'door, gradient2 + priorities + event-loop delay',
+        door({
+          adaptive: {},
+          priorities: { low: 0.5, normal: 0.3, high: 0.1 },
+          eventLoopDelay: { threshold: '100ms' },
+        }),
+      ],
     ];
-    const results = await measure(subjects.map(([label, middleware]) => ({ label, call: () => request(middleware, res), expect: 1 })));
+    const results = await measure(
+      subjects.map(([label, middleware]) => ({ label, call: () => request(middleware, res), expect: 1 })),
+    );
     const baseline = results[0].nsPerCall;
     printHeading('Load shedding: the door on the admitted path (ns per request, median)');
     printTable(
-      [{ heading: 'path' }, { heading: 'ns/request', align: 'right' }, { heading: 'added', align: 'right' }, { heading: 'spread', align: 'right' }],
+      [
+        { heading: 'path' },
+        { heading: 'ns/request', align: 'right' },
+        { heading: 'added', align: 'right' },
+        { heading: 'spread', align: 'right' },
+      ],
       results.map((r, i) => [r.label, ns(r.nsPerCall), i === 0 ? '—' : ns(r.nsPerCall - baseline), spread(r.spread)]),
     );
     const adaptive = results[2].nsPerCall - baseline;
     console.log('');
-    console.log(verdict(`admission with the adaptive limit adds ≤ ${ADDED_NS_TARGET} ns`, `${ns(adaptive)} ns`, adaptive <= ADDED_NS_TARGET));
+    console.log(
+      verdict(
+        `admission with the adaptive limit adds ≤ ${ADDED_NS_TARGET} ns`,
+        `${ns(adaptive)} ns`,
+        adaptive <= ADDED_NS_TARGET,
+      ),
+    );
   },
 };

@@ -1,7 +1,16 @@
 import { INestApplicationContext, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Observable, of } from 'rxjs';
-import { Bulkhead, CircuitBreaker, Fallback, RateLimiter, ResilienceModule, ResilienceModuleOptions, Retry, Timeout } from '../lib';
+import {
+  Bulkhead,
+  CircuitBreaker,
+  Fallback,
+  RateLimiter,
+  ResilienceModule,
+  ResilienceModuleOptions,
+  Retry,
+  Timeout,
+} from '../lib';
 
 /**
  * The settings every compared stack uses, so the peers can be configured
@@ -13,7 +22,14 @@ import { Bulkhead, CircuitBreaker, Fallback, RateLimiter, ResilienceModule, Resi
 export const BENCH_OPTIONS: ResilienceModuleOptions = {
   retry: { instances: { bench: { maxAttempts: 3, waitDuration: '500ms' } } },
   circuitBreaker: {
-    instances: { bench: { slidingWindowType: 'COUNT_BASED', slidingWindowSize: 100, failureRateThreshold: 50, waitDurationInOpenState: '60s' } },
+    instances: {
+      bench: {
+        slidingWindowType: 'COUNT_BASED',
+        slidingWindowSize: 100,
+        failureRateThreshold: 50,
+        waitDurationInOpenState: '60s',
+      },
+    },
   },
   timeLimiter: { instances: { bench: { timeoutDuration: '1s' } } },
   bulkhead: { instances: { bench: { maxConcurrentCalls: 25 } } },

@@ -61,7 +61,11 @@ describe('systemClock: durations longer than a Node timer holds', () => {
   it('a breaker with a 30-day waitDurationInOpenState stays OPEN for 30 days, then turns HALF_OPEN', () => {
     const breaker = new CircuitBreakerPolicy(
       'psp',
-      { ...CIRCUIT_BREAKER_SCHEMA.defaults, waitDurationInOpenState: 30 * DAY, automaticTransitionFromOpenToHalfOpenEnabled: true },
+      {
+        ...CIRCUIT_BREAKER_SCHEMA.defaults,
+        waitDurationInOpenState: 30 * DAY,
+        automaticTransitionFromOpenToHalfOpenEnabled: true,
+      },
       systemClock,
     );
     breaker.transitionToOpenState();
@@ -74,7 +78,11 @@ describe('systemClock: durations longer than a Node timer holds', () => {
   });
 
   it('a bulkhead with a 30-day maxWaitDuration keeps its waiter for 30 days', async () => {
-    const bulkhead = new BulkheadPolicy('pool', { maxConcurrentCalls: 1, maxWaitDuration: 30 * DAY, queueCapacity: 1 }, systemClock);
+    const bulkhead = new BulkheadPolicy(
+      'pool',
+      { maxConcurrentCalls: 1, maxWaitDuration: 30 * DAY, queueCapacity: 1 },
+      systemClock,
+    );
     void bulkhead.execute(() => new Promise(() => undefined));
     let outcome: unknown = 'waiting';
     bulkhead.execute(() => 'ran').catch((e: unknown) => (outcome = e));
@@ -86,7 +94,7 @@ describe('systemClock: durations longer than a Node timer holds', () => {
     expect(outcome).toBeInstanceOf(BulkheadFullError);
   });
 
-  it('a 30-day request deadline does not abort the request\'s signal early', () => {
+  it("a 30-day request deadline does not abort the request's signal early", () => {
     const request = new ResilienceContext(systemClock, systemClock.now() + 30 * DAY);
     const signal = request.signal;
     jest.advanceTimersByTime(1000);
@@ -101,8 +109,20 @@ describe('systemClock: durations longer than a Node timer holds', () => {
     const renew = jest.spyOn(store, 'renew');
     const claim = await store.claim('k', 'f', { leaseMs: 90 * DAY, ttlMs: 180 * DAY });
     if (claim.outcome !== 'claimed') throw new Error(`expected a claim, got ${claim.outcome}`);
-    const settings = { store, clock: systemClock, leaseMs: 90 * DAY, ttlMs: 180 * DAY, storeTimeoutMs: 2000 } as unknown as IdempotentMethodSettings;
-    const run = new IdempotentRun(settings, 'Payments.pay', 'k', claim.token, new IdempotencyScope({}, 'Payments.pay', 'k', 0, undefined));
+    const settings = {
+      store,
+      clock: systemClock,
+      leaseMs: 90 * DAY,
+      ttlMs: 180 * DAY,
+      storeTimeoutMs: 2000,
+    } as unknown as IdempotentMethodSettings;
+    const run = new IdempotentRun(
+      settings,
+      'Payments.pay',
+      'k',
+      claim.token,
+      new IdempotencyScope({}, 'Payments.pay', 'k', 0, undefined),
+    );
     await jest.advanceTimersByTimeAsync(200);
     expect(renew).not.toHaveBeenCalled();
     await jest.advanceTimersByTimeAsync(30 * DAY);
@@ -112,9 +132,13 @@ describe('systemClock: durations longer than a Node timer holds', () => {
 });
 
 describe('VirtualClock: long durations in policies are exact', () => {
-  it('a request deadline of 30 days passes the bulkhead\'s 30-day wait on the dot', async () => {
+  it("a request deadline of 30 days passes the bulkhead's 30-day wait on the dot", async () => {
     const clock = new VirtualClock();
-    const bulkhead = new BulkheadPolicy('pool', { maxConcurrentCalls: 1, maxWaitDuration: 30 * DAY, queueCapacity: 1 }, clock);
+    const bulkhead = new BulkheadPolicy(
+      'pool',
+      { maxConcurrentCalls: 1, maxWaitDuration: 30 * DAY, queueCapacity: 1 },
+      clock,
+    );
     void bulkhead.execute(() => new Promise(() => undefined));
     const request = new ResilienceContext(clock, clock.now() + 60 * DAY);
     let settledAt = Number.NaN;

@@ -61,7 +61,10 @@ class ChainedTimer {
 
   private arm(): void {
     const left = this.due - performance.now();
-    this.timer = left > MAX_TIMER_DELAY_MS ? setTimeout(this.step, MAX_TIMER_DELAY_MS) : setTimeout(this.callback, Math.max(0, left));
+    this.timer =
+      left > MAX_TIMER_DELAY_MS
+        ? setTimeout(this.step, MAX_TIMER_DELAY_MS)
+        : setTimeout(this.callback, Math.max(0, left));
     if (!this.referenced) this.timer.unref();
   }
 
@@ -74,7 +77,8 @@ class ChainedTimer {
  */
 export const systemClock: Clock = {
   now: () => performance.now(),
-  setTimeout: (callback, ms) => (ms > MAX_TIMER_DELAY_MS ? new ChainedTimer(callback, performance.now() + ms) : setTimeout(callback, ms)),
+  setTimeout: (callback, ms) =>
+    ms > MAX_TIMER_DELAY_MS ? new ChainedTimer(callback, performance.now() + ms) : setTimeout(callback, ms),
   clearTimeout: (handle) => (handle instanceof ChainedTimer ? handle.clear() : clearTimeout(handle as NodeJS.Timeout)),
 };
 

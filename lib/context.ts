@@ -66,7 +66,10 @@ export class ResilienceContext {
       }
     }
     if (!controller.signal.aborted && this.abortsAtDeadline && this.deadline !== Number.POSITIVE_INFINITY) {
-      this.timer = this.clock.setTimeout(() => this.abort(new DeadlineExceededError('deadline', 'the request deadline has passed')), this.remaining());
+      this.timer = this.clock.setTimeout(
+        () => this.abort(new DeadlineExceededError('deadline', 'the request deadline has passed')),
+        this.remaining(),
+      );
     }
     return controller.signal;
   }

@@ -27,7 +27,8 @@ export class DeadlineInterceptor implements NestInterceptor {
     const budget = this.budgetOf(request.headers?.[deadline.header]);
     // No deadline applies: no scope to open (each time limiter still bounds its own attempts).
     if (budget === undefined) return next.handle();
-    if (budget === 0) throw new DeadlineExceededError('deadline', `request arrived with no time left in '${deadline.header}'`);
+    if (budget === 0)
+      throw new DeadlineExceededError('deadline', `request arrived with no time left in '${deadline.header}'`);
     const scope = new ResilienceContext(clock, clock.now() + budget, deadline.header);
     return new Observable((subscriber) => {
       const subscription = contextStorage.run(scope, () => next.handle().subscribe(subscriber));

@@ -32,7 +32,11 @@ export class ErrorMatcher {
       entries.filter((e): e is string => typeof e === 'string').map((n) => n.slice(n.lastIndexOf('.') + 1)),
     );
     this.conditions = [
-      ...new Set(entries.flatMap((e) => (typeof e === 'string' ? [javaException(e)?.matches] : [])).filter((m) => m !== undefined)),
+      ...new Set(
+        entries
+          .flatMap((e) => (typeof e === 'string' ? [javaException(e)?.matches] : []))
+          .filter((m) => m !== undefined),
+      ),
     ];
     this.empty = entries.length === 0;
   }
@@ -40,7 +44,11 @@ export class ErrorMatcher {
   /** True when `error`'s class or one of its ancestors is in the list. */
   matches(error: unknown): boolean {
     if (this.empty || error === null || typeof error !== 'object') return false;
-    for (let proto = Object.getPrototypeOf(error); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    for (
+      let proto = Object.getPrototypeOf(error);
+      proto && proto !== Object.prototype;
+      proto = Object.getPrototypeOf(proto)
+    ) {
       const ctor = proto.constructor;
       if (this.classes.has(ctor) || (typeof ctor === 'function' && this.names.has(ctor.name))) return true;
     }

@@ -19,7 +19,16 @@ export function httpStatusOf(error: unknown): number | undefined {
     : undefined;
 }
 
-const CONNECTION_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+const CONNECTION_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /**
  * True for an error that says the connection failed: a Node system error
@@ -27,7 +36,11 @@ const CONNECTION_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EP
  * whose cause carries such a code).
  */
 export function isConnectionError(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = error, depth = 0;
+    e && typeof e === 'object' && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
     if (e instanceof TypeError && e.message === 'fetch failed') return true;
@@ -43,7 +56,8 @@ export function isConnectionError(error: unknown): boolean {
 export function retryAfterOf(error: unknown, now: () => number = Date.now): number | undefined {
   if (error === null || typeof error !== 'object') return undefined;
   const e = error as { retryAfterMs?: unknown; headers?: unknown; response?: { headers?: unknown } };
-  if (typeof e.retryAfterMs === 'number' && Number.isFinite(e.retryAfterMs) && e.retryAfterMs >= 0) return e.retryAfterMs;
+  if (typeof e.retryAfterMs === 'number' && Number.isFinite(e.retryAfterMs) && e.retryAfterMs >= 0)
+    return e.retryAfterMs;
   const value = headerValue(e.headers, 'retry-after') ?? headerValue(e.response?.headers, 'retry-after');
   if (value === undefined) return undefined;
   if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
@@ -54,7 +68,10 @@ export function retryAfterOf(error: unknown, now: () => number = Date.now): numb
 function headerValue(headers: unknown, name: string): string | undefined {
   if (!headers || typeof headers !== 'object') return undefined;
   const get = (headers as { get?: unknown }).get;
-  const raw = typeof get === 'function' ? get.call(headers, name) : (headers as Record<string, unknown>)[name] ?? findCaseless(headers as Record<string, unknown>, name);
+  const raw =
+    typeof get === 'function'
+      ? get.call(headers, name)
+      : ((headers as Record<string, unknown>)[name] ?? findCaseless(headers as Record<string, unknown>, name));
   if (Array.isArray(raw)) return typeof raw[0] === 'string' ? raw[0] : undefined;
   return typeof raw === 'string' ? raw : typeof raw === 'number' ? String(raw) : undefined;
 }

@@ -31,13 +31,16 @@ describe('ResilienceError names', () => {
     new CustomRefusal('payments', 'refused'),
   ];
 
-  it.each(errors.map((e) => [e.constructor.name, e] as const))('%s: name is the class name, instance is the policy instance', (className, error) => {
-    expect(error.name).toBe(className);
-    expect(error.instance).toBe('payments');
-    expect(String(error)).toBe(`${className}: ${error.message}`);
-    expect(error.stack?.startsWith(`${className}: `)).toBe(true);
-    expect(inspect(error)).toContain(className);
-  });
+  it.each(errors.map((e) => [e.constructor.name, e] as const))(
+    '%s: name is the class name, instance is the policy instance',
+    (className, error) => {
+      expect(error.name).toBe(className);
+      expect(error.instance).toBe('payments');
+      expect(String(error)).toBe(`${className}: ${error.message}`);
+      expect(error.stack?.startsWith(`${className}: `)).toBe(true);
+      expect(inspect(error)).toContain(className);
+    },
+  );
 
   it('OverloadedError: name is the class name, instance is the load shedder', () => {
     const error = new OverloadedError('concurrency', 'normal', 1000);

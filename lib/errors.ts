@@ -11,11 +11,7 @@ export abstract class ResilienceError extends Error {
   readonly instance: string;
 
   /** @param instance the policy instance that raised the error. */
-  constructor(
-    instance: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
+  constructor(instance: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.instance = instance;
   }
@@ -105,7 +101,11 @@ export class RateLimitedError extends ResilienceError {
     readonly retryAfterMs?: number,
     options?: { cause?: unknown; message?: string },
   ) {
-    super(instance, options?.message ?? `RateLimiter '${instance}' does not permit further calls`, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      instance,
+      options?.message ?? `RateLimiter '${instance}' does not permit further calls`,
+      options?.cause === undefined ? undefined : { cause: options.cause },
+    );
   }
 }
 
@@ -197,6 +197,10 @@ export class IdempotencyStoreUnavailableError extends ResilienceError {
     readonly retryAfterMs?: number,
     cause?: unknown,
   ) {
-    super(instance, `The idempotency store is unavailable at '${instance}': ${detail}`, cause === undefined ? undefined : { cause });
+    super(
+      instance,
+      `The idempotency store is unavailable at '${instance}': ${detail}`,
+      cause === undefined ? undefined : { cause },
+    );
   }
 }

@@ -40,15 +40,28 @@ export { TimeLimiter } from './time-limiter/time-limiter';
 export type { TimeLimiterEvent } from './time-limiter/time-limiter';
 export { Timeout } from './time-limiter/timeout.decorator';
 export { CIRCUIT_BREAKER_SCHEMA } from './circuit-breaker/circuit-breaker.config';
-export type { CircuitBreakerConfig, CircuitBreakerConfigInput, SlidingWindowType } from './circuit-breaker/circuit-breaker.config';
+export type {
+  CircuitBreakerConfig,
+  CircuitBreakerConfigInput,
+  SlidingWindowType,
+} from './circuit-breaker/circuit-breaker.config';
 export { CircuitBreaker } from './circuit-breaker/circuit-breaker.decorator';
 export { BULKHEAD_SCHEMA } from './bulkhead/bulkhead.config';
 export type { BulkheadConfig, BulkheadConfigInput } from './bulkhead/bulkhead.config';
 export { BulkheadPolicy } from './bulkhead/bulkhead-policy';
-export type { BulkheadCallFinishedEvent, BulkheadCallPermittedEvent, BulkheadCallRejectedEvent, BulkheadMetrics } from './bulkhead/bulkhead-policy';
+export type {
+  BulkheadCallFinishedEvent,
+  BulkheadCallPermittedEvent,
+  BulkheadCallRejectedEvent,
+  BulkheadMetrics,
+} from './bulkhead/bulkhead-policy';
 export { Bulkhead } from './bulkhead/bulkhead.decorator';
 export { RATE_LIMITER_SCHEMA } from './rate-limiter/rate-limiter.config';
-export type { RateLimitedCallOutcome, RateLimiterConfig, RateLimiterConfigInput } from './rate-limiter/rate-limiter.config';
+export type {
+  RateLimitedCallOutcome,
+  RateLimiterConfig,
+  RateLimiterConfigInput,
+} from './rate-limiter/rate-limiter.config';
 export { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
 export type {
   RateLimiterAcquiredEvent,
@@ -58,7 +71,11 @@ export type {
   RateLimiterRefusedEvent,
 } from './rate-limiter/rate-limiter-policy';
 export { RateLimiter } from './rate-limiter/rate-limiter.decorator';
-export type { RateLimiterStore, RateLimiterStoreAnswer, RateLimiterStoreRequest } from './rate-limiter/rate-limiter-store';
+export type {
+  RateLimiterStore,
+  RateLimiterStoreAnswer,
+  RateLimiterStoreRequest,
+} from './rate-limiter/rate-limiter-store';
 export { DEFAULT_RATE_LIMITER_REDIS_PREFIX, RedisRateLimiterStore } from './rate-limiter/redis-rate-limiter-store';
 export type { RedisRateLimiterClient, RedisRateLimiterStoreOptions } from './rate-limiter/redis-rate-limiter-store';
 export { FallbackPolicy } from './fallback/fallback';
@@ -66,8 +83,19 @@ export type { FallbackEvent, FallbackHandlerSpec } from './fallback/fallback';
 export { Fallback } from './fallback/fallback.decorator';
 export type { FallbackFn } from './fallback/fallback.decorator';
 export { ResilienceExceptionFilter } from './filter/resilience-exception.filter';
-export { RESILIENCE_PROBLEMS, resilienceProblem, resilienceRpcError, retryAfterSeconds } from './filter/resilience-problems';
-export type { ProblemDetails, ProblemResponse, ResilienceErrorCode, ResilienceProblem, ResilienceRpcError } from './filter/resilience-problems';
+export {
+  RESILIENCE_PROBLEMS,
+  resilienceProblem,
+  resilienceRpcError,
+  retryAfterSeconds,
+} from './filter/resilience-problems';
+export type {
+  ProblemDetails,
+  ProblemResponse,
+  ResilienceErrorCode,
+  ResilienceProblem,
+  ResilienceRpcError,
+} from './filter/resilience-problems';
 export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 export { IllegalStateTransitionError } from './circuit-breaker/illegal-state-transition.error';
 export type {
@@ -85,7 +113,12 @@ export type {
 export { LoadShedder } from './load-shedding/load-shedder';
 export type { Admission, Refusal, ShedReason } from './load-shedding/load-shedder';
 export type { EventLoopDelayProbe } from './load-shedding/event-loop-delay';
-export type { AdaptiveAlgorithm, AdaptiveLimitOptions, EventLoopDelayOptions, LoadSheddingOptions } from './load-shedding/load-shedding.options';
+export type {
+  AdaptiveAlgorithm,
+  AdaptiveLimitOptions,
+  EventLoopDelayOptions,
+  LoadSheddingOptions,
+} from './load-shedding/load-shedding.options';
 export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
 export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';

@@ -8,7 +8,12 @@
  * multiplied `attempt - 1` times, truncated to whole ms at every step
  * (100, 150, 225, 337, 505 for 100 × 1.5), then capped at `max`.
  */
-export function exponentialInterval(initial: number, multiplier: number, attempt: number, max = Number.POSITIVE_INFINITY): number {
+export function exponentialInterval(
+  initial: number,
+  multiplier: number,
+  attempt: number,
+  max = Number.POSITIVE_INFINITY,
+): number {
   let interval = Math.floor(initial);
   for (let step = 1; step < attempt && interval < max; step++) interval = Math.floor(interval * multiplier);
   return Math.min(interval, max);

@@ -44,13 +44,19 @@ const EXPECTED: Record<string, string[]> = {
 describe('Java exception names', () => {
   it.each(Object.entries(EXPECTED))('%s matches %p', (name, expected) => {
     const matcher = new ErrorMatcher([name]);
-    expect(Object.entries(SAMPLES).filter(([, error]) => matcher.matches(error)).map(([label]) => label)).toEqual(expected);
+    expect(
+      Object.entries(SAMPLES)
+        .filter(([, error]) => matcher.matches(error))
+        .map(([label]) => label),
+    ).toEqual(expected);
   });
 
   it('still matches an application class of the same simple name', () => {
     class DataAccessException extends Error {}
     class IOException extends Error {}
-    expect(new ErrorMatcher(['org.springframework.dao.DataAccessException']).matches(new DataAccessException())).toBe(true);
+    expect(new ErrorMatcher(['org.springframework.dao.DataAccessException']).matches(new DataAccessException())).toBe(
+      true,
+    );
     expect(new ErrorMatcher(['java.io.IOException']).matches(new IOException())).toBe(true);
   });
 

@@ -12,21 +12,33 @@ export interface JavaException {
 }
 
 const anyError = (): boolean => true;
-const statusIn = (low: number, high: number) => (error: unknown): boolean => {
-  const status = httpStatusOf(error);
-  return status !== undefined && status >= low && status <= high;
-};
+const statusIn =
+  (low: number, high: number) =>
+  (error: unknown): boolean => {
+    const status = httpStatusOf(error);
+    return status !== undefined && status >= low && status <= high;
+  };
 // DOMException is not an Error subclass in every realm, so aborts are told by their name.
-const named = (error: unknown, name: string): boolean => typeof error === 'object' && error !== null && (error as { name?: unknown }).name === name;
+const named = (error: unknown, name: string): boolean =>
+  typeof error === 'object' && error !== null && (error as { name?: unknown }).name === name;
 const isTimeout = (error: unknown): boolean => error instanceof TimeoutExceededError || named(error, 'TimeoutError');
 
-const CONNECTION = 'connection errors (ECONNRESET, ECONNREFUSED, ETIMEDOUT, EPIPE, EAI_AGAIN, ECONNABORTED, a failed fetch)';
+const CONNECTION =
+  'connection errors (ECONNRESET, ECONNREFUSED, ETIMEDOUT, EPIPE, EAI_AGAIN, ECONNABORTED, a failed fetch)';
 const ANY_STATUS = 'errors carrying any HTTP status';
 
 const connection = (name: string): JavaException => ({ name, meaning: CONNECTION, matches: isConnectionError });
 const anyStatus = (name: string): JavaException => ({ name, meaning: ANY_STATUS, matches: statusIn(100, 599) });
-const clientStatus = (name: string): JavaException => ({ name, meaning: 'errors carrying an HTTP 4xx status', matches: statusIn(400, 499) });
-const serverStatus = (name: string): JavaException => ({ name, meaning: 'errors carrying an HTTP 5xx status', matches: statusIn(500, 599) });
+const clientStatus = (name: string): JavaException => ({
+  name,
+  meaning: 'errors carrying an HTTP 4xx status',
+  matches: statusIn(400, 499),
+});
+const serverStatus = (name: string): JavaException => ({
+  name,
+  meaning: 'errors carrying an HTTP 5xx status',
+  matches: statusIn(500, 599),
+});
 
 const SPRING_CLIENT = 'org.springframework.web.client';
 const SPRING_WEBCLIENT = 'org.springframework.web.reactive.function.client';
@@ -50,7 +62,12 @@ const STATUS_SUBCLASSES: Readonly<Record<string, number>> = {
   ServiceUnavailable: 503,
   GatewayTimeout: 504,
 };
-const STATUS_PARENTS = [`${SPRING_CLIENT}.HttpClientErrorException`, `${SPRING_CLIENT}.HttpServerErrorException`, `${SPRING_WEBCLIENT}.WebClientResponseException`, 'feign.FeignException'];
+const STATUS_PARENTS = [
+  `${SPRING_CLIENT}.HttpClientErrorException`,
+  `${SPRING_CLIENT}.HttpServerErrorException`,
+  `${SPRING_WEBCLIENT}.WebClientResponseException`,
+  'feign.FeignException',
+];
 
 /**
  * The Java exception names a Spring `application.yml` lists, mapped to the
@@ -69,8 +86,16 @@ export const JAVA_EXCEPTIONS: readonly JavaException[] = [
   connection('java.net.SocketTimeoutException'),
   connection('java.net.UnknownHostException'),
   connection('java.net.http.HttpConnectTimeoutException'),
-  { name: 'java.util.concurrent.TimeoutException', meaning: 'timeouts (TimeoutExceededError, an AbortSignal.timeout() abort)', matches: isTimeout },
-  { name: 'java.net.http.HttpTimeoutException', meaning: 'timeouts (TimeoutExceededError, an AbortSignal.timeout() abort)', matches: isTimeout },
+  {
+    name: 'java.util.concurrent.TimeoutException',
+    meaning: 'timeouts (TimeoutExceededError, an AbortSignal.timeout() abort)',
+    matches: isTimeout,
+  },
+  {
+    name: 'java.net.http.HttpTimeoutException',
+    meaning: 'timeouts (TimeoutExceededError, an AbortSignal.timeout() abort)',
+    matches: isTimeout,
+  },
   connection(`${SPRING_CLIENT}.ResourceAccessException`),
   anyStatus(`${SPRING_CLIENT}.RestClientResponseException`),
   anyStatus(`${SPRING_CLIENT}.HttpStatusCodeException`),
@@ -82,10 +107,26 @@ export const JAVA_EXCEPTIONS: readonly JavaException[] = [
   serverStatus('feign.FeignException$FeignServerException'),
   clientStatus('feign.FeignException$FeignClientException'),
   connection('feign.RetryableException'),
-  { name: 'io.github.resilience4j.circuitbreaker.CallNotPermittedException', meaning: 'CallNotPermittedError', matches: (e) => e instanceof CallNotPermittedError },
-  { name: 'io.github.resilience4j.bulkhead.BulkheadFullException', meaning: 'BulkheadFullError', matches: (e) => e instanceof BulkheadFullError },
-  { name: 'io.github.resilience4j.ratelimiter.RequestNotPermitted', meaning: 'RateLimitedError', matches: (e) => e instanceof RateLimitedError },
-  { name: 'java.util.concurrent.CancellationException', meaning: 'aborted calls (AbortError)', matches: (e) => named(e, 'AbortError') },
+  {
+    name: 'io.github.resilience4j.circuitbreaker.CallNotPermittedException',
+    meaning: 'CallNotPermittedError',
+    matches: (e) => e instanceof CallNotPermittedError,
+  },
+  {
+    name: 'io.github.resilience4j.bulkhead.BulkheadFullException',
+    meaning: 'BulkheadFullError',
+    matches: (e) => e instanceof BulkheadFullError,
+  },
+  {
+    name: 'io.github.resilience4j.ratelimiter.RequestNotPermitted',
+    meaning: 'RateLimitedError',
+    matches: (e) => e instanceof RateLimitedError,
+  },
+  {
+    name: 'java.util.concurrent.CancellationException',
+    meaning: 'aborted calls (AbortError)',
+    matches: (e) => named(e, 'AbortError'),
+  },
   ...STATUS_PARENTS.flatMap((parent) =>
     Object.entries(STATUS_SUBCLASSES).map(([sub, status]): JavaException => ({
       name: `${parent}$${sub}`,
@@ -109,7 +150,8 @@ export function javaException(name: string): JavaException | undefined {
 }
 
 /** Packages whose classes only a JVM throws: a name there that has no mapping matches nothing in Node. */
-const JVM_PACKAGES = /^(java|javax|jakarta|kotlin|scala|org\.springframework|io\.github\.resilience4j|feign|reactor|io\.netty|io\.grpc|org\.apache|org\.hibernate|com\.fasterxml|okhttp3|retrofit2|com\.netflix|io\.micrometer|org\.eclipse\.jetty|io\.undertow|com\.zaxxer|org\.postgresql|com\.mysql|com\.mongodb|redis\.clients|io\.lettuce|software\.amazon|com\.amazonaws|com\.google)\./;
+const JVM_PACKAGES =
+  /^(java|javax|jakarta|kotlin|scala|org\.springframework|io\.github\.resilience4j|feign|reactor|io\.netty|io\.grpc|org\.apache|org\.hibernate|com\.fasterxml|okhttp3|retrofit2|com\.netflix|io\.micrometer|org\.eclipse\.jetty|io\.undertow|com\.zaxxer|org\.postgresql|com\.mysql|com\.mongodb|redis\.clients|io\.lettuce|software\.amazon|com\.amazonaws|com\.google)\./;
 
 /** True for a JVM class name with no Node equivalent: it matches only an error class of the same simple name. */
 export function isForeignJavaName(name: string): boolean {

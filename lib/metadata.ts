@@ -95,7 +95,11 @@ export function addLayer(
   Reflect.defineMetadata(RESILIENCE_LAYERS, [...layers, layer], trampoline);
 }
 
-function ensureTrampoline(descriptor: PropertyDescriptor, target: string, declared: unknown): (...args: unknown[]) => unknown {
+function ensureTrampoline(
+  descriptor: PropertyDescriptor,
+  target: string,
+  declared: unknown,
+): (...args: unknown[]) => unknown {
   const current = descriptor.value as ((...args: unknown[]) => unknown) & { [TRAMPOLINE]?: TrampolineInfo };
   if (current[TRAMPOLINE] !== undefined) return current;
   const original = current;
@@ -123,7 +127,9 @@ function ensureTrampoline(descriptor: PropertyDescriptor, target: string, declar
     Reflect.defineMetadata(metaKey, Reflect.getOwnMetadata(metaKey, original), trampoline);
   }
   const kind = returnKindOf(declared, original);
-  Object.defineProperty(trampoline, TRAMPOLINE, { value: { original, slot, target, kind, copy: THIS_COPY } satisfies TrampolineInfo });
+  Object.defineProperty(trampoline, TRAMPOLINE, {
+    value: { original, slot, target, kind, copy: THIS_COPY } satisfies TrampolineInfo,
+  });
   descriptor.value = trampoline;
   return trampoline;
 }

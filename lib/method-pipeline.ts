@@ -44,7 +44,12 @@ export function returnKindOf(declared: unknown, method: (...args: unknown[]) => 
  * @param promise builds the promise pipeline over the given way to call the method
  * @param observe runs an Observable's subscriptions through the layers
  */
-export function methodPipeline(kind: ReturnKind, call: Pipeline, promise: (invoke: Pipeline) => Pipeline, observe: ObservablePipeline): Pipeline {
+export function methodPipeline(
+  kind: ReturnKind,
+  call: Pipeline,
+  promise: (invoke: Pipeline) => Pipeline,
+  observe: ObservablePipeline,
+): Pipeline {
   if (kind === 'promise') return promise(call);
   return new CallFirstPipeline(kind, call, promise, observe).run;
 }
@@ -74,7 +79,11 @@ class CallFirstPipeline {
     try {
       result = this.call(args);
     } catch (error) {
-      if (this.kind === 'observable') return this.observe(throwError(() => error), args);
+      if (this.kind === 'observable')
+        return this.observe(
+          throwError(() => error),
+          args,
+        );
       return this.promise(this.prime(args, Promise.reject(error)));
     }
     if (isObservable(result)) {
@@ -105,5 +114,9 @@ class CallFirstPipeline {
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as PromiseLike<unknown>).then === 'function';
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }

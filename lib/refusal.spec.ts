@@ -1,6 +1,13 @@
 import { firstValueFrom, Observable } from 'rxjs';
 import { VirtualClock } from './clock';
-import { BulkheadFullError, CallNotPermittedError, DeadlineExceededError, MaxRetriesExceededError, RateLimitedError, TimeoutExceededError } from './errors';
+import {
+  BulkheadFullError,
+  CallNotPermittedError,
+  DeadlineExceededError,
+  MaxRetriesExceededError,
+  RateLimitedError,
+  TimeoutExceededError,
+} from './errors';
 import { FallbackPolicy } from './fallback/fallback';
 import { Policy } from './policy';
 import { ResilienceRegistry } from './resilience.registry';
@@ -13,10 +20,22 @@ import { StandardLayers, StandardPipeline } from './standard-pipeline';
  */
 type Kind = 'standard' | 'nested';
 
-function compose(layers: StandardLayers, invoke: (args: unknown[]) => unknown, clock: VirtualClock, kind: Kind): (args: unknown[]) => Promise<unknown> {
+function compose(
+  layers: StandardLayers,
+  invoke: (args: unknown[]) => unknown,
+  clock: VirtualClock,
+  kind: Kind,
+): (args: unknown[]) => Promise<unknown> {
   if (kind === 'standard') return new StandardPipeline(layers, invoke, clock).run;
   let next = invoke;
-  for (const policy of [layers.bulkhead, layers.timeLimiter, layers.rateLimiter, layers.circuitBreaker, layers.retry, layers.fallback]) {
+  for (const policy of [
+    layers.bulkhead,
+    layers.timeLimiter,
+    layers.rateLimiter,
+    layers.circuitBreaker,
+    layers.retry,
+    layers.fallback,
+  ]) {
     if (policy === undefined) continue;
     const inner = next;
     const p: Policy = policy;
@@ -31,13 +50,25 @@ function setup(kind: Kind, extra: { retry?: object; bulkhead?: boolean } = {}) {
   const registry = new ResilienceRegistry({
     clock,
     retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none', ...extra.retry } } },
-    circuitBreaker: { instances: { cb: { slidingWindowSize: 1, minimumNumberOfCalls: 1, failureRateThreshold: 50, waitDurationInOpenState: 60_000 } } },
+    circuitBreaker: {
+      instances: {
+        cb: {
+          slidingWindowSize: 1,
+          minimumNumberOfCalls: 1,
+          failureRateThreshold: 50,
+          waitDurationInOpenState: 60_000,
+        },
+      },
+    },
     timeLimiter: { instances: { tl: { timeoutDuration: 1000 } } },
     bulkhead: { instances: { bh: { maxConcurrentCalls: 1, maxWaitDuration: 0 } } },
   });
   const chosen: string[] = [];
   const fallback = new FallbackPolicy('charge', [
-    { errors: [CallNotPermittedError, BulkheadFullError], handler: () => (chosen.push('rejected, not charged'), 'rejected') },
+    {
+      errors: [CallNotPermittedError, BulkheadFullError],
+      handler: () => (chosen.push('rejected, not charged'), 'rejected'),
+    },
     { errors: [TimeoutExceededError, DeadlineExceededError], handler: () => (chosen.push('pending'), 'pending') },
   ]);
   let effects = 0;
@@ -135,11 +166,35 @@ describe.each<Kind>(['standard', 'nested'])('a refusal after an attempt reached 
       const clock = new VirtualClock();
       const registry = new ResilienceRegistry({
         clock,
-        retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none', retryOnResult: (v: unknown) => v === 'PENDING', failAfterMaxAttempts } } },
-        circuitBreaker: { instances: { cb: { slidingWindowSize: 1, minimumNumberOfCalls: 1, waitDurationInOpenState: 60_000, recordResult: (v: unknown) => v === 'PENDING' } } },
+        retry: {
+          instances: {
+            r: {
+              maxAttempts: 3,
+              waitDuration: 100,
+              jitter: 'none',
+              retryOnResult: (v: unknown) => v === 'PENDING',
+              failAfterMaxAttempts,
+            },
+          },
+        },
+        circuitBreaker: {
+          instances: {
+            cb: {
+              slidingWindowSize: 1,
+              minimumNumberOfCalls: 1,
+              waitDurationInOpenState: 60_000,
+              recordResult: (v: unknown) => v === 'PENDING',
+            },
+          },
+        },
       });
       let effects = 0;
-      const run = compose({ retry: registry.retry('r'), circuitBreaker: registry.circuitBreaker('cb') }, async () => (effects++, 'PENDING'), clock, kind);
+      const run = compose(
+        { retry: registry.retry('r'), circuitBreaker: registry.circuitBreaker('cb') },
+        async () => (effects++, 'PENDING'),
+        clock,
+        kind,
+      );
       const outcome = run([]).then(
         (value) => ({ value }),
         (error: unknown) => ({ error }),
@@ -168,14 +223,16 @@ describe.each<Kind>(['standard', 'nested'])('a refusal after an attempt reached 
 });
 
 describe('a refusal after an attempt reached the method (Observable method)', () => {
-  it('fails the subscription with the earlier attempt\'s timeout, the breaker refusal attached as cause', async () => {
+  it("fails the subscription with the earlier attempt's timeout, the breaker refusal attached as cause", async () => {
     const s = setup('standard');
     let effects = 0;
     // Each subscription reaches the provider, which charges and never answers.
     const source = new Observable<never>(() => {
       effects++;
     });
-    const retried = s.registry.retry('r').observe(s.registry.circuitBreaker('cb').observe(s.registry.timeLimiter('tl').observe(source)));
+    const retried = s.registry
+      .retry('r')
+      .observe(s.registry.circuitBreaker('cb').observe(s.registry.timeLimiter('tl').observe(source)));
     const outcome = firstValueFrom(retried).catch((e: unknown) => e);
     await s.clock.advance(1100);
     const error = (await outcome) as TimeoutExceededError;

@@ -20,7 +20,14 @@ type Next = (args: unknown[]) => unknown;
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
 /** The layers the standard pipeline runs when the pipeline order is the default one. */
-const STANDARD_KINDS = new Set<PolicyKind>(['fallback', 'retry', 'circuitBreaker', 'rateLimiter', 'timeLimiter', 'bulkhead']);
+const STANDARD_KINDS = new Set<PolicyKind>([
+  'fallback',
+  'retry',
+  'circuitBreaker',
+  'rateLimiter',
+  'timeLimiter',
+  'bulkhead',
+]);
 
 /**
  * Finds every decorated method of providers and controllers at
@@ -33,7 +40,10 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('ResilienceModule');
   private running = false;
   // The method each fallback policy guards: where its composed pipeline is stored, and who counts its calls.
-  private readonly guarded = new Map<FallbackPolicy, { readonly instance: object; readonly slot: symbol; calls?: EventStream<void> }>();
+  private readonly guarded = new Map<
+    FallbackPolicy,
+    { readonly instance: object; readonly slot: symbol; calls?: EventStream<void> }
+  >();
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -164,10 +174,23 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const kind = layer.kind as RegistryPolicy;
     const where = `@${layer.decorator} on ${info.target}`;
     if (layer.name === undefined) {
-      return this.registry.derive(kind, info.target, layer.overrides ?? {}, overridePlace(kind, layer.decorator, info.target, info.target), where, true);
+      return this.registry.derive(
+        kind,
+        info.target,
+        layer.overrides ?? {},
+        overridePlace(kind, layer.decorator, info.target, info.target),
+        where,
+        true,
+      );
     }
     if (layer.overrides !== undefined) {
-      return this.registry.derive(kind, layer.name, layer.overrides, overridePlace(kind, layer.decorator, layer.name, info.target), where);
+      return this.registry.derive(
+        kind,
+        layer.name,
+        layer.overrides,
+        overridePlace(kind, layer.decorator, layer.name, info.target),
+        where,
+      );
     }
     return this.registry.get(kind, layer.name, where);
   }

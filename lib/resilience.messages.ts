@@ -26,7 +26,6 @@ export const REQUEST_SCOPED = (target: string): string =>
 export const INVALID_DEADLINE_HEADER = (header: string, value: string): string =>
   `${PREFIX}: ignored header '${header}' with value ${JSON.stringify(value.slice(0, 40))}: expected a non-negative integer of milliseconds; the default budget applies`;
 
-
 export const DECORATOR_ON_STATIC = (decorator: string, target: string): string =>
   `${PREFIX}: @${decorator} cannot decorate the static method ${target}; Nest wires only methods of the instances it creates, so decorate an instance method of a provider or controller`;
 

@@ -1,4 +1,12 @@
-import { DynamicModule, Logger, MiddlewareConsumer, Module, NestModule, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import {
+  DynamicModule,
+  Logger,
+  MiddlewareConsumer,
+  Module,
+  NestModule,
+  OnApplicationBootstrap,
+  OnModuleDestroy,
+} from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { NO_ASYNC_OPTIONS } from './config/config.messages';
 import { ResilienceModuleOptions } from './config/module-options';
@@ -48,7 +56,11 @@ import { ResilienceRegistry } from './resilience.registry';
       inject: [ResilienceRegistry],
       useFactory: (registry: ResilienceRegistry) => new IdempotencyRegistry(registry),
     },
-    { provide: IdempotencyStore, inject: [IdempotencyRegistry], useFactory: (idempotency: IdempotencyRegistry) => idempotency.store },
+    {
+      provide: IdempotencyStore,
+      inject: [IdempotencyRegistry],
+      useFactory: (idempotency: IdempotencyRegistry) => idempotency.store,
+    },
     {
       provide: LoadShedder,
       inject: [ResilienceRegistry],
@@ -65,7 +77,10 @@ import { ResilienceRegistry } from './resilience.registry';
   // The idempotency interceptor is created in each controller's module and needs the registry from there.
   exports: [ResilienceRegistry, IdempotencyRegistry, IdempotencyStore, LoadShedder, ...OBSERVABILITY_PROVIDERS],
 })
-export class ResilienceModule extends ResilienceConfigurableModule implements NestModule, OnApplicationBootstrap, OnModuleDestroy {
+export class ResilienceModule
+  extends ResilienceConfigurableModule
+  implements NestModule, OnApplicationBootstrap, OnModuleDestroy
+{
   constructor(
     private readonly registry: ResilienceRegistry,
     private readonly discovery: DiscoveryService,
@@ -81,7 +96,8 @@ export class ResilienceModule extends ResilienceConfigurableModule implements Ne
     if (this.registry.options.extras.loadShedding === undefined) return;
     const header = this.registry.options.deadline.header;
     const special = routePriorities(this.discovery, this.scanner);
-    for (const [level, routes] of special) consumer.apply(loadSheddingDoor(shedder, level, header)).forRoutes(...routes);
+    for (const [level, routes] of special)
+      consumer.apply(loadSheddingDoor(shedder, level, header)).forRoutes(...routes);
     consumer
       .apply(loadSheddingDoor(shedder, DEFAULT_PRIORITY, header))
       .exclude(...[...special.values()].flat())

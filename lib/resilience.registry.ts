@@ -33,14 +33,19 @@ export interface InstanceCreatedEvent<P extends RegistryPolicy = RegistryPolicy>
   readonly derived: boolean;
 }
 
-type Factory<P extends RegistryPolicy> = (name: string, config: PolicyConfigs[P], registry: ResilienceRegistry) => PolicyInstances[P];
+type Factory<P extends RegistryPolicy> = (
+  name: string,
+  config: PolicyConfigs[P],
+  registry: ResilienceRegistry,
+) => PolicyInstances[P];
 
 const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
   retry: (name, config, registry) => new RetryPolicy(name, config, registry.clock, registry.random),
   circuitBreaker: (name, config, registry) => new CircuitBreakerPolicy(name, config, registry.clock, registry.random),
   bulkhead: (name, config, registry) => new BulkheadPolicy(name, config, registry.clock),
   timeLimiter: (name, config, registry) => new TimeLimiter(name, config, registry.clock),
-  rateLimiter: (name, config, registry) => new RateLimiterPolicy(name, config, registry.clock, config.shared ? registry.rateLimiterStore : undefined),
+  rateLimiter: (name, config, registry) =>
+    new RateLimiterPolicy(name, config, registry.clock, config.shared ? registry.rateLimiterStore : undefined),
 };
 
 /**
@@ -63,7 +68,13 @@ export class ResilienceRegistry {
   private readonly derived: InstanceCreatedEvent[] = [];
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
   private readonly warned = new Set<string>();
-  private readonly undeclared: { [P in RegistryPolicy]: number } = { retry: 0, circuitBreaker: 0, bulkhead: 0, timeLimiter: 0, rateLimiter: 0 };
+  private readonly undeclared: { [P in RegistryPolicy]: number } = {
+    retry: 0,
+    circuitBreaker: 0,
+    bulkhead: 0,
+    timeLimiter: 0,
+    rateLimiter: 0,
+  };
 
   /** Every instance created from now on (subscribe, then read {@link ResilienceRegistry.all} for the earlier ones). */
   readonly onInstanceCreated = this.createdStream.subscribe;
@@ -79,8 +90,10 @@ export class ResilienceRegistry {
     this.options = resolveOptions(options, (m) => this.warnOnce(m));
     this.rateLimiterStore = readRateLimiterStore(this.options.extras.rateLimiterStore);
     const limiters = this.options.sections.rateLimiter;
-    if (limiters.defaultConfig.shared) requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'config', 'default'));
-    for (const [name, config] of limiters.instances) if (config.shared) requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'instance', name));
+    if (limiters.defaultConfig.shared)
+      requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'config', 'default'));
+    for (const [name, config] of limiters.instances)
+      if (config.shared) requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'instance', name));
   }
 
   /** The clock every policy of this registry uses. */
@@ -133,7 +146,8 @@ export class ResilienceRegistry {
     if (existing !== undefined) return existing;
     const config = this.configOf(policy, name, where);
     if (!this.options.sections[policy].instances.has(name)) {
-      if (this.undeclared[policy] >= this.options.maxUndeclaredInstances) throw new Error(TOO_MANY_UNDECLARED_INSTANCES(policy, name, this.options.maxUndeclaredInstances));
+      if (this.undeclared[policy] >= this.options.maxUndeclaredInstances)
+        throw new Error(TOO_MANY_UNDECLARED_INSTANCES(policy, name, this.options.maxUndeclaredInstances));
       this.undeclared[policy]++;
     }
     const instance = this.create(policy, name, config, false);
@@ -154,9 +168,12 @@ export class ResilienceRegistry {
     where: string,
     anonymous = false,
   ): PolicyInstances[P] {
-    const base = anonymous ? (this.options.sections[policy].defaultConfig as PolicyConfigs[P]) : this.configOf(policy, name, where);
+    const base = anonymous
+      ? (this.options.sections[policy].defaultConfig as PolicyConfigs[P])
+      : this.configOf(policy, name, where);
     const config = applyOverrides(POLICY_SCHEMAS[policy], base, overrides, place, (m) => this.warnOnce(m));
-    if (policy === 'rateLimiter' && (config as PolicyConfigs['rateLimiter']).shared) requireStore(this.rateLimiterStore, place);
+    if (policy === 'rateLimiter' && (config as PolicyConfigs['rateLimiter']).shared)
+      requireStore(this.rateLimiterStore, place);
     return this.create(policy, name, config, true);
   }
 
@@ -168,7 +185,12 @@ export class ResilienceRegistry {
     return (declared ?? section.defaultConfig) as PolicyConfigs[P];
   }
 
-  private create<P extends RegistryPolicy>(policy: P, name: string, config: PolicyConfigs[P], derived: boolean): PolicyInstances[P] {
+  private create<P extends RegistryPolicy>(
+    policy: P,
+    name: string,
+    config: PolicyConfigs[P],
+    derived: boolean,
+  ): PolicyInstances[P] {
     const instance = (FACTORIES[policy] as Factory<P>)(name, config, this);
     const event = { policy, name, instance, derived } as InstanceCreatedEvent;
     if (derived) this.derived.push(event);

@@ -55,7 +55,13 @@ const FALLBACKS: Record<string, FallbackHandlerSpec> = {
 type Deadline = 'none' | 'expired' | 120 | 350 | 900;
 
 interface Scenario {
-  readonly layers: { fallback: boolean; retry: boolean; circuitBreaker: boolean; timeLimiter: boolean; bulkhead: boolean };
+  readonly layers: {
+    fallback: boolean;
+    retry: boolean;
+    circuitBreaker: boolean;
+    timeLimiter: boolean;
+    bulkhead: boolean;
+  };
   readonly retryOnResult: boolean;
   readonly failAfterMaxAttempts: boolean;
   readonly recordResult: boolean;
@@ -99,7 +105,12 @@ function build(scenario: Scenario, kind: 'standard' | 'nested') {
   });
   const { layers } = scenario;
   const policies: StandardLayers = {
-    fallback: layers.fallback ? new FallbackPolicy('m', scenario.fallbacks.map((name) => FALLBACKS[name])) : undefined,
+    fallback: layers.fallback
+      ? new FallbackPolicy(
+          'm',
+          scenario.fallbacks.map((name) => FALLBACKS[name]),
+        )
+      : undefined,
     retry: layers.retry ? registry.retry('r') : undefined,
     circuitBreaker: layers.circuitBreaker ? registry.circuitBreaker('cb') : undefined,
     timeLimiter: layers.timeLimiter ? registry.timeLimiter('tl') : undefined,
@@ -114,7 +125,9 @@ function build(scenario: Scenario, kind: 'standard' | 'nested') {
   retry?.onRetry((e) => record('retry', `retry attempt=${e.attempt} wait=${e.waitMs} error=${nameOf(e.error)}`));
   retry?.onSuccess((e) => record('retry', `success attempts=${e.attempts}`));
   retry?.onError((e) => record('retry', `error attempts=${e.attempts} error=${nameOf(e.error)}`));
-  retry?.onRetryStopped((e) => record('retry', `stopped attempt=${e.attempt} reason=${e.reason} error=${nameOf(e.error)}`));
+  retry?.onRetryStopped((e) =>
+    record('retry', `stopped attempt=${e.attempt} reason=${e.reason} error=${nameOf(e.error)}`),
+  );
   breaker?.onStateTransition((e) => record('breaker', `${e.from}->${e.to}`));
   breaker?.onCallNotPermitted((e) => record('breaker', `not-permitted state=${e.state}`));
   breaker?.onSuccess((e) => record('breaker', `success ${e.durationMs}ms`));
@@ -158,7 +171,10 @@ function build(scenario: Scenario, kind: 'standard' | 'nested') {
         return new Promise((resolve) => clock.setTimeout(() => resolve('slow'), 300));
     }
   };
-  const run = kind === 'standard' ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run : nestedPipeline(policies, (args) => invoke(args[0]));
+  const run =
+    kind === 'standard'
+      ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run
+      : nestedPipeline(policies, (args) => invoke(args[0]));
   /** Starts call `id`, under a request deadline when `deadline` says so. */
   const start = (id: number, deadline: Deadline): Promise<unknown> => {
     if (deadline === 'none') return run([id]);
@@ -176,7 +192,10 @@ function snapshot(side: Side) {
     now: side.clock.now(),
     retry: side.policies.retry?.metrics,
     budget: side.policies.retry?.budgetTokens,
-    breaker: side.policies.circuitBreaker && { state: side.policies.circuitBreaker.state, ...side.policies.circuitBreaker.metrics },
+    breaker: side.policies.circuitBreaker && {
+      state: side.policies.circuitBreaker.state,
+      ...side.policies.circuitBreaker.metrics,
+    },
     bulkhead: side.policies.bulkhead?.metrics,
   };
 }
@@ -196,22 +215,32 @@ const STATES: Record<string, (events: readonly string[], outcomes: readonly stri
   'retry stopped by the deadline': (events) => events.some((e) => e.includes('reason=deadline')),
   'fallback taken': (events) => events.some((e) => e.includes(' fallback ')),
   'fallback handler threw': (_events, outcomes) => outcomes.some((o) => o.includes('HandlerFailed')),
-  'retry on result exhausted': (events) => events.some((e) => e.includes('retry error attempts=3 error=MaxRetriesExceededError')),
+  'retry on result exhausted': (events) =>
+    events.some((e) => e.includes('retry error attempts=3 error=MaxRetriesExceededError')),
   'result recorded as a failure': (events) => events.some((e) => / breaker error \d+ms "bad"$/.test(e)),
 };
 
 const reached = new Set<string>();
 
 const scenarios: fc.Arbitrary<Scenario> = fc.record({
-  layers: fc.record({ fallback: fc.boolean(), retry: fc.boolean(), circuitBreaker: fc.boolean(), timeLimiter: fc.boolean(), bulkhead: fc.boolean() }),
+  layers: fc.record({
+    fallback: fc.boolean(),
+    retry: fc.boolean(),
+    circuitBreaker: fc.boolean(),
+    timeLimiter: fc.boolean(),
+    bulkhead: fc.boolean(),
+  }),
   retryOnResult: fc.boolean(),
   failAfterMaxAttempts: fc.boolean(),
   recordResult: fc.boolean(),
   fallbacks: fc.subarray(Object.keys(FALLBACKS), { minLength: 1 }),
-  script: fc.array(fc.constantFrom<Behaviour>('ok', 'stale', 'bad', 'unavailable', 'notFound', 'hang', 'slow', 'throwSync'), {
-    minLength: 1,
-    maxLength: 12,
-  }),
+  script: fc.array(
+    fc.constantFrom<Behaviour>('ok', 'stale', 'bad', 'unavailable', 'notFound', 'hang', 'slow', 'throwSync'),
+    {
+      minLength: 1,
+      maxLength: 12,
+    },
+  ),
   steps: fc.array(
     fc.record({
       concurrent: fc.integer({ min: 1, max: 4 }),
@@ -246,7 +275,9 @@ describe('StandardPipeline against nested policies', () => {
             const callId = id;
             sides.forEach((side, i) => {
               const settle = (outcome: PromiseSettledResult<unknown>) =>
-                outcomes[i].push(JSON.stringify({ id: callId, at: side.clock.now(), outcome: describeOutcome(outcome) }));
+                outcomes[i].push(
+                  JSON.stringify({ id: callId, at: side.clock.now(), outcome: describeOutcome(outcome) }),
+                );
               side.start(callId, step.deadline).then(
                 (value) => settle({ status: 'fulfilled', value }),
                 (reason: unknown) => settle({ status: 'rejected', reason }),
@@ -270,4 +301,3 @@ describe('StandardPipeline against nested policies', () => {
     expect([...reached].sort()).toEqual(Object.keys(STATES).sort());
   });
 });
-

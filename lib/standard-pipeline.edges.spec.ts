@@ -16,9 +16,20 @@ describe('StandardPipeline edges', () => {
     const registry = new ResilienceRegistry({
       clock,
       random: () => 0.5,
-      retry: { instances: { r: { maxAttempts: 2, waitDuration: 100, jitter: 'none', retryOnResult: (value: unknown) => value === 'stale' } } },
+      retry: {
+        instances: {
+          r: {
+            maxAttempts: 2,
+            waitDuration: 100,
+            jitter: 'none',
+            retryOnResult: (value: unknown) => value === 'stale',
+          },
+        },
+      },
     });
-    const fallback = new FallbackPolicy('m', [{ errors: [Unavailable], handler: (_args, error) => `recovered from ${(error as Error).message}` }]);
+    const fallback = new FallbackPolicy('m', [
+      { errors: [Unavailable], handler: (_args, error) => `recovered from ${(error as Error).message}` },
+    ]);
     let calls = 0;
     const pipeline = new StandardPipeline(
       { fallback, retry: registry.retry('r') },
@@ -85,7 +96,11 @@ describe('StandardPipeline edges', () => {
       calls++;
       return new Promise(() => undefined);
     };
-    const pipeline = new StandardPipeline({ retry: registry.retry('r'), timeLimiter: registry.timeLimiter('tl') }, hang, clock);
+    const pipeline = new StandardPipeline(
+      { retry: registry.retry('r'), timeLimiter: registry.timeLimiter('tl') },
+      hang,
+      clock,
+    );
     const request = new ResilienceContext(clock, clock.now() + 900);
     let settledAt = -1;
     const outcome = contextStorage.run(request, () => pipeline.run([])).finally(() => (settledAt = clock.now()));

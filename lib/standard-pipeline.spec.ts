@@ -17,8 +17,29 @@ class NotFound extends Error {
 
 const OPTIONS = {
   // A slow answer is retried as a value, so exhausted value retries are compared too.
-  retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none' as const, retryOnResult: (value: unknown) => value === 'slow' } } },
-  circuitBreaker: { instances: { cb: { slidingWindowSize: 4, minimumNumberOfCalls: 4, failureRateThreshold: 50, waitDurationInOpenState: 1000, permittedNumberOfCallsInHalfOpenState: 2, slowCallDurationThreshold: 250, slowCallRateThreshold: 75 } } },
+  retry: {
+    instances: {
+      r: {
+        maxAttempts: 3,
+        waitDuration: 100,
+        jitter: 'none' as const,
+        retryOnResult: (value: unknown) => value === 'slow',
+      },
+    },
+  },
+  circuitBreaker: {
+    instances: {
+      cb: {
+        slidingWindowSize: 4,
+        minimumNumberOfCalls: 4,
+        failureRateThreshold: 50,
+        waitDurationInOpenState: 1000,
+        permittedNumberOfCallsInHalfOpenState: 2,
+        slowCallDurationThreshold: 250,
+        slowCallRateThreshold: 75,
+      },
+    },
+  },
   timeLimiter: { instances: { tl: { timeoutDuration: 500 } } },
   bulkhead: { instances: { bh: { maxConcurrentCalls: 2, maxWaitDuration: 200, queueCapacity: 1 } } },
 };
@@ -30,7 +51,9 @@ function build(layers: LayerSet, kind: 'standard' | 'nested') {
   const clock = new VirtualClock();
   const registry = new ResilienceRegistry({ ...OPTIONS, clock, random: () => 0.5 });
   const policies: StandardLayers = {
-    fallback: layers.fallback ? new FallbackPolicy('m', [{ errors: [CallNotPermittedError], handler: () => 'refused' }]) : undefined,
+    fallback: layers.fallback
+      ? new FallbackPolicy('m', [{ errors: [CallNotPermittedError], handler: () => 'refused' }])
+      : undefined,
     retry: layers.retry ? registry.retry('r') : undefined,
     circuitBreaker: layers.circuitBreaker ? registry.circuitBreaker('cb') : undefined,
     timeLimiter: layers.timeLimiter ? registry.timeLimiter('tl') : undefined,
@@ -60,7 +83,10 @@ function build(layers: LayerSet, kind: 'standard' | 'nested') {
         return new Promise((resolve) => clock.setTimeout(() => resolve('slow'), 300));
     }
   };
-  const run = kind === 'standard' ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run : nestedPipeline(policies, (args) => invoke(args[0]));
+  const run =
+    kind === 'standard'
+      ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run
+      : nestedPipeline(policies, (args) => invoke(args[0]));
   return {
     clock,
     policies,
@@ -75,21 +101,38 @@ function snapshot(side: ReturnType<typeof build>) {
     calls: side.calls(),
     now: side.clock.now(),
     retry: side.policies.retry?.metrics,
-    breaker: side.policies.circuitBreaker && { state: side.policies.circuitBreaker.state, ...side.policies.circuitBreaker.metrics },
+    breaker: side.policies.circuitBreaker && {
+      state: side.policies.circuitBreaker.state,
+      ...side.policies.circuitBreaker.metrics,
+    },
     bulkhead: side.policies.bulkhead?.metrics,
   };
 }
 
 const describeOutcome = (settled: PromiseSettledResult<unknown>) =>
-  settled.status === 'fulfilled' ? { value: settled.value } : { error: (settled.reason as Error).constructor.name, name: (settled.reason as Error).name };
+  settled.status === 'fulfilled'
+    ? { value: settled.value }
+    : { error: (settled.reason as Error).constructor.name, name: (settled.reason as Error).name };
 
 describe('StandardPipeline', () => {
   it('gives the same outcomes, timings and policy state as nesting each policy', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.record({ fallback: fc.boolean(), retry: fc.boolean(), circuitBreaker: fc.boolean(), timeLimiter: fc.boolean(), bulkhead: fc.boolean() }),
-        fc.array(fc.constantFrom<Behaviour>('ok', 'unavailable', 'notFound', 'hang', 'slow', 'throwSync'), { minLength: 1, maxLength: 12 }),
-        fc.array(fc.record({ concurrent: fc.integer({ min: 1, max: 4 }), advance: fc.constantFrom(0, 50, 150, 400, 1100) }), { minLength: 1, maxLength: 8 }),
+        fc.record({
+          fallback: fc.boolean(),
+          retry: fc.boolean(),
+          circuitBreaker: fc.boolean(),
+          timeLimiter: fc.boolean(),
+          bulkhead: fc.boolean(),
+        }),
+        fc.array(fc.constantFrom<Behaviour>('ok', 'unavailable', 'notFound', 'hang', 'slow', 'throwSync'), {
+          minLength: 1,
+          maxLength: 12,
+        }),
+        fc.array(
+          fc.record({ concurrent: fc.integer({ min: 1, max: 4 }), advance: fc.constantFrom(0, 50, 150, 400, 1100) }),
+          { minLength: 1, maxLength: 8 },
+        ),
         async (layers, script, steps) => {
           const sides = [build(layers, 'standard'), build(layers, 'nested')];
           for (const side of sides) side.setScript(script);
@@ -103,8 +146,18 @@ describe('StandardPipeline', () => {
               const callId = id;
               sides.forEach((side, i) => {
                 side.run([callId]).then(
-                  (value) => outcomes[i].push({ id: callId, at: side.clock.now(), outcome: describeOutcome({ status: 'fulfilled', value }) }),
-                  (reason) => outcomes[i].push({ id: callId, at: side.clock.now(), outcome: describeOutcome({ status: 'rejected', reason }) }),
+                  (value) =>
+                    outcomes[i].push({
+                      id: callId,
+                      at: side.clock.now(),
+                      outcome: describeOutcome({ status: 'fulfilled', value }),
+                    }),
+                  (reason) =>
+                    outcomes[i].push({
+                      id: callId,
+                      at: side.clock.now(),
+                      outcome: describeOutcome({ status: 'rejected', reason }),
+                    }),
                 );
               });
               for (const side of sides) await side.clock.advance(1);
@@ -113,7 +166,8 @@ describe('StandardPipeline', () => {
             expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
           }
           for (const side of sides) await side.clock.advance(10_000);
-          const sort = (list: Array<{ id: number; at: number; outcome: unknown }>) => list.map((o) => JSON.stringify(o)).sort();
+          const sort = (list: Array<{ id: number; at: number; outcome: unknown }>) =>
+            list.map((o) => JSON.stringify(o)).sort();
           expect(sort(outcomes[0])).toEqual(sort(outcomes[1]));
           expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
         },
@@ -123,7 +177,10 @@ describe('StandardPipeline', () => {
   });
 
   it('gives the bulkhead permit back only when a timed-out call really ends', async () => {
-    const side = build({ fallback: false, retry: false, circuitBreaker: false, timeLimiter: true, bulkhead: true }, 'standard');
+    const side = build(
+      { fallback: false, retry: false, circuitBreaker: false, timeLimiter: true, bulkhead: true },
+      'standard',
+    );
     side.setScript(['hang']);
     const outcome = side.run([0]).catch((e: unknown) => e as Error);
     await side.clock.advance(500);

@@ -147,7 +147,9 @@ export class StandardPipeline {
 
   private fallBackOnRejection(args: unknown[], outcome: Promise<unknown>): Promise<unknown> {
     const fallback = this.fallback;
-    return fallback === undefined ? outcome : outcome.then(undefined, (error: unknown) => fallback.recover(args, error));
+    return fallback === undefined
+      ? outcome
+      : outcome.then(undefined, (error: unknown) => fallback.recover(args, error));
   }
 }
 

@@ -19,11 +19,15 @@ export function freePort(): Promise<number> {
 
 /** Starts the sample app on `port` in a child process (with `env` added) and waits until it answers. */
 export async function startApp(port: number, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'sample-app/src/main.ts'], {
-    cwd: root,
-    env: { ...process.env, ...env, PORT: String(port), TS_NODE_PROJECT: join(root, 'tsconfig.json') },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'sample-app/src/main.ts'],
+    {
+      cwd: root,
+      env: { ...process.env, ...env, PORT: String(port), TS_NODE_PROJECT: join(root, 'tsconfig.json') },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`the sample app exited with code ${child.exitCode}`);

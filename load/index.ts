@@ -55,7 +55,9 @@ async function throughput(): Promise<void> {
   const base = `http://127.0.0.1:${port}`;
   const app = await startApp(port);
   try {
-    console.log(`sample app on ${base}; ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} interleaved rounds (median by requests/s)`);
+    console.log(
+      `sample app on ${base}; ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} interleaved rounds (median by requests/s)`,
+    );
     await drive('warm-up', { url: `${base}/probe/protected`, duration: 2 });
     await drive('warm-up', { url: `${base}/probe/bare`, duration: 2 });
     const bare: Row[] = [];
@@ -65,13 +67,18 @@ async function throughput(): Promise<void> {
       full.push(await drive('full stack (GET /probe/protected)', { url: `${base}/probe/protected` }));
     }
 
-    await fetch(`${base}/admin/dependencies/payments`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"errorRate":1}' });
-    let paymentId = 0;
-    const pay = () => fetch(`${base}/payments`, {
+    await fetch(`${base}/admin/dependencies/payments`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': `load-${++paymentId}` },
-      body: JSON.stringify({ paymentId: `load-${paymentId}`, amount: 999 }),
+      headers: { 'content-type': 'application/json' },
+      body: '{"errorRate":1}',
     });
+    let paymentId = 0;
+    const pay = () =>
+      fetch(`${base}/payments`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': `load-${++paymentId}` },
+        body: JSON.stringify({ paymentId: `load-${paymentId}`, amount: 999 }),
+      });
     for (let i = 0; i < 200 && (await pay()).status !== 503; i++);
     const payments = (rate?: number): autocannon.Options => ({
       url: `${base}/payments`,
@@ -92,7 +99,10 @@ async function throughput(): Promise<void> {
       ],
     });
     const open = await drive('payments, provider down, breaker open (POST /payments)', payments());
-    const openAtRate = await drive(`the same at a fixed ${FIXED_RATE} requests/s (${FIXED_RATE_CONNECTIONS} connections)`, payments(FIXED_RATE));
+    const openAtRate = await drive(
+      `the same at a fixed ${FIXED_RATE} requests/s (${FIXED_RATE_CONNECTIONS} connections)`,
+      payments(FIXED_RATE),
+    );
 
     const bareAtRate = await drive(`bare route at the same fixed ${FIXED_RATE} requests/s`, {
       url: `${base}/probe/bare`,
@@ -103,14 +113,21 @@ async function throughput(): Promise<void> {
     const rows = [median(bare), median(full), open, openAtRate, bareAtRate];
     console.log('\n| route | requests/s | p50 ms | p99 ms | non-2xx | errors |');
     console.log('|:--|--:|--:|--:|--:|--:|');
-    for (const r of rows) console.log(`| ${r.name} | ${Math.round(r.rps).toLocaleString('en-US')} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`);
+    for (const r of rows)
+      console.log(
+        `| ${r.name} | ${Math.round(r.rps).toLocaleString('en-US')} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`,
+      );
     const share = rows[1].rps / rows[0].rps;
-    console.log(`\nfull stack keeps ${(share * 100).toFixed(1)}% of the bare route's requests/s (target >= 90%): ${share >= 0.9 ? 'met' : 'NOT met'}`);
+    console.log(
+      `\nfull stack keeps ${(share * 100).toFixed(1)}% of the bare route's requests/s (target >= 90%): ${share >= 0.9 ? 'met' : 'NOT met'}`,
+    );
     console.log(
       `breaker open at ${FIXED_RATE} requests/s: p99 ${openAtRate.p99} ms (target < 10 ms): ${openAtRate.p99 < 10 ? 'met' : 'NOT met'}; ` +
         `the bare route measured the same way: p99 ${bareAtRate.p99} ms; at saturation: p99 ${open.p99} ms; every answer a 503 "rejected, not charged": ${open.non2xx > 0 && open.errors === 0 && openAtRate.non2xx > 0 && openAtRate.errors === 0 ? 'yes' : 'no'}`,
     );
-    console.log(`all rounds, requests/s: bare ${bare.map((r) => Math.round(r.rps)).join(' / ')}; full stack ${full.map((r) => Math.round(r.rps)).join(' / ')}`);
+    console.log(
+      `all rounds, requests/s: bare ${bare.map((r) => Math.round(r.rps)).join(' / ')}; full stack ${full.map((r) => Math.round(r.rps)).join(' / ')}`,
+    );
   } finally {
     app.kill();
   }

@@ -86,7 +86,9 @@ function p99(values: number[]): number {
 
 /** The sample's config with its `load-shedding` section taken out, as a file `RESILIENCE_CONFIG` can name. */
 function configWithoutShedding(): string {
-  const config = parse(readFileSync(join(root, 'sample-app/src/config/resilience.yaml'), 'utf8')) as { resilience4j: Record<string, unknown> };
+  const config = parse(readFileSync(join(root, 'sample-app/src/config/resilience.yaml'), 'utf8')) as {
+    resilience4j: Record<string, unknown>;
+  };
   delete config.resilience4j['load-shedding'];
   const file = join(mkdtempSync(join(tmpdir(), 'resilience4nest-load-')), 'resilience.yaml');
   writeFileSync(file, stringify(config));
@@ -118,9 +120,16 @@ async function run(name: string, env: NodeJS.ProcessEnv, seconds: number): Promi
 
 /** Runs the overload comparison and prints its table. */
 export async function overload(seconds: number): Promise<void> {
-  console.log(`GET /probe/stock, offered ${OVERLOAD_FACTOR}× its closed-loop capacity for ${seconds} s; clients give up after ${CLIENT_TIMEOUT_MS} ms`);
-  const rows = [await run('without load shedding', { RESILIENCE_CONFIG: configWithoutShedding() }, seconds), await run('with load shedding (sample config)', {}, seconds)];
-  console.log('\n| run | capacity req/s | offered req/s | served in time req/s | 503 req/s | timed out | other errors | p99 of served ms |');
+  console.log(
+    `GET /probe/stock, offered ${OVERLOAD_FACTOR}× its closed-loop capacity for ${seconds} s; clients give up after ${CLIENT_TIMEOUT_MS} ms`,
+  );
+  const rows = [
+    await run('without load shedding', { RESILIENCE_CONFIG: configWithoutShedding() }, seconds),
+    await run('with load shedding (sample config)', {}, seconds),
+  ];
+  console.log(
+    '\n| run | capacity req/s | offered req/s | served in time req/s | 503 req/s | timed out | other errors | p99 of served ms |',
+  );
   console.log('|:--|--:|--:|--:|--:|--:|--:|--:|');
   for (const { name, capacity, offered, result, seconds: s } of rows) {
     console.log(

@@ -71,7 +71,9 @@ export class Dependency {
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     const done = (): void => void this.inFlight--;
     if (!inOutage(this.clock.now())) {
-      return new Promise<string>((resolve) => this.clock.setTimeout(() => resolve('ok'), HEALTHY_LATENCY_MS)).finally(done);
+      return new Promise<string>((resolve) => this.clock.setTimeout(() => resolve('ok'), HEALTHY_LATENCY_MS)).finally(
+        done,
+      );
     }
     this.reachedInOutage++;
     const signal = currentSignal();
@@ -140,7 +142,8 @@ export async function runOutage(cls: typeof WithoutBreaker | typeof WithBreaker)
     }
     await clock.advance(TIMEOUT_MS);
     const unsettled = calls.filter((c) => c.settledAt === undefined).length;
-    if (unsettled > 0) throw new Error(`breaker scenario: ${unsettled} calls still pending ${TIMEOUT_MS} ms after the last one started`);
+    if (unsettled > 0)
+      throw new Error(`breaker scenario: ${unsettled} calls still pending ${TIMEOUT_MS} ms after the last one started`);
 
     let threadMs = 0;
     let outageThreadMs = 0;
@@ -224,7 +227,11 @@ const seconds = (ms: number): string => (ms / 1000).toFixed(1);
 
 /** The printed table: the note's figures beside ours. */
 export function breakerTable(r: BreakerResult): string {
-  const row = (label: string, note: { threadSeconds: number; reached: number } | undefined, f: OutageFigures): string[] => [
+  const row = (
+    label: string,
+    note: { threadSeconds: number; reached: number } | undefined,
+    f: OutageFigures,
+  ): string[] => [
     label,
     note ? note.threadSeconds.toFixed(1) : '—',
     seconds(f.threadMs),
@@ -270,7 +277,8 @@ function waitingOverTime(calls: readonly Settled[]): Array<readonly [number, num
   const points: Array<readonly [number, number]> = [];
   for (let from = 0; from < RUN_MS + TIMEOUT_MS; from += bucket) {
     let heldMs = 0;
-    for (const c of calls) heldMs += Math.max(0, Math.min(from + bucket, c.settledAt ?? from + bucket) - Math.max(from, c.startedAt));
+    for (const c of calls)
+      heldMs += Math.max(0, Math.min(from + bucket, c.settledAt ?? from + bucket) - Math.max(from, c.startedAt));
     points.push([(from + bucket / 2) / 1000, heldMs / bucket]);
   }
   return points;

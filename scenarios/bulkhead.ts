@@ -206,7 +206,10 @@ function figures(records: readonly RequestRecord[], timeoutMs: number): Endpoint
 }
 
 /** Runs the server for `runMs` with the plain or the guarded reviews client, then drains it. */
-export async function runBulkheadVariant(guarded: boolean, settings: BulkheadSettings = BULKHEAD_DEFAULTS): Promise<BulkheadRow> {
+export async function runBulkheadVariant(
+  guarded: boolean,
+  settings: BulkheadSettings = BULKHEAD_DEFAULTS,
+): Promise<BulkheadRow> {
   const client = guarded ? GuardedReviewsClient : PlainReviewsClient;
   const { moduleRef, clock } = await bootScenario([BulkheadRun, ReviewsService, client], {
     bulkhead: { instances: { reviews: { maxConcurrentCalls: settings.bulkhead, maxWaitDuration: 0 } } },
@@ -215,7 +218,11 @@ export async function runBulkheadVariant(guarded: boolean, settings: BulkheadSet
     moduleRef.get(BulkheadRun).settings = settings;
     const reviews = moduleRef.get<PlainReviewsClient | GuardedReviewsClient>(client);
     let bulkheadRejected = 0;
-    if (guarded) moduleRef.get(ResilienceRegistry).bulkhead('reviews').onCallRejected(() => void bulkheadRejected++);
+    if (guarded)
+      moduleRef
+        .get(ResilienceRegistry)
+        .bulkhead('reviews')
+        .onCallRejected(() => void bulkheadRejected++);
 
     const pool = new WorkerPool(settings.workers);
     let onReviews = 0;
@@ -295,7 +302,8 @@ export async function runBulkhead(settings: Partial<BulkheadSettings> = {}): Pro
   return { settings: s, none: await runBulkheadVariant(false, s), guarded: await runBulkheadVariant(true, s) };
 }
 
-const ms = (v: number): string => (Number.isFinite(v) ? (v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`) : 'never');
+const ms = (v: number): string =>
+  Number.isFinite(v) ? (v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`) : 'never';
 const pct = (v: number): string => `${v.toFixed(1)}%`;
 
 /** The printed table, with the note's arithmetic above ours. */
@@ -320,7 +328,17 @@ export function bulkheadTable(r: BulkheadResult): string {
       `every endpoint stalls; a bulkhead of ${s.bulkhead} leaves ${s.workers - s.bulkhead} workers to the rest`,
     `ours, over requests arriving while reviews is slow (success = answered within ${s.clientTimeoutMs / 1000} s):`,
     table(
-      ['', 'workers on reviews', 'others ok', 'others p50', 'others p99', 'pages ok', 'with/without reviews', 'pages p99', 'max queued'],
+      [
+        '',
+        'workers on reviews',
+        'others ok',
+        'others p50',
+        'others p99',
+        'pages ok',
+        'with/without reviews',
+        'pages p99',
+        'max queued',
+      ],
       [row(r.none), row(r.guarded)],
     ),
     `the bulkhead refused ${r.guarded.bulkheadRejected} reviews calls at once; those pages were served without reviews (@Fallback(BulkheadFullError)).`,
@@ -330,7 +348,8 @@ export function bulkheadTable(r: BulkheadResult): string {
 /** Workers held by product pages and other endpoints' requests answered in time, over time. */
 export function bulkheadChart(r: BulkheadResult): string {
   const s = r.settings;
-  const perSecond = (row: BulkheadRow): Array<readonly [number, number]> => row.othersInTimePerSecond.map((n, t) => [t + 0.5, n] as const);
+  const perSecond = (row: BulkheadRow): Array<readonly [number, number]> =>
+    row.othersInTimePerSecond.map((n, t) => [t + 0.5, n] as const);
   const workers = (row: BulkheadRow): Array<readonly [number, number]> => row.samples.map(([t, w]) => [t, w] as const);
   return lineChart({
     title: `bulkhead: ${s.workers} workers, reviews slows from ${s.reviewsFastMs} ms to ${s.reviewsSlowMs / 1000} s at ${s.reviewsRate} requests/s`,
@@ -339,8 +358,18 @@ export function bulkheadChart(r: BulkheadResult): string {
     series: [
       { label: 'no bulkhead: workers held by product pages', points: workers(r.none), color: '#d62728' },
       { label: `bulkhead ${s.bulkhead}: workers held by product pages`, points: workers(r.guarded), color: '#1f77b4' },
-      { label: 'no bulkhead: other endpoints answered within 1 s, per second', points: perSecond(r.none), color: '#d62728', dashed: true },
-      { label: `bulkhead ${s.bulkhead}: other endpoints answered within 1 s, per second`, points: perSecond(r.guarded), color: '#1f77b4', dashed: true },
+      {
+        label: 'no bulkhead: other endpoints answered within 1 s, per second',
+        points: perSecond(r.none),
+        color: '#d62728',
+        dashed: true,
+      },
+      {
+        label: `bulkhead ${s.bulkhead}: other endpoints answered within 1 s, per second`,
+        points: perSecond(r.guarded),
+        color: '#1f77b4',
+        dashed: true,
+      },
     ],
     lines: [{ y: s.workers, label: `${s.workers} workers` }],
     bands: [{ from: s.slowFromMs / 1000, to: s.runMs / 1000, label: `reviews takes ${s.reviewsSlowMs / 1000} s` }],

@@ -5,7 +5,14 @@ import { main, SCENARIOS, selectScenarios, usage } from './index';
 
 describe('scenario CLI', () => {
   it('dispatches on the name, `all` selects every scenario', () => {
-    expect(SCENARIOS.map((s) => s.name)).toEqual(['retry-storm', 'overcharge', 'breaker', 'bulkhead', 'overload', 'retry-amplification']);
+    expect(SCENARIOS.map((s) => s.name)).toEqual([
+      'retry-storm',
+      'overcharge',
+      'breaker',
+      'bulkhead',
+      'overload',
+      'retry-amplification',
+    ]);
     expect(selectScenarios('all')).toBe(SCENARIOS);
     expect(selectScenarios('breaker')?.map((s) => s.name)).toEqual(['breaker']);
     expect(selectScenarios('nope')).toBeUndefined();

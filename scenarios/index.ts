@@ -25,12 +25,38 @@ export interface ScenarioEntry {
 
 /** Every scenario, in the issue's order; `all` runs them in turn. */
 export const SCENARIOS: readonly ScenarioEntry[] = [
-  { name: 'retry-storm', summary: 'a one-minute spike with no retries, unbudgeted retries and a 10% retry budget', run: retryStorm },
-  { name: 'overcharge', summary: '100 payments with 40% of replies lost: one idempotency key per payment versus a key per attempt', run: overcharge },
-  { name: 'breaker', summary: 'thread-seconds and calls reaching a dependency down for 30 s, without and with a breaker', run: breaker },
-  { name: 'bulkhead', summary: 'a reviews call slowing to 4 s stalls every endpoint of a 200-worker server, unless a bulkhead of 40 guards it', run: bulkhead },
-  { name: 'overload', summary: 'a server of fixed capacity offered 1×, 2× and 3× of it, without shedding and with a fixed cap or an adaptive limit', run: overload },
-  { name: 'retry-amplification', summary: 'three layers of 3 attempts against a failing service (27 calls) versus one layer with a budget', run: retryAmplification },
+  {
+    name: 'retry-storm',
+    summary: 'a one-minute spike with no retries, unbudgeted retries and a 10% retry budget',
+    run: retryStorm,
+  },
+  {
+    name: 'overcharge',
+    summary: '100 payments with 40% of replies lost: one idempotency key per payment versus a key per attempt',
+    run: overcharge,
+  },
+  {
+    name: 'breaker',
+    summary: 'thread-seconds and calls reaching a dependency down for 30 s, without and with a breaker',
+    run: breaker,
+  },
+  {
+    name: 'bulkhead',
+    summary:
+      'a reviews call slowing to 4 s stalls every endpoint of a 200-worker server, unless a bulkhead of 40 guards it',
+    run: bulkhead,
+  },
+  {
+    name: 'overload',
+    summary:
+      'a server of fixed capacity offered 1×, 2× and 3× of it, without shedding and with a fixed cap or an adaptive limit',
+    run: overload,
+  },
+  {
+    name: 'retry-amplification',
+    summary: 'three layers of 3 attempts against a failing service (27 calls) versus one layer with a budget',
+    run: retryAmplification,
+  },
 ];
 
 /** Where the charts go (ignored by git). */
@@ -57,7 +83,11 @@ export function usage(): string {
 }
 
 /** Runs the scenarios named by `arg`, printing through `print` and writing charts to `outDir`; returns the exit code. */
-export async function main(arg: string | undefined, print: (text: string) => void = console.log, outDir = OUTPUT_DIR): Promise<number> {
+export async function main(
+  arg: string | undefined,
+  print: (text: string) => void = console.log,
+  outDir = OUTPUT_DIR,
+): Promise<number> {
   if (arg === undefined || arg === '--help' || arg === '-h') {
     print(usage());
     return 0;
@@ -77,7 +107,8 @@ export async function main(arg: string | undefined, print: (text: string) => voi
     const elapsed = ((performance.now() - t0) / 1000).toFixed(1);
     print(`${report.table}\nchart: ${relative(process.cwd(), file)}   (${elapsed} s)\n`);
   }
-  if (selected.length > 1) print(`${selected.length} scenarios in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  if (selected.length > 1)
+    print(`${selected.length} scenarios in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   return 0;
 }
 

@@ -33,7 +33,15 @@ describe('scenario kit', () => {
   });
 
   it('table aligns the first column left and the others right', () => {
-    expect(table(['', 'n'], [['a', '1'], ['bbb', '100']])).toBe(['       n', 'a      1', 'bbb  100'].join('\n'));
+    expect(
+      table(
+        ['', 'n'],
+        [
+          ['a', '1'],
+          ['bbb', '100'],
+        ],
+      ),
+    ).toBe(['       n', 'a      1', 'bbb  100'].join('\n'));
     expect(grouped(1140)).toBe('1,140');
   });
 });

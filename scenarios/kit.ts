@@ -119,7 +119,8 @@ export interface ScenarioReport {
  * replayed draw for draw.
  */
 export function pythonRandom(seed: number): () => number {
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new RangeError(`pythonRandom: seed must be an integer in [0, 2^32), got ${seed}`);
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+    throw new RangeError(`pythonRandom: seed must be an integer in [0, 2^32), got ${seed}`);
   const N = 624;
   const M = 397;
   const mt = new Uint32Array(N);

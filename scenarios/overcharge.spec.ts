@@ -16,7 +16,9 @@ describe('overcharge scenario', () => {
     // Python's generator, seeded as the note seeds it, loses the same replies: the note's figures exactly.
     expect(perAttempt).toMatchObject(OVERCHARGE_REFERENCE.keyPerAttempt);
 
-    expect(overchargeTable(result)).toMatch(/one key per payment\s+99,900p\s+99,900p\s+100\s+100\s+\d+\s+\d+\s+\d+\s+correct/);
+    expect(overchargeTable(result)).toMatch(
+      /one key per payment\s+99,900p\s+99,900p\s+100\s+100\s+\d+\s+\d+\s+\d+\s+correct/,
+    );
     expect(overchargeChart(result).match(/<polyline/g)).toHaveLength(3);
   });
 });

@@ -1,5 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { Idempotent, MemoryIdempotencyStore, ResilienceRegistry, Retry, TimeoutExceededError, VirtualClock } from '../lib';
+import {
+  Idempotent,
+  MemoryIdempotencyStore,
+  ResilienceRegistry,
+  Retry,
+  TimeoutExceededError,
+  VirtualClock,
+} from '../lib';
 import { bootScenario, grouped, pythonRandom, ScenarioReport, table } from './kit';
 import { lineChart } from './svg';
 
@@ -30,7 +37,13 @@ export interface OverchargeSettings {
 }
 
 /** The note's run: 100 payments of 999p, 4 attempts, 40% of replies lost, `random.seed(9)`. */
-export const OVERCHARGE_DEFAULTS: OverchargeSettings = { payments: 100, pence: 999, attempts: 4, lossRate: 0.4, seed: 9 };
+export const OVERCHARGE_DEFAULTS: OverchargeSettings = {
+  payments: 100,
+  pence: 999,
+  attempts: 4,
+  lossRate: 0.4,
+  seed: 9,
+};
 
 /** What the note printed. */
 export const OVERCHARGE_REFERENCE = {
@@ -130,11 +143,18 @@ export interface OverchargeResult {
 }
 
 /** Runs one variant on a fresh app, drawing reply losses from `random`. */
-async function runVariant(perAttempt: boolean, settings: OverchargeSettings, random: () => number): Promise<OverchargeRow> {
-  const { moduleRef, clock } = await bootScenario([LossyLink, Ledger, PaymentNetwork, PaymentClient], (c: VirtualClock) => ({
-    idempotency: { store: new MemoryIdempotencyStore({ clock: c }) },
-    retry: { instances: { payments: { maxAttempts: settings.attempts, waitDuration: '200ms', jitter: 'none' } } },
-  }));
+async function runVariant(
+  perAttempt: boolean,
+  settings: OverchargeSettings,
+  random: () => number,
+): Promise<OverchargeRow> {
+  const { moduleRef, clock } = await bootScenario(
+    [LossyLink, Ledger, PaymentNetwork, PaymentClient],
+    (c: VirtualClock) => ({
+      idempotency: { store: new MemoryIdempotencyStore({ clock: c }) },
+      retry: { instances: { payments: { maxAttempts: settings.attempts, waitDuration: '200ms', jitter: 'none' } } },
+    }),
+  );
   try {
     const link = moduleRef.get(LossyLink);
     link.settings = settings;
@@ -156,7 +176,8 @@ async function runVariant(perAttempt: boolean, settings: OverchargeSettings, ran
       cumulative.push(ledger.rows.reduce((n, r) => n + r.pence, 0));
     }
     const retry = moduleRef.get(ResilienceRegistry).retry('payments');
-    if (retry.metrics.failedCallsWithRetry !== unknownToCaller) throw new Error('overcharge: retry metrics disagree with the caller');
+    if (retry.metrics.failedCallsWithRetry !== unknownToCaller)
+      throw new Error('overcharge: retry metrics disagree with the caller');
     return {
       label: perAttempt ? 'new key on every retry' : 'one key per payment',
       reference: perAttempt ? OVERCHARGE_REFERENCE.keyPerAttempt : OVERCHARGE_REFERENCE.keyPerPayment,
@@ -219,7 +240,10 @@ export function overchargeChart(r: OverchargeResult): string {
     series: [
       {
         label: `what was owed: £${((s.payments * s.pence) / 100).toFixed(2)}`,
-        points: [[0, 0], [s.payments, (s.payments * s.pence) / 100]] as const,
+        points: [
+          [0, 0],
+          [s.payments, (s.payments * s.pence) / 100],
+        ] as const,
         color: '#555',
         dashed: true,
       },

@@ -45,7 +45,10 @@ export const OVERLOAD_DEFAULTS: OverloadSettings = {
   mix: { critical: 0.1, high: 0.1, normal: 0.3, low: 0.5 },
   shedding: {
     'fixed cap 30': { maxConcurrentRequests: 30, priorities: PRIORITIES },
-    'adaptive (gradient2)': { adaptive: { algorithm: 'gradient2', initialLimit: 20, minLimit: 10, maxLimit: 200 }, priorities: PRIORITIES },
+    'adaptive (gradient2)': {
+      adaptive: { algorithm: 'gradient2', initialLimit: 20, minLimit: 10, maxLimit: 200 },
+      priorities: PRIORITIES,
+    },
   },
   seed: 7,
 };
@@ -78,11 +81,17 @@ export interface OverloadResult {
 
 const LEVELS: readonly PriorityLevel[] = ['critical', 'high', 'normal', 'low'];
 
-async function simulate(settings: OverloadSettings, policy: string, load: number, shedding: LoadSheddingOptions | undefined): Promise<OverloadRow> {
+async function simulate(
+  settings: OverloadSettings,
+  policy: string,
+  load: number,
+  shedding: LoadSheddingOptions | undefined,
+): Promise<OverloadRow> {
   const { workers, serviceMs, deadlineMs, runMs, mix, seed } = settings;
   const clock = new VirtualClock();
   const random = mulberry32(seed);
-  const shedder = shedding === undefined ? undefined : new LoadShedder(readLoadSheddingOptions(shedding), clock, random);
+  const shedder =
+    shedding === undefined ? undefined : new LoadShedder(readLoadSheddingOptions(shedding), clock, random);
   const capacity = (workers / serviceMs) * 1000;
   const rate = (capacity * load) / 1000;
   const queue: Array<() => void> = [];
@@ -108,17 +117,20 @@ async function simulate(settings: OverloadSettings, policy: string, load: number
       return;
     }
     queue.push(() => {
-      clock.setTimeout(() => {
-        const latency = clock.now() - arrivedAt;
-        latencies.push(latency);
-        if (latency <= deadlineMs) {
-          inTime[level]++;
-          if (arrivedAt < runMs) good[Math.floor(arrivedAt / 1000)]++;
-        }
-        if (admission !== undefined) shedder?.release(admission, false);
-        free++;
-        startNext();
-      }, serviceMs * (0.5 + random()));
+      clock.setTimeout(
+        () => {
+          const latency = clock.now() - arrivedAt;
+          latencies.push(latency);
+          if (latency <= deadlineMs) {
+            inTime[level]++;
+            if (arrivedAt < runMs) good[Math.floor(arrivedAt / 1000)]++;
+          }
+          if (admission !== undefined) shedder?.release(admission, false);
+          free++;
+          startNext();
+        },
+        serviceMs * (0.5 + random()),
+      );
     });
     startNext();
   };
@@ -153,7 +165,8 @@ export async function runOverload(overrides: Partial<OverloadSettings> = {}): Pr
   const rows: OverloadRow[] = [];
   for (const load of settings.loads) {
     rows.push(await simulate(settings, 'no shedding', load, undefined));
-    for (const [policy, options] of Object.entries(settings.shedding)) rows.push(await simulate(settings, policy, load, options));
+    for (const [policy, options] of Object.entries(settings.shedding))
+      rows.push(await simulate(settings, policy, load, options));
   }
   return { settings, capacity, unloadedP99: unloaded.admittedP99, rows };
 }
@@ -178,7 +191,11 @@ export function overloadTable(r: OverloadResult): string {
   ].join('\n');
 }
 
-const COLORS: Record<string, string> = { 'no shedding': '#d62728', 'fixed cap 30': '#1f77b4', 'adaptive (gradient2)': '#2ca02c' };
+const COLORS: Record<string, string> = {
+  'no shedding': '#d62728',
+  'fixed cap 30': '#1f77b4',
+  'adaptive (gradient2)': '#2ca02c',
+};
 
 /** Goodput per second at the highest offered load, per policy. */
 export function overloadChart(r: OverloadResult): string {
@@ -189,7 +206,11 @@ export function overloadChart(r: OverloadResult): string {
     yLabel: 'answers within the deadline per second',
     series: r.rows
       .filter((row) => row.load === load)
-      .map((row) => ({ label: row.policy, points: row.goodputPerSecond.map((n, t) => [t + 0.5, n] as const), color: COLORS[row.policy] ?? '#7f7f7f' })),
+      .map((row) => ({
+        label: row.policy,
+        points: row.goodputPerSecond.map((n, t) => [t + 0.5, n] as const),
+        color: COLORS[row.policy] ?? '#7f7f7f',
+      })),
     lines: [{ y: r.capacity, label: 'capacity' }],
   });
 }

@@ -54,9 +54,27 @@ const BUDGET = { ratio: 0.1, maxTokens: 10 };
 
 /** Retrying at every layer (3 and 2 attempts), at one layer, and at one layer with a 10% budget. */
 export const AMPLIFICATION_VARIANTS: readonly AmplificationVariant[] = [
-  { label: 'every layer, 3 attempts', web: { maxAttempts: 3 }, api: { maxAttempts: 3 }, data: { maxAttempts: 3 }, reference: '27' },
-  { label: 'every layer, 2 attempts', web: { maxAttempts: 2 }, api: { maxAttempts: 2 }, data: { maxAttempts: 2 }, reference: '8' },
-  { label: 'data layer only, 3 attempts', web: { maxAttempts: 1 }, api: { maxAttempts: 1 }, data: { maxAttempts: 3 }, reference: '3' },
+  {
+    label: 'every layer, 3 attempts',
+    web: { maxAttempts: 3 },
+    api: { maxAttempts: 3 },
+    data: { maxAttempts: 3 },
+    reference: '27',
+  },
+  {
+    label: 'every layer, 2 attempts',
+    web: { maxAttempts: 2 },
+    api: { maxAttempts: 2 },
+    data: { maxAttempts: 2 },
+    reference: '8',
+  },
+  {
+    label: 'data layer only, 3 attempts',
+    web: { maxAttempts: 1 },
+    api: { maxAttempts: 1 },
+    data: { maxAttempts: 3 },
+    reference: '3',
+  },
   {
     label: 'data layer only, 3 attempts, 10% budget',
     web: { maxAttempts: 1 },
@@ -172,7 +190,12 @@ export async function runAmplificationVariant(
   variant: AmplificationVariant,
   settings: AmplificationSettings = AMPLIFICATION_DEFAULTS,
 ): Promise<AmplificationRow> {
-  const shared: RetryConfigInput = { waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2, jitter: 'full' };
+  const shared: RetryConfigInput = {
+    waitDuration: 100,
+    enableExponentialBackoff: true,
+    exponentialBackoffMultiplier: 2,
+    jitter: 'full',
+  };
   const { moduleRef, clock } = await bootScenario([AmplificationRun, BottomService, DataTier, ApiTier, WebTier], {
     random: mulberry32(settings.seed),
     retry: {
@@ -199,7 +222,8 @@ export async function runAmplificationVariant(
     }
     for (let i = 0; i < 600 && requests.some((r) => r.settledAt === undefined); i++) await clock.advance(1000);
 
-    const inOutage = (r: UserRequest): boolean => r.startedAt >= settings.outageFromMs && r.startedAt < settings.outageToMs;
+    const inOutage = (r: UserRequest): boolean =>
+      r.startedAt >= settings.outageFromMs && r.startedAt < settings.outageToMs;
     // Whole lives inside the outage, so no request's count is cut short by the recovery.
     const outage = requests.filter((r) => inOutage(r) && r.settledAt! <= settings.outageToMs);
     const bottomCalls = outage.reduce((n, r) => n + r.calls, 0);

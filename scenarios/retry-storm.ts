@@ -197,7 +197,10 @@ function rateAt(s: RetryStormSettings, t: number): number {
 }
 
 /** Runs one row on the real module: fresh app, fresh clock. */
-export async function runStormVariant(variant: StormVariant, settings: RetryStormSettings = RETRY_STORM_DEFAULTS): Promise<StormRow> {
+export async function runStormVariant(
+  variant: StormVariant,
+  settings: RetryStormSettings = RETRY_STORM_DEFAULTS,
+): Promise<StormRow> {
   const { moduleRef, clock } = await bootScenario([StormRun, StormServer, StormCallers], {
     retry: { instances: { callers: { waitDuration: settings.retryDelayMs, jitter: 'none', ...variant.retry } } },
   });
@@ -285,7 +288,19 @@ export function retryStormTable(result: RetryStormResult): string {
     `retry-storm: server completes ${s.capacity}/s; load ${s.baseRate}/s, ${s.spikeRate}/s from t=${s.spikeFrom} to t=${s.spikeTo} (${(s.spikeRate / s.capacity).toFixed(1)}x capacity);`,
     `failed requests retried ${s.retryDelayMs / 1000} s later by @Retry (no attempt cap); ${s.seconds} s on the virtual clock`,
     table(
-      ['', 'peak/s note', 'ours', 'at t=150 note', 'ours', 'recovered note', 'ours', 'retries sent', 'budget denied', 'over ceiling', 'failed'],
+      [
+        '',
+        'peak/s note',
+        'ours',
+        'at t=150 note',
+        'ours',
+        'recovered note',
+        'ours',
+        'retries sent',
+        'budget denied',
+        'over ceiling',
+        'failed',
+      ],
       rows,
     ),
     `"retry, no budget": the note's callers send at most ${grouped(s.capacity * 10)} retries/s (its min(failed, CAPACITY * 10)); ours drop a retry past that ceiling too.`,
@@ -301,7 +316,10 @@ export function retryStormChart(result: RetryStormResult): string {
     title: 'retry-storm: load offered to a server that completes 100 requests/s',
     xLabel: 'time (s)',
     yLabel: 'requests reaching the server per second',
-    series: result.rows.map((r) => ({ label: `${r.label}: peak ${grouped(r.peak)}/s`, points: r.offered.slice(0, shown).map((y, t) => [t, y] as const) })),
+    series: result.rows.map((r) => ({
+      label: `${r.label}: peak ${grouped(r.peak)}/s`,
+      points: r.offered.slice(0, shown).map((y, t) => [t, y] as const),
+    })),
     lines: [{ y: s.capacity, label: `capacity ${s.capacity}/s` }],
     bands: [{ from: s.spikeFrom, to: s.spikeTo, label: `spike ${s.spikeRate}/s` }],
   });

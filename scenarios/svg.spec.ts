@@ -17,8 +17,22 @@ describe('svg chart writer', () => {
       xLabel: 'time (s)',
       yLabel: 'requests/s',
       series: [
-        { label: 'a', points: [[0, 1], [1, 5], [2, 3]] },
-        { label: 'b & c', points: [[0, 2], [2, 2]], dashed: true },
+        {
+          label: 'a',
+          points: [
+            [0, 1],
+            [1, 5],
+            [2, 3],
+          ],
+        },
+        {
+          label: 'b & c',
+          points: [
+            [0, 2],
+            [2, 2],
+          ],
+          dashed: true,
+        },
       ],
       lines: [{ y: 4, label: 'capacity' }],
       bands: [{ from: 1, to: 2, label: 'spike' }],

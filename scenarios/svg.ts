@@ -45,7 +45,10 @@ const MARGIN = { top: 48, right: 24, bottom: 52, left: 72 };
 
 /** Escapes text for an SVG text node or attribute. */
 export function escapeXml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c] as string);
+  return text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c] as string,
+  );
 }
 
 /** Tick positions from 0 to at least `max`, on a 1/2/5 × 10^k step, about `count` of them. */

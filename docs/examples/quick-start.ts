@@ -30,7 +30,8 @@ export class PricingClient {
       signal: currentSignal(), // aborted when this attempt times out
       headers: deadlineHeaders(), // tells the pricing service how long we will wait
     });
-    if (!response.ok) throw Object.assign(new Error(`pricing answered ${response.status}`), { status: response.status });
+    if (!response.ok)
+      throw Object.assign(new Error(`pricing answered ${response.status}`), { status: response.status });
     return (await response.json()) as Quote;
   }
 

@@ -7,5 +7,6 @@ import { BulkheadConfigInput } from './bulkhead.config';
  * `BulkheadFullError`.
  */
 export function Bulkhead(name: string, overrides?: BulkheadConfigInput): MethodDecorator {
-  return (target, key, descriptor) => addLayer(target, key, descriptor, { kind: 'bulkhead', name, overrides, decorator: 'Bulkhead' });
+  return (target, key, descriptor) =>
+    addLayer(target, key, descriptor, { kind: 'bulkhead', name, overrides, decorator: 'Bulkhead' });
 }

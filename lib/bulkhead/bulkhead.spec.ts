@@ -40,7 +40,12 @@ describe('BulkheadPolicy', () => {
 
   it('admits 15 of 50 simultaneous calls with 5 permits and a queue of 10, rejecting 35 at once', async () => {
     const b = bulkhead(clock, { maxConcurrentCalls: 5, queueCapacity: 10, maxWaitDuration: 1000 });
-    const calls = Array.from({ length: 50 }, (_, i) => track(clock, b.execute(() => sleep(clock, 100).then(() => i))));
+    const calls = Array.from({ length: 50 }, (_, i) =>
+      track(
+        clock,
+        b.execute(() => sleep(clock, 100).then(() => i)),
+      ),
+    );
     await VirtualClock.settle();
 
     const rejected = calls.filter((c) => c.status === 'rejected');
@@ -62,7 +67,12 @@ describe('BulkheadPolicy', () => {
     const b = bulkhead(clock, { maxConcurrentCalls: 0, queueCapacity: 5, maxWaitDuration: 1000 });
     b.onCallRejected((e) => rejections.push(e.reason));
     let invoked = 0;
-    const calls = Array.from({ length: 3 }, () => track(clock, b.execute(async () => ++invoked)));
+    const calls = Array.from({ length: 3 }, () =>
+      track(
+        clock,
+        b.execute(async () => ++invoked),
+      ),
+    );
     await VirtualClock.settle();
     // Resilience4j would hold each caller for maxWaitDuration first; no permit can ever come, so refuse now.
     expect(calls.map((c) => [c.status, c.at])).toEqual([
@@ -77,7 +87,12 @@ describe('BulkheadPolicy', () => {
 
   it('queues up to maxConcurrentCalls callers when queueCapacity is not set', async () => {
     const b = bulkhead(clock, { maxConcurrentCalls: 2, maxWaitDuration: 1000 });
-    const calls = Array.from({ length: 6 }, () => track(clock, b.execute(() => sleep(clock, 10))));
+    const calls = Array.from({ length: 6 }, () =>
+      track(
+        clock,
+        b.execute(() => sleep(clock, 10)),
+      ),
+    );
     await VirtualClock.settle();
     expect(calls.filter((c) => c.status === 'rejected')).toHaveLength(2);
     expect(b.metrics.queueDepth).toBe(2);
@@ -87,7 +102,10 @@ describe('BulkheadPolicy', () => {
 
   it('refuses at once when all permits are taken and maxWaitDuration is 0, whatever the queue capacity', async () => {
     const b = bulkhead(clock, { maxConcurrentCalls: 1, queueCapacity: 10 });
-    const first = track(clock, b.execute(() => sleep(clock, 100)));
+    const first = track(
+      clock,
+      b.execute(() => sleep(clock, 100)),
+    );
     await expect(b.execute(() => 'never')).rejects.toMatchObject({ reason: 'queue-full', instance: 'reports' });
     expect(b.metrics.queueDepth).toBe(0);
     await clock.advance(100);
@@ -96,8 +114,14 @@ describe('BulkheadPolicy', () => {
 
   it('gives up waiting after maxWaitDuration with a wait-timeout error that suggests retrying after that long', async () => {
     const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 100 });
-    const holder = track(clock, b.execute(() => sleep(clock, 1000)));
-    const waiter = track(clock, b.execute(() => 'late'));
+    const holder = track(
+      clock,
+      b.execute(() => sleep(clock, 1000)),
+    );
+    const waiter = track(
+      clock,
+      b.execute(() => 'late'),
+    );
     await clock.advance(99);
     expect(waiter.status).toBe('pending');
     expect(b.metrics.queueDepth).toBe(1);
@@ -154,8 +178,14 @@ describe('BulkheadPolicy', () => {
 
   it('passes a released permit straight to a waiter after a failure, and never releases twice', async () => {
     const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
-    const failing = track(clock, b.execute(() => sleep(clock, 10).then(() => Promise.reject(new Error('boom')))));
-    const waiting = track(clock, b.execute(() => sleep(clock, 10).then(() => 'ok')));
+    const failing = track(
+      clock,
+      b.execute(() => sleep(clock, 10).then(() => Promise.reject(new Error('boom')))),
+    );
+    const waiting = track(
+      clock,
+      b.execute(() => sleep(clock, 10).then(() => 'ok')),
+    );
     await clock.advance(10);
     expect(failing.status).toBe('rejected');
     expect(b.metrics).toEqual({ availableConcurrentCalls: 0, maxAllowedConcurrentCalls: 1, queueDepth: 0 });
@@ -174,11 +204,17 @@ describe('BulkheadPolicy', () => {
       const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
       const limiter = new TimeLimiter('reports', { timeoutDuration: 1000, cancelRunningFuture: true }, clock);
       // An earlier quick call leaves the limiter's shared timer armed for t=1000, so it re-arms for the waiter after the bulkhead's timer.
-      const quick = track(clock, limiter.execute(() => sleep(clock, 10)));
+      const quick = track(
+        clock,
+        limiter.execute(() => sleep(clock, 10)),
+      );
       void b.execute(() => sleep(clock, 5000));
       await clock.advance(500);
       expect(quick.status).toBe('fulfilled');
-      const waiter = track(clock, limiter.execute(() => b.execute(() => 'late')));
+      const waiter = track(
+        clock,
+        limiter.execute(() => b.execute(() => 'late')),
+      );
       await clock.advance(1000);
       expect(waiter.error).toBeInstanceOf(BulkheadFullError);
       expect(waiter.error).toMatchObject({ reason: 'wait-timeout', instance: 'reports' });
@@ -186,11 +222,14 @@ describe('BulkheadPolicy', () => {
       await clock.advance(5000);
     });
 
-    it('a wait cut short by the attempt\'s time limit is the limiter\'s TimeoutExceededError', async () => {
+    it("a wait cut short by the attempt's time limit is the limiter's TimeoutExceededError", async () => {
       const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 5000 });
       const limiter = new TimeLimiter('reports', { timeoutDuration: 1000, cancelRunningFuture: true }, clock);
       void b.execute(() => sleep(clock, 5000));
-      const waiter = track(clock, limiter.execute(() => b.execute(() => 'late')));
+      const waiter = track(
+        clock,
+        limiter.execute(() => b.execute(() => 'late')),
+      );
       await clock.advance(1000);
       expect(waiter.error).toBeInstanceOf(TimeoutExceededError);
       expect(b.metrics.queueDepth).toBe(0);
@@ -201,9 +240,15 @@ describe('BulkheadPolicy', () => {
   describe('with a request context', () => {
     it('leaves the queue with DeadlineExceededError when the deadline comes before maxWaitDuration', async () => {
       const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
-      const holder = track(clock, b.execute(() => sleep(clock, 500)));
+      const holder = track(
+        clock,
+        b.execute(() => sleep(clock, 500)),
+      );
       const ctx = new ResilienceContext(clock, clock.now() + 50);
-      const waiter = track(clock, contextStorage.run(ctx, () => b.execute(() => 'late')));
+      const waiter = track(
+        clock,
+        contextStorage.run(ctx, () => b.execute(() => 'late')),
+      );
       await clock.advance(49);
       expect(waiter.status).toBe('pending');
 
@@ -222,7 +267,9 @@ describe('BulkheadPolicy', () => {
       const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
       void b.execute(() => sleep(clock, 100));
       const ctx = new ResilienceContext(clock, clock.now());
-      await expect(contextStorage.run(ctx, () => b.execute(() => 'late'))).rejects.toBeInstanceOf(DeadlineExceededError);
+      await expect(contextStorage.run(ctx, () => b.execute(() => 'late'))).rejects.toBeInstanceOf(
+        DeadlineExceededError,
+      );
       expect(b.metrics.queueDepth).toBe(0);
       await clock.advance(100);
     });
@@ -231,7 +278,10 @@ describe('BulkheadPolicy', () => {
       const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
       void b.execute(() => sleep(clock, 500));
       const ctx = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
-      const waiter = track(clock, contextStorage.run(ctx, () => b.execute(() => 'late')));
+      const waiter = track(
+        clock,
+        contextStorage.run(ctx, () => b.execute(() => 'late')),
+      );
       await clock.advance(10);
       expect(b.metrics.queueDepth).toBe(1);
 
@@ -249,7 +299,10 @@ describe('BulkheadPolicy', () => {
       const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
       void b.execute(() => sleep(clock, 500));
       const ctx = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
-      const waiter = track(clock, contextStorage.run(ctx, () => b.execute(() => 'late')));
+      const waiter = track(
+        clock,
+        contextStorage.run(ctx, () => b.execute(() => 'late')),
+      );
       await VirtualClock.settle();
       ctx.abort(new DeadlineExceededError('deadline'));
       await VirtualClock.settle();
@@ -288,8 +341,14 @@ describe('BulkheadPolicy', () => {
       b.onCallFinished((e) => finished.push(e));
 
       const holder = b.execute(() => sleep(clock, 200));
-      const timedOut = track(clock, b.execute(() => 'late'));
-      const refused = track(clock, b.execute(() => 'refused'));
+      const timedOut = track(
+        clock,
+        b.execute(() => 'late'),
+      );
+      const refused = track(
+        clock,
+        b.execute(() => 'refused'),
+      );
       await clock.advance(200);
       await holder;
 

@@ -422,7 +422,10 @@ export class CircuitBreakerPolicy implements Policy {
 
   /** Gives back a permission whose call will not be recorded (it matters only for HALF_OPEN trial permits). */
   releasePermission(): void {
-    if (this.currentState === 'HALF_OPEN' && this.halfOpenPermits < this.settings.permittedNumberOfCallsInHalfOpenState) {
+    if (
+      this.currentState === 'HALF_OPEN' &&
+      this.halfOpenPermits < this.settings.permittedNumberOfCallsInHalfOpenState
+    ) {
       this.halfOpenPermits++;
     }
   }
@@ -487,7 +490,8 @@ export class CircuitBreakerPolicy implements Policy {
   reset(): void {
     const from = this.currentState;
     this.enter('CLOSED');
-    if (from !== 'CLOSED' && this.transitionEvents?.active) this.transitionEvents.emit({ name: this.name, from, to: 'CLOSED' });
+    if (from !== 'CLOSED' && this.transitionEvents?.active)
+      this.transitionEvents.emit({ name: this.name, from, to: 'CLOSED' });
     if (this.resetEvents?.active) this.resetEvents.emit({ name: this.name });
   }
 
@@ -502,7 +506,9 @@ export class CircuitBreakerPolicy implements Policy {
     if (error instanceof TimeoutExceededError) return FAILURE;
     if (!this.recordExceptions.empty) return this.recordExceptions.matches(error) ? FAILURE : SUCCESS;
     const status = httpStatusOf(error);
-    return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429 ? SUCCESS : FAILURE;
+    return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429
+      ? SUCCESS
+      : FAILURE;
   }
 
   private classifyResult(result: unknown): Outcome {
@@ -603,7 +609,11 @@ export class CircuitBreakerPolicy implements Policy {
       );
     }
     if (settings.enableRandomizedWait) {
-      return randomizedInterval(Math.floor(settings.waitDurationInOpenState), settings.randomizedWaitFactor, this.random);
+      return randomizedInterval(
+        Math.floor(settings.waitDurationInOpenState),
+        settings.randomizedWaitFactor,
+        this.random,
+      );
     }
     return settings.waitDurationInOpenState;
   }

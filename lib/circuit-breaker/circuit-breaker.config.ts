@@ -142,10 +142,19 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
   check(config, place) {
     if (config.enableExponentialBackoff && config.enableRandomizedWait) {
       // As Resilience4j's Spring configuration: one open-state interval function or the other.
-      throw new Error(INVALID_VALUE(place, 'enableRandomizedWait', 'false when enableExponentialBackoff is true', true));
+      throw new Error(
+        INVALID_VALUE(place, 'enableRandomizedWait', 'false when enableExponentialBackoff is true', true),
+      );
     }
     if (config.slidingWindowType === 'TIME_BASED' && config.slidingWindowSize > 3600) {
-      throw new Error(INVALID_VALUE(place, 'slidingWindowSize', 'at most 3600 seconds for a TIME_BASED window', config.slidingWindowSize));
+      throw new Error(
+        INVALID_VALUE(
+          place,
+          'slidingWindowSize',
+          'at most 3600 seconds for a TIME_BASED window',
+          config.slidingWindowSize,
+        ),
+      );
     }
   },
 };

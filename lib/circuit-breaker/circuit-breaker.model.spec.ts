@@ -98,7 +98,8 @@ class ReferenceModel {
   complete(call: ModelCall): void {
     if (this.state === 'DISABLED' || call.incarnation !== this.incarnation) return;
     if (call.ending === 'ignored') {
-      if (this.state === 'HALF_OPEN') this.permits = Math.min(this.permits + 1, this.s.permittedNumberOfCallsInHalfOpenState);
+      if (this.state === 'HALF_OPEN')
+        this.permits = Math.min(this.permits + 1, this.s.permittedNumberOfCallsInHalfOpenState);
       return;
     }
     const window = this.window;
@@ -141,7 +142,10 @@ class ReferenceModel {
       return true;
     }
     const to = targets[action];
-    const forbidden = to === 'HALF_OPEN' ? this.state === 'CLOSED' || this.state === 'METRICS_ONLY' : to === 'OPEN' && this.state === 'METRICS_ONLY';
+    const forbidden =
+      to === 'HALF_OPEN'
+        ? this.state === 'CLOSED' || this.state === 'METRICS_ONLY'
+        : to === 'OPEN' && this.state === 'METRICS_ONLY';
     if (forbidden) return false;
     this.moveTo(to);
     return true;
@@ -187,7 +191,9 @@ class ReferenceModel {
     else if (state !== 'HALF_OPEN') this.opened = 0;
     if (state === 'OPEN') {
       const grown = this.s.waitDurationInOpenState * MULTIPLIER ** (this.opened - 1);
-      const wait = this.s.enableExponentialBackoff ? Math.min(grown, this.s.exponentialMaxWaitDurationInOpenState) : this.s.waitDurationInOpenState;
+      const wait = this.s.enableExponentialBackoff
+        ? Math.min(grown, this.s.exponentialMaxWaitDurationInOpenState)
+        : this.s.waitDurationInOpenState;
       this.openUntil = this.now + wait;
     }
     if (state === 'HALF_OPEN') {
@@ -292,7 +298,11 @@ describe('CircuitBreakerPolicy against a reference model', () => {
     await fc.assert(
       fc.asyncProperty(settings, fc.array(op, { minLength: 1, maxLength: 80 }), async (s, ops) => {
         const clock = new VirtualClock();
-        const cb = new CircuitBreakerPolicy('model', { ...CIRCUIT_BREAKER_SCHEMA.defaults, exponentialBackoffMultiplier: MULTIPLIER, ...s }, clock);
+        const cb = new CircuitBreakerPolicy(
+          'model',
+          { ...CIRCUIT_BREAKER_SCHEMA.defaults, exponentialBackoffMultiplier: MULTIPLIER, ...s },
+          clock,
+        );
         cb.onStateTransition((e) => seen.add(`${e.from}->${e.to}`));
         cb.onCallNotPermitted((e) => seen.add(`refused in ${e.state}`));
         const model = new ReferenceModel(s);

@@ -70,7 +70,8 @@ class GuardedSubscription<T> implements Observer<T>, Unsubscribable {
     if (this.ended) return;
     this.ended = true;
     this.inner?.unsubscribe();
-    if (this.firstValueAt !== undefined) this.breaker.recordCall(this.epoch, this.startedAt, false, this.last, this.firstValueAt);
+    if (this.firstValueAt !== undefined)
+      this.breaker.recordCall(this.epoch, this.startedAt, false, this.last, this.firstValueAt);
     else this.breaker.releasePermission();
   }
 }

@@ -130,7 +130,12 @@ describe('CircuitBreakerPolicy', () => {
       const { cb } = setup({ slidingWindowSize: 10, minimumNumberOfCalls: 5 });
       for (let i = 0; i < 4; i++) await fail(cb);
       expect(cb.state).toBe('CLOSED');
-      expect(cb.metrics).toMatchObject({ failureRate: -1, slowCallRate: -1, numberOfBufferedCalls: 4, numberOfFailedCalls: 4 });
+      expect(cb.metrics).toMatchObject({
+        failureRate: -1,
+        slowCallRate: -1,
+        numberOfBufferedCalls: 4,
+        numberOfFailedCalls: 4,
+      });
       await fail(cb);
       expect(cb.state).toBe('OPEN');
       expect(cb.metrics.failureRate).toBe(100);
@@ -405,7 +410,11 @@ describe('CircuitBreakerPolicy', () => {
     });
 
     it('returns the permit of a trial that ends with an ignored error', async () => {
-      const { cb, clock } = setup({ ...halfOpen, permittedNumberOfCallsInHalfOpenState: 1, ignoreExceptions: [BusinessError] });
+      const { cb, clock } = setup({
+        ...halfOpen,
+        permittedNumberOfCallsInHalfOpenState: 1,
+        ignoreExceptions: [BusinessError],
+      });
       await toHalfOpen(cb, clock);
       const trial = start(cb);
       await refused(cb);
@@ -524,7 +533,11 @@ describe('CircuitBreakerPolicy', () => {
       await fail(cb, new BusinessError('no such user'));
       expect(cb.metrics.numberOfBufferedCalls).toBe(0);
       await fail(cb, new Error('not listed'));
-      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 1, numberOfSuccessfulCalls: 1, numberOfFailedCalls: 0 });
+      expect(cb.metrics).toMatchObject({
+        numberOfBufferedCalls: 1,
+        numberOfSuccessfulCalls: 1,
+        numberOfFailedCalls: 0,
+      });
       await fail(cb, new IoError('listed'));
       expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 2, numberOfFailedCalls: 1 });
       expect(events).toEqual(['ignored:no such user', 'success', 'error']);
@@ -554,7 +567,11 @@ describe('CircuitBreakerPolicy', () => {
         await fail(cb, error);
         expect([error, cb.metrics.numberOfFailedCalls - before]).toEqual([error, expected === 'failure' ? 1 : 0]);
       }
-      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 9, numberOfSuccessfulCalls: 3, numberOfFailedCalls: 6 });
+      expect(cb.metrics).toMatchObject({
+        numberOfBufferedCalls: 9,
+        numberOfSuccessfulCalls: 3,
+        numberOfFailedCalls: 6,
+      });
     });
 
     it('ignores BulkheadFullError by default, and counts it when recordExceptions names it', async () => {
@@ -694,7 +711,9 @@ describe('CircuitBreakerPolicy', () => {
       'manual transition %s -> %s follows CircuitBreaker.StateTransition',
       (from, to) => {
         const cb = inState(from);
-        const illegal = (from === 'CLOSED' && to === 'HALF_OPEN') || (from === 'METRICS_ONLY' && (to === 'OPEN' || to === 'HALF_OPEN'));
+        const illegal =
+          (from === 'CLOSED' && to === 'HALF_OPEN') ||
+          (from === 'METRICS_ONLY' && (to === 'OPEN' || to === 'HALF_OPEN'));
         if (!illegal) {
           moveTo(cb, to);
           expect(cb.state).toBe(to);
@@ -786,7 +805,11 @@ describe('CircuitBreakerPolicy', () => {
     });
 
     it('counts a manual transitionToOpenState() on OPEN as the next attempt, as Resilience4j', async () => {
-      const { cb } = setup({ waitDurationInOpenState: 1000, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2 });
+      const { cb } = setup({
+        waitDurationInOpenState: 1000,
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 2,
+      });
       cb.transitionToOpenState();
       cb.transitionToOpenState();
       cb.transitionToOpenState();
@@ -850,17 +873,23 @@ describe('CircuitBreakerPolicy', () => {
       expect(seen).toEqual(['OPEN->HALF_OPEN', 'HALF_OPEN->OPEN']);
     });
 
-    it.each(['HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'] as const)('starts in %s; reset() closes it', (initialState) => {
-      const { cb } = setup({ initialState });
-      expect(cb.state).toBe(initialState);
-      cb.reset();
-      expect(cb.state).toBe('CLOSED');
-    });
+    it.each(['HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'] as const)(
+      'starts in %s; reset() closes it',
+      (initialState) => {
+        const { cb } = setup({ initialState });
+        expect(cb.state).toBe(initialState);
+        cb.reset();
+        expect(cb.state).toBe('CLOSED');
+      },
+    );
   });
 
   describe('transitionToStateAfterWaitDuration', () => {
     it('moves HALF_OPEN to CLOSED when maxWaitDurationInHalfOpenState runs out, if so configured', async () => {
-      const { cb, clock } = setup({ maxWaitDurationInHalfOpenState: 1000, transitionToStateAfterWaitDuration: 'CLOSED' });
+      const { cb, clock } = setup({
+        maxWaitDurationInHalfOpenState: 1000,
+        transitionToStateAfterWaitDuration: 'CLOSED',
+      });
       const seen = transitions(cb);
       cb.transitionToOpenState();
       cb.transitionToHalfOpenState();
@@ -951,7 +980,11 @@ describe('CircuitBreakerPolicy', () => {
       expect(cb.tryAcquirePermission()).toBe(false);
       expect(() => cb.acquirePermission()).toThrow(CallNotPermittedError);
       cb.transitionToHalfOpenState();
-      expect([cb.tryAcquirePermission(), cb.tryAcquirePermission(), cb.tryAcquirePermission()]).toEqual([true, true, false]);
+      expect([cb.tryAcquirePermission(), cb.tryAcquirePermission(), cb.tryAcquirePermission()]).toEqual([
+        true,
+        true,
+        false,
+      ]);
       cb.releasePermission();
       expect(cb.tryAcquirePermission()).toBe(true);
       expect(cb.metrics.numberOfNotPermittedCalls).toBe(1);

@@ -19,11 +19,16 @@ const SPRING_DEFAULTS: ReadonlyArray<readonly [PolicyKind, string, number]> = [
  * @param sections the raw policy sections, by layer
  * @param order the module's layer order
  */
-export function orderFromAspectOrders(sections: Partial<Record<PolicyKind, unknown>>, order: readonly PolicyKind[]): PolicyKind[] | undefined {
+export function orderFromAspectOrders(
+  sections: Partial<Record<PolicyKind, unknown>>,
+  order: readonly PolicyKind[],
+): PolicyKind[] | undefined {
   let given = false;
   const ranked = SPRING_DEFAULTS.map(([layer, key, fallback], index) => {
     const section = sections[layer];
-    const found = isPlainObject(section) ? Object.keys(section).find((k) => findKey(k, [key]) !== undefined) : undefined;
+    const found = isPlainObject(section)
+      ? Object.keys(section).find((k) => findKey(k, [key]) !== undefined)
+      : undefined;
     const raw = found === undefined ? undefined : Number((section as Record<string, unknown>)[found]);
     if (raw !== undefined && Number.isFinite(raw)) given = true;
     return { layer, rank: raw !== undefined && Number.isFinite(raw) ? raw : fallback, index };

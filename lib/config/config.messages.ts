@@ -59,7 +59,12 @@ export const THREAD_POOL_BULKHEAD_MAPPED = (names: readonly string[]): string =>
   `${PREFIX}: thread-pool-bulkhead instance(s) ${names.map((n) => `'${n}'`).join(', ')} run as bulkheads on the event loop (no thread pool in Node): max-thread-pool-size -> maxConcurrentCalls, queue-capacity -> queueCapacity; queued calls wait until a permit frees up, their time limit fires or their deadline passes; use them with @Bulkhead(name)`;
 
 /** An exception list naming Java classes that nothing in a Node process throws. */
-export const UNMATCHED_EXCEPTIONS = (place: ConfigPlace, key: string, names: readonly string[], consequence: string | undefined): string =>
+export const UNMATCHED_EXCEPTIONS = (
+  place: ConfigPlace,
+  key: string,
+  names: readonly string[],
+  consequence: string | undefined,
+): string =>
   `${PREFIX}: ${place}: '${key}' names ${names.map((n) => `'${n}'`).join(', ')}, which no Node error stands for (only an error class of the same simple name would match)${
     consequence === undefined ? '' : `; as listed, ${consequence}`
   }`;
@@ -81,10 +86,12 @@ export const NOT_A_SPRING_DOCUMENT = (reason: string): string =>
   `${PREFIX}: fromSpringConfig: the text is not an application.yml document: ${reason}`;
 
 /** An unknown key holding settings: most likely the tail of a dotted instance name. */
-export const DOTTED_NAME_HINT = "; dotted names are split as Spring splits them: write a dotted instance name in brackets, e.g. '[payments.v2]'";
+export const DOTTED_NAME_HINT =
+  "; dotted names are split as Spring splits them: write a dotted instance name in brackets, e.g. '[payments.v2]'";
 
 /** A whole Spring document passed where the `resilience4j` block was expected. */
-export const WHOLE_DOCUMENT_HINT = ' (a whole application.yml goes through fromSpringConfig(document), which takes its resilience4j part)';
+export const WHOLE_DOCUMENT_HINT =
+  ' (a whole application.yml goes through fromSpringConfig(document), which takes its resilience4j part)';
 
 export const UNKNOWN_INSTANCE = (policy: string, name: string, where: string): string =>
   `${PREFIX}: ${where} uses ${policy} instance '${name}', which is not declared and 'strict' is true`;
@@ -114,7 +121,10 @@ function suggest(key: string, known: readonly string[]): string {
 }
 
 function inStyleOf(written: string, camel: string): string {
-  const words = camel.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(' ');
+  const words = camel
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(' ');
   if (written.includes('-')) return words.join('-');
   if (written.includes('_')) return written === written.toUpperCase() ? words.join('_').toUpperCase() : words.join('_');
   return camel;

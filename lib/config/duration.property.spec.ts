@@ -60,7 +60,10 @@ describe('parseDuration (properties)', () => {
         (d, h, m, s, lower) => {
           const time = `${h === null ? '' : `${h}H`}${m === null ? '' : `${m}M`}${s === null ? '' : `${s}S`}`;
           const text = `P${d === null ? '' : `${d}D`}${time === '' ? '' : `T${time}`}`;
-          const expected = d === null && time === '' ? undefined : ((d ?? 0) * 86_400 + (h ?? 0) * 3600 + (m ?? 0) * 60 + (s ?? 0)) * 1000;
+          const expected =
+            d === null && time === ''
+              ? undefined
+              : ((d ?? 0) * 86_400 + (h ?? 0) * 3600 + (m ?? 0) * 60 + (s ?? 0)) * 1000;
           expect(parseDuration(lower ? text.toLowerCase() : text)).toBe(expected);
         },
       ),

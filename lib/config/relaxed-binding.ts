@@ -116,14 +116,17 @@ function mergeValues(existing: unknown, value: unknown, where: string): unknown 
   if (existing === undefined) return value;
   if (isMergeable(existing) && isMergeable(value)) {
     const out = existing as Record<string, unknown>;
-    for (const [key, v] of Object.entries(value as Record<string, unknown>)) setOwn(out, key, mergeValues(ownValue(out, key), v, `${where}.${key}`));
+    for (const [key, v] of Object.entries(value as Record<string, unknown>))
+      setOwn(out, key, mergeValues(ownValue(out, key), v, `${where}.${key}`));
     return out;
   }
   throw new Error(DUPLICATE_PROPERTY(where));
 }
 
 function isMergeable(value: unknown): boolean {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) && (isPlainObject(value) || INDEXED in value);
+  return (
+    value !== null && typeof value === 'object' && !Array.isArray(value) && (isPlainObject(value) || INDEXED in value)
+  );
 }
 
 function finishLists(node: Record<string, unknown>, path: string): Record<string, unknown> {
@@ -132,9 +135,15 @@ function finishLists(node: Record<string, unknown>, path: string): Record<string
       const indexed = finishLists(value as Record<string, unknown>, `${path}.${key}`);
       const keys = Object.keys(indexed);
       if (!keys.every((k, i) => k === String(i))) {
-        throw new Error(INVALID_VALUE(path === '' ? 'options' : path, key, 'a list indexed from [0] without gaps', keys));
+        throw new Error(
+          INVALID_VALUE(path === '' ? 'options' : path, key, 'a list indexed from [0] without gaps', keys),
+        );
       }
-      setOwn(node, key, keys.map((k) => indexed[k]));
+      setOwn(
+        node,
+        key,
+        keys.map((k) => indexed[k]),
+      );
     } else if (isPlainObject(value)) finishLists(value, `${path}.${key}`);
   }
   return node;

@@ -6,10 +6,12 @@
  * Keys are in camelCase; lookups use Spring's relaxed form.
  */
 
-const EVENT_BUFFER = 'events reach subscribers as they happen (registry onStateTransition, onRetry, ...) and the events endpoint keeps its own journal; no per-instance buffer is kept';
+const EVENT_BUFFER =
+  'events reach subscribers as they happen (registry onStateTransition, onRetry, ...) and the events endpoint keeps its own journal; no per-instance buffer is kept';
 const STACK_TRACES = 'errors always carry a stack trace';
 const JAVA_CLASS = (instead: string): string => `a Java class cannot be loaded in Node; ${instead}`;
-const TAGS = "series carry Resilience4j's labels only; to add labels such as 'application' to every series, use prom-client's registry.setDefaultLabels({ ... })";
+const TAGS =
+  "series carry Resilience4j's labels only; to add labels such as 'application' to every series, use prom-client's registry.setDefaultLabels({ ... })";
 const METRICS = "Prometheus series are turned on or off with the module option 'metrics'";
 const ASPECT_ORDER =
   "the order of the layers is the module option 'order' (default: idempotent, fallback, retry, circuitBreaker, rateLimiter, timeLimiter, bulkhead, which is Resilience4j's default aspect order)";
@@ -23,13 +25,16 @@ export const IGNORED_INSTANCE_PROPERTIES: Readonly<Record<string, Readonly<Recor
     recordExceptionPredicate: JAVA_CLASS('list error classes or names in recordExceptions instead'),
     ignoreExceptionPredicate: JAVA_CLASS('list error classes or names in ignoreExceptions instead'),
     recordResultPredicate: JAVA_CLASS('give recordResult: (result) => boolean in code instead'),
-    ignoreClassBindingExceptions: 'class names are never loaded here, so an unknown name cannot fail startup; a Java name with no Node equivalent is warned about instead',
+    ignoreClassBindingExceptions:
+      'class names are never loaded here, so an unknown name cannot fail startup; a Java name with no Node equivalent is warned about instead',
   },
   retry: {
     eventConsumerBufferSize: EVENT_BUFFER,
     writableStackTraceEnabled: STACK_TRACES,
     intervalFunction: JAVA_CLASS('waits follow waitDuration, exponential backoff, randomized wait and jitter'),
-    intervalBiFunction: JAVA_CLASS('waits follow waitDuration, exponential backoff, randomized wait and jitter (and a Retry-After the error carries)'),
+    intervalBiFunction: JAVA_CLASS(
+      'waits follow waitDuration, exponential backoff, randomized wait and jitter (and a Retry-After the error carries)',
+    ),
     retryExceptionPredicate: JAVA_CLASS('list error classes or names in retryExceptions and ignoreExceptions instead'),
     resultPredicate: JAVA_CLASS('give retryOnResult: (result) => boolean in code instead'),
     consumeResultBeforeRetryAttempt: JAVA_CLASS('there is no hook between a result and its retry'),
@@ -42,9 +47,12 @@ export const IGNORED_INSTANCE_PROPERTIES: Readonly<Record<string, Readonly<Recor
   threadPoolBulkhead: {
     eventConsumerBufferSize: EVENT_BUFFER,
     writableStackTraceEnabled: STACK_TRACES,
-    coreThreadPoolSize: 'Node has no thread pool to size: only max-thread-pool-size counts (as the number of calls running at once)',
+    coreThreadPoolSize:
+      'Node has no thread pool to size: only max-thread-pool-size counts (as the number of calls running at once)',
     keepAliveDuration: 'Node has no pool threads to keep alive',
-    contextPropagators: JAVA_CLASS("the request context (deadline, abort signal) follows every call through AsyncLocalStorage"),
+    contextPropagators: JAVA_CLASS(
+      'the request context (deadline, abort signal) follows every call through AsyncLocalStorage',
+    ),
   },
   timeLimiter: {
     eventConsumerBufferSize: EVENT_BUFFER,
@@ -69,14 +77,16 @@ export const IGNORED_SECTION_PROPERTIES: Readonly<Record<string, Readonly<Record
 /** Sections of `resilience4j` with no equivalent here. */
 export const IGNORED_SECTIONS: Readonly<Record<string, string>> = {
   scheduled: "timers run on Node's event loop; there is no scheduled executor to size or to propagate context through",
-  micrometer: "there is no @Timer decorator; call durations are in resilience4j_circuitbreaker_calls_seconds, with buckets set by the module option 'metrics'",
+  micrometer:
+    "there is no @Timer decorator; call durations are in resilience4j_circuitbreaker_calls_seconds, with buckets set by the module option 'metrics'",
   thread: "calls run on Node's event loop: there are no platform or virtual threads to choose between",
 };
 
 /** Resilience4j 0.x (and early 1.x) properties, with the 2.x property that replaced each. */
 export const LEGACY_PROPERTIES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   circuitBreaker: {
-    ringBufferSizeInClosedState: "'sliding-window-size' (with 'sliding-window-type: COUNT_BASED'; set 'minimum-number-of-calls' to the same number for 0.x behaviour)",
+    ringBufferSizeInClosedState:
+      "'sliding-window-size' (with 'sliding-window-type: COUNT_BASED'; set 'minimum-number-of-calls' to the same number for 0.x behaviour)",
     ringBufferSizeInHalfOpenState: "'permitted-number-of-calls-in-half-open-state'",
     waitInterval: "'wait-duration-in-open-state'",
     waitDurationInOpenStateMillis: "'wait-duration-in-open-state' (a duration such as 10s)",
@@ -90,7 +100,8 @@ export const LEGACY_PROPERTIES: Readonly<Record<string, Readonly<Record<string, 
     maxWaitTime: "'max-wait-duration' (a duration such as 50ms)",
   },
   threadPoolBulkhead: {
-    threadPoolProperties: "the keys of 'thread-pool-properties' written directly on the instance ('max-thread-pool-size', 'queue-capacity', ...)",
+    threadPoolProperties:
+      "the keys of 'thread-pool-properties' written directly on the instance ('max-thread-pool-size', 'queue-capacity', ...)",
     keepAliveTime: "'keep-alive-duration'",
   },
   rateLimiter: {

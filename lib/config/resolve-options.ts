@@ -73,9 +73,13 @@ const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShed
  * accepted without effect. Accepts every shape Spring's relaxed binding
  * accepts: dotted keys at any depth, any case style, a `resilience4j` root.
  */
-export function resolveOptions(options: ResilienceModuleOptions | undefined, warn: (message: string) => void): ResolvedOptions {
+export function resolveOptions(
+  options: ResilienceModuleOptions | undefined,
+  warn: (message: string) => void,
+): ResolvedOptions {
   const given: unknown = options ?? {};
-  if (given === null || typeof given !== 'object' || Array.isArray(given)) throw new Error(NOT_AN_OBJECT('module options', given));
+  if (given === null || typeof given !== 'object' || Array.isArray(given))
+    throw new Error(NOT_AN_OBJECT('module options', given));
   const raw = hoistResilience4j(unflatten(given) as Record<string, unknown>);
   const sectionsRaw: Partial<Record<InstancePolicy, unknown>> = {};
   const plain: Record<string, unknown> = {};
@@ -85,34 +89,59 @@ export function resolveOptions(options: ResilienceModuleOptions | undefined, war
     const policy = findKey(rawKey, POLICY_NAMES);
     const key = findKey(rawKey, [...PLAIN_KEYS, ...EXTRA_SECTIONS]);
     if (policy !== undefined) {
-      if (sectionsRaw[policy] !== undefined) throw new Error(INVALID_VALUE('module options', rawKey, `given once (also given as another spelling of '${policy}')`, value));
+      if (sectionsRaw[policy] !== undefined)
+        throw new Error(
+          INVALID_VALUE('module options', rawKey, `given once (also given as another spelling of '${policy}')`, value),
+        );
       sectionsRaw[policy] = value;
     } else if (key !== undefined && PLAIN_KEYS.includes(key)) plain[key] = value;
     else if (key !== undefined) extras[key] = value;
     else if (findKey(rawKey, ['threadPoolBulkhead']) !== undefined) {
-      if (threadPoolRaw !== undefined) throw new Error(INVALID_VALUE('module options', rawKey, "given once (also given as another spelling of 'threadPoolBulkhead')", value));
+      if (threadPoolRaw !== undefined)
+        throw new Error(
+          INVALID_VALUE(
+            'module options',
+            rawKey,
+            "given once (also given as another spelling of 'threadPoolBulkhead')",
+            value,
+          ),
+        );
       threadPoolRaw = value;
-    }
-    else {
+    } else {
       const ignored = findKey(rawKey, Object.keys(IGNORED_SECTIONS));
       if (ignored === undefined) {
         const known = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...EXTRA_SECTIONS];
-        throw new Error(UNKNOWN_SECTION(rawKey, known) + (findKey(rawKey, SPRING_ROOTS) !== undefined ? WHOLE_DOCUMENT_HINT : ''));
+        throw new Error(
+          UNKNOWN_SECTION(rawKey, known) + (findKey(rawKey, SPRING_ROOTS) !== undefined ? WHOLE_DOCUMENT_HINT : ''),
+        );
       }
       warn(IGNORED_SECTION(rawKey, IGNORED_SECTIONS[ignored]));
     }
   }
   const sections = {} as { [P in InstancePolicy]: ResolvedSection<PolicyConfigs[P]> };
   for (const policy of POLICY_NAMES) {
-    (sections as Record<InstancePolicy, unknown>)[policy] = resolveSection(POLICY_SCHEMAS[policy] as PolicySchema<object>, sectionsRaw[policy], warn);
+    (sections as Record<InstancePolicy, unknown>)[policy] = resolveSection(
+      POLICY_SCHEMAS[policy] as PolicySchema<object>,
+      sectionsRaw[policy],
+      warn,
+    );
   }
-  if (threadPoolRaw !== undefined) sections.bulkhead = withThreadPoolBulkheads(sections.bulkhead, resolveSection(THREAD_POOL_BULKHEAD_SCHEMA, threadPoolRaw, warn), warn);
+  if (threadPoolRaw !== undefined)
+    sections.bulkhead = withThreadPoolBulkheads(
+      sections.bulkhead,
+      resolveSection(THREAD_POOL_BULKHEAD_SCHEMA, threadPoolRaw, warn),
+      warn,
+    );
   const order = readOrder(plain.order);
   const spring = orderFromAspectOrders(sectionsRaw, order);
   if (spring !== undefined) warn(ASPECT_ORDER_DIFFERS(spring, order));
   return {
     strict: readBoolean(plain.strict, 'strict'),
-    maxUndeclaredInstances: readPositiveInteger(plain.maxUndeclaredInstances, 'maxUndeclaredInstances', DEFAULT_MAX_UNDECLARED_INSTANCES),
+    maxUndeclaredInstances: readPositiveInteger(
+      plain.maxUndeclaredInstances,
+      'maxUndeclaredInstances',
+      DEFAULT_MAX_UNDECLARED_INSTANCES,
+    ),
     clock: readClock(plain.clock),
     random: readRandom(plain.random),
     order,
@@ -133,7 +162,10 @@ export function withSectionNames(raw: Record<string, unknown>): Record<string, u
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
     const name = findKey(key, names) ?? key;
-    if (Object.hasOwn(out, name)) throw new Error(INVALID_VALUE('module options', key, `given once (also given as another spelling of '${name}')`, value));
+    if (Object.hasOwn(out, name))
+      throw new Error(
+        INVALID_VALUE('module options', key, `given once (also given as another spelling of '${name}')`, value),
+      );
     out[name] = value;
   }
   return out;
@@ -166,7 +198,14 @@ function withThreadPoolBulkheads(
   const instances = new Map(bulkhead.instances);
   for (const [name, config] of threadPool.instances) {
     if (instances.has(name)) {
-      throw new Error(INVALID_VALUE(`threadPoolBulkhead instance '${name}'`, 'name', 'not also a bulkhead instance (@Bulkhead(name) would not know which to use)', name));
+      throw new Error(
+        INVALID_VALUE(
+          `threadPoolBulkhead instance '${name}'`,
+          'name',
+          'not also a bulkhead instance (@Bulkhead(name) would not know which to use)',
+          name,
+        ),
+      );
     }
     instances.set(name, Object.freeze(asBulkhead(config)));
   }
@@ -182,32 +221,43 @@ function readBoolean(value: unknown, key: string): boolean {
 
 function readPositiveInteger(value: unknown, key: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) throw new Error(INVALID_VALUE('module options', key, 'an integer >= 1', value));
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw new Error(INVALID_VALUE('module options', key, 'an integer >= 1', value));
   return value;
 }
 
 function readClock(value: unknown): Clock {
   if (value === undefined) return systemClock;
   const clock = value as Partial<Clock>;
-  if (typeof clock !== 'object' || typeof clock.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
-    throw new Error(INVALID_VALUE('module options', 'clock', 'an object with now(), setTimeout() and clearTimeout()', value));
+  if (
+    typeof clock !== 'object' ||
+    typeof clock.now !== 'function' ||
+    typeof clock.setTimeout !== 'function' ||
+    typeof clock.clearTimeout !== 'function'
+  ) {
+    throw new Error(
+      INVALID_VALUE('module options', 'clock', 'an object with now(), setTimeout() and clearTimeout()', value),
+    );
   }
   return value as Clock;
 }
 
 function readRandom(value: unknown): () => number {
   if (value === undefined) return Math.random;
-  if (typeof value !== 'function') throw new Error(INVALID_VALUE('module options', 'random', 'a function returning a number in [0, 1)', value));
+  if (typeof value !== 'function')
+    throw new Error(INVALID_VALUE('module options', 'random', 'a function returning a number in [0, 1)', value));
   return value as () => number;
 }
 
 function readOrder(value: unknown): readonly PolicyKind[] {
   if (value === undefined) return DEFAULT_ORDER;
   const expected = `a list naming each of ${DEFAULT_ORDER.map((k) => `'${k}'`).join(', ')} exactly once`;
-  if (!Array.isArray(value) || value.length !== DEFAULT_ORDER.length) throw new Error(INVALID_VALUE('module options', 'order', expected, value));
+  if (!Array.isArray(value) || value.length !== DEFAULT_ORDER.length)
+    throw new Error(INVALID_VALUE('module options', 'order', expected, value));
   const order = value.map((v) => (typeof v === 'string' ? (findKey(v, DEFAULT_ORDER) ?? v) : v));
   const known = new Set<unknown>(DEFAULT_ORDER);
-  if (new Set(order).size !== order.length || order.some((k) => !known.has(k))) throw new Error(INVALID_VALUE('module options', 'order', expected, value));
+  if (new Set(order).size !== order.length || order.some((k) => !known.has(k)))
+    throw new Error(INVALID_VALUE('module options', 'order', expected, value));
   return order as PolicyKind[];
 }
 
@@ -220,11 +270,13 @@ function readDeadline(value: unknown): ResolvedOptions['deadline'] {
   for (const [rawKey, v] of Object.entries(value)) {
     const key = findKey(rawKey, ['header', 'defaultBudget', 'maxBudget']);
     if (key === 'header') {
-      if (typeof v !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(v)) throw new Error(INVALID_VALUE('deadline options', rawKey, 'an HTTP header name', v));
+      if (typeof v !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(v))
+        throw new Error(INVALID_VALUE('deadline options', rawKey, 'an HTTP header name', v));
       header = v.toLowerCase();
     } else if (key === 'defaultBudget' || key === 'maxBudget') {
       const ms = parseDuration(v);
-      if (ms === undefined || ms === 0) throw new Error(INVALID_VALUE('deadline options', rawKey, 'a positive duration', v));
+      if (ms === undefined || ms === 0)
+        throw new Error(INVALID_VALUE('deadline options', rawKey, 'a positive duration', v));
       if (key === 'defaultBudget') defaultBudget = ms;
       else maxBudget = ms;
     } else throw new Error(UNKNOWN_KEY('deadline options', rawKey, ['header', 'defaultBudget', 'maxBudget']));

@@ -67,18 +67,38 @@ const BASE_CONFIG = 'baseConfig';
 const UNMATCHED_CONSEQUENCE: Readonly<Record<string, string>> = {
   recordExceptions: 'every error would count as a success, so the breaker would never open',
   ignoreExceptions: 'no error would be ignored',
-  retryExceptions: 'only the default retryable set (timeouts, connection errors, HTTP 429/502/503/504) would be retried',
+  retryExceptions:
+    'only the default retryable set (timeouts, connection errors, HTTP 429/502/503/504) would be retried',
 };
 
 /** Warns about the names of an exception list that stand for nothing in Node, and says what the list would do if none matches. */
-function checkExceptionNames(list: readonly ErrorClassOrName[], place: ConfigPlace, key: string, rawKey: string, warn: (message: string) => void): void {
+function checkExceptionNames(
+  list: readonly ErrorClassOrName[],
+  place: ConfigPlace,
+  key: string,
+  rawKey: string,
+  warn: (message: string) => void,
+): void {
   const foreign = list.filter((e): e is string => typeof e === 'string' && isForeignJavaName(e));
   if (foreign.length === 0) return;
-  warn(UNMATCHED_EXCEPTIONS(place, rawKey, foreign, foreign.length === list.length ? UNMATCHED_CONSEQUENCE[key] : undefined));
+  warn(
+    UNMATCHED_EXCEPTIONS(
+      place,
+      rawKey,
+      foreign,
+      foreign.length === list.length ? UNMATCHED_CONSEQUENCE[key] : undefined,
+    ),
+  );
 }
 
 /** A Resilience4j property with no effect here (one warning) or renamed since 0.x (an error); false when `rawKey` is neither. */
-function handleResilience4jKey(policy: string, rawKey: string, place: ConfigPlace, warn: (message: string) => void, table = IGNORED_INSTANCE_PROPERTIES): boolean {
+function handleResilience4jKey(
+  policy: string,
+  rawKey: string,
+  place: ConfigPlace,
+  warn: (message: string) => void,
+  table = IGNORED_INSTANCE_PROPERTIES,
+): boolean {
   const legacy = LEGACY_PROPERTIES[policy];
   const renamed = legacy && findKey(rawKey, Object.keys(legacy));
   if (renamed !== undefined) throw new Error(LEGACY_PROPERTY(place, rawKey, legacy[renamed]));
@@ -108,7 +128,8 @@ export function readPartial<T extends object>(
   for (const [rawKey, value] of Object.entries(raw)) {
     const key = findKey(rawKey, known);
     if (key === BASE_CONFIG) {
-      if (typeof value !== 'string' || value.length === 0) throw new Error(INVALID_VALUE(place, rawKey, 'a config name', value));
+      if (typeof value !== 'string' || value.length === 0)
+        throw new Error(INVALID_VALUE(place, rawKey, 'a config name', value));
       out.baseConfig = value;
       continue;
     }
@@ -121,7 +142,8 @@ export function readPartial<T extends object>(
       // Spring splits a dotted map key too, so 'payments.v2' arrives as instance 'payments' with a key 'v2'.
       throw new Error(UNKNOWN_KEY(place, rawKey, known) + (isPlainObject(value) ? DOTTED_NAME_HINT : ''));
     }
-    if (key in out) throw new Error(INVALID_VALUE(place, rawKey, `given once (also given as another spelling of '${key}')`, value));
+    if (key in out)
+      throw new Error(INVALID_VALUE(place, rawKey, `given once (also given as another spelling of '${key}')`, value));
     if (value === undefined) continue;
     const spec = fields[key];
     out[key] = readField(spec, value, place, rawKey);
@@ -144,7 +166,12 @@ function readField(spec: FieldSpec, value: unknown, place: ConfigPlace, key: str
     case 'integer': {
       const n = typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
       const range = spec.max === undefined ? `>= ${spec.min}` : `between ${spec.min} and ${spec.max}`;
-      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < spec.min || (spec.max !== undefined && n > spec.max)) {
+      if (
+        typeof n !== 'number' ||
+        !Number.isSafeInteger(n) ||
+        n < spec.min ||
+        (spec.max !== undefined && n > spec.max)
+      ) {
         return bad(`an integer ${range}`);
       }
       return n;
@@ -176,8 +203,16 @@ function readField(spec: FieldSpec, value: unknown, place: ConfigPlace, key: str
     }
     case 'errors': {
       // Spring binds a comma-separated string to a list.
-      const list = typeof value === 'string' ? value.split(',').filter((e) => e.trim() !== '') : typeof value === 'function' ? [value] : value;
-      if (!Array.isArray(list) || list.some((e) => !(typeof e === 'function' || (typeof e === 'string' && e.trim() !== '')))) {
+      const list =
+        typeof value === 'string'
+          ? value.split(',').filter((e) => e.trim() !== '')
+          : typeof value === 'function'
+            ? [value]
+            : value;
+      if (
+        !Array.isArray(list) ||
+        list.some((e) => !(typeof e === 'function' || (typeof e === 'string' && e.trim() !== '')))
+      ) {
         return bad('a list of error classes or class names');
       }
       return list.map((e) => (typeof e === 'string' ? e.trim() : e)) as ErrorClassOrName[];
@@ -229,7 +264,15 @@ export function resolveSection<T extends object>(
     if (!isPlainObject(value)) throw new Error(NOT_AN_OBJECT(`${schema.policy}.${rawKey}`, value));
     for (const [name, settings] of Object.entries(value)) {
       // 'backends' and 'limiters' are Resilience4j's older names of 'instances': one instance may not be in two of them.
-      if (target.has(name)) throw new Error(INVALID_VALUE(`${schema.policy} ${key === 'configs' ? 'config' : 'instance'} '${name}'`, rawKey, 'declared once (it is also under another of instances, backends, limiters)', settings));
+      if (target.has(name))
+        throw new Error(
+          INVALID_VALUE(
+            `${schema.policy} ${key === 'configs' ? 'config' : 'instance'} '${name}'`,
+            rawKey,
+            'declared once (it is also under another of instances, backends, limiters)',
+            settings,
+          ),
+        );
       target.set(name, settings);
     }
   }
@@ -246,7 +289,11 @@ export function resolveSection<T extends object>(
     const partial: Partial<T> & { baseConfig?: string } = partialConfigs.get(name) ?? {};
     const baseName = partial.baseConfig ?? (name === 'default' ? undefined : 'default');
     if (partial.baseConfig !== undefined && !partialConfigs.has(partial.baseConfig)) {
-      throw new Error(UNKNOWN_BASE_CONFIG(instancePlace(schema.policy, 'config', name), partial.baseConfig, [...partialConfigs.keys()]));
+      throw new Error(
+        UNKNOWN_BASE_CONFIG(instancePlace(schema.policy, 'config', name), partial.baseConfig, [
+          ...partialConfigs.keys(),
+        ]),
+      );
     }
     const base = baseName === undefined ? schema.defaults : resolveConfig(baseName, [...chain, name]);
     const merged = merge(base, partial);

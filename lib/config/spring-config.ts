@@ -27,7 +27,10 @@ import { resolveOptions, withSectionNames } from './resolve-options';
  */
 export function fromSpringConfig(document: object | string): ResilienceModuleOptions {
   const parsed = typeof document === 'string' ? parseText(document) : document;
-  if (!isPlainObject(parsed)) throw new Error(NOT_A_SPRING_DOCUMENT(`expected a map of properties, got ${Array.isArray(parsed) ? 'a list' : typeof parsed}`));
+  if (!isPlainObject(parsed))
+    throw new Error(
+      NOT_A_SPRING_DOCUMENT(`expected a map of properties, got ${Array.isArray(parsed) ? 'a list' : typeof parsed}`),
+    );
   const tree = unflatten(parsed) as Record<string, unknown>;
   const rootKey = Object.keys(tree).find((k) => canonicalKey(k) === 'resilience4j');
   if (rootKey === undefined) throw new Error(NO_RESILIENCE4J_PART(Object.keys(tree)));
@@ -44,12 +47,20 @@ function parseText(text: string): unknown {
   const documents = yaml.parseAllDocuments(text);
   const list = Array.isArray(documents) ? documents : [documents];
   for (const doc of list) if (doc.errors.length > 0) throw new Error(NOT_A_SPRING_DOCUMENT(doc.errors[0].message));
-  const active = (process.env.SPRING_PROFILES_ACTIVE ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+  const active = (process.env.SPRING_PROFILES_ACTIVE ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   let merged: Record<string, unknown> = {};
   for (const doc of list) {
     const value: unknown = doc.toJS();
     if (value === null || value === undefined) continue;
-    if (!isPlainObject(value)) throw new Error(NOT_A_SPRING_DOCUMENT(`a document is ${Array.isArray(value) ? 'a list' : `a ${typeof value}`}, not a map of properties`));
+    if (!isPlainObject(value))
+      throw new Error(
+        NOT_A_SPRING_DOCUMENT(
+          `a document is ${Array.isArray(value) ? 'a list' : `a ${typeof value}`}, not a map of properties`,
+        ),
+      );
     const tree = unflatten(value) as Record<string, unknown>;
     const profiles = profilesOf(tree);
     if (profiles === undefined || profiles.some((p) => active.includes(p))) merged = overlay(merged, tree);
@@ -59,7 +70,10 @@ function parseText(text: string): unknown {
 
 /** `key=value` lines (an application.properties file) rather than YAML. */
 function looksLikeProperties(text: string): boolean {
-  const lines = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith('!'));
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith('!'));
   return lines.length > 0 && lines.every((l) => /^[^\s:=]+\s*=/.test(l));
 }
 
@@ -119,7 +133,10 @@ function resolvePlaceholders(value: unknown, path: string, tree: Record<string, 
 
 function lookup(name: string, tree: Record<string, unknown>): string | undefined {
   // Spring's environment names: my.prop-name is also MY_PROP_NAME or MY_PROPNAME.
-  const env = process.env[name] ?? process.env[name.replace(/\./g, '_').toUpperCase()] ?? process.env[name.replace(/\./g, '_').replace(/-/g, '').toUpperCase()];
+  const env =
+    process.env[name] ??
+    process.env[name.replace(/\./g, '_').toUpperCase()] ??
+    process.env[name.replace(/\./g, '_').replace(/-/g, '').toUpperCase()];
   if (env !== undefined) return env;
   let node: unknown = tree;
   for (const segment of name.split('.')) node = child(node, segment);

@@ -33,7 +33,8 @@ export function Fallback(errors: ErrorClass | readonly ErrorClass[], handler: st
   return (target, key, descriptor) => {
     const where = `${(target as object).constructor?.name ?? 'anonymous'}.${String(key)}`;
     const list = Array.isArray(errors) ? errors : [errors];
-    if (list.length === 0 || list.some((e) => typeof e !== 'function')) throw new TypeError(FALLBACK_BAD_ERRORS(where, errors));
+    if (list.length === 0 || list.some((e) => typeof e !== 'function'))
+      throw new TypeError(FALLBACK_BAD_ERRORS(where, errors));
     if (!(typeof handler === 'function' || (typeof handler === 'string' && handler !== ''))) {
       throw new TypeError(FALLBACK_BAD_HANDLER(where, handler));
     }

@@ -43,7 +43,10 @@ describe('FallbackPolicy', () => {
 
   it('lets one handler cover an array of classes', async () => {
     const fallback = new FallbackPolicy('charge', [
-      { errors: [CardExpiredError, InsufficientFundsError], handler: (_args, error) => (error as Error).constructor.name },
+      {
+        errors: [CardExpiredError, InsufficientFundsError],
+        handler: (_args, error) => (error as Error).constructor.name,
+      },
     ]);
     await expect(fallback.call(failWith(new CardExpiredError()), [])).resolves.toBe('CardExpiredError');
     await expect(fallback.call(failWith(new InsufficientFundsError()), [])).resolves.toBe('InsufficientFundsError');
@@ -75,7 +78,9 @@ describe('FallbackPolicy', () => {
       },
       { errors: [InsufficientFundsError], handler: () => Promise.reject(new PaymentRefusedError('no funds')) },
     ]);
-    await expect(fallback.call(failWith(new CardExpiredError()), [])).rejects.toThrow(new PaymentRefusedError('card declined'));
+    await expect(fallback.call(failWith(new CardExpiredError()), [])).rejects.toThrow(
+      new PaymentRefusedError('card declined'),
+    );
     await expect(fallback.call(failWith(new InsufficientFundsError()), [])).rejects.toThrow(PaymentRefusedError);
   });
 

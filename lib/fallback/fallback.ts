@@ -110,7 +110,11 @@ export class FallbackPolicy implements Policy {
 
   /** Walks from the thrown class towards `Object`; the first class with a handler is the most specific. */
   private closest(proto: object): Choice | null {
-    for (let p: object | null = proto; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+    for (
+      let p: object | null = proto;
+      p !== null && p !== Object.prototype;
+      p = Object.getPrototypeOf(p) as object | null
+    ) {
       if (!Object.prototype.hasOwnProperty.call(p, 'constructor')) continue;
       const choice = this.declared.get((p as { constructor: unknown }).constructor);
       if (choice !== undefined) return choice;
@@ -122,6 +126,7 @@ export class FallbackPolicy implements Policy {
 /** A handler's answer as an Observable: its own values, a promise's value, or the value itself. */
 function answerOf(answer: unknown): Observable<unknown> {
   if (isObservable(answer)) return answer;
-  if (answer !== null && typeof (answer as PromiseLike<unknown> | undefined)?.then === 'function') return from(answer as PromiseLike<unknown>);
+  if (answer !== null && typeof (answer as PromiseLike<unknown> | undefined)?.then === 'function')
+    return from(answer as PromiseLike<unknown>);
   return of(answer);
 }

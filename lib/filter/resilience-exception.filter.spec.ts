@@ -8,7 +8,14 @@ function hostOf(type: string): ArgumentsHost {
   const refuse = () => {
     throw new Error(`the filter switched a ${type} context to HTTP`);
   };
-  return { getType: () => type, getArgs: () => [], getArgByIndex: () => undefined, switchToHttp: refuse, switchToRpc: refuse, switchToWs: refuse } as unknown as ArgumentsHost;
+  return {
+    getType: () => type,
+    getArgs: () => [],
+    getArgByIndex: () => undefined,
+    switchToHttp: refuse,
+    switchToRpc: refuse,
+    switchToWs: refuse,
+  } as unknown as ArgumentsHost;
 }
 
 describe('ResilienceExceptionFilter outside HTTP', () => {
@@ -37,8 +44,16 @@ describe('ResilienceExceptionFilter outside HTTP', () => {
   });
 
   it('gives a retryable kind without a hint the default delay, and a kind that is not retryable none', async () => {
-    await expect(firstValueFrom(filter.catch(new CallNotPermittedError('payments', 'FORCED_OPEN'), hostOf('rpc'))!)).rejects.toMatchObject({ retryAfterMs: 1000 });
-    const timeout = await firstValueFrom(filter.catch(new TimeoutExceededError('inventory', 2000), hostOf('rpc'))!).catch((e: unknown) => e);
-    expect(timeout).toEqual({ status: 'error', code: 'TIMEOUT_EXCEEDED', message: "TimeLimiter 'inventory' recorded a call that exceeded 2000ms" });
+    await expect(
+      firstValueFrom(filter.catch(new CallNotPermittedError('payments', 'FORCED_OPEN'), hostOf('rpc'))!),
+    ).rejects.toMatchObject({ retryAfterMs: 1000 });
+    const timeout = await firstValueFrom(
+      filter.catch(new TimeoutExceededError('inventory', 2000), hostOf('rpc'))!,
+    ).catch((e: unknown) => e);
+    expect(timeout).toEqual({
+      status: 'error',
+      code: 'TIMEOUT_EXCEEDED',
+      message: "TimeLimiter 'inventory' recorded a call that exceeded 2000ms",
+    });
   });
 });

@@ -24,7 +24,13 @@ describe('resilienceProblem', () => {
     const problem = resilienceProblem(new CustomError());
     expect(problem.status).toBe(500);
     expect(problem.headers).toEqual({ 'Content-Type': 'application/problem+json' });
-    expect(problem.body).toEqual({ type: 'about:blank', title: 'Internal Server Error', status: 500, detail: 'something custom', name: 'custom' });
+    expect(problem.body).toEqual({
+      type: 'about:blank',
+      title: 'Internal Server Error',
+      status: 500,
+      detail: 'something custom',
+      name: 'custom',
+    });
   });
 
   it('gives a subclass its parent kind answer through the shared code', () => {

@@ -49,21 +49,61 @@ const TYPE_BASE = 'https://resilience4nest.dev/problems/';
  * errors itself (an idempotency interceptor, for one).
  */
 export const RESILIENCE_PROBLEMS: Readonly<Record<ResilienceErrorCode, ResilienceProblem>> = Object.freeze({
-  CALL_NOT_PERMITTED: { status: 503, type: `${TYPE_BASE}call-not-permitted`, title: 'Call not permitted by circuit breaker', retryAfter: true },
+  CALL_NOT_PERMITTED: {
+    status: 503,
+    type: `${TYPE_BASE}call-not-permitted`,
+    title: 'Call not permitted by circuit breaker',
+    retryAfter: true,
+  },
   BULKHEAD_FULL: { status: 503, type: `${TYPE_BASE}bulkhead-full`, title: 'Bulkhead full', retryAfter: true },
   TIMEOUT_EXCEEDED: { status: 504, type: `${TYPE_BASE}timeout-exceeded`, title: 'Timeout exceeded', retryAfter: false },
-  DEADLINE_EXCEEDED: { status: 504, type: `${TYPE_BASE}deadline-exceeded`, title: 'Deadline exceeded', retryAfter: false },
+  DEADLINE_EXCEEDED: {
+    status: 504,
+    type: `${TYPE_BASE}deadline-exceeded`,
+    title: 'Deadline exceeded',
+    retryAfter: false,
+  },
   RATE_LIMITED: { status: 429, type: `${TYPE_BASE}rate-limited`, title: 'Rate limit exceeded', retryAfter: true },
   OVERLOADED: { status: 503, type: `${TYPE_BASE}overloaded`, title: 'Server overloaded', retryAfter: true },
-  IDEMPOTENCY_KEY_MISSING: { status: 400, type: `${TYPE_BASE}idempotency-key-missing`, title: 'Idempotency-Key missing or malformed', retryAfter: false },
-  IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, type: `${TYPE_BASE}idempotency-key-in-progress`, title: 'Request with this Idempotency-Key still in progress', retryAfter: true },
-  IDEMPOTENCY_KEY_REUSE: { status: 422, type: `${TYPE_BASE}idempotency-key-reuse`, title: 'Idempotency-Key reused with a different request', retryAfter: false },
-  IDEMPOTENCY_STORE_UNAVAILABLE: { status: 503, type: `${TYPE_BASE}idempotency-store-unavailable`, title: 'Idempotency store unavailable', retryAfter: true },
-  MAX_RETRIES_EXCEEDED: { status: 502, type: `${TYPE_BASE}max-retries-exceeded`, title: 'Retries exhausted', retryAfter: false },
+  IDEMPOTENCY_KEY_MISSING: {
+    status: 400,
+    type: `${TYPE_BASE}idempotency-key-missing`,
+    title: 'Idempotency-Key missing or malformed',
+    retryAfter: false,
+  },
+  IDEMPOTENCY_KEY_IN_PROGRESS: {
+    status: 409,
+    type: `${TYPE_BASE}idempotency-key-in-progress`,
+    title: 'Request with this Idempotency-Key still in progress',
+    retryAfter: true,
+  },
+  IDEMPOTENCY_KEY_REUSE: {
+    status: 422,
+    type: `${TYPE_BASE}idempotency-key-reuse`,
+    title: 'Idempotency-Key reused with a different request',
+    retryAfter: false,
+  },
+  IDEMPOTENCY_STORE_UNAVAILABLE: {
+    status: 503,
+    type: `${TYPE_BASE}idempotency-store-unavailable`,
+    title: 'Idempotency store unavailable',
+    retryAfter: true,
+  },
+  MAX_RETRIES_EXCEEDED: {
+    status: 502,
+    type: `${TYPE_BASE}max-retries-exceeded`,
+    title: 'Retries exhausted',
+    retryAfter: false,
+  },
 });
 
 /** The answer for a `ResilienceError` whose `code` is not in {@link RESILIENCE_PROBLEMS}. */
-const UNKNOWN_PROBLEM: ResilienceProblem = { status: 500, type: 'about:blank', title: 'Internal Server Error', retryAfter: false };
+const UNKNOWN_PROBLEM: ResilienceProblem = {
+  status: 500,
+  type: 'about:blank',
+  title: 'Internal Server Error',
+  retryAfter: false,
+};
 
 /** `Retry-After` in seconds when the error gives no hint. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 1;

@@ -88,7 +88,11 @@ export class HeldResponse {
           return response;
         }
         if (chunk !== undefined && chunk !== null && typeof chunk !== 'function') {
-          this.chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8') : Buffer.from(chunk as Uint8Array));
+          this.chunks.push(
+            typeof chunk === 'string'
+              ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
+              : Buffer.from(chunk as Uint8Array),
+          );
         }
         this.callback = [chunk, encoding, callback].find((a) => typeof a === 'function') as (() => void) | undefined;
         this.release(true);
@@ -112,7 +116,9 @@ export class HeldResponse {
     this.done = true;
     this.restore();
     const body = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
-    const captured: CapturedAnswer | undefined = ended ? { status: this.response.statusCode, headers: this.response.getHeaders(), body, streamed: false } : undefined;
+    const captured: CapturedAnswer | undefined = ended
+      ? { status: this.response.statusCode, headers: this.response.getHeaders(), body, streamed: false }
+      : undefined;
     this.settle(captured).then(
       (substitute) => this.send(captured, substitute),
       // settle handles its own failures; should it still throw, the client gets what the pipeline wrote.
@@ -124,7 +130,12 @@ export class HeldResponse {
   private releaseStreamed(): void {
     this.done = true;
     this.queued = [];
-    const captured: CapturedAnswer = { status: this.response.statusCode, headers: this.response.getHeaders(), body: Buffer.alloc(0), streamed: true };
+    const captured: CapturedAnswer = {
+      status: this.response.statusCode,
+      headers: this.response.getHeaders(),
+      body: Buffer.alloc(0),
+      streamed: true,
+    };
     this.settle(captured).then(
       (substitute) => this.flow(substitute),
       () => this.flow(undefined),
@@ -148,7 +159,8 @@ export class HeldResponse {
     }
     this.restore();
     let ready = true;
-    for (const [chunk, encoding, callback] of queued) ready = this.write.call(response, chunk, encoding, callback) !== false;
+    for (const [chunk, encoding, callback] of queued)
+      ready = this.write.call(response, chunk, encoding, callback) !== false;
     if (queuedEnd !== undefined) this.end.call(response, ...queuedEnd);
     // The parts were refused with false while held: a writer waiting for 'drain' resumes now, or when the socket drains.
     else if (ready) response.emit('drain');
@@ -181,7 +193,12 @@ function swallow(...args: unknown[]): boolean {
  * Writes `answer` on `response` through `end` (the response's own by
  * default), in place of whatever the pipeline set for its own answer.
  */
-export function writeAnswer(response: ServerResponse, answer: SubstituteAnswer, end: Writer = response.end, callback?: () => void): void {
+export function writeAnswer(
+  response: ServerResponse,
+  answer: SubstituteAnswer,
+  end: Writer = response.end,
+  callback?: () => void,
+): void {
   for (const name of answer.drop) response.removeHeader(name);
   response.statusCode = answer.status;
   for (const [name, value] of Object.entries(answer.headers)) response.setHeader(name, value);

@@ -15,7 +15,12 @@ function reordered(value: unknown, order: () => number): unknown {
   const copy: Record<string, unknown> = {};
   // defineProperty, so a "__proto__" key stays an own key as JSON.parse makes it.
   for (const key of keys) {
-    Object.defineProperty(copy, key, { value: reordered((value as Record<string, unknown>)[key], order), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(copy, key, {
+      value: reordered((value as Record<string, unknown>)[key], order),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return copy;
 }

@@ -26,12 +26,15 @@ export function parseIdempotencyKey(values: readonly string[] | undefined): Pars
   let key = raw;
   if (raw.startsWith('"')) {
     const unquoted = unquote(raw);
-    if (unquoted === undefined) return { kind: 'invalid', reason: 'a quoted key must be one string with only \\" and \\\\ escaped' };
+    if (unquoted === undefined)
+      return { kind: 'invalid', reason: 'a quoted key must be one string with only \\" and \\\\ escaped' };
     key = unquoted;
   }
   if (key.length === 0) return { kind: 'invalid', reason: 'it is empty' };
-  if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) return { kind: 'invalid', reason: `it is ${key.length} characters long, more than ${MAX_IDEMPOTENCY_KEY_LENGTH}` };
-  if (!PRINTABLE.test(key)) return { kind: 'invalid', reason: 'it may only hold printable ASCII characters (no control characters)' };
+  if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
+    return { kind: 'invalid', reason: `it is ${key.length} characters long, more than ${MAX_IDEMPOTENCY_KEY_LENGTH}` };
+  if (!PRINTABLE.test(key))
+    return { kind: 'invalid', reason: 'it may only hold printable ASCII characters (no control characters)' };
   return { kind: 'valid', key };
 }
 
@@ -81,7 +84,8 @@ export function fingerprintOf(value: unknown, onCycle: () => string): string {
 export function canonicalJson(value: unknown, onCycle: () => string): string {
   const path = new Set<object>();
   const write = (v: unknown, inArray: boolean): string | undefined => {
-    if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') v = (v as { toJSON(): unknown }).toJSON();
+    if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function')
+      v = (v as { toJSON(): unknown }).toJSON();
     switch (typeof v) {
       case 'string':
       case 'boolean':
@@ -97,7 +101,8 @@ export function canonicalJson(value: unknown, onCycle: () => string): string {
     }
     if (v === null) return 'null';
     const object = v as object;
-    if (ArrayBuffer.isView(object)) return JSON.stringify(Buffer.from(object.buffer, object.byteOffset, object.byteLength).toString('base64'));
+    if (ArrayBuffer.isView(object))
+      return JSON.stringify(Buffer.from(object.buffer, object.byteOffset, object.byteLength).toString('base64'));
     if (path.has(object)) throw new TypeError(onCycle());
     path.add(object);
     let text: string;
@@ -126,7 +131,9 @@ export function canonicalJson(value: unknown, onCycle: () => string): string {
  * RFC 9562), which every provider accepts.
  */
 export function deriveDownstreamKey(storeKey: string, createdAt: number, suffix: string): string {
-  const hex = createHash('sha256').update(`resilience4nest:downstream\n${storeKey}\n${createdAt}\n${suffix}`).digest('hex');
+  const hex = createHash('sha256')
+    .update(`resilience4nest:downstream\n${storeKey}\n${createdAt}\n${suffix}`)
+    .digest('hex');
   const variant = ((parseInt(hex[16], 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }

@@ -162,7 +162,8 @@ export interface ClaimDurations {
 /** Validates a duration given to a store method and rounds it up to whole ms. */
 export function storeDuration(store: string, setting: string, value: number | undefined, fallback: number): number {
   const ms = value ?? fallback;
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) throw new RangeError(INVALID_STORE_DURATION(store, setting, ms));
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0)
+    throw new RangeError(INVALID_STORE_DURATION(store, setting, ms));
   return Math.ceil(ms);
 }
 

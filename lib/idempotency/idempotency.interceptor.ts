@@ -2,14 +2,29 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { defer, mergeMap, Observable, of } from 'rxjs';
-import { IdempotencyKeyInProgressError, IdempotencyKeyMissingError, IdempotencyStoreUnavailableError, ResilienceError } from '../errors';
+import {
+  IdempotencyKeyInProgressError,
+  IdempotencyKeyMissingError,
+  IdempotencyStoreUnavailableError,
+  ResilienceError,
+} from '../errors';
 import { resilienceProblem } from '../filter/resilience-problems';
 import { ResilienceMetadataAccessor } from '../metadata';
-import { NEST_RESPONSE_PASSTHROUGH_METADATA, NEST_ROUTE_ARGS_METADATA, NestRouteParamtype } from '../nest-route-metadata';
+import {
+  NEST_RESPONSE_PASSTHROUGH_METADATA,
+  NEST_ROUTE_ARGS_METADATA,
+  NestRouteParamtype,
+} from '../nest-route-metadata';
 import { StoredHttpResponse } from './idempotency-store';
 import { fingerprintOf, parseIdempotencyKey, scopedKey } from './idempotency-key';
 import { idempotencyStorage } from './idempotency.context';
-import { CORRUPT_RECORD, CYCLIC_FINGERPRINT, KEY_HEADER_INVALID, KEY_HEADER_MISSING, TRANSACTION_NOT_COMMITTED } from './idempotency.messages';
+import {
+  CORRUPT_RECORD,
+  CYCLIC_FINGERPRINT,
+  KEY_HEADER_INVALID,
+  KEY_HEADER_MISSING,
+  TRANSACTION_NOT_COMMITTED,
+} from './idempotency.messages';
 import { IDEMPOTENT_BODY_OMITTED_HEADER, IDEMPOTENT_REPLAYED_HEADER, storeName } from './idempotency.options';
 import { IdempotencyRegistry } from './idempotency.registry';
 import { matchedRoute } from './matched-route';
@@ -20,7 +35,15 @@ import { IdempotencyOutcome, IdempotentMethod, IdempotentRun } from './idempoten
 const PROTECTED_METHODS = new Set(['POST', 'PATCH']);
 
 /** Headers the pipeline may have set for its own answer, dropped before a replay or a problem goes out. */
-const ANSWER_HEADERS = ['content-length', 'content-type', 'etag', 'location', 'last-modified', 'set-cookie', 'transfer-encoding'];
+const ANSWER_HEADERS = [
+  'content-length',
+  'content-type',
+  'etag',
+  'location',
+  'last-modified',
+  'set-cookie',
+  'transfer-encoding',
+];
 
 /** Express's request (a Node `IncomingMessage`), or Fastify's, whose Node message is `raw`. */
 type HttpRequest = IncomingMessage & { originalUrl?: string; body?: unknown; raw?: IncomingMessage };
@@ -57,16 +80,30 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const { header, headerLabel } = this.registry.options;
     const path = requestPath(request);
     // Node's own lines: Fastify's `headers` join a repeated header into one value, which would pass as one key.
-    const parsed = parseIdempotencyKey((request.raw ?? request).headersDistinct?.[header] ?? headerValues(request.headers[header]));
+    const parsed = parseIdempotencyKey(
+      (request.raw ?? request).headersDistinct?.[header] ?? headerValues(request.headers[header]),
+    );
     if (parsed.kind === 'absent' && !method.settings.required) {
       this.registry.emit('bypassed', method, 'http');
       return next.handle();
     }
     if (parsed.kind !== 'valid') {
-      const detail = parsed.kind === 'absent' ? KEY_HEADER_MISSING(headerLabel, request.method ?? 'POST', path) : KEY_HEADER_INVALID(headerLabel, parsed.reason);
-      return this.answer(response, handled, problem(new IdempotencyKeyMissingError(method.name, detail), path), method, 'missing_key', undefined);
+      const detail =
+        parsed.kind === 'absent'
+          ? KEY_HEADER_MISSING(headerLabel, request.method ?? 'POST', path)
+          : KEY_HEADER_INVALID(headerLabel, parsed.reason);
+      return this.answer(
+        response,
+        handled,
+        problem(new IdempotencyKeyMissingError(method.name, detail), path),
+        method,
+        'missing_key',
+        undefined,
+      );
     }
-    return defer(() => this.start(method, parsed.key, request, response, handled, path, next)).pipe(mergeMap((answer) => answer));
+    return defer(() => this.start(method, parsed.key, request, response, handled, path, next)).pipe(
+      mergeMap((answer) => answer),
+    );
   }
 
   /**
@@ -102,20 +139,37 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const httpMethod = request.method as string;
     const route = matchedRoute(request, method.name);
     const principal = method.settings.principal;
-    const storeKey = scopedKey(typeof principal === 'function' ? principal(request) : undefined, httpMethod, route.template, key);
-    const fingerprint = fingerprintOf([httpMethod, route.template, route.params, queryOf(request), request.body ?? null], () => CYCLIC_FINGERPRINT(method.name));
+    const storeKey = scopedKey(
+      typeof principal === 'function' ? principal(request) : undefined,
+      httpMethod,
+      route.template,
+      key,
+    );
+    const fingerprint = fingerprintOf(
+      [httpMethod, route.template, route.params, queryOf(request), request.body ?? null],
+      () => CYCLIC_FINGERPRINT(method.name),
+    );
     let run: IdempotentRun;
     try {
       const start = await method.begin(storeKey, fingerprint, key, { transport: 'http', request });
       if (start.kind === 'replay') {
         if (start.response.kind !== 'http') throw new Error(CORRUPT_RECORD(storeName(this.registry.store), storeKey));
-        return this.answer(response, handled, replay(start.response, this.registry.options.replayHeaders), method, start.outcome, key);
+        return this.answer(
+          response,
+          handled,
+          replay(start.response, this.registry.options.replayHeaders),
+          method,
+          start.outcome,
+          key,
+        );
       }
-      if (start.kind === 'refuse') return this.answer(response, handled, problem(start.error, path), method, start.outcome, key);
+      if (start.kind === 'refuse')
+        return this.answer(response, handled, problem(start.error, path), method, start.outcome, key);
       run = await method.open(storeKey, start.token, start.record, false);
     } catch (error) {
       // Nothing ran: the client may retry with the same key once the store answers again.
-      if (error instanceof IdempotencyStoreUnavailableError) return this.answer(response, handled, problem(error, path), method, 'store_unavailable', key, error);
+      if (error instanceof IdempotencyStoreUnavailableError)
+        return this.answer(response, handled, problem(error, path), method, 'store_unavailable', key, error);
       throw error;
     }
     return this.execute(method, run, key, response, path, next);
@@ -141,7 +195,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return of(undefined);
   }
 
-  private execute(method: IdempotentMethod, run: IdempotentRun, key: string, response: ServerResponse, path: string, next: CallHandler): Observable<unknown> {
+  private execute(
+    method: IdempotentMethod,
+    run: IdempotentRun,
+    key: string,
+    response: ServerResponse,
+    path: string,
+    next: CallHandler,
+  ): Observable<unknown> {
     const held = new HeldResponse(response, (captured) => this.settle(method, run, key, captured, path));
     let handlerDone = false;
     let closed = false;
@@ -179,10 +240,19 @@ export class IdempotencyInterceptor implements NestInterceptor {
     });
   }
 
-  private async settle(method: IdempotentMethod, run: IdempotentRun, key: string, captured: CapturedAnswer | undefined, path: string): Promise<SubstituteAnswer | undefined> {
+  private async settle(
+    method: IdempotentMethod,
+    run: IdempotentRun,
+    key: string,
+    captured: CapturedAnswer | undefined,
+    path: string,
+  ): Promise<SubstituteAnswer | undefined> {
     const decision = method.decideForAnswer(run, captured?.status);
     const { replayHeaders, maxStoredBytes } = this.registry.options;
-    const stored = decision === 'store' && captured !== undefined ? storedAnswer(captured, replayHeaders, maxStoredBytes) : undefined;
+    const stored =
+      decision === 'store' && captured !== undefined
+        ? storedAnswer(captured, replayHeaders, maxStoredBytes)
+        : undefined;
     const settled = await run.finish(decision, stored);
     switch (settled.status) {
       case 'completed':
@@ -200,7 +270,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
         this.registry.emit('released', method, 'http', key, settled.error);
         return notCommitted(method.name, path);
       default:
-        this.registry.emit('kept_unknown', method, 'http', key, settled.status === 'kept' ? (settled.error ?? run.error) : undefined);
+        this.registry.emit(
+          'kept_unknown',
+          method,
+          'http',
+          key,
+          settled.status === 'kept' ? (settled.error ?? run.error) : undefined,
+        );
         return undefined;
     }
   }
@@ -213,7 +289,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
  * streamed body, or one over `maxStoredBytes`, is not kept: the record says
  * why, and so does its replay.
  */
-function storedAnswer(captured: CapturedAnswer, replayHeaders: readonly string[], maxStoredBytes: number): StoredHttpResponse {
+function storedAnswer(
+  captured: CapturedAnswer,
+  replayHeaders: readonly string[],
+  maxStoredBytes: number,
+): StoredHttpResponse {
   const headers: Record<string, string> = {};
   for (const name of replayHeaders) {
     const value = headerText(captured.headers, name);
@@ -231,7 +311,12 @@ function replay(stored: StoredHttpResponse, replayHeaders: readonly string[]): S
   if (stored.omitted !== undefined) {
     // No body follows, so no content type either: the header says why the body is missing.
     const { 'content-type': _type, ...headers } = stored.headers;
-    return { status: stored.status, headers: { ...headers, [IDEMPOTENT_REPLAYED_HEADER]: 'true', [IDEMPOTENT_BODY_OMITTED_HEADER]: stored.omitted }, body: '', drop };
+    return {
+      status: stored.status,
+      headers: { ...headers, [IDEMPOTENT_REPLAYED_HEADER]: 'true', [IDEMPOTENT_BODY_OMITTED_HEADER]: stored.omitted },
+      body: '',
+      drop,
+    };
   }
   return {
     status: stored.status,
@@ -247,8 +332,20 @@ function problem(error: ResilienceError, path: string): SubstituteAnswer {
 }
 
 function notCommitted(name: string, path: string): SubstituteAnswer {
-  const body = { type: 'about:blank', title: 'Internal Server Error', status: 500, detail: TRANSACTION_NOT_COMMITTED(name), instance: path, name };
-  return { status: 500, headers: { 'Content-Type': 'application/problem+json' }, body: JSON.stringify(body), drop: ANSWER_HEADERS };
+  const body = {
+    type: 'about:blank',
+    title: 'Internal Server Error',
+    status: 500,
+    detail: TRANSACTION_NOT_COMMITTED(name),
+    instance: path,
+    name,
+  };
+  return {
+    status: 500,
+    headers: { 'Content-Type': 'application/problem+json' },
+    body: JSON.stringify(body),
+    drop: ANSWER_HEADERS,
+  };
 }
 
 function headerText(headers: OutgoingHttpHeaders, name: string): string | undefined {

@@ -92,7 +92,8 @@ export const KEY_HEADER_MISSING = (header: string, method: string, path: string)
   `The '${header}' header is required on ${method} ${path}`;
 
 /** The header is present but not a valid key. */
-export const KEY_HEADER_INVALID = (header: string, reason: string): string => `The '${header}' header is malformed: ${reason}`;
+export const KEY_HEADER_INVALID = (header: string, reason: string): string =>
+  `The '${header}' header is malformed: ${reason}`;
 
 /** The `key` function of a non-HTTP method returned nothing usable. */
 export const KEY_FUNCTION_EMPTY = (target: string, value: unknown): string =>

@@ -3,7 +3,13 @@ import { describe, INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from '../config/c
 import { Duration, parseDuration } from '../config/duration';
 import { camelKey } from '../config/schema';
 import { ErrorClassOrName } from '../error-matcher';
-import { DEFAULT_IDEMPOTENCY_LEASE_MS, DEFAULT_IDEMPOTENCY_TTL_MS, InProgressRecord, IdempotencyStore, wallClock } from './idempotency-store';
+import {
+  DEFAULT_IDEMPOTENCY_LEASE_MS,
+  DEFAULT_IDEMPOTENCY_TTL_MS,
+  InProgressRecord,
+  IdempotencyStore,
+  wallClock,
+} from './idempotency-store';
 import { IDEMPOTENCY_OPTIONS_PLACE, PRINCIPAL_EXPECTED, TTL_SHORTER_THAN_LEASE } from './idempotency.messages';
 import { MemoryIdempotencyStore } from './memory-idempotency-store';
 
@@ -76,7 +82,8 @@ export interface ReconciledResult {
  * - `wait`: it cannot tell yet; the key stays unresolved (409 / in-progress
  *   error) and is handed to the reconciler again once this lease runs out.
  */
-export type IdempotencyReconciliation = { readonly action: 'run' } | { readonly action: 'wait' } | ReconciledHttpAnswer | ReconciledResult;
+export type IdempotencyReconciliation =
+  { readonly action: 'run' } | { readonly action: 'wait' } | ReconciledHttpAnswer | ReconciledResult;
 
 /**
  * Decides what became of an operation whose attempt stopped without
@@ -90,7 +97,9 @@ export type IdempotencyReconciliation = { readonly action: 'run' } | { readonly 
  * }
  * ```
  */
-export type IdempotencyReconciler = (stale: StaleIdempotencyKey) => IdempotencyReconciliation | Promise<IdempotencyReconciliation>;
+export type IdempotencyReconciler = (
+  stale: StaleIdempotencyKey,
+) => IdempotencyReconciliation | Promise<IdempotencyReconciliation>;
 
 /**
  * Who is asking, for the key scope: a function of the request (it runs
@@ -205,8 +214,29 @@ export interface ResolvedIdempotencyOptions {
   readonly reconciler?: IdempotencyReconciler;
 }
 
-const MODULE_KEYS = ['store', 'ttl', 'lease', 'storeTimeout', 'maxStoredBytes', 'header', 'principal', 'replayHeaders', 'reconciler'];
-const DECORATOR_KEYS = ['required', 'key', 'fingerprint', 'principal', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'];
+const MODULE_KEYS = [
+  'store',
+  'ttl',
+  'lease',
+  'storeTimeout',
+  'maxStoredBytes',
+  'header',
+  'principal',
+  'replayHeaders',
+  'reconciler',
+];
+const DECORATOR_KEYS = [
+  'required',
+  'key',
+  'fingerprint',
+  'principal',
+  'ttl',
+  'lease',
+  'onStatus',
+  'releaseOn',
+  'transactional',
+  'reconciler',
+];
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const STORE_METHODS = ['claim', 'complete', 'release', 'renew', 'get', 'cleanupExpired'] as const;
 
@@ -230,7 +260,10 @@ export function resolveIdempotencyOptions(raw: unknown, clock: Clock): ResolvedI
   const ttlMs = readDuration(place, given.ttl, DEFAULT_IDEMPOTENCY_TTL_MS);
   const leaseMs = readDuration(place, given.lease, DEFAULT_IDEMPOTENCY_LEASE_MS);
   if (ttlMs < leaseMs) throw new Error(TTL_SHORTER_THAN_LEASE(place, ttlMs, leaseMs));
-  const headerLabel = given.header === undefined ? DEFAULT_IDEMPOTENCY_HEADER : readHeaderName(place, given.header.rawKey, given.header.value);
+  const headerLabel =
+    given.header === undefined
+      ? DEFAULT_IDEMPOTENCY_HEADER
+      : readHeaderName(place, given.header.rawKey, given.header.value);
   return {
     store: readStore(place, given.store, clock),
     ttlMs,
@@ -262,7 +295,8 @@ export interface CheckedIdempotentOptions {
 /** Validates the options of one `@Idempotent` at decoration time; `place` names it in messages. */
 export function checkIdempotentOptions(options: unknown, place: string): CheckedIdempotentOptions {
   if (options === undefined) return { required: true, transactional: false };
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new TypeError(NOT_AN_OBJECT(place, options));
+  if (options === null || typeof options !== 'object' || Array.isArray(options))
+    throw new TypeError(NOT_AN_OBJECT(place, options));
   const given: Record<string, { rawKey: string; value: unknown }> = {};
   for (const [rawKey, value] of Object.entries(options)) {
     if (!DECORATOR_KEYS.includes(rawKey)) throw new TypeError(UNKNOWN_KEY(place, rawKey, DECORATOR_KEYS));
@@ -270,9 +304,13 @@ export function checkIdempotentOptions(options: unknown, place: string): Checked
   }
   const ttlMs = given.ttl === undefined ? undefined : readDuration(place, given.ttl, 0);
   const leaseMs = given.lease === undefined ? undefined : readDuration(place, given.lease, 0);
-  if (ttlMs !== undefined && leaseMs !== undefined && ttlMs < leaseMs) throw new TypeError(TTL_SHORTER_THAN_LEASE(place, ttlMs, leaseMs));
+  if (ttlMs !== undefined && leaseMs !== undefined && ttlMs < leaseMs)
+    throw new TypeError(TTL_SHORTER_THAN_LEASE(place, ttlMs, leaseMs));
   const releaseOn = given.releaseOn?.value;
-  if (releaseOn !== undefined && (!Array.isArray(releaseOn) || releaseOn.some((e) => typeof e !== 'function' && (typeof e !== 'string' || e === '')))) {
+  if (
+    releaseOn !== undefined &&
+    (!Array.isArray(releaseOn) || releaseOn.some((e) => typeof e !== 'function' && (typeof e !== 'string' || e === '')))
+  ) {
     throw new TypeError(INVALID_VALUE(place, 'releaseOn', 'a list of error classes or class names', releaseOn));
   }
   return {
@@ -294,36 +332,44 @@ type Given = { rawKey: string; value: unknown } | undefined;
 function readDuration(place: string, given: Given, fallback: number): number {
   if (given === undefined) return fallback;
   const ms = parseDuration(given.value);
-  if (ms === undefined || ms <= 0) throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a positive duration (ms, or a string such as "30s" or "24h")', given.value));
+  if (ms === undefined || ms <= 0)
+    throw new TypeError(
+      INVALID_VALUE(place, given.rawKey, 'a positive duration (ms, or a string such as "30s" or "24h")', given.value),
+    );
   return Math.ceil(ms);
 }
 
 function readByteCount(place: string, given: Given, fallback: number): number {
   if (given === undefined || given.value === undefined) return fallback;
-  if (!Number.isSafeInteger(given.value) || (given.value as number) < 0) throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a whole number of bytes (0 or more)', given.value));
+  if (!Number.isSafeInteger(given.value) || (given.value as number) < 0)
+    throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a whole number of bytes (0 or more)', given.value));
   return given.value as number;
 }
 
 function readBoolean(place: string, given: Given, fallback: boolean): boolean {
   if (given === undefined) return fallback;
-  if (typeof given.value !== 'boolean') throw new TypeError(INVALID_VALUE(place, given.rawKey, 'true or false', given.value));
+  if (typeof given.value !== 'boolean')
+    throw new TypeError(INVALID_VALUE(place, given.rawKey, 'true or false', given.value));
   return given.value;
 }
 
 function readFunction(place: string, given: Given): ((...args: unknown[]) => unknown) | undefined {
   if (given === undefined || given.value === undefined) return undefined;
-  if (typeof given.value !== 'function') throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a function', given.value));
+  if (typeof given.value !== 'function')
+    throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a function', given.value));
   return given.value as (...args: unknown[]) => unknown;
 }
 
 function readPrincipal(place: string, given: Given): IdempotencyPrincipal | undefined {
   if (given === undefined || given.value === undefined) return undefined;
-  if (given.value !== 'shared' && typeof given.value !== 'function') throw new TypeError(INVALID_VALUE(place, given.rawKey, PRINCIPAL_EXPECTED, given.value));
+  if (given.value !== 'shared' && typeof given.value !== 'function')
+    throw new TypeError(INVALID_VALUE(place, given.rawKey, PRINCIPAL_EXPECTED, given.value));
   return given.value as IdempotencyPrincipal;
 }
 
 function readHeaderName(place: string, rawKey: string, value: unknown): string {
-  if (typeof value !== 'string' || !TOKEN.test(value)) throw new TypeError(INVALID_VALUE(place, rawKey, 'an HTTP header name', value));
+  if (typeof value !== 'string' || !TOKEN.test(value))
+    throw new TypeError(INVALID_VALUE(place, rawKey, 'an HTTP header name', value));
   return value;
 }
 
@@ -335,7 +381,10 @@ function readReplayHeaders(place: string, given: Given): readonly string[] {
   }
   const names = value.map((h: string) => h.toLowerCase());
   // A cookie belongs to the client that got the first answer; replaying it would hand one client's session to another.
-  if (names.includes('set-cookie')) throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a list of header names without Set-Cookie, which is never replayed', value));
+  if (names.includes('set-cookie'))
+    throw new TypeError(
+      INVALID_VALUE(place, given.rawKey, 'a list of header names without Set-Cookie, which is never replayed', value),
+    );
   return [...new Set(names)];
 }
 
@@ -346,13 +395,22 @@ function readStore(place: string, given: Given, clock: Clock): IdempotencyStore 
   }
   const store = given.value as Record<string, unknown> | null;
   if (store === null || typeof store !== 'object' || STORE_METHODS.some((m) => typeof store[m] !== 'function')) {
-    throw new TypeError(INVALID_VALUE(place, given.rawKey, `an IdempotencyStore (an object with ${STORE_METHODS.join(', ')})`, describeStore(given.value)));
+    throw new TypeError(
+      INVALID_VALUE(
+        place,
+        given.rawKey,
+        `an IdempotencyStore (an object with ${STORE_METHODS.join(', ')})`,
+        describeStore(given.value),
+      ),
+    );
   }
   return store as unknown as IdempotencyStore;
 }
 
 function describeStore(value: unknown): unknown {
-  return value !== null && typeof value === 'object' && value.constructor !== Object ? `an instance of ${value.constructor.name}` : value;
+  return value !== null && typeof value === 'object' && value.constructor !== Object
+    ? `an instance of ${value.constructor.name}`
+    : value;
 }
 
 /** Renders a store for messages: its class name. */

@@ -5,8 +5,19 @@ import { TrampolineInfo } from '../metadata';
 import { NEST_PATH_METADATA } from '../nest-route-metadata';
 import { ResilienceRegistry } from '../resilience.registry';
 import { IdempotencyStore } from './idempotency-store';
-import { KEY_ON_ROUTE, KEY_REQUIRED, PRINCIPAL_NOT_ON_ROUTE, PRINCIPAL_REQUIRED, STORE_NOT_TRANSACTIONAL } from './idempotency.messages';
-import { CheckedIdempotentOptions, resolveIdempotencyOptions, ResolvedIdempotencyOptions, storeName } from './idempotency.options';
+import {
+  KEY_ON_ROUTE,
+  KEY_REQUIRED,
+  PRINCIPAL_NOT_ON_ROUTE,
+  PRINCIPAL_REQUIRED,
+  STORE_NOT_TRANSACTIONAL,
+} from './idempotency.messages';
+import {
+  CheckedIdempotentOptions,
+  resolveIdempotencyOptions,
+  ResolvedIdempotencyOptions,
+  storeName,
+} from './idempotency.options';
 import { DEFAULT_RELEASE_ON, IdempotencyOutcome, IdempotencyTransport, IdempotentMethod } from './idempotent-method';
 import { MemoryIdempotencyStore } from './memory-idempotency-store';
 import { isTransactionalStore } from './postgres-idempotency-store';
@@ -50,7 +61,13 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
     const { store } = this.options;
     if (store.durabilityWarning === undefined) return;
     const bounds = { clock: this.resilience.clock, storeTimeoutMs: this.options.storeTimeoutMs };
-    const warning = await boundedStoreCall(bounds, storeName(store), 'durability check', () => store.durabilityWarning?.() ?? Promise.resolve(undefined), false).catch(() => undefined);
+    const warning = await boundedStoreCall(
+      bounds,
+      storeName(store),
+      'durability check',
+      () => store.durabilityWarning?.() ?? Promise.resolve(undefined),
+      false,
+    ).catch(() => undefined);
     if (warning !== undefined) this.resilience.warnOnce(warning);
   }
 
@@ -85,7 +102,8 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
     const principal = options.principal ?? this.options.principal;
     if (route && principal === undefined) throw new Error(PRINCIPAL_REQUIRED(name));
     const { store, ttlMs, leaseMs, storeTimeoutMs, reconciler } = this.options;
-    if (options.transactional && !isTransactionalStore(store)) throw new Error(STORE_NOT_TRANSACTIONAL(name, storeName(store)));
+    if (options.transactional && !isTransactionalStore(store))
+      throw new Error(STORE_NOT_TRANSACTIONAL(name, storeName(store)));
     const lease = options.leaseMs ?? leaseMs;
     const layer = new IdempotentMethod(
       name,
@@ -114,8 +132,20 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
   }
 
   /** Reports one outcome to the subscribers of {@link IdempotencyRegistry.onOutcome}. */
-  emit(outcome: IdempotencyOutcome, method: IdempotentMethod, transport: IdempotencyTransport, key?: string, error?: unknown): void {
+  emit(
+    outcome: IdempotencyOutcome,
+    method: IdempotentMethod,
+    transport: IdempotencyTransport,
+    key?: string,
+    error?: unknown,
+  ): void {
     if (!this.events.active) return;
-    this.events.emit({ outcome, name: method.name, transport, ...(key === undefined ? {} : { key }), ...(error === undefined ? {} : { error }) });
+    this.events.emit({
+      outcome,
+      name: method.name,
+      transport,
+      ...(key === undefined ? {} : { key }),
+      ...(error === undefined ? {} : { error }),
+    });
   }
 }

@@ -17,7 +17,13 @@ import { InProgressRecord, IdempotencyStore, StoredHttpResponse, StoredResponse 
 import { deriveDownstreamKey, fingerprintOf, scopedKey } from './idempotency-key';
 import { IdempotencyScope, idempotencyStorage } from './idempotency.context';
 import { CYCLIC_FINGERPRINT, KEY_FUNCTION_EMPTY, NO_RECONCILER, ON_STATUS_FAILED } from './idempotency.messages';
-import { CheckedIdempotentOptions, IdempotencyReconciler, IdempotencyReconciliation, IdempotencySettlement, StaleIdempotencyKey } from './idempotency.options';
+import {
+  CheckedIdempotentOptions,
+  IdempotencyReconciler,
+  IdempotencyReconciliation,
+  IdempotencySettlement,
+  StaleIdempotencyKey,
+} from './idempotency.options';
 import { PostgresPoolClient, TransactionalIdempotencyStore } from './postgres-idempotency-store';
 import { boundedStoreCall, StoreCallBounds } from './store-call';
 
@@ -61,8 +67,11 @@ export type IdempotencyStart =
   /** Give this stored answer; the method does not run. */
   | { readonly kind: 'replay'; readonly response: StoredResponse; readonly outcome: 'replayed' | 'reconciled' }
   /** Refuse with `error`. */
-  | { readonly kind: 'refuse'; readonly error: ResilienceError; readonly outcome: 'in_progress' | 'key_reuse' | 'kept_unknown' };
-
+  | {
+      readonly kind: 'refuse';
+      readonly error: ResilienceError;
+      readonly outcome: 'in_progress' | 'key_reuse' | 'kept_unknown';
+    };
 
 /** What settling did. */
 export type SettleResult =
@@ -78,7 +87,8 @@ export type SettleResult =
   | { readonly status: 'rolled_back'; readonly error: unknown };
 
 /** Settings of one protected method, the decorator's options over the module's. */
-export interface IdempotentMethodSettings extends Omit<CheckedIdempotentOptions, 'ttlMs' | 'leaseMs' | 'releaseOn'>, StoreCallBounds {
+export interface IdempotentMethodSettings
+  extends Omit<CheckedIdempotentOptions, 'ttlMs' | 'leaseMs' | 'releaseOn'>, StoreCallBounds {
   readonly store: IdempotencyStore;
   readonly ttlMs: number;
   readonly leaseMs: number;
@@ -110,7 +120,13 @@ export class IdempotentMethod implements Policy {
   constructor(
     readonly name: string,
     readonly settings: IdempotentMethodSettings,
-    private readonly emit: (outcome: IdempotencyOutcome, method: IdempotentMethod, transport: IdempotencyTransport, key?: string, error?: unknown) => void,
+    private readonly emit: (
+      outcome: IdempotencyOutcome,
+      method: IdempotentMethod,
+      transport: IdempotencyTransport,
+      key?: string,
+      error?: unknown,
+    ) => void,
     private readonly warn: (message: string) => void,
   ) {}
 
@@ -140,7 +156,9 @@ export class IdempotentMethod implements Policy {
         return source.subscribe(subscriber);
       }
       if (this.settings.route) return source.subscribe(subscriber);
-      return from(this.callWithKey(() => lastValueFrom(source, { defaultValue: undefined }), args)).subscribe(subscriber as Subscriber<unknown>);
+      return from(this.callWithKey(() => lastValueFrom(source, { defaultValue: undefined }), args)).subscribe(
+        subscriber as Subscriber<unknown>,
+      );
     });
   }
 
@@ -157,8 +175,12 @@ export class IdempotentMethod implements Policy {
       throw new IdempotencyKeyMissingError(this.name, KEY_FUNCTION_EMPTY(this.name, key));
     }
     const storeKey = scopedKey(undefined, 'CALL', this.name, key);
-    const print = fingerprintOf(fingerprint === undefined ? args[0] : fingerprint(...args), () => CYCLIC_FINGERPRINT(this.name));
-    const start = await this.reportingStoreFaults(key, () => this.begin(storeKey, print, key, { transport: 'call', args }));
+    const print = fingerprintOf(fingerprint === undefined ? args[0] : fingerprint(...args), () =>
+      CYCLIC_FINGERPRINT(this.name),
+    );
+    const start = await this.reportingStoreFaults(key, () =>
+      this.begin(storeKey, print, key, { transport: 'call', args }),
+    );
     if (start.kind === 'replay') {
       this.emit(start.outcome, this, 'call', key);
       return (start.response.kind === 'result' ? start.response.value : undefined) as R;
@@ -174,7 +196,13 @@ export class IdempotentMethod implements Policy {
     } catch (error) {
       run.fail(error);
       const settled = await run.finish(this.decideForError(error));
-      this.emit(settled.status === 'released' || settled.status === 'rolled_back' ? 'released' : 'kept_unknown', this, 'call', key, error);
+      this.emit(
+        settled.status === 'released' || settled.status === 'rolled_back' ? 'released' : 'kept_unknown',
+        this,
+        'call',
+        key,
+        error,
+      );
       throw error;
     }
     const settled = await run.finish('store', { kind: 'result', value });
@@ -183,7 +211,13 @@ export class IdempotentMethod implements Policy {
         this.emit('executed', this, 'call', key);
         return value;
       case 'rolled_back':
-        this.emit(settled.error instanceof IdempotencyKeyInProgressError ? 'in_progress' : 'released', this, 'call', key, settled.error);
+        this.emit(
+          settled.error instanceof IdempotencyKeyInProgressError ? 'in_progress' : 'released',
+          this,
+          'call',
+          key,
+          settled.error,
+        );
         throw settled.error;
       default:
         this.emit('kept_unknown', this, 'call', key, settled.status === 'kept' ? settled.error : undefined);
@@ -207,16 +241,27 @@ export class IdempotentMethod implements Policy {
    *
    * @param key the client's key, for the reconciler
    */
-  async begin(storeKey: string, fingerprint: string, key: string, origin: IdempotencyOrigin): Promise<IdempotencyStart> {
+  async begin(
+    storeKey: string,
+    fingerprint: string,
+    key: string,
+    origin: IdempotencyOrigin,
+  ): Promise<IdempotencyStart> {
     const { store, leaseMs, ttlMs } = this.settings;
-    const claim = await boundedStoreCall(this.settings, this.name, 'claim', () => store.claim(storeKey, fingerprint, { leaseMs, ttlMs }));
+    const claim = await boundedStoreCall(this.settings, this.name, 'claim', () =>
+      store.claim(storeKey, fingerprint, { leaseMs, ttlMs }),
+    );
     switch (claim.outcome) {
       case 'claimed':
         return { kind: 'run', token: claim.token, record: claim.record };
       case 'completed':
         return { kind: 'replay', response: claim.record.response, outcome: 'replayed' };
       case 'in_progress':
-        return { kind: 'refuse', error: new IdempotencyKeyInProgressError(this.name, claim.retryAfterMs), outcome: 'in_progress' };
+        return {
+          kind: 'refuse',
+          error: new IdempotencyKeyInProgressError(this.name, claim.retryAfterMs),
+          outcome: 'in_progress',
+        };
       case 'fingerprint_mismatch':
         return { kind: 'refuse', error: new IdempotencyKeyReuseError(this.name), outcome: 'key_reuse' };
       case 'stale':
@@ -224,10 +269,20 @@ export class IdempotentMethod implements Policy {
     }
   }
 
-  private async reconcile(storeKey: string, key: string, token: string, record: InProgressRecord, origin: IdempotencyOrigin): Promise<IdempotencyStart> {
+  private async reconcile(
+    storeKey: string,
+    key: string,
+    token: string,
+    record: InProgressRecord,
+    origin: IdempotencyOrigin,
+  ): Promise<IdempotencyStart> {
     const { store, leaseMs, ttlMs, transactional } = this.settings;
     const reconciler = this.settings.reconciler ?? (transactional ? RUN_AGAIN : undefined);
-    const unresolved: IdempotencyStart = { kind: 'refuse', error: new IdempotencyKeyInProgressError(this.name, leaseMs), outcome: 'kept_unknown' };
+    const unresolved: IdempotencyStart = {
+      kind: 'refuse',
+      error: new IdempotencyKeyInProgressError(this.name, leaseMs),
+      outcome: 'kept_unknown',
+    };
     if (reconciler === undefined) {
       this.warn(NO_RECONCILER(this.name));
       return unresolved;
@@ -256,13 +311,17 @@ export class IdempotentMethod implements Policy {
         return unresolved;
       case 'complete': {
         const response = reconciledResponse(verdict, origin.transport, this.name);
-        const completed = await boundedStoreCall(this.settings, this.name, 'complete', () => store.complete(storeKey, token, response, ttlMs));
+        const completed = await boundedStoreCall(this.settings, this.name, 'complete', () =>
+          store.complete(storeKey, token, response, ttlMs),
+        );
         return completed
           ? { kind: 'replay', response, outcome: 'reconciled' }
           : { kind: 'refuse', error: new IdempotencyKeyInProgressError(this.name, leaseMs), outcome: 'in_progress' };
       }
       default:
-        throw new TypeError(`resilience4nest: the reconciler of @Idempotent on ${this.name} returned ${JSON.stringify(verdict)}; expected { action: 'run' | 'wait' | 'complete', ... }`);
+        throw new TypeError(
+          `resilience4nest: the reconciler of @Idempotent on ${this.name} returned ${JSON.stringify(verdict)}; expected { action: 'run' | 'wait' | 'complete', ... }`,
+        );
     }
   }
 
@@ -283,9 +342,14 @@ export class IdempotentMethod implements Policy {
         transaction = client;
       } catch (error) {
         // A connection that arrives after the bound passed is discarded too.
-        connecting.then((client) => client.release(asError(error)), () => undefined);
+        connecting.then(
+          (client) => client.release(asError(error)),
+          () => undefined,
+        );
         // Nothing ran: the key may be claimed again at once.
-        await boundedStoreCall(this.settings, this.name, 'release', () => store.release(storeKey, token)).catch(() => undefined);
+        await boundedStoreCall(this.settings, this.name, 'release', () => store.release(storeKey, token)).catch(
+          () => undefined,
+        );
         throw error;
       }
     }
@@ -372,11 +436,23 @@ export class IdempotentRun {
     const { store, ttlMs } = this.settings;
     try {
       if (decision === 'store' && response !== undefined) {
-        const completed = await boundedStoreCall(this.settings, this.name, 'complete', () => store.complete(this.storeKey, this.token, response, ttlMs), false);
+        const completed = await boundedStoreCall(
+          this.settings,
+          this.name,
+          'complete',
+          () => store.complete(this.storeKey, this.token, response, ttlMs),
+          false,
+        );
         return completed ? { status: 'completed' } : { status: 'superseded' };
       }
       if (decision === 'release') {
-        await boundedStoreCall(this.settings, this.name, 'release', () => store.release(this.storeKey, this.token), false);
+        await boundedStoreCall(
+          this.settings,
+          this.name,
+          'release',
+          () => store.release(this.storeKey, this.token),
+          false,
+        );
         return { status: 'released' };
       }
       return { status: 'kept' };
@@ -385,7 +461,11 @@ export class IdempotentRun {
     }
   }
 
-  private async finishTransaction(transaction: PostgresPoolClient, decision: IdempotencySettlement, response: StoredResponse | undefined): Promise<SettleResult> {
+  private async finishTransaction(
+    transaction: PostgresPoolClient,
+    decision: IdempotencySettlement,
+    response: StoredResponse | undefined,
+  ): Promise<SettleResult> {
     const store = this.settings.store as TransactionalIdempotencyStore;
     const { ttlMs, leaseMs } = this.settings;
     if (decision === 'store' && response !== undefined && !this.failed) {
@@ -415,7 +495,9 @@ export class IdempotentRun {
     try {
       // A stored error answer (a 4xx the method threw) is still the answer, with its writes rolled back.
       if (decision === 'store' && response !== undefined) {
-        return (await store.complete(this.storeKey, this.token, response, ttlMs)) ? { status: 'completed' } : { status: 'superseded' };
+        return (await store.complete(this.storeKey, this.token, response, ttlMs))
+          ? { status: 'completed' }
+          : { status: 'superseded' };
       }
       await store.release(this.storeKey, this.token);
       return { status: 'released' };
@@ -435,7 +517,13 @@ export class IdempotentRun {
     if (this.settled) return;
     const { store, leaseMs } = this.settings;
     // Bounded, so a renewal the store never answers does not end the renewals.
-    boundedStoreCall(this.settings, this.name, 'renew', () => store.renew(this.storeKey, this.token, leaseMs), false).then(
+    boundedStoreCall(
+      this.settings,
+      this.name,
+      'renew',
+      () => store.renew(this.storeKey, this.token, leaseMs),
+      false,
+    ).then(
       // Once another attempt owns the key there is nothing left to keep; completion will be refused too.
       (owned) => {
         if (owned && !this.settled) this.schedule();
@@ -448,14 +536,26 @@ export class IdempotentRun {
 }
 
 /** The stored form of a reconciler's answer. */
-function reconciledResponse(verdict: IdempotencyReconciliation, transport: IdempotencyTransport, name: string): StoredResponse {
+function reconciledResponse(
+  verdict: IdempotencyReconciliation,
+  transport: IdempotencyTransport,
+  name: string,
+): StoredResponse {
   if (transport === 'call') return { kind: 'result', value: (verdict as { value?: unknown }).value };
   const answer = verdict as { status?: unknown; body?: unknown; headers?: Readonly<Record<string, string>> };
-  if (typeof answer.status !== 'number' || !Number.isInteger(answer.status) || answer.status < 100 || answer.status > 599) {
-    throw new TypeError(`resilience4nest: the reconciler of @Idempotent on ${name} completed an HTTP request without a valid 'status', got ${String(answer.status)}`);
+  if (
+    typeof answer.status !== 'number' ||
+    !Number.isInteger(answer.status) ||
+    answer.status < 100 ||
+    answer.status > 599
+  ) {
+    throw new TypeError(
+      `resilience4nest: the reconciler of @Idempotent on ${name} completed an HTTP request without a valid 'status', got ${String(answer.status)}`,
+    );
   }
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(answer.headers ?? {})) if (name.toLowerCase() !== 'set-cookie') headers[name.toLowerCase()] = String(value);
+  for (const [name, value] of Object.entries(answer.headers ?? {}))
+    if (name.toLowerCase() !== 'set-cookie') headers[name.toLowerCase()] = String(value);
   const json = answer.body !== undefined && typeof answer.body !== 'string';
   if (json && headers['content-type'] === undefined) headers['content-type'] = 'application/json; charset=utf-8';
   const body = answer.body === undefined ? '' : json ? JSON.stringify(answer.body) : (answer.body as string);

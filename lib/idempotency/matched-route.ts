@@ -20,7 +20,10 @@ interface RoutedRequest {
  * @param request the platform's request object
  * @param handler `Class.method` of the route handler
  */
-export function matchedRoute(request: unknown, handler: string): { readonly template: string; readonly params: unknown } {
+export function matchedRoute(
+  request: unknown,
+  handler: string,
+): { readonly template: string; readonly params: unknown } {
   const routed = request as RoutedRequest;
   const template = routed.route?.path ?? routed.routeOptions?.url ?? routed.routerPath;
   return { template: typeof template === 'string' ? template : handler, params: routed.params ?? null };

@@ -68,7 +68,9 @@ describe('MemoryIdempotencyStore housekeeping', () => {
   });
 
   it('refuses a maxKeys that is not a positive integer', () => {
-    expect(() => new MemoryIdempotencyStore({ maxKeys: 0 })).toThrow(/MemoryIdempotencyStore: 'maxKeys' must be a positive integer, got 0/);
+    expect(() => new MemoryIdempotencyStore({ maxKeys: 0 })).toThrow(
+      /MemoryIdempotencyStore: 'maxKeys' must be a positive integer, got 0/,
+    );
   });
 });
 

@@ -84,7 +84,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   constructor(options: MemoryIdempotencyStoreOptions = {}) {
     this.clock = options.clock ?? wallClock;
     const maxKeys = options.maxKeys ?? DEFAULT_MEMORY_STORE_MAX_KEYS;
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) throw new RangeError(INVALID_STORE_COUNT(STORE, 'maxKeys', maxKeys));
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1)
+      throw new RangeError(INVALID_STORE_COUNT(STORE, 'maxKeys', maxKeys));
     this.maxKeys = maxKeys;
   }
 
@@ -104,14 +105,31 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
         if (this.entries.size >= this.maxKeys) throw new Error(MEMORY_STORE_FULL(this.maxKeys));
       }
       const token = randomUUID();
-      const fresh: Entry = { fingerprint, createdAt: now, expiresAt: now + ttlMs, token, leaseExpiresAt: now + leaseMs, response: undefined };
+      const fresh: Entry = {
+        fingerprint,
+        createdAt: now,
+        expiresAt: now + ttlMs,
+        token,
+        leaseExpiresAt: now + leaseMs,
+        response: undefined,
+      };
       this.entries.set(key, fresh);
       this.expireAt(key, fresh.expiresAt);
       return { outcome: 'claimed', token, record: inProgress(key, fresh) };
     }
     if (entry.fingerprint !== fingerprint) return { outcome: 'fingerprint_mismatch' };
     if (entry.response !== undefined) {
-      return { outcome: 'completed', record: { key, state: 'completed', fingerprint, createdAt: entry.createdAt, expiresAt: entry.expiresAt, response: decodeResponse(entry.response) } };
+      return {
+        outcome: 'completed',
+        record: {
+          key,
+          state: 'completed',
+          fingerprint,
+          createdAt: entry.createdAt,
+          expiresAt: entry.expiresAt,
+          response: decodeResponse(entry.response),
+        },
+      };
     }
     if (entry.leaseExpiresAt > now) {
       return { outcome: 'in_progress', record: inProgress(key, entry), retryAfterMs: entry.leaseExpiresAt - now };
@@ -156,7 +174,14 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const entry = this.entries.get(key);
     if (entry === undefined || entry.expiresAt <= this.clock.now()) return undefined;
     if (entry.response === undefined) return inProgress(key, entry);
-    return { key, state: 'completed', fingerprint: entry.fingerprint, createdAt: entry.createdAt, expiresAt: entry.expiresAt, response: decodeResponse(entry.response) };
+    return {
+      key,
+      state: 'completed',
+      fingerprint: entry.fingerprint,
+      createdAt: entry.createdAt,
+      expiresAt: entry.expiresAt,
+      response: decodeResponse(entry.response),
+    };
   }
 
   /** {@inheritDoc IdempotencyStore.cleanupExpired} */
@@ -244,7 +269,14 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 }
 
 function inProgress(key: string, entry: Entry): InProgressRecord {
-  return { key, state: 'in_progress', fingerprint: entry.fingerprint, createdAt: entry.createdAt, expiresAt: entry.expiresAt, leaseExpiresAt: entry.leaseExpiresAt };
+  return {
+    key,
+    state: 'in_progress',
+    fingerprint: entry.fingerprint,
+    createdAt: entry.createdAt,
+    expiresAt: entry.expiresAt,
+    leaseExpiresAt: entry.leaseExpiresAt,
+  };
 }
 
 function pushExpiry(heap: Expiry[], item: Expiry): void {

@@ -54,7 +54,13 @@ export interface TransactionalIdempotencyStore extends IdempotencyStore {
   /** Checks out a connection for one transaction. */
   connect(): Promise<PostgresPoolClient>;
   /** Completes the key on `client`, so it commits (or rolls back) with the transaction. */
-  completeInTransaction(client: PostgresQueryable, key: string, token: string, response: StoredResponse, ttlMs?: number): Promise<boolean>;
+  completeInTransaction(
+    client: PostgresQueryable,
+    key: string,
+    token: string,
+    response: StoredResponse,
+    ttlMs?: number,
+  ): Promise<boolean>;
 }
 
 /** True when `store` can take part in a caller's transaction. */
@@ -147,7 +153,18 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       const token = randomUUID();
       const fresh = [key, fingerprint, token, now, now + leaseMs, now + ttlMs];
-      const claimed: ClaimResult = { outcome: 'claimed', token, record: { key, state: 'in_progress', fingerprint, createdAt: now, expiresAt: now + ttlMs, leaseExpiresAt: now + leaseMs } };
+      const claimed: ClaimResult = {
+        outcome: 'claimed',
+        token,
+        record: {
+          key,
+          state: 'in_progress',
+          fingerprint,
+          createdAt: now,
+          expiresAt: now + ttlMs,
+          leaseExpiresAt: now + leaseMs,
+        },
+      };
       if ((await this.pool.query(this.sql.claim, fresh)).rowCount === 1) return claimed;
       const found = await this.pool.query(this.sql.get, [key]);
       if (found.rows.length === 0) continue;
@@ -159,7 +176,8 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
       }
       if (record.fingerprint !== fingerprint) return { outcome: 'fingerprint_mismatch' };
       if (record.state === 'completed') return { outcome: 'completed', record };
-      if (record.leaseExpiresAt > now) return { outcome: 'in_progress', record, retryAfterMs: record.leaseExpiresAt - now };
+      if (record.leaseExpiresAt > now)
+        return { outcome: 'in_progress', record, retryAfterMs: record.leaseExpiresAt - now };
       const taken = await this.pool.query(this.sql.takeOver, [key, token, now + leaseMs, row.token, now]);
       if (taken.rowCount === 1) return { outcome: 'stale', token, record };
     }
@@ -179,7 +197,13 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
    * false when `token` no longer owns the key; roll back then, since another
    * request now owns the operation.
    */
-  async completeInTransaction(client: PostgresQueryable, key: string, token: string, response: StoredResponse, ttlMs?: number): Promise<boolean> {
+  async completeInTransaction(
+    client: PostgresQueryable,
+    key: string,
+    token: string,
+    response: StoredResponse,
+    ttlMs?: number,
+  ): Promise<boolean> {
     await this.ready();
     return this.completeOn(client, key, token, response, ttlMs);
   }
@@ -234,23 +258,36 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
     }
   }
 
-  private async completeOn(client: PostgresQueryable, key: string, token: string, response: StoredResponse, ttlMs: number | undefined): Promise<boolean> {
+  private async completeOn(
+    client: PostgresQueryable,
+    key: string,
+    token: string,
+    response: StoredResponse,
+    ttlMs: number | undefined,
+  ): Promise<boolean> {
     const ttl = storeDuration(STORE, 'ttlMs', ttlMs, DEFAULT_IDEMPOTENCY_TTL_MS);
-    const result = await client.query(this.sql.complete, [key, token, encodeResponse(response), Math.floor(this.clock.now()) + ttl]);
+    const result = await client.query(this.sql.complete, [
+      key,
+      token,
+      encodeResponse(response),
+      Math.floor(this.clock.now()) + ttl,
+    ]);
     return result.rowCount === 1;
   }
 
   private ready(): Promise<void> {
     if (!this.createSchema) return Promise.resolve();
     if (this.schemaReady === undefined) {
-      this.schemaReady = this.pool.query(`SELECT pg_advisory_xact_lock(${advisoryLockKey(this.table)});\n${this.schema}`).then(
-        () => undefined,
-        (error: unknown) => {
-          // A failed attempt (database not up yet) must not poison every later call.
-          this.schemaReady = undefined;
-          throw error;
-        },
-      );
+      this.schemaReady = this.pool
+        .query(`SELECT pg_advisory_xact_lock(${advisoryLockKey(this.table)});\n${this.schema}`)
+        .then(
+          () => undefined,
+          (error: unknown) => {
+            // A failed attempt (database not up yet) must not poison every later call.
+            this.schemaReady = undefined;
+            throw error;
+          },
+        );
     }
     return this.schemaReady;
   }
@@ -283,9 +320,16 @@ function statements(table: string) {
 }
 
 function toRecord(key: string, row: Row): IdempotencyRecord {
-  const base = { key, fingerprint: row.fingerprint, createdAt: Number(row.created_at), expiresAt: Number(row.expires_at) };
-  if (row.state === 'completed' && row.response !== null) return { ...base, state: 'completed', response: decodeResponse(row.response) };
-  if (row.state === 'in_progress' && row.lease_expires_at !== null) return { ...base, state: 'in_progress', leaseExpiresAt: Number(row.lease_expires_at) };
+  const base = {
+    key,
+    fingerprint: row.fingerprint,
+    createdAt: Number(row.created_at),
+    expiresAt: Number(row.expires_at),
+  };
+  if (row.state === 'completed' && row.response !== null)
+    return { ...base, state: 'completed', response: decodeResponse(row.response) };
+  if (row.state === 'in_progress' && row.lease_expires_at !== null)
+    return { ...base, state: 'in_progress', leaseExpiresAt: Number(row.lease_expires_at) };
   throw new Error(CORRUPT_RECORD(STORE, key));
 }
 

@@ -32,7 +32,13 @@ export interface RedisScriptClient {
   /** Reads a string key. */
   get(key: string): Promise<string | null>;
   /** Iterates keys matching a pattern. */
-  scan(cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): Promise<[string, string[]]>;
+  scan(
+    cursor: string,
+    matchToken: 'MATCH',
+    pattern: string,
+    countToken: 'COUNT',
+    count: number,
+  ): Promise<[string, string[]]>;
   /** `INFO section`, read by {@link RedisIdempotencyStore.durabilityWarning}. */
   info?(section: 'persistence'): Promise<string>;
   /** `CONFIG GET parameter`, read when `INFO` is not allowed. */
@@ -197,10 +203,24 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const { leaseMs, ttlMs } = claimDurations(STORE, options);
     const now = Math.floor(this.clock.now());
     const token = randomUUID();
-    const [outcome, raw] = (await this.run(SCRIPTS.claim, key, [now, fingerprint, token, leaseMs, ttlMs])) as [string, string?];
+    const [outcome, raw] = (await this.run(SCRIPTS.claim, key, [now, fingerprint, token, leaseMs, ttlMs])) as [
+      string,
+      string?,
+    ];
     switch (outcome) {
       case 'claimed':
-        return { outcome, token, record: { key, state: 'in_progress', fingerprint, createdAt: now, expiresAt: now + ttlMs, leaseExpiresAt: now + leaseMs } };
+        return {
+          outcome,
+          token,
+          record: {
+            key,
+            state: 'in_progress',
+            fingerprint,
+            createdAt: now,
+            expiresAt: now + ttlMs,
+            leaseExpiresAt: now + leaseMs,
+          },
+        };
       case 'fingerprint_mismatch':
         return { outcome };
     }

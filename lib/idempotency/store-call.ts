@@ -21,13 +21,23 @@ export interface StoreCallBounds {
  * @param operation what was asked of the store, for the error (`claim`, `complete`…)
  * @param withinDeadline also bound the call by the request deadline
  */
-export function boundedStoreCall<T>(bounds: StoreCallBounds, target: string, operation: string, call: () => PromiseLike<T>, withinDeadline = true): Promise<T> {
+export function boundedStoreCall<T>(
+  bounds: StoreCallBounds,
+  target: string,
+  operation: string,
+  call: () => PromiseLike<T>,
+  withinDeadline = true,
+): Promise<T> {
   const left = withinDeadline ? remainingTime() : Number.POSITIVE_INFINITY;
   const byDeadline = left < bounds.storeTimeoutMs;
   const limit = byDeadline ? left : bounds.storeTimeoutMs;
-  if (!(limit > 0)) return Promise.reject(new IdempotencyStoreUnavailableError(target, STORE_CALL_TIMED_OUT(operation, 0, true)));
+  if (!(limit > 0))
+    return Promise.reject(new IdempotencyStoreUnavailableError(target, STORE_CALL_TIMED_OUT(operation, 0, true)));
   return new Promise<T>((resolve, reject) => {
-    const timer = bounds.clock.setTimeout(() => reject(new IdempotencyStoreUnavailableError(target, STORE_CALL_TIMED_OUT(operation, limit, byDeadline))), limit);
+    const timer = bounds.clock.setTimeout(
+      () => reject(new IdempotencyStoreUnavailableError(target, STORE_CALL_TIMED_OUT(operation, limit, byDeadline))),
+      limit,
+    );
     const failed = (error: unknown) => {
       bounds.clock.clearTimeout(timer);
       reject(new IdempotencyStoreUnavailableError(target, STORE_CALL_FAILED(operation), undefined, error));

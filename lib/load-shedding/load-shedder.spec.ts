@@ -106,7 +106,10 @@ describe('LoadShedder', () => {
   // Netflix concurrency-limits, VegasLimit: no queue → grow by β; a queue beyond β → shrink by log10(limit); drops shrink.
   it('vegas: the limit grows while latency stays at its no-load level, shrinks under queueing and on drops', async () => {
     const clock = new VirtualClock();
-    const s = shedder({ adaptive: { algorithm: 'vegas', initialLimit: 20, minLimit: 5, maxLimit: 200, probeMultiplier: 1000 } }, clock);
+    const s = shedder(
+      { adaptive: { algorithm: 'vegas', initialLimit: 20, minLimit: 5, maxLimit: 200, probeMultiplier: 1000 } },
+      clock,
+    );
     await saturate(s, clock, 10, 1500);
     const steady = s.limit;
     await saturate(s, clock, 40, 300);

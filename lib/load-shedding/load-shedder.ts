@@ -52,7 +52,8 @@ export class LoadShedder {
   ) {
     const adaptive = options.adaptive;
     if (adaptive !== undefined) {
-      this.adaptiveLimit = adaptive.algorithm === 'vegas' ? new VegasLimit({ ...adaptive, random }) : new Gradient2Limit(adaptive);
+      this.adaptiveLimit =
+        adaptive.algorithm === 'vegas' ? new VegasLimit({ ...adaptive, random }) : new Gradient2Limit(adaptive);
     }
     const eventLoop = options.eventLoopDelay;
     if (eventLoop !== undefined && probe !== undefined) {

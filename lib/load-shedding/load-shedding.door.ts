@@ -23,7 +23,11 @@ export type DoorMiddleware = (req: IncomingMessage, res: ServerResponse, next: (
  * ends. It answers refusals itself, through Node's own response API, so it
  * needs no exception filter and works on every HTTP platform.
  */
-export function loadSheddingDoor(shedder: LoadShedder, priority: PriorityLevel, deadlineHeader: string): DoorMiddleware {
+export function loadSheddingDoor(
+  shedder: LoadShedder,
+  priority: PriorityLevel,
+  deadlineHeader: string,
+): DoorMiddleware {
   const { priorityHeader, retryAfterMs } = shedder.options;
   return (req: DoorRequest, res, next) => {
     if (req[ADMITTED]) return next();
@@ -32,7 +36,11 @@ export function loadSheddingDoor(shedder: LoadShedder, priority: PriorityLevel, 
     const deadline = req.headers[deadlineHeader];
     if (typeof deadline === 'string' && NO_TIME_LEFT.test(deadline)) {
       shedder.refuseExpired(level);
-      return answer(req, res, new DeadlineExceededError('loadShedding', `request arrived with no time left in '${deadlineHeader}'`));
+      return answer(
+        req,
+        res,
+        new DeadlineExceededError('loadShedding', `request arrived with no time left in '${deadlineHeader}'`),
+      );
     }
     const admission = shedder.tryAdmit(level);
     if (typeof admission === 'string') return answer(req, res, new OverloadedError(admission, level, retryAfterMs));
@@ -50,7 +58,10 @@ function release(shedder: LoadShedder, admission: Admission, res: ServerResponse
 
 function answer(req: DoorRequest, res: ServerResponse, error: ResilienceError): void {
   const problem = resilienceProblem(error, (req.originalUrl ?? req.url ?? '').split('?')[0]);
-  const body = error instanceof OverloadedError ? { ...problem.body, reason: error.reason, priority: error.priority } : problem.body;
+  const body =
+    error instanceof OverloadedError
+      ? { ...problem.body, reason: error.reason, priority: error.priority }
+      : problem.body;
   res.statusCode = problem.status;
   for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
   res.end(JSON.stringify(body));

@@ -5,10 +5,28 @@ const PLACE = 'loadShedding options';
 
 describe('readLoadSheddingOptions', () => {
   it('sets no signal when the section is absent, and fills the defaults of a given one', () => {
-    expect(readLoadSheddingOptions(undefined)).toEqual({ shares: { critical: 0, high: 0, normal: 0, low: 0 }, retryAfterMs: 1000 });
-    expect(readLoadSheddingOptions({ 'max-concurrent-requests': 200, adaptive: { algorithm: 'VEGAS' }, eventLoopDelay: { threshold: '100ms' } })).toEqual({
+    expect(readLoadSheddingOptions(undefined)).toEqual({
+      shares: { critical: 0, high: 0, normal: 0, low: 0 },
+      retryAfterMs: 1000,
+    });
+    expect(
+      readLoadSheddingOptions({
+        'max-concurrent-requests': 200,
+        adaptive: { algorithm: 'VEGAS' },
+        eventLoopDelay: { threshold: '100ms' },
+      }),
+    ).toEqual({
       maxConcurrentRequests: 200,
-      adaptive: { algorithm: 'vegas', initialLimit: 20, minLimit: 1, maxLimit: 1000, smoothing: 1, queueSize: 4, longWindow: 600, probeMultiplier: 30 },
+      adaptive: {
+        algorithm: 'vegas',
+        initialLimit: 20,
+        minLimit: 1,
+        maxLimit: 1000,
+        smoothing: 1,
+        queueSize: 4,
+        longWindow: 600,
+        probeMultiplier: 30,
+      },
       eventLoopDelay: { thresholdMs: 100, sampleIntervalMs: 500 },
       shares: { critical: 0, high: 0, normal: 0, low: 0 },
       priorityHeader: undefined,
@@ -17,20 +35,52 @@ describe('readLoadSheddingOptions', () => {
   });
 
   it('moves an unset bound out of the way of the limits that are set', () => {
-    expect(readLoadSheddingOptions({ adaptive: { initialLimit: 5, maxLimit: 50 } })?.adaptive).toMatchObject({ initialLimit: 5, minLimit: 5, maxLimit: 50 });
+    expect(readLoadSheddingOptions({ adaptive: { initialLimit: 5, maxLimit: 50 } })?.adaptive).toMatchObject({
+      initialLimit: 5,
+      minLimit: 5,
+      maxLimit: 50,
+    });
   });
 
   it.each([
     [{ maxConcurrentRequests: 0 }, INVALID_VALUE(PLACE, 'maxConcurrentRequests', 'a positive whole number', 0)],
-    [{ maxConcurentRequests: 5 }, UNKNOWN_KEY(PLACE, 'maxConcurentRequests', ['maxConcurrentRequests', 'adaptive', 'eventLoopDelay', 'priorities', 'priorityHeader', 'retryAfter'])],
+    [
+      { maxConcurentRequests: 5 },
+      UNKNOWN_KEY(PLACE, 'maxConcurentRequests', [
+        'maxConcurrentRequests',
+        'adaptive',
+        'eventLoopDelay',
+        'priorities',
+        'priorityHeader',
+        'retryAfter',
+      ]),
+    ],
     [{ priorities: { low: 1 } }, INVALID_VALUE(`${PLACE} 'priorities'`, 'low', 'a share in [0, 1)', 1)],
-    [{ priorities: { urgent: 0.1 } }, UNKNOWN_KEY(`${PLACE} 'priorities'`, 'urgent', ['critical', 'high', 'normal', 'low'])],
-    [{ adaptive: { algorithm: 'aimd' } }, INVALID_VALUE(`${PLACE} 'adaptive'`, 'algorithm', "'gradient2' or 'vegas'", 'aimd')],
-    [{ adaptive: { initialLimit: 500, maxLimit: 100 } }, INVALID_VALUE(`${PLACE} 'adaptive'`, 'initialLimit', 'between minLimit (20) and maxLimit (100)', 500)],
-    [{ adaptive: { minLimit: 50, maxLimit: 10 } }, INVALID_VALUE(`${PLACE} 'adaptive'`, 'minLimit', 'at most maxLimit (10)', 50)],
+    [
+      { priorities: { urgent: 0.1 } },
+      UNKNOWN_KEY(`${PLACE} 'priorities'`, 'urgent', ['critical', 'high', 'normal', 'low']),
+    ],
+    [
+      { adaptive: { algorithm: 'aimd' } },
+      INVALID_VALUE(`${PLACE} 'adaptive'`, 'algorithm', "'gradient2' or 'vegas'", 'aimd'),
+    ],
+    [
+      { adaptive: { initialLimit: 500, maxLimit: 100 } },
+      INVALID_VALUE(`${PLACE} 'adaptive'`, 'initialLimit', 'between minLimit (20) and maxLimit (100)', 500),
+    ],
+    [
+      { adaptive: { minLimit: 50, maxLimit: 10 } },
+      INVALID_VALUE(`${PLACE} 'adaptive'`, 'minLimit', 'at most maxLimit (10)', 50),
+    ],
     [{ adaptive: { smoothing: 0 } }, INVALID_VALUE(`${PLACE} 'adaptive'`, 'smoothing', 'a number in (0, 1]', 0)],
-    [{ eventLoopDelay: { sampleInterval: '1s' } }, INVALID_VALUE(`${PLACE} 'eventLoopDelay'`, 'threshold', 'a positive duration (it is required)', undefined)],
-    [{ eventLoopDelay: { threshold: '-5ms' } }, INVALID_VALUE(`${PLACE} 'eventLoopDelay'`, 'threshold', 'a positive duration', '-5ms')],
+    [
+      { eventLoopDelay: { sampleInterval: '1s' } },
+      INVALID_VALUE(`${PLACE} 'eventLoopDelay'`, 'threshold', 'a positive duration (it is required)', undefined),
+    ],
+    [
+      { eventLoopDelay: { threshold: '-5ms' } },
+      INVALID_VALUE(`${PLACE} 'eventLoopDelay'`, 'threshold', 'a positive duration', '-5ms'),
+    ],
     [{ priorityHeader: 'x priority' }, INVALID_VALUE(PLACE, 'priorityHeader', 'an HTTP header name', 'x priority')],
     [{ retryAfter: 'soon' }, INVALID_VALUE(PLACE, 'retryAfter', 'a positive duration', 'soon')],
     [['maxConcurrentRequests'], NOT_AN_OBJECT(PLACE, ['maxConcurrentRequests'])],

@@ -81,8 +81,24 @@ const DEFAULT_SAMPLE_INTERVAL_MS = 500;
 const NO_SHARES: Readonly<Record<PriorityLevel, number>> = { critical: 0, high: 0, normal: 0, low: 0 };
 
 const ADAPTIVE_DEFAULTS: Readonly<Record<AdaptiveAlgorithm, Omit<ResolvedAdaptiveOptions, 'algorithm'>>> = {
-  gradient2: { initialLimit: 20, minLimit: 20, maxLimit: 200, smoothing: 0.2, queueSize: 4, longWindow: 600, probeMultiplier: 30 },
-  vegas: { initialLimit: 20, minLimit: 1, maxLimit: 1000, smoothing: 1, queueSize: 4, longWindow: 600, probeMultiplier: 30 },
+  gradient2: {
+    initialLimit: 20,
+    minLimit: 20,
+    maxLimit: 200,
+    smoothing: 0.2,
+    queueSize: 4,
+    longWindow: 600,
+    probeMultiplier: 30,
+  },
+  vegas: {
+    initialLimit: 20,
+    minLimit: 1,
+    maxLimit: 1000,
+    smoothing: 1,
+    queueSize: 4,
+    longWindow: 600,
+    probeMultiplier: 30,
+  },
 };
 
 /**
@@ -111,23 +127,48 @@ export function readLoadSheddingOptions(raw: unknown): ResolvedLoadSheddingOptio
 
 function readAdaptive(raw: unknown): ResolvedAdaptiveOptions {
   const place = `${PLACE} 'adaptive'`;
-  const fields = entries(raw, place, ['algorithm', 'initialLimit', 'minLimit', 'maxLimit', 'smoothing', 'queueSize', 'longWindow', 'probeMultiplier']);
+  const fields = entries(raw, place, [
+    'algorithm',
+    'initialLimit',
+    'minLimit',
+    'maxLimit',
+    'smoothing',
+    'queueSize',
+    'longWindow',
+    'probeMultiplier',
+  ]);
   const algorithmField = fields.find(([key]) => key === 'algorithm');
-  const algorithm = algorithmField === undefined ? 'gradient2' : readAlgorithm(algorithmField[2], place, algorithmField[1]);
+  const algorithm =
+    algorithmField === undefined ? 'gradient2' : readAlgorithm(algorithmField[2], place, algorithmField[1]);
   const settings = { ...ADAPTIVE_DEFAULTS[algorithm] };
   for (const [key, rawKey, value] of fields) {
     if (key === 'algorithm') continue;
     if (key === 'smoothing') settings.smoothing = fraction(value, place, rawKey);
     else if (key === 'queueSize') settings.queueSize = nonNegativeNumber(value, place, rawKey);
-    else settings[key as 'initialLimit' | 'minLimit' | 'maxLimit' | 'longWindow' | 'probeMultiplier'] = positiveInteger(value, place, rawKey);
+    else
+      settings[key as 'initialLimit' | 'minLimit' | 'maxLimit' | 'longWindow' | 'probeMultiplier'] = positiveInteger(
+        value,
+        place,
+        rawKey,
+      );
   }
   const explicit = new Set(fields.map(([key]) => key));
   // A minLimit or maxLimit set alone moves the other default out of its way rather than contradicting it.
-  if (!explicit.has('minLimit')) settings.minLimit = Math.min(settings.minLimit, settings.initialLimit, settings.maxLimit);
-  if (!explicit.has('maxLimit')) settings.maxLimit = Math.max(settings.maxLimit, settings.initialLimit, settings.minLimit);
-  if (settings.minLimit > settings.maxLimit) throw new Error(INVALID_VALUE(place, 'minLimit', `at most maxLimit (${settings.maxLimit})`, settings.minLimit));
+  if (!explicit.has('minLimit'))
+    settings.minLimit = Math.min(settings.minLimit, settings.initialLimit, settings.maxLimit);
+  if (!explicit.has('maxLimit'))
+    settings.maxLimit = Math.max(settings.maxLimit, settings.initialLimit, settings.minLimit);
+  if (settings.minLimit > settings.maxLimit)
+    throw new Error(INVALID_VALUE(place, 'minLimit', `at most maxLimit (${settings.maxLimit})`, settings.minLimit));
   if (settings.initialLimit < settings.minLimit || settings.initialLimit > settings.maxLimit) {
-    throw new Error(INVALID_VALUE(place, 'initialLimit', `between minLimit (${settings.minLimit}) and maxLimit (${settings.maxLimit})`, settings.initialLimit));
+    throw new Error(
+      INVALID_VALUE(
+        place,
+        'initialLimit',
+        `between minLimit (${settings.minLimit}) and maxLimit (${settings.maxLimit})`,
+        settings.initialLimit,
+      ),
+    );
   }
   return { algorithm, ...settings };
 }
@@ -146,7 +187,8 @@ function readEventLoopDelay(raw: unknown): ResolvedLoadSheddingOptions['eventLoo
     if (key === 'threshold') thresholdMs = duration(value, place, rawKey);
     else sampleIntervalMs = duration(value, place, rawKey);
   }
-  if (thresholdMs === undefined) throw new Error(INVALID_VALUE(place, 'threshold', 'a positive duration (it is required)', undefined));
+  if (thresholdMs === undefined)
+    throw new Error(INVALID_VALUE(place, 'threshold', 'a positive duration (it is required)', undefined));
   return { thresholdMs, sampleIntervalMs };
 }
 
@@ -154,34 +196,40 @@ function readShares(raw: unknown): Readonly<Record<PriorityLevel, number>> {
   const place = `${PLACE} 'priorities'`;
   const shares = { ...NO_SHARES };
   for (const [key, rawKey, value] of entries(raw, place, PRIORITY_LEVELS)) {
-    if (typeof value !== 'number' || !(value >= 0 && value < 1)) throw new Error(INVALID_VALUE(place, rawKey, 'a share in [0, 1)', value));
+    if (typeof value !== 'number' || !(value >= 0 && value < 1))
+      throw new Error(INVALID_VALUE(place, rawKey, 'a share in [0, 1)', value));
     shares[key as PriorityLevel] = value;
   }
   return shares;
 }
 
 function headerName(value: unknown, rawKey: string): string {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(value)) throw new Error(INVALID_VALUE(PLACE, rawKey, 'an HTTP header name', value));
+  if (typeof value !== 'string' || !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(value))
+    throw new Error(INVALID_VALUE(PLACE, rawKey, 'an HTTP header name', value));
   return value.toLowerCase();
 }
 
 function positiveInteger(value: unknown, place: string, rawKey: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) throw new Error(INVALID_VALUE(place, rawKey, 'a positive whole number', value));
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw new Error(INVALID_VALUE(place, rawKey, 'a positive whole number', value));
   return value;
 }
 
 function nonNegativeNumber(value: unknown, place: string, rawKey: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(INVALID_VALUE(place, rawKey, 'a number ≥ 0', value));
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+    throw new Error(INVALID_VALUE(place, rawKey, 'a number ≥ 0', value));
   return value;
 }
 
 function fraction(value: unknown, place: string, rawKey: string): number {
-  if (typeof value !== 'number' || !(value > 0 && value <= 1)) throw new Error(INVALID_VALUE(place, rawKey, 'a number in (0, 1]', value));
+  if (typeof value !== 'number' || !(value > 0 && value <= 1))
+    throw new Error(INVALID_VALUE(place, rawKey, 'a number in (0, 1]', value));
   return value;
 }
 
 function duration(value: unknown, place: string, rawKey: string): number {
   const ms = parseDuration(value);
-  if (ms === undefined || !Number.isFinite(ms) || ms <= 0) throw new Error(INVALID_VALUE(place, rawKey, 'a positive duration', value));
+  if (ms === undefined || !Number.isFinite(ms) || ms <= 0)
+    throw new Error(INVALID_VALUE(place, rawKey, 'a positive duration', value));
   return ms;
 }

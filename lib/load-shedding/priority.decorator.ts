@@ -33,7 +33,9 @@ export function isPriorityLevel(value: unknown): value is PriorityLevel {
  */
 export function Priority(level: PriorityLevel): ClassDecorator & MethodDecorator {
   if (!isPriorityLevel(level)) {
-    throw new TypeError(`resilience4nest: @Priority(${JSON.stringify(level)}) must be one of ${PRIORITY_LEVELS.map((l) => `'${l}'`).join(', ')}`);
+    throw new TypeError(
+      `resilience4nest: @Priority(${JSON.stringify(level)}) must be one of ${PRIORITY_LEVELS.map((l) => `'${l}'`).join(', ')}`,
+    );
   }
   return SetMetadata(PRIORITY_METADATA, level);
 }

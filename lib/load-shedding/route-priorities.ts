@@ -13,7 +13,10 @@ const PATH_METADATA = 'path';
 const METHOD_METADATA = 'method';
 
 /** The routes whose `@Priority` (on the route or its controller) is not the default, by class. */
-export function routePriorities(discovery: DiscoveryService, scanner: MetadataScanner): Map<PriorityLevel, RouteInfo[]> {
+export function routePriorities(
+  discovery: DiscoveryService,
+  scanner: MetadataScanner,
+): Map<PriorityLevel, RouteInfo[]> {
   const byLevel = new Map<PriorityLevel, RouteInfo[]>();
   for (const wrapper of discovery.getControllers()) {
     const controller = wrapper.metatype as (new (...args: never[]) => unknown) | undefined;
@@ -29,7 +32,8 @@ export function routePriorities(discovery: DiscoveryService, scanner: MetadataSc
       const method = (Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined) ?? RequestMethod.GET;
       const routes = byLevel.get(level) ?? [];
       for (const prefix of prefixes) {
-        for (const path of paths(Reflect.getMetadata(PATH_METADATA, handler))) routes.push({ path: join(prefix, path), method });
+        for (const path of paths(Reflect.getMetadata(PATH_METADATA, handler)))
+          routes.push({ path: join(prefix, path), method });
       }
       byLevel.set(level, routes);
     }

@@ -19,7 +19,11 @@ describe('EventJournal', () => {
     await b.execute(() => 'ok');
     await a.execute(() => Promise.reject(new TypeError('boom'))).catch(() => undefined);
     const events = journal.events('circuitBreaker');
-    expect(events.map((e) => `${e.name}:${e.type}`)).toEqual(['b:SUCCESS', 'a:FAILURE_RATE_EXCEEDED', 'a:STATE_TRANSITION']);
+    expect(events.map((e) => `${e.name}:${e.type}`)).toEqual([
+      'b:SUCCESS',
+      'a:FAILURE_RATE_EXCEEDED',
+      'a:STATE_TRANSITION',
+    ]);
     expect(journal.events('circuitBreaker', 'a')[1]).toMatchObject({ stateTransition: 'CLOSED_TO_OPEN' });
     expect(journal.events('bulkhead')).toEqual([]);
     for (const unsubscribe of stop) unsubscribe();
@@ -38,7 +42,11 @@ describe('EventJournal', () => {
     release();
     await held;
     const [permitted, rejected, finished] = journal.events('bulkhead');
-    expect(JSON.parse(JSON.stringify(permitted))).toEqual({ name: 'pool', type: 'CALL_PERMITTED', creationTime: permitted.creationTime });
+    expect(JSON.parse(JSON.stringify(permitted))).toEqual({
+      name: 'pool',
+      type: 'CALL_PERMITTED',
+      creationTime: permitted.creationTime,
+    });
     expect(rejected).toMatchObject({
       type: 'CALL_REJECTED',
       reason: 'queue-full',

@@ -172,7 +172,11 @@ export class EventJournal {
       }
       case 'bulkhead': {
         const b = observed.instance;
-        return [b.onCallPermitted(on('CALL_PERMITTED')), b.onCallRejected(on('CALL_REJECTED')), b.onCallFinished(on('CALL_FINISHED'))];
+        return [
+          b.onCallPermitted(on('CALL_PERMITTED')),
+          b.onCallRejected(on('CALL_REJECTED')),
+          b.onCallFinished(on('CALL_FINISHED')),
+        ];
       }
       case 'timeLimiter': {
         const t = observed.instance;
@@ -190,7 +194,8 @@ export class EventJournal {
   /** The recorded events of `policy`'s instances (of `name` only, if given), oldest first. */
   events(policy: StatusPolicy, name?: string): RecordedEvent[] {
     const collected: Array<[number, RecordedEvent]> = [];
-    for (const ring of this.rings.get(policy) ?? []) if (name === undefined || ring.name === name) ring.read(collected, this.withMessages);
+    for (const ring of this.rings.get(policy) ?? [])
+      if (name === undefined || ring.name === name) ring.read(collected, this.withMessages);
     return collected.sort((a, b) => a[0] - b[0]).map(([, event]) => event);
   }
 }

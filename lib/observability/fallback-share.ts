@@ -59,7 +59,11 @@ export interface FallbackShareSnapshot extends FallbackShareCounts {
   readonly methods: Readonly<Record<string, FallbackShareCounts>>;
 }
 
-const counts = (calls: number, fallbacks: number): FallbackShareCounts => ({ calls, fallbacks, share: calls === 0 ? 0 : (fallbacks * 100) / calls });
+const counts = (calls: number, fallbacks: number): FallbackShareCounts => ({
+  calls,
+  fallbacks,
+  share: calls === 0 ? 0 : (fallbacks * 100) / calls,
+});
 
 /**
  * Counts calls to `@Fallback` methods and the answers their fallbacks gave,
@@ -101,7 +105,10 @@ export class FallbackShare {
       calls += totals.calls;
       fallbacks += totals.fallbacks;
       const same = methods[policy.name];
-      methods[policy.name] = same === undefined ? counts(totals.calls, totals.fallbacks) : counts(same.calls + totals.calls, same.fallbacks + totals.fallbacks);
+      methods[policy.name] =
+        same === undefined
+          ? counts(totals.calls, totals.fallbacks)
+          : counts(same.calls + totals.calls, same.fallbacks + totals.fallbacks);
     }
     return { ...counts(calls, fallbacks), methods };
   }

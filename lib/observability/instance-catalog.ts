@@ -40,7 +40,8 @@ export function watchInstances(
   const unsubscribe = registry.onInstanceCreated((event) => once(event as ObservedInstance));
   for (const policy of POLICIES) {
     for (const name of registry.options.sections[policy].instances.keys()) registry.get(policy, name);
-    for (const instance of registry.all(policy)) once({ policy, name: instance.name, instance, derived: false } as ObservedInstance);
+    for (const instance of registry.all(policy))
+      once({ policy, name: instance.name, instance, derived: false } as ObservedInstance);
   }
   for (const event of registry.derivedInstances) once(event as ObservedInstance);
   for (const instance of fallbacks) once({ policy: 'fallback', name: instance.name, instance, derived: false });

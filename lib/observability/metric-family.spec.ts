@@ -5,16 +5,35 @@ const calls: FamilyDefinition = { name: 'test_calls_total', help: 'Calls', type:
 const rate: FamilyDefinition = { name: 'test_rate', help: 'Rate', type: 'gauge', combine: 'max' };
 const seconds: FamilyDefinition = { name: 'test_seconds', help: 'Durations', type: 'histogram', combine: 'sum' };
 
-const counter = (name: string, value: number): Collector => (emit) => emit({ name }, value);
+const counter =
+  (name: string, value: number): Collector =>
+  (emit) =>
+    emit({ name }, value);
 
 describe('metric families in a prom-client registry', () => {
   it('expose every attached collector, adding counters and keeping the highest gauge for equal labels', async () => {
     const registry = new Registry();
-    const detachA = attachCollectors(registry, [[calls, counter('x', 2)], [rate, counter('x', 10)]], []);
-    const detachB = attachCollectors(registry, [[calls, counter('x', 3)], [rate, counter('x', 40)]], []);
+    const detachA = attachCollectors(
+      registry,
+      [
+        [calls, counter('x', 2)],
+        [rate, counter('x', 10)],
+      ],
+      [],
+    );
+    const detachB = attachCollectors(
+      registry,
+      [
+        [calls, counter('x', 3)],
+        [rate, counter('x', 40)],
+      ],
+      [],
+    );
     attachCollectors(registry, [[calls, counter('y', 1)]], []);
     const text = await registry.metrics();
-    expect(text).toContain('# TYPE test_calls_total counter\ntest_calls_total{name="x"} 5\ntest_calls_total{name="y"} 1');
+    expect(text).toContain(
+      '# TYPE test_calls_total counter\ntest_calls_total{name="x"} 5\ntest_calls_total{name="y"} 1',
+    );
     expect(text).toContain('# TYPE test_rate gauge\ntest_rate{name="x"} 40');
     detachB();
     expect(await registry.metrics()).toContain('test_calls_total{name="x"} 2');
@@ -51,7 +70,13 @@ describe('metric families in a prom-client registry', () => {
     attachCollectors(registry, [[calls, counter('x', 1)]], []);
     expect(await registry.metrics()).toContain('# TYPE test_calls counter\ntest_calls_total{name="x"} 1');
     expect(await registry.getMetricsAsJSON()).toEqual([
-      { name: 'test_calls', help: 'Calls', type: 'counter', aggregator: 'sum', values: [{ labels: { name: 'x' }, value: 1, metricName: undefined }] },
+      {
+        name: 'test_calls',
+        help: 'Calls',
+        type: 'counter',
+        aggregator: 'sum',
+        values: [{ labels: { name: 'x' }, value: 1, metricName: undefined }],
+      },
     ]);
   });
 

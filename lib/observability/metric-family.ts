@@ -64,11 +64,18 @@ class ResilienceMetricFamily {
       let key = suffix ?? '';
       for (const label in labels) key += `\u0000${labels[label]}`;
       const existing = merged.get(key);
-      if (existing === undefined) merged.set(key, { metricName: suffix === undefined ? undefined : this.name + suffix, labels, value });
+      if (existing === undefined)
+        merged.set(key, { metricName: suffix === undefined ? undefined : this.name + suffix, labels, value });
       else existing.value = max ? Math.max(existing.value, value) : existing.value + value;
     };
     for (const collect of this.sources) collect(emit);
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: [...merged.values()] };
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values: [...merged.values()],
+    };
   }
 
   /** Nothing to reset: the values are views of the policies' own counters. */

@@ -13,13 +13,23 @@ describe('ResilienceMetricsBinding without Nest', () => {
     const binding = new ResilienceMetricsBinding(registry, { registry: promRegistry });
     await registry.retry('late').execute(() => 'ok');
     const text = await promRegistry.metrics();
-    expect(promRegistry.getMetricsAsArray().map((m) => (m as unknown as { name: string }).name).sort()).toEqual(
+    expect(
+      promRegistry
+        .getMetricsAsArray()
+        .map((m) => (m as unknown as { name: string }).name)
+        .sort(),
+    ).toEqual(
       Object.values(METRIC_FAMILIES)
         .map((f) => f.name)
         .sort(),
     );
     for (const name of ['declared', 'early', 'late']) {
-      expect(sample(text, `resilience4j_retry_calls_total{name="${name}",kind="successful_without_retry"} ${name === 'declared' ? 0 : 1}`)).toBe(true);
+      expect(
+        sample(
+          text,
+          `resilience4j_retry_calls_total{name="${name}",kind="successful_without_retry"} ${name === 'declared' ? 0 : 1}`,
+        ),
+      ).toBe(true);
     }
     binding.close();
     expect(promRegistry.getMetricsAsArray()).toEqual([]);
@@ -30,7 +40,9 @@ describe('ResilienceMetricsBinding without Nest', () => {
     const clock = new VirtualClock();
     const registry = new ResilienceRegistry({
       clock,
-      retry: { instances: { poll: { maxAttempts: 2, waitDuration: 0, retryOnResult: (r: unknown) => r === 'PENDING' } } },
+      retry: {
+        instances: { poll: { maxAttempts: 2, waitDuration: 0, retryOnResult: (r: unknown) => r === 'PENDING' } },
+      },
     });
     const binding = new ResilienceMetricsBinding(registry, { registry: promRegistry });
     const call = registry.retry('poll').execute(async () => 'PENDING');

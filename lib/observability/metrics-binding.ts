@@ -12,7 +12,12 @@ import { ObservedInstance, watchInstances } from './instance-catalog';
 import { attachCollectors, Collector, Emit, FamilyDefinition } from './metric-family';
 import { DEFAULT_BUCKETS, MetricsRegistry } from './observability.options';
 
-const family = (name: string, type: FamilyDefinition['type'], help: string, combine: FamilyDefinition['combine'] = 'sum'): FamilyDefinition => ({
+const family = (
+  name: string,
+  type: FamilyDefinition['type'],
+  help: string,
+  combine: FamilyDefinition['combine'] = 'sum',
+): FamilyDefinition => ({
   name,
   type,
   help,
@@ -28,28 +33,105 @@ const family = (name: string, type: FamilyDefinition['type'], help: string, comb
  * the rates, where the highest is kept.
  */
 export const METRIC_FAMILIES = {
-  circuitBreakerState: family('resilience4j_circuitbreaker_state', 'gauge', 'The states of the circuit breaker (1 in the current state, else 0)'),
-  circuitBreakerCalls: family('resilience4j_circuitbreaker_calls_seconds', 'histogram', 'Duration of the calls the circuit breaker recorded, by outcome'),
-  circuitBreakerNotPermitted: family('resilience4j_circuitbreaker_not_permitted_calls_total', 'counter', 'Total number of not permitted calls'),
-  circuitBreakerFailureRate: family('resilience4j_circuitbreaker_failure_rate', 'gauge', 'The failure rate of the circuit breaker (percent, -1 below minimumNumberOfCalls)', 'max'),
-  circuitBreakerSlowCallRate: family('resilience4j_circuitbreaker_slow_call_rate', 'gauge', 'The slow call rate of the circuit breaker (percent, -1 below minimumNumberOfCalls)', 'max'),
-  circuitBreakerBufferedCalls: family('resilience4j_circuitbreaker_buffered_calls', 'gauge', 'The number of buffered calls stored in the sliding window'),
-  circuitBreakerSlowCalls: family('resilience4j_circuitbreaker_slow_calls', 'gauge', 'The number of slow calls in the sliding window'),
-  retryCalls: family('resilience4j_retry_calls_total', 'counter', 'The number of calls, by whether they succeeded and were retried'),
-  bulkheadAvailable: family('resilience4j_bulkhead_available_concurrent_calls', 'gauge', 'The number of available permissions'),
-  bulkheadMaxAllowed: family('resilience4j_bulkhead_max_allowed_concurrent_calls', 'gauge', 'The maximum number of available permissions'),
-  rateLimiterAvailable: family('resilience4j_ratelimiter_available_permissions', 'gauge', 'The number of available permissions'),
+  circuitBreakerState: family(
+    'resilience4j_circuitbreaker_state',
+    'gauge',
+    'The states of the circuit breaker (1 in the current state, else 0)',
+  ),
+  circuitBreakerCalls: family(
+    'resilience4j_circuitbreaker_calls_seconds',
+    'histogram',
+    'Duration of the calls the circuit breaker recorded, by outcome',
+  ),
+  circuitBreakerNotPermitted: family(
+    'resilience4j_circuitbreaker_not_permitted_calls_total',
+    'counter',
+    'Total number of not permitted calls',
+  ),
+  circuitBreakerFailureRate: family(
+    'resilience4j_circuitbreaker_failure_rate',
+    'gauge',
+    'The failure rate of the circuit breaker (percent, -1 below minimumNumberOfCalls)',
+    'max',
+  ),
+  circuitBreakerSlowCallRate: family(
+    'resilience4j_circuitbreaker_slow_call_rate',
+    'gauge',
+    'The slow call rate of the circuit breaker (percent, -1 below minimumNumberOfCalls)',
+    'max',
+  ),
+  circuitBreakerBufferedCalls: family(
+    'resilience4j_circuitbreaker_buffered_calls',
+    'gauge',
+    'The number of buffered calls stored in the sliding window',
+  ),
+  circuitBreakerSlowCalls: family(
+    'resilience4j_circuitbreaker_slow_calls',
+    'gauge',
+    'The number of slow calls in the sliding window',
+  ),
+  retryCalls: family(
+    'resilience4j_retry_calls_total',
+    'counter',
+    'The number of calls, by whether they succeeded and were retried',
+  ),
+  bulkheadAvailable: family(
+    'resilience4j_bulkhead_available_concurrent_calls',
+    'gauge',
+    'The number of available permissions',
+  ),
+  bulkheadMaxAllowed: family(
+    'resilience4j_bulkhead_max_allowed_concurrent_calls',
+    'gauge',
+    'The maximum number of available permissions',
+  ),
+  rateLimiterAvailable: family(
+    'resilience4j_ratelimiter_available_permissions',
+    'gauge',
+    'The number of available permissions',
+  ),
   rateLimiterWaiting: family('resilience4j_ratelimiter_waiting_threads', 'gauge', 'The number of waiting threads'),
-  timeLimiterCalls: family('resilience4j_timelimiter_calls_total', 'counter', 'The number of time-limited calls, by outcome (timeout includes an expired request deadline)'),
-  retryBudgetDenied: family('resilience4nest_retry_budget_denied_total', 'counter', 'Retries the retry budget denied (the original error propagated)'),
-  fallbackCalls: family('resilience4nest_fallback_calls_total', 'counter', 'Calls answered by a fallback, by the error class whose handler answered'),
-  fallbackGuardedCalls: family('resilience4nest_fallback_guarded_calls_total', 'counter', 'Calls of methods with a fallback, however answered (the denominator of the fallback share)'),
-  bulkheadRejected: family('resilience4nest_bulkhead_rejected_total', 'counter', 'Calls that left the bulkhead without a permit'),
+  timeLimiterCalls: family(
+    'resilience4j_timelimiter_calls_total',
+    'counter',
+    'The number of time-limited calls, by outcome (timeout includes an expired request deadline)',
+  ),
+  retryBudgetDenied: family(
+    'resilience4nest_retry_budget_denied_total',
+    'counter',
+    'Retries the retry budget denied (the original error propagated)',
+  ),
+  fallbackCalls: family(
+    'resilience4nest_fallback_calls_total',
+    'counter',
+    'Calls answered by a fallback, by the error class whose handler answered',
+  ),
+  fallbackGuardedCalls: family(
+    'resilience4nest_fallback_guarded_calls_total',
+    'counter',
+    'Calls of methods with a fallback, however answered (the denominator of the fallback share)',
+  ),
+  bulkheadRejected: family(
+    'resilience4nest_bulkhead_rejected_total',
+    'counter',
+    'Calls that left the bulkhead without a permit',
+  ),
   bulkheadQueueDepth: family('resilience4nest_bulkhead_queue_depth', 'gauge', 'Calls waiting for a bulkhead permit'),
-  idempotencyRequests: family('resilience4nest_idempotency_requests_total', 'counter', 'Requests with an idempotency key, by outcome'),
+  idempotencyRequests: family(
+    'resilience4nest_idempotency_requests_total',
+    'counter',
+    'Requests with an idempotency key, by outcome',
+  ),
 } as const satisfies Record<string, FamilyDefinition>;
 
-const STATES: readonly CircuitBreakerState[] = ['CLOSED', 'OPEN', 'HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'];
+const STATES: readonly CircuitBreakerState[] = [
+  'CLOSED',
+  'OPEN',
+  'HALF_OPEN',
+  'DISABLED',
+  'FORCED_OPEN',
+  'METRICS_ONLY',
+];
 // Resilience4j's Micrometer binding labels states with the enum name in lower case.
 const STATE_LABELS = STATES.map((s) => s.toLowerCase());
 const CALL_KINDS = ['successful', 'failed', 'ignored'] as const;
@@ -141,7 +223,9 @@ export class ResilienceMetricsBinding {
     if (options.idempotency !== undefined) {
       // Counted by outcome only, a fixed set of values: never by key or method, so the series stay few.
       this.subscriptions.push(
-        options.idempotency.onOutcome(({ outcome }) => void this.idempotency.set(outcome, (this.idempotency.get(outcome) ?? 0) + 1)),
+        options.idempotency.onOutcome(
+          ({ outcome }) => void this.idempotency.set(outcome, (this.idempotency.get(outcome) ?? 0) + 1),
+        ),
       );
     }
   }
@@ -162,7 +246,11 @@ export class ResilienceMetricsBinding {
     switch (observed.policy) {
       case 'circuitBreaker': {
         const breaker = observed.instance;
-        const calls = [new DurationHistogram(this.boundsMs), new DurationHistogram(this.boundsMs), new DurationHistogram(this.boundsMs)] as const;
+        const calls = [
+          new DurationHistogram(this.boundsMs),
+          new DurationHistogram(this.boundsMs),
+          new DurationHistogram(this.boundsMs),
+        ] as const;
         const series: BreakerSeries = { breaker, calls, notPermitted: 0 };
         subscribe(breaker.onSuccess(calls[0].record));
         subscribe(breaker.onError(calls[1].record));
@@ -193,7 +281,12 @@ export class ResilienceMetricsBinding {
         this.rateLimiters.push(observed.instance);
         break;
       case 'fallback': {
-        const series: FallbackSeries = { policy: observed.instance, byKind: new Map(), calls: 0, counted: this.countCalls !== undefined };
+        const series: FallbackSeries = {
+          policy: observed.instance,
+          byKind: new Map(),
+          calls: 0,
+          counted: this.countCalls !== undefined,
+        };
         if (this.countCalls !== undefined) subscribe(this.countCalls(observed.instance, () => void series.calls++));
         subscribe(
           observed.instance.onFallback((event) => {
@@ -210,86 +303,148 @@ export class ResilienceMetricsBinding {
   private collectors(): Array<readonly [FamilyDefinition, Collector]> {
     const f = METRIC_FAMILIES;
     return [
-      [f.circuitBreakerState, (emit) => {
-        for (const { breaker } of this.breakers) {
-          const state = breaker.state;
-          for (let i = 0; i < STATES.length; i++) emit({ name: breaker.name, state: STATE_LABELS[i] }, STATES[i] === state ? 1 : 0);
-        }
-      }],
-      [f.circuitBreakerCalls, (emit) => {
-        for (const { breaker, calls } of this.breakers) {
-          for (let k = 0; k < CALL_KINDS.length; k++) this.emitHistogram(emit, breaker.name, CALL_KINDS[k], calls[k]);
-        }
-      }],
-      [f.circuitBreakerNotPermitted, (emit) => {
-        for (const { breaker, notPermitted } of this.breakers) emit({ name: breaker.name, kind: 'not_permitted' }, notPermitted);
-      }],
-      [f.circuitBreakerFailureRate, (emit) => {
-        for (const { breaker } of this.breakers) emit({ name: breaker.name }, breaker.metrics.failureRate);
-      }],
-      [f.circuitBreakerSlowCallRate, (emit) => {
-        for (const { breaker } of this.breakers) emit({ name: breaker.name }, breaker.metrics.slowCallRate);
-      }],
-      [f.circuitBreakerBufferedCalls, (emit) => {
-        for (const { breaker } of this.breakers) {
-          const m = breaker.metrics;
-          emit({ name: breaker.name, kind: 'successful' }, m.numberOfSuccessfulCalls);
-          emit({ name: breaker.name, kind: 'failed' }, m.numberOfFailedCalls);
-        }
-      }],
-      [f.circuitBreakerSlowCalls, (emit) => {
-        for (const { breaker } of this.breakers) {
-          const m = breaker.metrics;
-          emit({ name: breaker.name, kind: 'successful' }, m.numberOfSlowSuccessfulCalls);
-          emit({ name: breaker.name, kind: 'failed' }, m.numberOfSlowFailedCalls);
-        }
-      }],
-      [f.retryCalls, (emit) => {
-        for (const retry of this.retries) {
-          const m = retry.metrics;
-          emit({ name: retry.name, kind: 'successful_without_retry' }, m.successfulCallsWithoutRetry);
-          emit({ name: retry.name, kind: 'successful_with_retry' }, m.successfulCallsWithRetry);
-          emit({ name: retry.name, kind: 'failed_without_retry' }, m.failedCallsWithoutRetry);
-          emit({ name: retry.name, kind: 'failed_with_retry' }, m.failedCallsWithRetry);
-        }
-      }],
-      [f.retryBudgetDenied, (emit) => {
-        for (const retry of this.retries) emit({ name: retry.name }, retry.metrics.budgetDenied);
-      }],
-      [f.bulkheadAvailable, (emit) => {
-        for (const { bulkhead } of this.bulkheads) emit({ name: bulkhead.name }, bulkhead.metrics.availableConcurrentCalls);
-      }],
-      [f.bulkheadMaxAllowed, (emit) => {
-        for (const { bulkhead } of this.bulkheads) emit({ name: bulkhead.name }, bulkhead.metrics.maxAllowedConcurrentCalls);
-      }],
-      [f.bulkheadQueueDepth, (emit) => {
-        for (const { bulkhead } of this.bulkheads) emit({ name: bulkhead.name }, bulkhead.metrics.queueDepth);
-      }],
-      [f.bulkheadRejected, (emit) => {
-        for (const { bulkhead, rejected } of this.bulkheads) emit({ name: bulkhead.name }, rejected);
-      }],
-      [f.rateLimiterAvailable, (emit) => {
-        for (const limiter of this.rateLimiters) emit({ name: limiter.name }, limiter.metrics.availablePermissions);
-      }],
-      [f.rateLimiterWaiting, (emit) => {
-        for (const limiter of this.rateLimiters) emit({ name: limiter.name }, limiter.metrics.numberOfWaitingThreads);
-      }],
-      [f.timeLimiterCalls, (emit) => {
-        for (const s of this.limiters) {
-          emit({ name: s.limiter.name, kind: 'successful' }, s.successful);
-          emit({ name: s.limiter.name, kind: 'failed' }, s.failed);
-          emit({ name: s.limiter.name, kind: 'timeout' }, s.timeout);
-        }
-      }],
-      [f.fallbackCalls, (emit) => {
-        for (const { policy, byKind } of this.fallbacks) for (const [kind, count] of byKind) emit({ name: policy.name, kind }, count);
-      }],
-      [f.fallbackGuardedCalls, (emit) => {
-        for (const { policy, calls, counted } of this.fallbacks) if (counted) emit({ name: policy.name }, calls);
-      }],
-      [f.idempotencyRequests, (emit) => {
-        for (const [outcome, count] of this.idempotency) emit({ outcome }, count);
-      }],
+      [
+        f.circuitBreakerState,
+        (emit) => {
+          for (const { breaker } of this.breakers) {
+            const state = breaker.state;
+            for (let i = 0; i < STATES.length; i++)
+              emit({ name: breaker.name, state: STATE_LABELS[i] }, STATES[i] === state ? 1 : 0);
+          }
+        },
+      ],
+      [
+        f.circuitBreakerCalls,
+        (emit) => {
+          for (const { breaker, calls } of this.breakers) {
+            for (let k = 0; k < CALL_KINDS.length; k++) this.emitHistogram(emit, breaker.name, CALL_KINDS[k], calls[k]);
+          }
+        },
+      ],
+      [
+        f.circuitBreakerNotPermitted,
+        (emit) => {
+          for (const { breaker, notPermitted } of this.breakers)
+            emit({ name: breaker.name, kind: 'not_permitted' }, notPermitted);
+        },
+      ],
+      [
+        f.circuitBreakerFailureRate,
+        (emit) => {
+          for (const { breaker } of this.breakers) emit({ name: breaker.name }, breaker.metrics.failureRate);
+        },
+      ],
+      [
+        f.circuitBreakerSlowCallRate,
+        (emit) => {
+          for (const { breaker } of this.breakers) emit({ name: breaker.name }, breaker.metrics.slowCallRate);
+        },
+      ],
+      [
+        f.circuitBreakerBufferedCalls,
+        (emit) => {
+          for (const { breaker } of this.breakers) {
+            const m = breaker.metrics;
+            emit({ name: breaker.name, kind: 'successful' }, m.numberOfSuccessfulCalls);
+            emit({ name: breaker.name, kind: 'failed' }, m.numberOfFailedCalls);
+          }
+        },
+      ],
+      [
+        f.circuitBreakerSlowCalls,
+        (emit) => {
+          for (const { breaker } of this.breakers) {
+            const m = breaker.metrics;
+            emit({ name: breaker.name, kind: 'successful' }, m.numberOfSlowSuccessfulCalls);
+            emit({ name: breaker.name, kind: 'failed' }, m.numberOfSlowFailedCalls);
+          }
+        },
+      ],
+      [
+        f.retryCalls,
+        (emit) => {
+          for (const retry of this.retries) {
+            const m = retry.metrics;
+            emit({ name: retry.name, kind: 'successful_without_retry' }, m.successfulCallsWithoutRetry);
+            emit({ name: retry.name, kind: 'successful_with_retry' }, m.successfulCallsWithRetry);
+            emit({ name: retry.name, kind: 'failed_without_retry' }, m.failedCallsWithoutRetry);
+            emit({ name: retry.name, kind: 'failed_with_retry' }, m.failedCallsWithRetry);
+          }
+        },
+      ],
+      [
+        f.retryBudgetDenied,
+        (emit) => {
+          for (const retry of this.retries) emit({ name: retry.name }, retry.metrics.budgetDenied);
+        },
+      ],
+      [
+        f.bulkheadAvailable,
+        (emit) => {
+          for (const { bulkhead } of this.bulkheads)
+            emit({ name: bulkhead.name }, bulkhead.metrics.availableConcurrentCalls);
+        },
+      ],
+      [
+        f.bulkheadMaxAllowed,
+        (emit) => {
+          for (const { bulkhead } of this.bulkheads)
+            emit({ name: bulkhead.name }, bulkhead.metrics.maxAllowedConcurrentCalls);
+        },
+      ],
+      [
+        f.bulkheadQueueDepth,
+        (emit) => {
+          for (const { bulkhead } of this.bulkheads) emit({ name: bulkhead.name }, bulkhead.metrics.queueDepth);
+        },
+      ],
+      [
+        f.bulkheadRejected,
+        (emit) => {
+          for (const { bulkhead, rejected } of this.bulkheads) emit({ name: bulkhead.name }, rejected);
+        },
+      ],
+      [
+        f.rateLimiterAvailable,
+        (emit) => {
+          for (const limiter of this.rateLimiters) emit({ name: limiter.name }, limiter.metrics.availablePermissions);
+        },
+      ],
+      [
+        f.rateLimiterWaiting,
+        (emit) => {
+          for (const limiter of this.rateLimiters) emit({ name: limiter.name }, limiter.metrics.numberOfWaitingThreads);
+        },
+      ],
+      [
+        f.timeLimiterCalls,
+        (emit) => {
+          for (const s of this.limiters) {
+            emit({ name: s.limiter.name, kind: 'successful' }, s.successful);
+            emit({ name: s.limiter.name, kind: 'failed' }, s.failed);
+            emit({ name: s.limiter.name, kind: 'timeout' }, s.timeout);
+          }
+        },
+      ],
+      [
+        f.fallbackCalls,
+        (emit) => {
+          for (const { policy, byKind } of this.fallbacks)
+            for (const [kind, count] of byKind) emit({ name: policy.name, kind }, count);
+        },
+      ],
+      [
+        f.fallbackGuardedCalls,
+        (emit) => {
+          for (const { policy, calls, counted } of this.fallbacks) if (counted) emit({ name: policy.name }, calls);
+        },
+      ],
+      [
+        f.idempotencyRequests,
+        (emit) => {
+          for (const [outcome, count] of this.idempotency) emit({ outcome }, count);
+        },
+      ],
     ];
   }
 

@@ -27,7 +27,8 @@ export const LOAD_SHEDDING_NOT_CONFIGURED = `${PREFIX}: ResilienceHealthIndicato
 export const FALLBACK_SHARE_NOT_CONFIGURED = `${PREFIX}: ResilienceHealthIndicator.checkFallbacks() needs the module option 'health.fallbackShare' (e.g. { threshold: 50, window: '1m' })`;
 
 /** A status route names an instance that does not exist. */
-export const UNKNOWN_STATUS_INSTANCE = (policy: string, name: string): string => `${PREFIX}: no ${policy} instance named '${name}'`;
+export const UNKNOWN_STATUS_INSTANCE = (policy: string, name: string): string =>
+  `${PREFIX}: no ${policy} instance named '${name}'`;
 
 /** The body of a breaker state change has no valid `updateState`. */
 export const INVALID_UPDATE_STATE = (value: unknown, allowed: readonly string[]): string =>

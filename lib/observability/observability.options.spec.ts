@@ -1,6 +1,12 @@
 import { INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from '../config/config.messages';
 import { ResilienceRegistry } from '../resilience.registry';
-import { DEFAULT_BUCKETS, readEndpointsOptions, readHealthOptions, readLoggingOptions, readMetricsOptions } from './observability.options';
+import {
+  DEFAULT_BUCKETS,
+  readEndpointsOptions,
+  readHealthOptions,
+  readLoggingOptions,
+  readMetricsOptions,
+} from './observability.options';
 
 class AdminGuard {
   canActivate(): boolean {
@@ -12,14 +18,29 @@ describe('module option metrics', () => {
   it('defaults to on-if-installed with prom-client buckets; a boolean sets enabled', () => {
     expect(readMetricsOptions(undefined)).toEqual({ enabled: 'auto', buckets: DEFAULT_BUCKETS });
     expect(readMetricsOptions(false)).toEqual({ enabled: false, buckets: DEFAULT_BUCKETS });
-    expect(readMetricsOptions({ enabled: 'true', buckets: [0.1, 1] })).toEqual({ enabled: true, registry: undefined, buckets: [0.1, 1] });
+    expect(readMetricsOptions({ enabled: 'true', buckets: [0.1, 1] })).toEqual({
+      enabled: true,
+      registry: undefined,
+      buckets: [0.1, 1],
+    });
   });
 
   it.each([
     [{ enabled: 'yes' }, INVALID_VALUE('metrics options', 'enabled', 'true or false', 'yes')],
     [{ registry: {} }, INVALID_VALUE('metrics options', 'registry', 'a prom-client Registry', {})],
-    [{ buckets: [] }, INVALID_VALUE('metrics options', 'buckets', 'a non-empty list of increasing positive numbers (seconds)', [])],
-    [{ buckets: [1, 0.5] }, INVALID_VALUE('metrics options', 'buckets', 'a non-empty list of increasing positive numbers (seconds)', [1, 0.5])],
+    [
+      { buckets: [] },
+      INVALID_VALUE('metrics options', 'buckets', 'a non-empty list of increasing positive numbers (seconds)', []),
+    ],
+    [
+      { buckets: [1, 0.5] },
+      INVALID_VALUE(
+        'metrics options',
+        'buckets',
+        'a non-empty list of increasing positive numbers (seconds)',
+        [1, 0.5],
+      ),
+    ],
     [{ bucket: [1] }, UNKNOWN_KEY('metrics options', 'bucket', ['enabled', 'registry', 'buckets'])],
     ['on', NOT_AN_OBJECT('metrics options', 'on')],
   ])('rejects %j naming the key and value', (raw, message) => {
@@ -28,27 +49,47 @@ describe('module option metrics', () => {
 
   it('is validated when the registry reads its options, as a section of the module options', () => {
     expect(() => new ResilienceRegistry({ metrics: { enabled: true } })).not.toThrow();
-    expect(() => new ResilienceRegistry({ metrix: {} } as never)).toThrow("unknown section 'metrix' (did you mean 'metrics'?)");
+    expect(() => new ResilienceRegistry({ metrix: {} } as never)).toThrow(
+      "unknown section 'metrix' (did you mean 'metrics'?)",
+    );
   });
 });
 
 describe('module option health', () => {
   it('reads the fallback share with defaults, kebab-case keys and durations', () => {
     expect(readHealthOptions(undefined)).toEqual({});
-    expect(readHealthOptions({ 'fallback-share': { threshold: '25', window: '30s', 'minimum-number-of-calls': 5 } })).toEqual({
+    expect(
+      readHealthOptions({ 'fallback-share': { threshold: '25', window: '30s', 'minimum-number-of-calls': 5 } }),
+    ).toEqual({
       fallbackShare: { threshold: 25, windowMs: 30_000, minimumNumberOfCalls: 5 },
     });
-    expect(readHealthOptions({ fallbackShare: { threshold: 50 } })).toEqual({ fallbackShare: { threshold: 50, windowMs: 60_000, minimumNumberOfCalls: 10 } });
+    expect(readHealthOptions({ fallbackShare: { threshold: 50 } })).toEqual({
+      fallbackShare: { threshold: 50, windowMs: 60_000, minimumNumberOfCalls: 10 },
+    });
   });
 
   it.each([
-    [{ fallbackShare: {} }, INVALID_VALUE("health options 'fallbackShare'", 'threshold', 'a percentage in (0, 100]', undefined)],
-    [{ fallbackShare: { threshold: 0 } }, INVALID_VALUE("health options 'fallbackShare'", 'threshold', 'a percentage in (0, 100]', 0)],
+    [
+      { fallbackShare: {} },
+      INVALID_VALUE("health options 'fallbackShare'", 'threshold', 'a percentage in (0, 100]', undefined),
+    ],
+    [
+      { fallbackShare: { threshold: 0 } },
+      INVALID_VALUE("health options 'fallbackShare'", 'threshold', 'a percentage in (0, 100]', 0),
+    ],
     [
       { fallbackShare: { threshold: 50, window: '-1s' } },
-      INVALID_VALUE("health options 'fallbackShare'", 'window', 'a positive duration (ms number or "250ms", "2s", "1m")', '-1s'),
+      INVALID_VALUE(
+        "health options 'fallbackShare'",
+        'window',
+        'a positive duration (ms number or "250ms", "2s", "1m")',
+        '-1s',
+      ),
     ],
-    [{ fallbackShare: { threshold: 50, minimumNumberOfCalls: 0 } }, INVALID_VALUE("health options 'fallbackShare'", 'minimumNumberOfCalls', 'an integer >= 1', 0)],
+    [
+      { fallbackShare: { threshold: 50, minimumNumberOfCalls: 0 } },
+      INVALID_VALUE("health options 'fallbackShare'", 'minimumNumberOfCalls', 'an integer >= 1', 0),
+    ],
     [{ fallbackshares: {} }, UNKNOWN_KEY('health options', 'fallbackshares', ['fallbackShare'])],
   ])('rejects %j naming the key and value', (raw, message) => {
     expect(() => readHealthOptions(raw)).toThrow(message);
@@ -82,10 +123,17 @@ describe('ResilienceEndpointsModule options', () => {
   });
 
   it('needs guards for the routes that change state', () => {
-    expect(readEndpointsOptions({ status: { writable: { guards: [AdminGuard] } } }).status?.writableGuards).toEqual([AdminGuard]);
+    expect(readEndpointsOptions({ status: { writable: { guards: [AdminGuard] } } }).status?.writableGuards).toEqual([
+      AdminGuard,
+    ]);
     expect(readEndpointsOptions({ status: { writable: false } }).status?.writableGuards).toBeUndefined();
     expect(() => readEndpointsOptions({ status: { writable: {} } })).toThrow(
-      INVALID_VALUE(`${place} 'status' 'writable'`, 'guards', 'a non-empty list of guards (classes or instances)', undefined),
+      INVALID_VALUE(
+        `${place} 'status' 'writable'`,
+        'guards',
+        'a non-empty list of guards (classes or instances)',
+        undefined,
+      ),
     );
     expect(() => readEndpointsOptions({ status: { writable: { guards: [] } } })).toThrow(
       INVALID_VALUE(`${place} 'status' 'writable'`, 'guards', 'a non-empty list of guards (classes or instances)', []),
@@ -93,10 +141,19 @@ describe('ResilienceEndpointsModule options', () => {
   });
 
   it.each([
-    [{ metrics: { path: 'has space' } }, INVALID_VALUE(`${place} 'metrics'`, 'path', 'a route path such as "metrics" or "/ops/metrics"', 'has space')],
+    [
+      { metrics: { path: 'has space' } },
+      INVALID_VALUE(`${place} 'metrics'`, 'path', 'a route path such as "metrics" or "/ops/metrics"', 'has space'),
+    ],
     [{ status: { eventBufferSize: 0 } }, INVALID_VALUE(`${place} 'status'`, 'eventBufferSize', 'an integer >= 1', 0)],
-    [{ status: { guards: ['AdminGuard'] } }, INVALID_VALUE(`${place} 'status'`, 'guards', 'a list of guards (classes or instances)', ['AdminGuard'])],
-    [{ status: { readonly: true } }, UNKNOWN_KEY(`${place} 'status'`, 'readonly', ['path', 'eventBufferSize', 'errorMessages', 'guards', 'writable'])],
+    [
+      { status: { guards: ['AdminGuard'] } },
+      INVALID_VALUE(`${place} 'status'`, 'guards', 'a list of guards (classes or instances)', ['AdminGuard']),
+    ],
+    [
+      { status: { readonly: true } },
+      UNKNOWN_KEY(`${place} 'status'`, 'readonly', ['path', 'eventBufferSize', 'errorMessages', 'guards', 'writable']),
+    ],
     [{ prometheus: true }, UNKNOWN_KEY(place, 'prometheus', ['metrics', 'status'])],
   ])('rejects %j naming the key and value', (raw, message) => {
     expect(() => readEndpointsOptions(raw)).toThrow(message);

@@ -92,7 +92,11 @@ export interface ResolvedMetricsOptions {
 
 /** `health` after validation (durations in ms). */
 export interface ResolvedHealthOptions {
-  readonly fallbackShare?: { readonly threshold: number; readonly windowMs: number; readonly minimumNumberOfCalls: number };
+  readonly fallbackShare?: {
+    readonly threshold: number;
+    readonly windowMs: number;
+    readonly minimumNumberOfCalls: number;
+  };
 }
 
 /** `logging` after validation (durations in ms). */
@@ -157,7 +161,8 @@ export function readHealthOptions(raw: unknown): ResolvedHealthOptions {
       else if (sub === 'window') windowMs = readPositiveDuration(v, place, rawSub);
       else minimumNumberOfCalls = readInteger(v, place, rawSub, 1);
     }
-    if (threshold === undefined) throw new Error(INVALID_VALUE(place, 'threshold', 'a percentage in (0, 100]', undefined));
+    if (threshold === undefined)
+      throw new Error(INVALID_VALUE(place, 'threshold', 'a percentage in (0, 100]', undefined));
     fallbackShare = { threshold, windowMs, minimumNumberOfCalls };
   }
   return { fallbackShare };
@@ -185,7 +190,9 @@ export function readEndpointsOptions(raw: unknown): ResolvedEndpointsOptions {
     if (value === undefined || value === false) continue;
     if (key === 'metrics') {
       let path = 'metrics';
-      if (value !== true) for (const [, rawSub, v] of entries(value, `${ENDPOINTS} '${rawKey}'`, ['path'])) path = readPath(v, rawKey, rawSub);
+      if (value !== true)
+        for (const [, rawSub, v] of entries(value, `${ENDPOINTS} '${rawKey}'`, ['path']))
+          path = readPath(v, rawKey, rawSub);
       metrics = { path };
     } else {
       status = readStatus(value, rawKey);
@@ -202,7 +209,13 @@ function readStatus(value: unknown, rawKey: string): NonNullable<ResolvedEndpoin
   let guards: readonly GuardLike[] = [];
   let writableGuards: readonly GuardLike[] | undefined;
   if (value !== true) {
-    for (const [key, rawSub, v] of entries(value, place, ['path', 'eventBufferSize', 'errorMessages', 'guards', 'writable'])) {
+    for (const [key, rawSub, v] of entries(value, place, [
+      'path',
+      'eventBufferSize',
+      'errorMessages',
+      'guards',
+      'writable',
+    ])) {
       if (key === 'path') path = readPath(v, rawKey, rawSub);
       else if (key === 'eventBufferSize') eventBufferSize = readInteger(v, place, rawSub, 1);
       else if (key === 'errorMessages') errorMessages = readBoolean(v, place, rawSub);
@@ -210,8 +223,12 @@ function readStatus(value: unknown, rawKey: string): NonNullable<ResolvedEndpoin
       else if (v !== undefined && v !== false) {
         const writablePlace = `${place} '${rawSub}'`;
         let found: readonly GuardLike[] | undefined;
-        for (const [, rawGuards, g] of entries(v, writablePlace, ['guards'])) found = readGuards(g, writablePlace, rawGuards, true);
-        if (found === undefined) throw new Error(INVALID_VALUE(writablePlace, 'guards', 'a non-empty list of guards (classes or instances)', undefined));
+        for (const [, rawGuards, g] of entries(v, writablePlace, ['guards']))
+          found = readGuards(g, writablePlace, rawGuards, true);
+        if (found === undefined)
+          throw new Error(
+            INVALID_VALUE(writablePlace, 'guards', 'a non-empty list of guards (classes or instances)', undefined),
+          );
         writableGuards = found;
       }
     }
@@ -267,33 +284,42 @@ function readBuckets(value: unknown, key: string): readonly number[] {
 
 function readPercent(value: unknown, place: string, key: string): number {
   const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || n > 100) throw new Error(INVALID_VALUE(place, key, 'a percentage in (0, 100]', value));
+  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || n > 100)
+    throw new Error(INVALID_VALUE(place, key, 'a percentage in (0, 100]', value));
   return n;
 }
 
 function readPositiveDuration(value: unknown, place: string, key: string): number {
   const ms = parseDuration(value);
-  if (ms === undefined || ms === 0) throw new Error(INVALID_VALUE(place, key, 'a positive duration (ms number or "250ms", "2s", "1m")', value));
+  if (ms === undefined || ms === 0)
+    throw new Error(INVALID_VALUE(place, key, 'a positive duration (ms number or "250ms", "2s", "1m")', value));
   return ms;
 }
 
 function readInteger(value: unknown, place: string, key: string, min: number): number {
   const n = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new Error(INVALID_VALUE(place, key, `an integer >= ${min}`, value));
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min)
+    throw new Error(INVALID_VALUE(place, key, `an integer >= ${min}`, value));
   return n;
 }
 
 function readPath(value: unknown, section: string, key: string): string {
   if (typeof value !== 'string' || !/^\/?[\w.~:-]+(\/[\w.~:-]+)*\/?$/.test(value)) {
-    throw new Error(INVALID_VALUE(`${ENDPOINTS} '${section}'`, key, 'a route path such as "metrics" or "/ops/metrics"', value));
+    throw new Error(
+      INVALID_VALUE(`${ENDPOINTS} '${section}'`, key, 'a route path such as "metrics" or "/ops/metrics"', value),
+    );
   }
   return value.replace(/^\/+|\/+$/g, '');
 }
 
 function readGuards(value: unknown, place: string, key: string, required: boolean): readonly GuardLike[] {
   const isGuard = (g: unknown): boolean =>
-    typeof g === 'function' || (g !== null && typeof g === 'object' && typeof (g as CanActivate).canActivate === 'function');
-  const expected = required ? 'a non-empty list of guards (classes or instances)' : 'a list of guards (classes or instances)';
-  if (!Array.isArray(value) || (required && value.length === 0) || !value.every(isGuard)) throw new Error(INVALID_VALUE(place, key, expected, value));
+    typeof g === 'function' ||
+    (g !== null && typeof g === 'object' && typeof (g as CanActivate).canActivate === 'function');
+  const expected = required
+    ? 'a non-empty list of guards (classes or instances)'
+    : 'a list of guards (classes or instances)';
+  if (!Array.isArray(value) || (required && value.length === 0) || !value.every(isGuard))
+    throw new Error(INVALID_VALUE(place, key, expected, value));
   return [...(value as GuardLike[])];
 }

@@ -7,4 +7,9 @@ import { ResilienceMetrics } from './resilience-metrics';
  * The observability providers `ResilienceModule` provides and exports:
  * none loads prom-client or terminus until the feature is used.
  */
-export const OBSERVABILITY_PROVIDERS = [InstanceCatalog, ResilienceMetrics, ResilienceEventLogger, ResilienceHealthIndicator];
+export const OBSERVABILITY_PROVIDERS = [
+  InstanceCatalog,
+  ResilienceMetrics,
+  ResilienceEventLogger,
+  ResilienceHealthIndicator,
+];

@@ -19,7 +19,7 @@ export interface OptionalPeer<T> {
 export const PROM_CLIENT: OptionalPeer<{ register: MetricsRegistry }> = {
   name: 'prom-client',
   load: () => require('prom-client'),
-  explicitly: "give your own registry: ResilienceModule.forRoot({ metrics: { registry } }) with a prom-client Registry",
+  explicitly: 'give your own registry: ResilienceModule.forRoot({ metrics: { registry } }) with a prom-client Registry',
 };
 
 /** @nestjs/terminus: the health indicator's result builder. */
@@ -45,7 +45,9 @@ export function loadOptionalPeer<T>(peer: OptionalPeer<T>, feature: string): T {
     // Loaded here, not imported: an absent optional peer must only fail the feature that needs it.
     return peer.load();
   } catch (error) {
-    throw new Error(MISSING_PEER(peer.name, feature, error instanceof Error ? error.message : String(error), peer.explicitly));
+    throw new Error(
+      MISSING_PEER(peer.name, feature, error instanceof Error ? error.message : String(error), peer.explicitly),
+    );
   }
 }
 

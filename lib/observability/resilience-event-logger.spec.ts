@@ -23,8 +23,12 @@ function start(options: ResilienceModuleOptions) {
   const explorer = { fallbacks: [] } as unknown as ResilienceExplorer;
   const logger = new ResilienceEventLogger(new InstanceCatalog(registry, explorer));
   const lines: Array<[string, string]> = [];
-  jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void lines.push(['warn', String(message)]));
-  jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => void lines.push(['log', String(message)]));
+  jest
+    .spyOn(Logger.prototype, 'warn')
+    .mockImplementation((message: unknown) => void lines.push(['warn', String(message)]));
+  jest
+    .spyOn(Logger.prototype, 'log')
+    .mockImplementation((message: unknown) => void lines.push(['log', String(message)]));
   logger.onApplicationBootstrap();
   return { clock, registry, logger, lines };
 }
@@ -34,7 +38,16 @@ describe('ResilienceEventLogger', () => {
 
   it('logs each breaker transition once, with the window the breaker opened on, never a call', async () => {
     const { registry, clock, logger, lines } = start({
-      circuitBreaker: { instances: { psp: { slidingWindowSize: 4, minimumNumberOfCalls: 4, waitDurationInOpenState: '10s', permittedNumberOfCallsInHalfOpenState: 1 } } },
+      circuitBreaker: {
+        instances: {
+          psp: {
+            slidingWindowSize: 4,
+            minimumNumberOfCalls: 4,
+            waitDurationInOpenState: '10s',
+            permittedNumberOfCallsInHalfOpenState: 1,
+          },
+        },
+      },
     });
     const breaker = registry.circuitBreaker('psp');
     for (let i = 0; i < 2; i++) await breaker.execute(() => 'ok');
@@ -43,11 +56,22 @@ describe('ResilienceEventLogger', () => {
     await clock.advance(10_001);
     await breaker.execute(() => 'ok');
     expect(lines).toEqual([
-      ['warn', BREAKER_TRANSITION('psp', 'CLOSED', 'OPEN', { ...breaker.metrics, failureRate: 50, slowCallRate: 0, numberOfBufferedCalls: 4 }, 10_000)],
+      [
+        'warn',
+        BREAKER_TRANSITION(
+          'psp',
+          'CLOSED',
+          'OPEN',
+          { ...breaker.metrics, failureRate: 50, slowCallRate: 0, numberOfBufferedCalls: 4 },
+          10_000,
+        ),
+      ],
       ['log', BREAKER_TRANSITION('psp', 'OPEN', 'HALF_OPEN', undefined, 10_000)],
       ['log', BREAKER_TRANSITION('psp', 'HALF_OPEN', 'CLOSED', undefined, 10_000)],
     ]);
-    expect(lines[0][1]).toBe("circuit breaker 'psp' CLOSED -> OPEN (failure rate 50.0%, slow-call rate 0.0% over 4 calls); calls are refused for 10000 ms");
+    expect(lines[0][1]).toBe(
+      "circuit breaker 'psp' CLOSED -> OPEN (failure rate 50.0%, slow-call rate 0.0% over 4 calls); calls are refused for 10000 ms",
+    );
     logger.onModuleDestroy();
   });
 
@@ -75,7 +99,10 @@ describe('ResilienceEventLogger', () => {
   });
 
   it('logs bulkhead saturation once per episode, not once per rejection', async () => {
-    const { registry, clock, logger, lines } = start({ bulkhead: { instances: { pool: { maxConcurrentCalls: 1 } } }, logging: { quietPeriod: '1s' } });
+    const { registry, clock, logger, lines } = start({
+      bulkhead: { instances: { pool: { maxConcurrentCalls: 1 } } },
+      logging: { quietPeriod: '1s' },
+    });
     const bulkhead = registry.bulkhead('pool');
     let release!: () => void;
     const held = bulkhead.execute(() => new Promise<void>((resolve) => (release = resolve)));

@@ -128,7 +128,9 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
         this.episodes.push(episode as Episode<unknown>);
         // A waiter whose own deadline or signal fired did not find the bulkhead full.
         this.subscriptions.push(
-          bulkhead.onCallRejected((event) => (event.reason === 'queue-full' || event.reason === 'wait-timeout') && episode.hit(event.reason)),
+          bulkhead.onCallRejected(
+            (event) => (event.reason === 'queue-full' || event.reason === 'wait-timeout') && episode.hit(event.reason),
+          ),
         );
         break;
       }

@@ -53,7 +53,10 @@ export interface RateLimitersHealthData {
 }
 
 /** A terminus health indicator result: `{ [key]: { status: 'up' | 'down', …data } }`. */
-export type ResilienceHealthResult<Key extends string, Data extends object> = Record<Key, { status: 'up' | 'down' } & Data>;
+export type ResilienceHealthResult<Key extends string, Data extends object> = Record<
+  Key,
+  { status: 'up' | 'down' } & Data
+>;
 
 /** The data of {@link ResilienceHealthIndicator.check}: each registered breaker by name. */
 export interface CircuitBreakersHealthData {
@@ -79,14 +82,15 @@ export interface LoadSheddingHealthData {
   readonly eventLoopDelayMs: number;
 }
 
-const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPolicy) => CircuitBreakerHealthStatus>> = {
-  CLOSED: () => 'UP',
-  OPEN: (breaker) => (breaker.config.allowHealthIndicatorToFail ? 'DOWN' : 'CIRCUIT_OPEN'),
-  HALF_OPEN: () => 'CIRCUIT_HALF_OPEN',
-  DISABLED: () => 'UNKNOWN',
-  FORCED_OPEN: () => 'UNKNOWN',
-  METRICS_ONLY: () => 'UNKNOWN',
-};
+const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPolicy) => CircuitBreakerHealthStatus>> =
+  {
+    CLOSED: () => 'UP',
+    OPEN: (breaker) => (breaker.config.allowHealthIndicatorToFail ? 'DOWN' : 'CIRCUIT_OPEN'),
+    HALF_OPEN: () => 'CIRCUIT_HALF_OPEN',
+    DISABLED: () => 'UNKNOWN',
+    FORCED_OPEN: () => 'UNKNOWN',
+    METRICS_ONLY: () => 'UNKNOWN',
+  };
 
 /**
  * A health indicator for `@nestjs/terminus` 11 (an optional peer, loaded on
@@ -137,7 +141,10 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       this.catalog.watch((observed) => {
         if (observed.policy === 'circuitBreaker') this.breakers.push(observed.instance);
         else if (observed.policy === 'rateLimiter') this.rateLimiters.push(observed.instance);
-        else if (observed.policy === 'fallback' && share !== undefined) this.subscriptions.push(share.track(observed.instance, (onCall) => this.catalog.countCalls(observed.instance, onCall)));
+        else if (observed.policy === 'fallback' && share !== undefined)
+          this.subscriptions.push(
+            share.track(observed.instance, (onCall) => this.catalog.countCalls(observed.instance, onCall)),
+          );
       }),
     );
   }
@@ -153,7 +160,9 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
    * `allowHealthIndicatorToFail` is OPEN, else up; each breaker's status,
    * state and window under `instances`.
    */
-  check<const Key extends string = 'circuitBreakers'>(key: Key = 'circuitBreakers' as Key): ResilienceHealthResult<Key, CircuitBreakersHealthData> {
+  check<const Key extends string = 'circuitBreakers'>(
+    key: Key = 'circuitBreakers' as Key,
+  ): ResilienceHealthResult<Key, CircuitBreakersHealthData> {
     const session = this.service().check(key);
     const instances: Record<string, CircuitBreakerHealth> = {};
     let down = false;
@@ -167,7 +176,10 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       instances[label] = health;
     }
     const data: CircuitBreakersHealthData = { instances };
-    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, CircuitBreakersHealthData>;
+    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<
+      Key,
+      CircuitBreakersHealthData
+    >;
   }
 
   /**
@@ -176,7 +188,9 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
    * `allowHealthIndicatorToFail` is DOWN, else up; each one's status and
    * metrics under `instances`.
    */
-  checkRateLimiters<const Key extends string = 'rateLimiters'>(key: Key = 'rateLimiters' as Key): ResilienceHealthResult<Key, RateLimitersHealthData> {
+  checkRateLimiters<const Key extends string = 'rateLimiters'>(
+    key: Key = 'rateLimiters' as Key,
+  ): ResilienceHealthResult<Key, RateLimitersHealthData> {
     const session = this.service().check(key);
     const instances: Record<string, RateLimiterHealth> = {};
     let down = false;
@@ -189,7 +203,10 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       instances[label] = health;
     }
     const data: RateLimitersHealthData = { instances };
-    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, RateLimitersHealthData>;
+    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<
+      Key,
+      RateLimitersHealthData
+    >;
   }
 
   /**
@@ -199,7 +216,9 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
    *
    * @throws Error when module option `health.fallbackShare` is not set
    */
-  checkFallbacks<const Key extends string = 'fallbacks'>(key: Key = 'fallbacks' as Key): ResilienceHealthResult<Key, FallbackShareHealthData> {
+  checkFallbacks<const Key extends string = 'fallbacks'>(
+    key: Key = 'fallbacks' as Key,
+  ): ResilienceHealthResult<Key, FallbackShareHealthData> {
     const options = this.options.fallbackShare;
     if (options === undefined || this.fallbackShare === undefined) throw new Error(FALLBACK_SHARE_NOT_CONFIGURED);
     const session = this.service().check(key);
@@ -214,7 +233,10 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       methods: snapshot.methods,
     };
     const down = snapshot.calls >= options.minimumNumberOfCalls && snapshot.share >= options.threshold;
-    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, FallbackShareHealthData>;
+    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<
+      Key,
+      FallbackShareHealthData
+    >;
   }
 
   /**
@@ -224,12 +246,20 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
    *
    * @throws Error when module option `loadShedding` is not set
    */
-  checkOverload<const Key extends string = 'loadShedding'>(key: Key = 'loadShedding' as Key): ResilienceHealthResult<Key, LoadSheddingHealthData> {
+  checkOverload<const Key extends string = 'loadShedding'>(
+    key: Key = 'loadShedding' as Key,
+  ): ResilienceHealthResult<Key, LoadSheddingHealthData> {
     if (this.catalog.registry.options.extras.loadShedding === undefined) throw new Error(LOAD_SHEDDING_NOT_CONFIGURED);
     const session = this.service().check(key);
     const limit = this.shedder.limit;
-    const data: LoadSheddingHealthData = { limit: Number.isFinite(limit) ? limit : null, inflight: this.shedder.inflight, eventLoopDelayMs: this.shedder.eventLoopDelayMs };
-    return (this.shedder.overloaded ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, LoadSheddingHealthData>;
+    const data: LoadSheddingHealthData = {
+      limit: Number.isFinite(limit) ? limit : null,
+      inflight: this.shedder.inflight,
+      eventLoopDelayMs: this.shedder.eventLoopDelayMs,
+    };
+    return (this.shedder.overloaded
+      ? session.down({ ...data })
+      : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, LoadSheddingHealthData>;
   }
 
   private service(): HealthIndicatorService {
@@ -260,6 +290,7 @@ function describeRateLimiter(limiter: RateLimiterPolicy): RateLimiterHealth {
   const { availablePermissions, numberOfWaitingThreads, msToWait } = limiter.detailedMetrics;
   let status: RateLimiterHealthStatus = 'UNKNOWN';
   if (availablePermissions > 0 || numberOfWaitingThreads === 0) status = 'UP';
-  else if (msToWait > limiter.config.timeoutDuration) status = limiter.config.allowHealthIndicatorToFail ? 'DOWN' : 'RATE_LIMITED';
+  else if (msToWait > limiter.config.timeoutDuration)
+    status = limiter.config.allowHealthIndicatorToFail ? 'DOWN' : 'RATE_LIMITED';
   return { status, availablePermissions, numberOfWaitingThreads };
 }

@@ -70,7 +70,8 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
     if (enabled === false) return undefined;
     // A registry given is used as is: prom-client itself is needed only for its global one.
     if (registry !== undefined) return registry;
-    const client = enabled === true ? loadOptionalPeer(PROM_CLIENT, "module option 'metrics'") : tryLoadOptionalPeer(PROM_CLIENT);
+    const client =
+      enabled === true ? loadOptionalPeer(PROM_CLIENT, "module option 'metrics'") : tryLoadOptionalPeer(PROM_CLIENT);
     return client?.register;
   }
 }

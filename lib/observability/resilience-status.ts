@@ -88,7 +88,13 @@ function status(observed: ObservedInstance): InstanceStatus {
   const { name, derived } = observed;
   switch (observed.policy) {
     case 'circuitBreaker':
-      return { name, derived, state: observed.instance.state, config: plain(observed.instance.config), metrics: observed.instance.metrics };
+      return {
+        name,
+        derived,
+        state: observed.instance.state,
+        config: plain(observed.instance.config),
+        metrics: observed.instance.metrics,
+      };
     case 'retry':
       return {
         name,

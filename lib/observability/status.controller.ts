@@ -1,4 +1,15 @@
-import { BadRequestException, Body, Controller, Get, HttpCode, NotFoundException, Param, Post, Type, UseGuards } from '@nestjs/common';
+import {
+  BadRequestException,
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  NotFoundException,
+  Param,
+  Post,
+  Type,
+  UseGuards,
+} from '@nestjs/common';
 import { LoadShedder, SHED_REASONS, ShedReason } from '../load-shedding/load-shedder';
 import { Priority, PRIORITY_LEVELS, PriorityLevel } from '../load-shedding/priority.decorator';
 import { RecordedEvent, StatusPolicy } from './event-journal';
@@ -51,7 +62,13 @@ function loadSheddingStatus(shedder: LoadShedder): LoadSheddingStatus {
     for (const priority of PRIORITY_LEVELS) shed[reason][priority] = shedder.shed(reason, priority);
   }
   const limit = shedder.limit;
-  return { limit: Number.isFinite(limit) ? limit : null, inflight: shedder.inflight, eventLoopDelayMs: shedder.eventLoopDelayMs, overloaded: shedder.overloaded, shed };
+  return {
+    limit: Number.isFinite(limit) ? limit : null,
+    inflight: shedder.inflight,
+    eventLoopDelayMs: shedder.eventLoopDelayMs,
+    overloaded: shedder.overloaded,
+    shed,
+  };
 }
 
 function resourceOf(resource: string): Resource {
@@ -95,7 +112,10 @@ export function createStatusController(path: string, guards: readonly GuardLike[
     }
 
     @Get(':resource/:name')
-    one(@Param('resource') resource: string, @Param('name') name: string): Record<string, InstanceStatus[] | RecordedEvent[]> {
+    one(
+      @Param('resource') resource: string,
+      @Param('name') name: string,
+    ): Record<string, InstanceStatus[] | RecordedEvent[]> {
       const { policy, key, events } = resourceOf(resource);
       const instances = this.status.list(policy, name);
       if (instances.length === 0) throw new NotFoundException(UNKNOWN_STATUS_INSTANCE(policy, name));

@@ -137,14 +137,18 @@ export class RateLimiterPolicy implements Policy {
     const cycle = Math.floor(nowNs / this.periodNs);
     let available: number;
     if (this.store === undefined) {
-      available = cycle === this.cycle ? this.permits : Math.min(this.permits + (cycle - this.cycle) * this.limit, this.limit);
+      available =
+        cycle === this.cycle ? this.permits : Math.min(this.permits + (cycle - this.cycle) * this.limit, this.limit);
     } else {
       const now = this.clock.now();
       const periodMs = this.periodNs / NANOS_PER_MS;
       available =
         now < this.sharedPeriodEndsAt
           ? this.sharedPermits
-          : Math.min(this.sharedPermits + (1 + Math.floor((now - this.sharedPeriodEndsAt) / periodMs)) * this.limit, this.limit);
+          : Math.min(
+              this.sharedPermits + (1 + Math.floor((now - this.sharedPeriodEndsAt) / periodMs)) * this.limit,
+              this.limit,
+            );
     }
     return {
       availablePermissions: available,
@@ -157,7 +161,14 @@ export class RateLimiterPolicy implements Policy {
   /** Sets `limitForPeriod`; the current period keeps its permits, later ones get the new limit (as Resilience4j). */
   changeLimitForPeriod(limitForPeriod: number): void {
     if (!Number.isInteger(limitForPeriod) || limitForPeriod < 1) {
-      throw new Error(INVALID_VALUE(instancePlace('rateLimiter', 'instance', this.name), 'limitForPeriod', 'an integer >= 1', limitForPeriod));
+      throw new Error(
+        INVALID_VALUE(
+          instancePlace('rateLimiter', 'instance', this.name),
+          'limitForPeriod',
+          'an integer >= 1',
+          limitForPeriod,
+        ),
+      );
     }
     this.limit = limitForPeriod;
     this.settings = Object.freeze({ ...this.settings, limitForPeriod });
@@ -168,7 +179,12 @@ export class RateLimiterPolicy implements Policy {
     const ms = parseDuration(timeoutDuration);
     if (ms === undefined || ms > MAX_RATE_LIMITER_WAIT_MS) {
       throw new Error(
-        INVALID_VALUE(instancePlace('rateLimiter', 'instance', this.name), 'timeoutDuration', `a non-negative duration of at most ${MAX_RATE_LIMITER_WAIT_MS}ms`, timeoutDuration),
+        INVALID_VALUE(
+          instancePlace('rateLimiter', 'instance', this.name),
+          'timeoutDuration',
+          `a non-negative duration of at most ${MAX_RATE_LIMITER_WAIT_MS}ms`,
+          timeoutDuration,
+        ),
       );
     }
     this.timeoutNs = Math.round(ms * NANOS_PER_MS);
@@ -260,7 +276,8 @@ export class RateLimiterPolicy implements Policy {
   drainPermissions(): Promise<void> {
     if (this.store !== undefined) {
       return this.storeCall(0, true).then((answer) => {
-        if (answer !== undefined && this.drainedEvents.active) this.drainedEvents.emit({ name: this.name, numberOfPermits: answer.drained });
+        if (answer !== undefined && this.drainedEvents.active)
+          this.drainedEvents.emit({ name: this.name, numberOfPermits: answer.drained });
       });
     }
     const cycle = Math.floor(this.nanos() / this.periodNs);
@@ -319,7 +336,8 @@ export class RateLimiterPolicy implements Policy {
     const scope = contextStorage.getStore();
     const remainingMs = scope === undefined ? Number.POSITIVE_INFINITY : scope.aborted ? 0 : scope.remaining();
     // The wait must end strictly before the deadline, or the call behind it has no time left.
-    const deadlineNs = remainingMs === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : Math.ceil(remainingMs * NANOS_PER_MS) - 1;
+    const deadlineNs =
+      remainingMs === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : Math.ceil(remainingMs * NANOS_PER_MS) - 1;
     const waitNs = this.reserve(permits, nowNs, Math.min(this.timeoutNs, deadlineNs));
     if (waitNs !== REFUSED) {
       if (waitNs === 0) this.acquired(permits);
@@ -335,7 +353,9 @@ export class RateLimiterPolicy implements Policy {
     if (answer === undefined) return this.acquired(permits);
     if (!answer.reserved) {
       const error =
-        answer.waitMs <= this.settings.timeoutDuration ? this.deadlineError() : new RateLimitedError(this.name, answer.nextPeriodInMs);
+        answer.waitMs <= this.settings.timeoutDuration
+          ? this.deadlineError()
+          : new RateLimitedError(this.name, answer.nextPeriodInMs);
       throw this.refused(permits, error);
     }
     if (answer.waitMs === 0) return this.acquired(permits);
@@ -370,7 +390,12 @@ export class RateLimiterPolicy implements Policy {
         else if (this.settings.failOpen) resolve(undefined);
         else {
           const reason = cause instanceof Error ? cause.message : String(cause);
-          reject(this.refused(permits, new RateLimitedError(this.name, undefined, { cause, message: STORE_UNAVAILABLE(this.name, reason) })));
+          reject(
+            this.refused(
+              permits,
+              new RateLimitedError(this.name, undefined, { cause, message: STORE_UNAVAILABLE(this.name, reason) }),
+            ),
+          );
         }
       };
       store
@@ -413,7 +438,8 @@ export class RateLimiterPolicy implements Policy {
   }
 
   private acquired(permits: number): void {
-    if (this.acquiredEvents.active) this.acquiredEvents.emit(permits === 1 ? this.singlePermit : { name: this.name, numberOfPermits: permits });
+    if (this.acquiredEvents.active)
+      this.acquiredEvents.emit(permits === 1 ? this.singlePermit : { name: this.name, numberOfPermits: permits });
   }
 
   private refused<E extends RateLimitedError | DeadlineExceededError>(permits: number, error: E): E {

@@ -4,8 +4,7 @@ import { PolicySchema } from '../config/schema';
 
 /** What a call protected by a rate limiter ended with, as `drainPermissionsOnResult` sees it. */
 export type RateLimitedCallOutcome =
-  | { readonly failed: false; readonly result: unknown }
-  | { readonly failed: true; readonly error: unknown };
+  { readonly failed: false; readonly result: unknown } | { readonly failed: true; readonly error: unknown };
 
 /** Resolved settings of a rate limiter (durations in ms, fractions allowed: `"500ns"` is 0.0005). */
 export interface RateLimiterConfig {
@@ -73,7 +72,14 @@ export const RATE_LIMITER_SCHEMA: PolicySchema<RateLimiterConfig> = {
       throw new Error(INVALID_VALUE(place, 'limitRefreshPeriod', 'at least 1ns', config.limitRefreshPeriod));
     }
     if (config.timeoutDuration > MAX_RATE_LIMITER_WAIT_MS) {
-      throw new Error(INVALID_VALUE(place, 'timeoutDuration', `at most ${MAX_RATE_LIMITER_WAIT_MS}ms (Node's longest timer)`, config.timeoutDuration));
+      throw new Error(
+        INVALID_VALUE(
+          place,
+          'timeoutDuration',
+          `at most ${MAX_RATE_LIMITER_WAIT_MS}ms (Node's longest timer)`,
+          config.timeoutDuration,
+        ),
+      );
     }
   },
 };

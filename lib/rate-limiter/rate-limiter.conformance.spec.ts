@@ -37,8 +37,16 @@ function setup(config: RateLimiterConfigInput): Setup {
   return { clock, limiter, setTimeOnNanos: (nanos) => clock.advance(ms(nanos) - clock.now()) };
 }
 
-const atomicSetup = (timeoutNanos: number, cycleNanos = CYCLE_IN_NANOS, permissionsPerCycle = PERMISSIONS_PER_CYCLE): Setup =>
-  setup({ limitForPeriod: permissionsPerCycle, limitRefreshPeriod: `${cycleNanos}ns`, timeoutDuration: `${timeoutNanos}ns` });
+const atomicSetup = (
+  timeoutNanos: number,
+  cycleNanos = CYCLE_IN_NANOS,
+  permissionsPerCycle = PERMISSIONS_PER_CYCLE,
+): Setup =>
+  setup({
+    limitForPeriod: permissionsPerCycle,
+    limitRefreshPeriod: `${cycleNanos}ns`,
+    timeoutDuration: `${timeoutNanos}ns`,
+  });
 
 describe('Resilience4j AtomicRateLimiterTest', () => {
   it('permissionsInFirstCycle: every permit is there just before the first period ends', async () => {
@@ -77,7 +85,11 @@ describe('Resilience4j AtomicRateLimiterTest', () => {
     void limiter.acquirePermission().then((granted) => (reserved = granted));
     await VirtualClock.settle();
     expect(reserved).toBeUndefined();
-    expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: -1, msToWait: CYCLE_MS * 2, numberOfWaitingThreads: 1 });
+    expect(limiter.detailedMetrics).toMatchObject({
+      availablePermissions: -1,
+      msToWait: CYCLE_MS * 2,
+      numberOfWaitingThreads: 1,
+    });
 
     await setTimeOnNanos(CYCLE_IN_NANOS * 2 + 10);
     expect(reserved).toBe(true);
@@ -90,15 +102,27 @@ describe('Resilience4j AtomicRateLimiterTest', () => {
     const { limiter, setTimeOnNanos } = atomicSetup(CYCLE_IN_NANOS);
     await setTimeOnNanos(CYCLE_IN_NANOS);
     expect(limiter.reservePermission()).toBe(0);
-    expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: 0, msToWait: CYCLE_MS, numberOfWaitingThreads: 0 });
+    expect(limiter.detailedMetrics).toMatchObject({
+      availablePermissions: 0,
+      msToWait: CYCLE_MS,
+      numberOfWaitingThreads: 0,
+    });
 
     const reservation = limiter.reservePermission();
     expect(reservation).toBeGreaterThan(0);
     expect(reservation).toBeLessThanOrEqual(CYCLE_MS);
-    expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: -1, msToWait: CYCLE_MS * 2, numberOfWaitingThreads: 0 });
+    expect(limiter.detailedMetrics).toMatchObject({
+      availablePermissions: -1,
+      msToWait: CYCLE_MS * 2,
+      numberOfWaitingThreads: 0,
+    });
 
     expect(limiter.reservePermission()).toBe(-1);
-    expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: -1, msToWait: CYCLE_MS * 2, numberOfWaitingThreads: 0 });
+    expect(limiter.detailedMetrics).toMatchObject({
+      availablePermissions: -1,
+      msToWait: CYCLE_MS * 2,
+      numberOfWaitingThreads: 0,
+    });
 
     await setTimeOnNanos(CYCLE_IN_NANOS * 6 + 10);
     expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: 1, msToWait: 0, numberOfWaitingThreads: 0 });
@@ -112,13 +136,21 @@ describe('Resilience4j AtomicRateLimiterTest', () => {
     let first: boolean | undefined;
     void limiter.acquirePermission().then((granted) => (first = granted));
     await VirtualClock.settle();
-    expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: -1, msToWait: CYCLE_MS * 2, numberOfWaitingThreads: 1 });
+    expect(limiter.detailedMetrics).toMatchObject({
+      availablePermissions: -1,
+      msToWait: CYCLE_MS * 2,
+      numberOfWaitingThreads: 1,
+    });
 
     let second: boolean | undefined;
     void limiter.acquirePermission().then((granted) => (second = granted));
     await VirtualClock.settle();
     expect(second).toBe(false);
-    expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: -1, msToWait: CYCLE_MS * 2, numberOfWaitingThreads: 1 });
+    expect(limiter.detailedMetrics).toMatchObject({
+      availablePermissions: -1,
+      msToWait: CYCLE_MS * 2,
+      numberOfWaitingThreads: 1,
+    });
 
     await setTimeOnNanos(CYCLE_IN_NANOS * 6 + 10);
     expect(first).toBe(true);
@@ -135,10 +167,18 @@ describe('Resilience4j AtomicRateLimiterTest', () => {
     const { limiter, setTimeOnNanos } = atomicSetup(0);
     await setTimeOnNanos(CYCLE_IN_NANOS);
     expect(limiter.reservePermission()).toBe(0);
-    expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: 0, msToWait: CYCLE_MS, numberOfWaitingThreads: 0 });
+    expect(limiter.detailedMetrics).toMatchObject({
+      availablePermissions: 0,
+      msToWait: CYCLE_MS,
+      numberOfWaitingThreads: 0,
+    });
 
     expect(limiter.reservePermission()).toBeLessThan(0);
-    expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: 0, msToWait: CYCLE_MS, numberOfWaitingThreads: 0 });
+    expect(limiter.detailedMetrics).toMatchObject({
+      availablePermissions: 0,
+      msToWait: CYCLE_MS,
+      numberOfWaitingThreads: 0,
+    });
 
     await setTimeOnNanos(CYCLE_IN_NANOS * 2 - 1);
     expect(limiter.detailedMetrics.availablePermissions).toBe(0);
@@ -153,11 +193,19 @@ describe('Resilience4j AtomicRateLimiterTest', () => {
     let reserved: boolean | undefined;
     void limiter.acquirePermission().then((granted) => (reserved = granted));
     await VirtualClock.settle();
-    expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: -1, msToWait: CYCLE_MS * 2, numberOfWaitingThreads: 1 });
+    expect(limiter.detailedMetrics).toMatchObject({
+      availablePermissions: -1,
+      msToWait: CYCLE_MS * 2,
+      numberOfWaitingThreads: 1,
+    });
 
     limiter.changeLimitForPeriod(PERMISSIONS_PER_CYCLE * 2);
     expect(limiter.config.limitForPeriod).toBe(PERMISSIONS_PER_CYCLE * 2);
-    expect(limiter.detailedMetrics).toMatchObject({ availablePermissions: -1, msToWait: CYCLE_MS, numberOfWaitingThreads: 1 });
+    expect(limiter.detailedMetrics).toMatchObject({
+      availablePermissions: -1,
+      msToWait: CYCLE_MS,
+      numberOfWaitingThreads: 1,
+    });
 
     await setTimeOnNanos(CYCLE_IN_NANOS * 2 + 10);
     expect(reserved).toBe(true);
@@ -180,10 +228,18 @@ describe('Resilience4j AtomicRateLimiterTest', () => {
   it('changeDefaultTimeoutDuration: the config is replaced, the other settings kept', () => {
     const { limiter } = atomicSetup(0);
     const before = limiter.config;
-    expect(before).toMatchObject({ timeoutDuration: 0, limitForPeriod: PERMISSIONS_PER_CYCLE, limitRefreshPeriod: CYCLE_MS });
+    expect(before).toMatchObject({
+      timeoutDuration: 0,
+      limitForPeriod: PERMISSIONS_PER_CYCLE,
+      limitRefreshPeriod: CYCLE_MS,
+    });
     limiter.changeTimeoutDuration('1s');
     expect(limiter.config).not.toBe(before);
-    expect(limiter.config).toMatchObject({ timeoutDuration: 1000, limitForPeriod: PERMISSIONS_PER_CYCLE, limitRefreshPeriod: CYCLE_MS });
+    expect(limiter.config).toMatchObject({
+      timeoutDuration: 1000,
+      limitForPeriod: PERMISSIONS_PER_CYCLE,
+      limitRefreshPeriod: CYCLE_MS,
+    });
   });
 
   it('changeLimitForPeriod: the config is replaced, the other settings kept', () => {
@@ -252,7 +308,8 @@ describe('Resilience4j AtomicRateLimiterTest', () => {
 });
 
 describe('Resilience4j RateLimitersImplementationTest', () => {
-  const limiterOf = (period: string): Setup => setup({ limitForPeriod: 10, limitRefreshPeriod: period, timeoutDuration: 0 });
+  const limiterOf = (period: string): Setup =>
+    setup({ limitForPeriod: 10, limitRefreshPeriod: period, timeoutDuration: 0 });
 
   it('acquireBigNumberOfPermitsAtStartOfCycleTest: 5 + 5 of 10 are granted, one more is not until the next period', async () => {
     const { limiter, clock } = limiterOf('500ms');
@@ -292,12 +349,20 @@ describe('Resilience4j RateLimitersImplementationTest', () => {
 });
 
 describe('Resilience4j RateLimiterConfigTest', () => {
-  const build = (config: RateLimiterConfigInput): RateLimiterPolicy => new ResilienceRegistry({ rateLimiter: { instances: { a: config } } }).rateLimiter('a');
+  const build = (config: RateLimiterConfigInput): RateLimiterPolicy =>
+    new ResilienceRegistry({ rateLimiter: { instances: { a: config } } }).rateLimiter('a');
 
   it('builderPositive: the defaults are 50 permits per 500 ns with a 5 s timeout, and the settings given are kept', () => {
-    expect(new ResilienceRegistry().rateLimiter('any').config).toMatchObject({ limitForPeriod: 50, limitRefreshPeriod: 0.0005, timeoutDuration: 5000 });
+    expect(new ResilienceRegistry().rateLimiter('any').config).toMatchObject({
+      limitForPeriod: 50,
+      limitRefreshPeriod: 0.0005,
+      timeoutDuration: 5000,
+    });
     const drain = (): boolean => false;
-    expect(build({ timeoutDuration: '5s', limitRefreshPeriod: '500ns', limitForPeriod: 50, drainPermissionsOnResult: drain }).config).toMatchObject({
+    expect(
+      build({ timeoutDuration: '5s', limitRefreshPeriod: '500ns', limitForPeriod: 50, drainPermissionsOnResult: drain })
+        .config,
+    ).toMatchObject({
       limitForPeriod: 50,
       limitRefreshPeriod: 0.0005,
       timeoutDuration: 5000,
@@ -306,11 +371,15 @@ describe('Resilience4j RateLimiterConfigTest', () => {
   });
 
   it('builderTimeoutIsNegative', () => {
-    expect(() => build({ timeoutDuration: -1 })).toThrow(/rateLimiter instance 'a': key 'timeoutDuration' must be a non-negative duration.*got -1/);
+    expect(() => build({ timeoutDuration: -1 })).toThrow(
+      /rateLimiter instance 'a': key 'timeoutDuration' must be a non-negative duration.*got -1/,
+    );
   });
 
   it('builderRefreshPeriodTooShort: zero', () => {
-    expect(() => build({ limitRefreshPeriod: 0 })).toThrow(/rateLimiter instance 'a': key 'limitRefreshPeriod' must be a positive duration, got 0/);
+    expect(() => build({ limitRefreshPeriod: 0 })).toThrow(
+      /rateLimiter instance 'a': key 'limitRefreshPeriod' must be a positive duration, got 0/,
+    );
   });
 
   it('builderRefreshPeriodTooShort: under one nanosecond', () => {
@@ -318,11 +387,15 @@ describe('Resilience4j RateLimiterConfigTest', () => {
   });
 
   it('builderRefreshPeriodNegative', () => {
-    expect(() => build({ limitRefreshPeriod: '-1ns' })).toThrow(/key 'limitRefreshPeriod' must be a non-negative duration.*got "-1ns"/);
+    expect(() => build({ limitRefreshPeriod: '-1ns' })).toThrow(
+      /key 'limitRefreshPeriod' must be a non-negative duration.*got "-1ns"/,
+    );
   });
 
   it('builderLimitIsLessThanOne', () => {
-    expect(() => build({ limitForPeriod: 0 })).toThrow(/rateLimiter instance 'a': key 'limitForPeriod' must be an integer >= 1, got 0/);
+    expect(() => build({ limitForPeriod: 0 })).toThrow(
+      /rateLimiter instance 'a': key 'limitForPeriod' must be an integer >= 1, got 0/,
+    );
   });
 
   it('buildTimeoutDurationIsNotWithinLimits: a timeout no timer can hold is refused, not clamped', () => {
@@ -376,7 +449,9 @@ describe('Resilience4j RateLimiterWithConditionalDrainTest', () => {
 
 describe('Resilience4j RequestNotPermittedExceptionTest', () => {
   it("shouldReturnCorrectMessageWhenStateIsOpen: the refusal names the limiter as Resilience4j's message does", async () => {
-    const limiter = new ResilienceRegistry({ rateLimiter: { instances: { testName: { limitForPeriod: 1, limitRefreshPeriod: '1h', timeoutDuration: 0 } } } }).rateLimiter('testName');
+    const limiter = new ResilienceRegistry({
+      rateLimiter: { instances: { testName: { limitForPeriod: 1, limitRefreshPeriod: '1h', timeoutDuration: 0 } } },
+    }).rateLimiter('testName');
     await limiter.waitForPermission();
     const refusal = await limiter.waitForPermission().catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(RateLimitedError);

@@ -15,5 +15,6 @@ import { RateLimiterConfigInput } from './rate-limiter.config';
  * ```
  */
 export function RateLimiter(name: string, overrides?: RateLimiterConfigInput): MethodDecorator {
-  return (target, key, descriptor) => addLayer(target, key, descriptor, { kind: 'rateLimiter', name, overrides, decorator: 'RateLimiter' });
+  return (target, key, descriptor) =>
+    addLayer(target, key, descriptor, { kind: 'rateLimiter', name, overrides, decorator: 'RateLimiter' });
 }

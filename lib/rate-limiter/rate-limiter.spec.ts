@@ -46,7 +46,9 @@ class Partner {
   }
 
   @CircuitBreaker('partner')
-  @RateLimiter('tooMany', { drainPermissionsOnResult: (outcome) => outcome.failed && (outcome.error as { status?: number }).status === 429 })
+  @RateLimiter('tooMany', {
+    drainPermissionsOnResult: (outcome) => outcome.failed && (outcome.error as { status?: number }).status === 429,
+  })
   async upstream(status: number): Promise<string> {
     this.calls++;
     if (status !== 200) throw Object.assign(new Error(`upstream answered ${status}`), { status });
@@ -54,7 +56,9 @@ class Partner {
   }
 }
 
-async function boot(options: ResilienceModuleOptions = {}): Promise<{ partner: Partner; registry: ResilienceRegistry; clock: VirtualClock }> {
+async function boot(
+  options: ResilienceModuleOptions = {},
+): Promise<{ partner: Partner; registry: ResilienceRegistry; clock: VirtualClock }> {
   const clock = new VirtualClock();
   const moduleRef = await Test.createTestingModule({
     imports: [
@@ -93,12 +97,18 @@ describe('@RateLimiter in the pipeline', () => {
   });
 
   it('is a refusal to retry: RateLimitedError is not retried, and the method ran only for permitted calls', async () => {
-    const { partner, registry } = await boot({ retry: { instances: { partner: { maxAttempts: 3, waitDuration: 0 } } } });
+    const { partner, registry } = await boot({
+      retry: { instances: { partner: { maxAttempts: 3, waitDuration: 0 } } },
+    });
     await partner.retried();
     await partner.retried();
     await expect(partner.retried()).rejects.toBeInstanceOf(RateLimitedError);
     expect(partner.calls).toBe(2);
-    expect(registry.retry('partner').metrics).toMatchObject({ successfulCallsWithoutRetry: 2, failedCallsWithoutRetry: 1, failedCallsWithRetry: 0 });
+    expect(registry.retry('partner').metrics).toMatchObject({
+      successfulCallsWithoutRetry: 2,
+      failedCallsWithoutRetry: 1,
+      failedCallsWithRetry: 0,
+    });
   });
 
   it('sits outside the time limit: waiting for a permit does not count against @Timeout', async () => {
@@ -132,7 +142,8 @@ describe('@RateLimiter in the pipeline', () => {
     const { partner, registry, clock } = await boot();
     expect(await partner.upstream(200)).toBe('ok');
     await expect(partner.upstream(429)).rejects.toMatchObject({ status: 429 });
-    const own = registry.derivedInstances.find((d) => d.policy === 'rateLimiter' && d.name === 'tooMany')?.instance as RateLimiterPolicy;
+    const own = registry.derivedInstances.find((d) => d.policy === 'rateLimiter' && d.name === 'tooMany')
+      ?.instance as RateLimiterPolicy;
     expect(own.metrics.availablePermissions).toBe(0);
     await expect(partner.upstream(200)).rejects.toBeInstanceOf(RateLimitedError);
     expect(partner.calls).toBe(2);
@@ -141,7 +152,15 @@ describe('@RateLimiter in the pipeline', () => {
   });
 
   it('composes the same way with a custom order (the generic path)', async () => {
-    const order = ['idempotent', 'fallback', 'retry', 'circuitBreaker', 'timeLimiter', 'rateLimiter', 'bulkhead'] as const;
+    const order = [
+      'idempotent',
+      'fallback',
+      'retry',
+      'circuitBreaker',
+      'timeLimiter',
+      'rateLimiter',
+      'bulkhead',
+    ] as const;
     const { partner } = await boot({ order });
     await partner.quote();
     await partner.quote();
@@ -166,7 +185,9 @@ describe('RateLimiterPolicy waits never past the request deadline', () => {
   it('refuses at once with DeadlineExceededError when the permit comes after the deadline, reserving nothing', async () => {
     const { clock, registry } = await limiterAt();
     const limiter = registry.rateLimiter('api');
-    const outcome = await inScope(clock, 1000, () => limiter.execute(async () => 'ran').catch((error: unknown) => error));
+    const outcome = await inScope(clock, 1000, () =>
+      limiter.execute(async () => 'ran').catch((error: unknown) => error),
+    );
     expect(outcome).toBeInstanceOf(DeadlineExceededError);
     expect(limiter.metrics).toEqual({ availablePermissions: 0, numberOfWaitingThreads: 0 });
   });
@@ -198,20 +219,36 @@ describe('RateLimiterPolicy waits never past the request deadline', () => {
 
 describe('rateLimiter options', () => {
   it('reads Resilience4j spelling and kebab-case keys', () => {
-    const registry = new ResilienceRegistry({ ratelimiter: { instances: { a: { 'limit-for-period': 5, 'limit-refresh-period': '10s', 'timeout-duration': '0' } } } } as never);
-    expect(registry.rateLimiter('a').config).toMatchObject({ limitForPeriod: 5, limitRefreshPeriod: 10_000, timeoutDuration: 0 });
+    const registry = new ResilienceRegistry({
+      ratelimiter: {
+        instances: { a: { 'limit-for-period': 5, 'limit-refresh-period': '10s', 'timeout-duration': '0' } },
+      },
+    } as never);
+    expect(registry.rateLimiter('a').config).toMatchObject({
+      limitForPeriod: 5,
+      limitRefreshPeriod: 10_000,
+      timeoutDuration: 0,
+    });
   });
 
   it('names the instance, key and value of a bad setting', () => {
-    expect(() => new ResilienceRegistry({ rateLimiter: { instances: { api: { limitForPeriod: 'many' as never } } } })).toThrow(
+    expect(
+      () => new ResilienceRegistry({ rateLimiter: { instances: { api: { limitForPeriod: 'many' as never } } } }),
+    ).toThrow(
       "resilience4nest: invalid configuration of rateLimiter instance 'api': key 'limitForPeriod' must be an integer >= 1, got \"many\"",
     );
-    expect(() => new ResilienceRegistry({ rateLimiter: { instances: { api: { limitForPerod: 5 } as never } } })).toThrow(/unknown key 'limitForPerod' \(did you mean 'limitForPeriod'\?\)/);
+    expect(
+      () => new ResilienceRegistry({ rateLimiter: { instances: { api: { limitForPerod: 5 } as never } } }),
+    ).toThrow(/unknown key 'limitForPerod' \(did you mean 'limitForPeriod'\?\)/);
   });
 
   it('fails startup when an instance is shared but no rateLimiterStore is given', () => {
-    expect(() => new ResilienceRegistry({ rateLimiter: { instances: { api: { shared: true } } } })).toThrow(SHARED_WITHOUT_STORE("rateLimiter instance 'api'"));
-    expect(() => new ResilienceRegistry({ rateLimiter: { configs: { default: { shared: true } } } })).toThrow(SHARED_WITHOUT_STORE("rateLimiter config 'default'"));
+    expect(() => new ResilienceRegistry({ rateLimiter: { instances: { api: { shared: true } } } })).toThrow(
+      SHARED_WITHOUT_STORE("rateLimiter instance 'api'"),
+    );
+    expect(() => new ResilienceRegistry({ rateLimiter: { configs: { default: { shared: true } } } })).toThrow(
+      SHARED_WITHOUT_STORE("rateLimiter config 'default'"),
+    );
   });
 
   it('fails startup when a decorator override makes a limiter shared without a store', async () => {
@@ -220,9 +257,14 @@ describe('rateLimiter options', () => {
       @RateLimiter('api', { shared: true })
       async call(): Promise<void> {}
     }
-    const moduleRef = await Test.createTestingModule({ imports: [ResilienceModule.forRoot({})], providers: [Overridden] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRoot({})],
+      providers: [Overridden],
+    }).compile();
     moduleRef.useLogger(false);
-    await expect(moduleRef.init()).rejects.toThrow(SHARED_WITHOUT_STORE("rateLimiter @RateLimiter('api') on Overridden.call"));
+    await expect(moduleRef.init()).rejects.toThrow(
+      SHARED_WITHOUT_STORE("rateLimiter @RateLimiter('api') on Overridden.call"),
+    );
   });
 
   it('refuses a rateLimiterStore that is not one', () => {
@@ -231,7 +273,11 @@ describe('rateLimiter options', () => {
 
   it('checks changeLimitForPeriod and changeTimeoutDuration like the options', () => {
     const limiter = new ResilienceRegistry().rateLimiter('api');
-    expect(() => limiter.changeLimitForPeriod(0)).toThrow("rateLimiter instance 'api': key 'limitForPeriod' must be an integer >= 1, got 0");
-    expect(() => limiter.changeTimeoutDuration('soon')).toThrow(/rateLimiter instance 'api': key 'timeoutDuration' must be a non-negative duration.*got "soon"/);
+    expect(() => limiter.changeLimitForPeriod(0)).toThrow(
+      "rateLimiter instance 'api': key 'limitForPeriod' must be an integer >= 1, got 0",
+    );
+    expect(() => limiter.changeTimeoutDuration('soon')).toThrow(
+      /rateLimiter instance 'api': key 'timeoutDuration' must be a non-negative duration.*got "soon"/,
+    );
   });
 });

@@ -56,10 +56,17 @@ describe('backoffDelay (properties)', () => {
         const b = bound(config, attempt);
         const cap = config.exponentialMaxWaitDuration;
         if (config.enableRandomizedWait) {
-          const interval = config.enableExponentialBackoff ? bound({ ...config, exponentialMaxWaitDuration: Number.POSITIVE_INFINITY }, attempt) : b;
+          const interval = config.enableExponentialBackoff
+            ? bound({ ...config, exponentialMaxWaitDuration: Number.POSITIVE_INFINITY }, attempt)
+            : b;
           // Whole ms drawn over [min, max + 1) and truncated: floating-point rounding may land on max + 1 for huge intervals.
           const upper = Math.max(1, Math.ceil(interval * (1 + config.randomizedWaitFactor))) + 1;
-          expect(wait).toBeGreaterThanOrEqual(Math.min(config.enableExponentialBackoff ? cap : Infinity, Math.floor(Math.max(1, interval * (1 - config.randomizedWaitFactor)))));
+          expect(wait).toBeGreaterThanOrEqual(
+            Math.min(
+              config.enableExponentialBackoff ? cap : Infinity,
+              Math.floor(Math.max(1, interval * (1 - config.randomizedWaitFactor))),
+            ),
+          );
           expect(wait).toBeLessThanOrEqual(config.enableExponentialBackoff ? Math.min(cap, upper) : upper);
           return;
         }
@@ -90,7 +97,9 @@ describe('backoffDelay (properties)', () => {
         fc.pre(!config.enableRandomizedWait && b < 100_000);
         // Decorrelated jitter grows from the previous wait; after a wait of 0 it stays at the base.
         const base = Math.min(config.exponentialMaxWaitDuration, config.waitDuration);
-        const expected = { none: [b, b], full: [0, b], equal: [Math.floor(b / 2), b], decorrelated: [base, base] }[config.jitter];
+        const expected = { none: [b, b], full: [0, b], equal: [Math.floor(b / 2), b], decorrelated: [base, base] }[
+          config.jitter
+        ];
         expect(backoffDelay(config, attempt, 0, () => 0)).toBe(expected[0]);
         expect(backoffDelay(config, attempt, 0, () => 0.999999)).toBe(expected[1]);
       }),
@@ -100,10 +109,17 @@ describe('backoffDelay (properties)', () => {
   it('grows the exponential interval by the multiplier per attempt, in whole ms, until the cap', () => {
     fc.assert(
       fc.property(configs, fc.integer({ min: 1, max: 29 }), (drawn, attempt) => {
-        const config = { ...drawn, enableExponentialBackoff: true, enableRandomizedWait: false, jitter: 'none' as const };
+        const config = {
+          ...drawn,
+          enableExponentialBackoff: true,
+          enableRandomizedWait: false,
+          jitter: 'none' as const,
+        };
         const now = backoffDelay(config, attempt, 0, () => 0.5);
         const next = backoffDelay(config, attempt + 1, 0, () => 0.5);
-        expect(next).toBe(Math.min(config.exponentialMaxWaitDuration, Math.floor(now * config.exponentialBackoffMultiplier)));
+        expect(next).toBe(
+          Math.min(config.exponentialMaxWaitDuration, Math.floor(now * config.exponentialBackoffMultiplier)),
+        );
       }),
     );
   });
@@ -111,7 +127,12 @@ describe('backoffDelay (properties)', () => {
   it('waits the fixed interval on every attempt without exponential backoff', () => {
     fc.assert(
       fc.property(configs, attempts, (drawn, attempt) => {
-        const config = { ...drawn, enableExponentialBackoff: false, enableRandomizedWait: false, jitter: 'none' as const };
+        const config = {
+          ...drawn,
+          enableExponentialBackoff: false,
+          enableRandomizedWait: false,
+          jitter: 'none' as const,
+        };
         expect(backoffDelay(config, attempt, 0, () => 0.5)).toBe(config.waitDuration);
       }),
     );

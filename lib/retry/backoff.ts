@@ -14,7 +14,9 @@ export function backoffDelay(config: RetryConfig, attempt: number, previous: num
   const base = config.waitDuration;
   const exponential = config.enableExponentialBackoff;
   if (config.enableRandomizedWait) {
-    const interval = exponential ? exponentialInterval(base, config.exponentialBackoffMultiplier, attempt) : Math.floor(base);
+    const interval = exponential
+      ? exponentialInterval(base, config.exponentialBackoffMultiplier, attempt)
+      : Math.floor(base);
     const randomized = randomizedInterval(interval, config.randomizedWaitFactor, random);
     return exponential ? Math.min(randomized, config.exponentialMaxWaitDuration) : randomized;
   }

@@ -13,5 +13,6 @@ import { RetryConfigInput } from './retry.config';
  * ```
  */
 export function Retry(name: string, overrides?: RetryConfigInput): MethodDecorator {
-  return (target, key, descriptor) => addLayer(target, key, descriptor, { kind: 'retry', name, overrides, decorator: 'Retry' });
+  return (target, key, descriptor) =>
+    addLayer(target, key, descriptor, { kind: 'retry', name, overrides, decorator: 'Retry' });
 }

@@ -16,12 +16,20 @@ const unavailable = (extra: object = {}) => Object.assign(new Error('busy'), { s
 
 function policy(settings: Partial<RetryConfig> = {}) {
   const clock = new VirtualClock();
-  const retry = new RetryPolicy('r', { ...RETRY_SCHEMA.defaults, maxAttempts: 3, waitDuration: 100, jitter: 'none', ...settings }, clock);
+  const retry = new RetryPolicy(
+    'r',
+    { ...RETRY_SCHEMA.defaults, maxAttempts: 3, waitDuration: 100, jitter: 'none', ...settings },
+    clock,
+  );
   return { clock, retry };
 }
 
 /** Runs `outcomes` (one per attempt: a value, or an Error to throw) through `retry`, letting every wait pass. */
-async function run(clock: VirtualClock, retry: RetryPolicy, outcomes: unknown[]): Promise<{ value?: unknown; error?: unknown; calls: number; waits: number[] }> {
+async function run(
+  clock: VirtualClock,
+  retry: RetryPolicy,
+  outcomes: unknown[],
+): Promise<{ value?: unknown; error?: unknown; calls: number; waits: number[] }> {
   let calls = 0;
   const waits: number[] = [];
   const off = retry.onRetry((e) => waits.push(e.waitMs));
@@ -75,7 +83,11 @@ describe('RetryPolicy outcomes', () => {
 
   it('fails with MaxRetriesExceededError when the budget refuses a retry of a result and failAfterMaxAttempts is set', async () => {
     // maxTokens 1 starts with half a token: no retry can be paid for.
-    const { clock, retry } = policy({ retryOnResult: () => true, failAfterMaxAttempts: true, budget: { ratio: 0.1, maxTokens: 1 } });
+    const { clock, retry } = policy({
+      retryOnResult: () => true,
+      failAfterMaxAttempts: true,
+      budget: { ratio: 0.1, maxTokens: 1 },
+    });
     const outcome = await run(clock, retry, ['stale']);
     expect(outcome.error).toBeInstanceOf(MaxRetriesExceededError);
     expect(outcome.calls).toBe(1);
@@ -89,8 +101,14 @@ describe('RetryPolicy outcomes', () => {
 
   it('honours a Retry-After of exactly retryAfterMaxWait, and never waits less than the backoff', async () => {
     const { clock, retry } = policy({ retryAfterMaxWait: 5000 });
-    expect(await run(clock, retry, [unavailable({ retryAfterMs: 5000 }), 'ok'])).toMatchObject({ value: 'ok', waits: [5000] });
-    expect(await run(clock, retry, [unavailable({ retryAfterMs: 20 }), 'ok'])).toMatchObject({ value: 'ok', waits: [100] });
+    expect(await run(clock, retry, [unavailable({ retryAfterMs: 5000 }), 'ok'])).toMatchObject({
+      value: 'ok',
+      waits: [5000],
+    });
+    expect(await run(clock, retry, [unavailable({ retryAfterMs: 20 }), 'ok'])).toMatchObject({
+      value: 'ok',
+      waits: [100],
+    });
     expect(await run(clock, retry, [unavailable({ retryAfterMs: 5001 }), 'ok'])).toMatchObject({ calls: 1 });
   });
 

@@ -1,13 +1,23 @@
 import { HttpException } from '@nestjs/common';
 import { VirtualClock } from '../clock';
 import { contextStorage, ResilienceContext } from '../context';
-import { BulkheadFullError, CallNotPermittedError, DeadlineExceededError, MaxRetriesExceededError, TimeoutExceededError } from '../errors';
+import {
+  BulkheadFullError,
+  CallNotPermittedError,
+  DeadlineExceededError,
+  MaxRetriesExceededError,
+  TimeoutExceededError,
+} from '../errors';
 import { backoffDelay } from './backoff';
 import { RetryPolicy, RetryEvent } from './retry';
 import { RetryBudget } from './retry-budget';
 import { RETRY_SCHEMA, RetryConfig } from './retry.config';
 
-const config = (overrides: Partial<RetryConfig> = {}): RetryConfig => ({ ...RETRY_SCHEMA.defaults, jitter: 'none', ...overrides });
+const config = (overrides: Partial<RetryConfig> = {}): RetryConfig => ({
+  ...RETRY_SCHEMA.defaults,
+  jitter: 'none',
+  ...overrides,
+});
 
 class StatusError extends Error {
   constructor(readonly status: number) {
@@ -55,7 +65,12 @@ describe('backoffDelay', () => {
   });
 
   it('grows exponentially by the multiplier and stops at the cap', () => {
-    const c = config({ waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2, exponentialMaxWaitDuration: 500 });
+    const c = config({
+      waitDuration: 100,
+      enableExponentialBackoff: true,
+      exponentialBackoffMultiplier: 2,
+      exponentialMaxWaitDuration: 500,
+    });
     expect([1, 2, 3, 4, 5].map((a) => backoffDelay(c, a, 0, Math.random))).toEqual([100, 200, 400, 500, 500]);
   });
 
@@ -84,7 +99,12 @@ describe('backoffDelay', () => {
   });
 
   it('full jitter draws whole ms uniformly in [0, bound]', () => {
-    const c = config({ waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2, jitter: 'full' });
+    const c = config({
+      waitDuration: 100,
+      enableExponentialBackoff: true,
+      exponentialBackoffMultiplier: 2,
+      jitter: 'full',
+    });
     expect(backoffDelay(c, 3, 0, fixedRandom(0))).toBe(0);
     expect(backoffDelay(c, 3, 0, fixedRandom(0.25))).toBe(100);
     expect(backoffDelay(c, 3, 0, fixedRandom(0.999))).toBe(400);
@@ -159,7 +179,13 @@ describe('RetryPolicy', () => {
     await clock.advance(500);
     await expect(result).resolves.toBe('ok');
     expect(calls()).toBe(3);
-    expect(retry.metrics).toEqual({ successfulCallsWithoutRetry: 0, successfulCallsWithRetry: 1, failedCallsWithoutRetry: 0, failedCallsWithRetry: 0, budgetDenied: 0 });
+    expect(retry.metrics).toEqual({
+      successfulCallsWithoutRetry: 0,
+      successfulCallsWithRetry: 1,
+      failedCallsWithoutRetry: 0,
+      failedCallsWithRetry: 0,
+      budgetDenied: 0,
+    });
   });
 
   it('re-raises the original error, not a wrapper, after the last attempt', async () => {
@@ -196,17 +222,34 @@ describe('RetryPolicy', () => {
   });
 
   it('retries listed exceptions by class or by (dotted) name, including subclasses; ignore wins', async () => {
-    const byName = new RetryPolicy('r', config({ maxAttempts: 2, waitDuration: 0, retryExceptions: ['com.example.PaymentDeclinedException'] }), clock);
+    const byName = new RetryPolicy(
+      'r',
+      config({ maxAttempts: 2, waitDuration: 0, retryExceptions: ['com.example.PaymentDeclinedException'] }),
+      clock,
+    );
     const a = failing([new CardExpired('expired')]);
     await expect(drain(clock, byName.execute(a.fn))).resolves.toBe('ok');
     expect(a.calls()).toBe(2);
 
-    const ignored = new RetryPolicy('r', config({ maxAttempts: 2, waitDuration: 0, retryExceptions: [PaymentDeclinedException], ignoreExceptions: ['CardExpired'] }), clock);
+    const ignored = new RetryPolicy(
+      'r',
+      config({
+        maxAttempts: 2,
+        waitDuration: 0,
+        retryExceptions: [PaymentDeclinedException],
+        ignoreExceptions: ['CardExpired'],
+      }),
+      clock,
+    );
     const b = failing([new CardExpired('expired')]);
     await expect(drain(clock, ignored.execute(b.fn))).rejects.toBeInstanceOf(CardExpired);
     expect(b.calls()).toBe(1);
 
-    const ignoreDefault = new RetryPolicy('r', config({ maxAttempts: 2, waitDuration: 0, ignoreExceptions: [StatusError] }), clock);
+    const ignoreDefault = new RetryPolicy(
+      'r',
+      config({ maxAttempts: 2, waitDuration: 0, ignoreExceptions: [StatusError] }),
+      clock,
+    );
     const c = failing([new StatusError(503)]);
     await expect(drain(clock, ignoreDefault.execute(c.fn))).rejects.toBeInstanceOf(StatusError);
     expect(c.calls()).toBe(1);
@@ -226,7 +269,11 @@ describe('RetryPolicy', () => {
     expect(lenient.metrics).toMatchObject({ successfulCallsWithRetry: 0, failedCallsWithRetry: 1 });
     expect(outcomes).toEqual(['ERROR MaxRetriesExceededError after 3']);
     calls = 0;
-    const strict = new RetryPolicy('poll', config({ maxAttempts: 3, waitDuration: 5, retryOnResult, failAfterMaxAttempts: true }), clock);
+    const strict = new RetryPolicy(
+      'poll',
+      config({ maxAttempts: 3, waitDuration: 5, retryOnResult, failAfterMaxAttempts: true }),
+      clock,
+    );
     const error = await drain(clock, strict.execute(pending)).catch((e) => e);
     expect(error).toBeInstanceOf(MaxRetriesExceededError);
     expect(error).toMatchObject({ instance: 'poll', attempts: 3, lastResult: { status: 'PENDING' } });
@@ -240,10 +287,29 @@ describe('RetryPolicy', () => {
       return r === 'PENDING';
     };
     const retry = new RetryPolicy('poll', config({ maxAttempts: 3, waitDuration: 5, retryOnResult }), clock);
-    await expect(drain(clock, retry.execute(async () => 'BROKEN'))).rejects.toBe(bug);
-    await expect(drain(clock, retry.execute(async () => (++calls === 1 ? 'PENDING' : 'BROKEN')))).rejects.toBe(bug);
-    await expect(drain(clock, retry.execute(async () => 'DONE'))).resolves.toBe('DONE');
-    expect(retry.metrics).toMatchObject({ failedCallsWithoutRetry: 1, failedCallsWithRetry: 1, successfulCallsWithoutRetry: 1 });
+    await expect(
+      drain(
+        clock,
+        retry.execute(async () => 'BROKEN'),
+      ),
+    ).rejects.toBe(bug);
+    await expect(
+      drain(
+        clock,
+        retry.execute(async () => (++calls === 1 ? 'PENDING' : 'BROKEN')),
+      ),
+    ).rejects.toBe(bug);
+    await expect(
+      drain(
+        clock,
+        retry.execute(async () => 'DONE'),
+      ),
+    ).resolves.toBe('DONE');
+    expect(retry.metrics).toMatchObject({
+      failedCallsWithoutRetry: 1,
+      failedCallsWithRetry: 1,
+      successfulCallsWithoutRetry: 1,
+    });
   });
 
   it('respects Retry-After when longer than the backoff, and gives up when it exceeds the bound', async () => {
@@ -262,7 +328,11 @@ describe('RetryPolicy', () => {
   });
 
   it('emits onRetry with the attempt, the wait and the error', async () => {
-    const retry = new RetryPolicy('r', config({ maxAttempts: 3, waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2 }), clock);
+    const retry = new RetryPolicy(
+      'r',
+      config({ maxAttempts: 3, waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2 }),
+      clock,
+    );
     const events: RetryEvent[] = [];
     const unsubscribe = retry.onRetry((e) => events.push(e));
     const errors = [new StatusError(503), new StatusError(503)];
@@ -294,15 +364,25 @@ describe('RetryPolicy', () => {
 
   describe('retry budget', () => {
     it('withdraws no token when no retry follows (the last attempt)', async () => {
-      const retry = new RetryPolicy('r', config({ maxAttempts: 2, waitDuration: 0, budget: { ratio: 0.1, maxTokens: 4 } }), clock);
+      const retry = new RetryPolicy(
+        'r',
+        config({ maxAttempts: 2, waitDuration: 0, budget: { ratio: 0.1, maxTokens: 4 } }),
+        clock,
+      );
       expect(retry.budgetTokens).toBe(2);
-      await expect(drain(clock, retry.execute(failing([new StatusError(503), new StatusError(503)]).fn))).rejects.toBeInstanceOf(StatusError);
+      await expect(
+        drain(clock, retry.execute(failing([new StatusError(503), new StatusError(503)]).fn)),
+      ).rejects.toBeInstanceOf(StatusError);
       expect(retry.budgetTokens).toBe(1);
     });
 
     it('stops retrying a dependency failing 100% once the reserve is spent: calls <= first attempts + maxTokens / 2', async () => {
       const maxTokens = 10;
-      const retry = new RetryPolicy('payments', config({ maxAttempts: 3, waitDuration: 0, budget: { ratio: 0.1, maxTokens } }), clock);
+      const retry = new RetryPolicy(
+        'payments',
+        config({ maxAttempts: 3, waitDuration: 0, budget: { ratio: 0.1, maxTokens } }),
+        clock,
+      );
       const error = new StatusError(503);
       let calls = 0;
       const down = async () => {
@@ -317,7 +397,11 @@ describe('RetryPolicy', () => {
     });
 
     it('propagates the original error when the budget denies, and ten successes buy exactly one retry', async () => {
-      const retry = new RetryPolicy('payments', config({ maxAttempts: 2, waitDuration: 0, budget: { ratio: 0.1, maxTokens: 2 } }), clock);
+      const retry = new RetryPolicy(
+        'payments',
+        config({ maxAttempts: 2, waitDuration: 0, budget: { ratio: 0.1, maxTokens: 2 } }),
+        clock,
+      );
       const denied: string[] = [];
       retry.onRetryStopped((e) => denied.push(e.reason));
       await drain(clock, retry.execute(failing([new StatusError(503)]).fn));

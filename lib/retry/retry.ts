@@ -167,7 +167,9 @@ export class RetryPolicy implements Policy {
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
     if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
     const wait = this.waitForResult(attempt, this.config.waitDuration);
-    return wait === NO_RETRY ? this.exhausted(result, attempt) : this.retryLoop(next, arg, attempt + 1, wait, result, true);
+    return wait === NO_RETRY
+      ? this.exhausted(result, attempt)
+      : this.retryLoop(next, arg, attempt + 1, wait, result, true);
   }
 
   /**
@@ -192,7 +194,8 @@ export class RetryPolicy implements Policy {
         const refused = isRefusal(error);
         wait = this.waitBeforeRetry(error, attempt, wait);
         if (wait === NO_RETRY) {
-          if (refused && reached !== NOTHING_REACHED) return this.endAfterRefusal(reached, reachedResult, error, attempt);
+          if (refused && reached !== NOTHING_REACHED)
+            return this.endAfterRefusal(reached, reachedResult, error, attempt);
           throw this.failed(error, attempt);
         }
         if (!refused) {
@@ -228,7 +231,10 @@ export class RetryPolicy implements Policy {
    */
   private endAfterRefusal<R>(reached: unknown, reachedResult: boolean, refused: unknown, attempt: number): R {
     if (!reachedResult) throw this.failed(withRefusalCause(reached, refused), attempt);
-    const error = this.failed(withRefusalCause(new MaxRetriesExceededError(this.name, attempt, reached), refused), attempt);
+    const error = this.failed(
+      withRefusalCause(new MaxRetriesExceededError(this.name, attempt, reached), refused),
+      attempt,
+    );
     if (this.config.failAfterMaxAttempts) throw error;
     return reached as R;
   }
@@ -288,7 +294,8 @@ export class RetryPolicy implements Policy {
 
   /** Checks the deadline, then the budget (last, so no token is spent on a retry that will not happen). */
   private admitRetry(error: unknown, attempt: number, wait: number, scope: ResilienceContext | undefined): number {
-    if (scope !== undefined && (scope.aborted || wait >= scope.remaining())) return this.stop('deadline', attempt, error);
+    if (scope !== undefined && (scope.aborted || wait >= scope.remaining()))
+      return this.stop('deadline', attempt, error);
     if (this.budget !== undefined && !this.budget.tryWithdraw()) {
       this.counters.budgetDenied++;
       return this.stop('budget', attempt, error);

@@ -1,4 +1,10 @@
-import { BulkheadFullError, CallNotPermittedError, DeadlineExceededError, RateLimitedError, TimeoutExceededError } from '../errors';
+import {
+  BulkheadFullError,
+  CallNotPermittedError,
+  DeadlineExceededError,
+  RateLimitedError,
+  TimeoutExceededError,
+} from '../errors';
 import { httpStatusOf, isConnectionError } from '../error-status';
 
 const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);

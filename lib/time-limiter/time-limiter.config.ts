@@ -13,7 +13,9 @@ export interface TimeLimiterConfig {
 }
 
 /** Time limiter settings as written in options. */
-export type TimeLimiterConfigInput = Partial<Omit<TimeLimiterConfig, 'timeoutDuration'> & { timeoutDuration: Duration }>;
+export type TimeLimiterConfigInput = Partial<
+  Omit<TimeLimiterConfig, 'timeoutDuration'> & { timeoutDuration: Duration }
+>;
 
 export const TIME_LIMITER_SCHEMA: PolicySchema<TimeLimiterConfig> = {
   policy: 'timeLimiter',

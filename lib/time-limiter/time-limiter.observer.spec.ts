@@ -34,7 +34,9 @@ describe('TimeLimiter with an attempt observer', () => {
     await clock.advance(50);
     let called = false;
 
-    const outcome = contextStorage.run(request, () => limiter.call(() => ((called = true), 'value'), undefined, observer));
+    const outcome = contextStorage.run(request, () =>
+      limiter.call(() => ((called = true), 'value'), undefined, observer),
+    );
 
     await expect(outcome).rejects.toBeInstanceOf(DeadlineExceededError);
     expect(called).toBe(false);
@@ -47,7 +49,9 @@ describe('TimeLimiter with an attempt observer', () => {
     const observer = new RecordingObserver();
     const request = new ResilienceContext(clock, clock.now() + 10_000);
 
-    const outcome = contextStorage.run(request, () => limiter.call(() => new Promise<string>(() => undefined), undefined, observer));
+    const outcome = contextStorage.run(request, () =>
+      limiter.call(() => new Promise<string>(() => undefined), undefined, observer),
+    );
     outcome.catch(() => undefined);
     await clock.advance(500);
 

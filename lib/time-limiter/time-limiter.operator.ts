@@ -52,7 +52,13 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
       this.downstream.error(refusal(limiter.timedOut(true, limiter.config.timeoutDuration)));
       return this;
     }
-    const scope = new ResilienceContext(limiter.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
+    const scope = new ResilienceContext(
+      limiter.clock,
+      now + limit,
+      parent?.header ?? DEFAULT_DEADLINE_HEADER,
+      parent,
+      false,
+    );
     this.scope = scope;
     this.deadline = scope.deadline;
     this.gapStart = now;

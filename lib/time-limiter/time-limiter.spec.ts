@@ -16,11 +16,13 @@ describe('TimeLimiter', () => {
     new TimeLimiter('payments', { timeoutDuration, cancelRunningFuture }, clock);
 
   /** A call that resolves after `ms` on the virtual clock, noting the signal it saw. */
-  const slow = (ms: number, seen: { signal?: AbortSignal } = {}) => () =>
-    new Promise<string>((resolve) => {
-      seen.signal = currentSignal();
-      clock.setTimeout(() => resolve('done'), ms);
-    });
+  const slow =
+    (ms: number, seen: { signal?: AbortSignal } = {}) =>
+    () =>
+      new Promise<string>((resolve) => {
+        seen.signal = currentSignal();
+        clock.setTimeout(() => resolve('done'), ms);
+      });
 
   it('returns the result of a call that finishes in time, and leaves no timer behind once drained', async () => {
     const tl = limiter();
@@ -166,16 +168,27 @@ describe('TimeLimiter', () => {
   });
 });
 
-
 describe('TimeLimiter: a result that arrives after the limit', () => {
   /** `calls` calls of `workMs` each under `limitMs`, started `gapMs` apart, with timers `lagMs` late; what each came back as. */
   async function run(calls: number, workMs: number, limitMs: number, lagMs: number, gapMs: number, fails = false) {
     const clock = new VirtualClock();
-    const tl = new TimeLimiter('late', { timeoutDuration: limitMs, cancelRunningFuture: true }, new LaggingClock(clock, lagMs));
+    const tl = new TimeLimiter(
+      'late',
+      { timeoutDuration: limitMs, cancelRunningFuture: true },
+      new LaggingClock(clock, lagMs),
+    );
     const outcomes: Array<Promise<string>> = [];
     for (let i = 0; i < calls; i++) {
-      const work = () => new Promise<string>((resolve, reject) => clock.setTimeout(() => (fails ? reject(new Error('late failure')) : resolve('value')), workMs));
-      outcomes.push(tl.execute(work).then(() => 'success', (e: unknown) => (e as Error).constructor.name));
+      const work = () =>
+        new Promise<string>((resolve, reject) =>
+          clock.setTimeout(() => (fails ? reject(new Error('late failure')) : resolve('value')), workMs),
+        );
+      outcomes.push(
+        tl.execute(work).then(
+          () => 'success',
+          (e: unknown) => (e as Error).constructor.name,
+        ),
+      );
       if (gapMs > 0) await clock.advance(gapMs);
     }
     await clock.advance(workMs + limitMs + lagMs + 1);
@@ -189,7 +202,11 @@ describe('TimeLimiter: a result that arrives after the limit', () => {
   });
 
   it('is a timeout also when it is a failure', async () => {
-    expect(await run(3, 8, 4, 5, 1, true)).toEqual(['TimeoutExceededError', 'TimeoutExceededError', 'TimeoutExceededError']);
+    expect(await run(3, 8, 4, 5, 1, true)).toEqual([
+      'TimeoutExceededError',
+      'TimeoutExceededError',
+      'TimeoutExceededError',
+    ]);
   });
 
   it('comes back as what it was when it arrives before the limit, however late the timer', async () => {
@@ -199,23 +216,40 @@ describe('TimeLimiter: a result that arrives after the limit', () => {
   it('property: the outcome is a timeout whenever the work takes longer than the limit, and what it was when shorter', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ workMs: fc.integer({ min: 0, max: 20 }), fails: fc.boolean() }), { minLength: 1, maxLength: 20 }),
+        fc.array(fc.record({ workMs: fc.integer({ min: 0, max: 20 }), fails: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 20,
+        }),
         fc.integer({ min: 0, max: 20 }),
         fc.integer({ min: 0, max: 10 }),
         fc.integer({ min: 0, max: 5 }),
         async (calls, limitMs, lagMs, gapMs) => {
           const clock = new VirtualClock();
-          const tl = new TimeLimiter('late', { timeoutDuration: limitMs, cancelRunningFuture: true }, new LaggingClock(clock, lagMs));
+          const tl = new TimeLimiter(
+            'late',
+            { timeoutDuration: limitMs, cancelRunningFuture: true },
+            new LaggingClock(clock, lagMs),
+          );
           const outcomes: Array<Promise<string>> = [];
           for (const { workMs, fails } of calls) {
-            const work = () => new Promise<string>((resolve, reject) => clock.setTimeout(() => (fails ? reject(new Error('failed')) : resolve('value')), workMs));
-            outcomes.push(tl.execute(work).then((v) => v, (e: unknown) => (e as Error).constructor.name));
+            const work = () =>
+              new Promise<string>((resolve, reject) =>
+                clock.setTimeout(() => (fails ? reject(new Error('failed')) : resolve('value')), workMs),
+              );
+            outcomes.push(
+              tl.execute(work).then(
+                (v) => v,
+                (e: unknown) => (e as Error).constructor.name,
+              ),
+            );
             await clock.advance(gapMs);
           }
           await clock.advance(100);
           const settled = await Promise.all(outcomes);
           // At exactly the limit the first to arrive wins, result or timer, as in Resilience4j.
-          const expected = calls.map(({ workMs, fails }, i) => (workMs > limitMs ? 'TimeoutExceededError' : workMs < limitMs ? (fails ? 'Error' : 'value') : settled[i]));
+          const expected = calls.map(({ workMs, fails }, i) =>
+            workMs > limitMs ? 'TimeoutExceededError' : workMs < limitMs ? (fails ? 'Error' : 'value') : settled[i],
+          );
           expect(settled).toEqual(expected);
         },
       ),
@@ -224,8 +258,8 @@ describe('TimeLimiter: a result that arrives after the limit', () => {
   });
 });
 
-describe('TimeLimiter: listeners on the request\'s signal', () => {
-  it('each attempt removes the listener it adds to the request\'s signal when it settles: 20,000 attempts leave none', async () => {
+describe("TimeLimiter: listeners on the request's signal", () => {
+  it("each attempt removes the listener it adds to the request's signal when it settles: 20,000 attempts leave none", async () => {
     const clock = new VirtualClock();
     const tl = new TimeLimiter('attempts', { timeoutDuration: 1000, cancelRunningFuture: true }, clock);
     const request = new ResilienceContext(clock, clock.now() + 60_000);
@@ -236,24 +270,30 @@ describe('TimeLimiter: listeners on the request\'s signal', () => {
       await contextStorage.run(request, async () => {
         for (let i = 0; i < 20_000; i++) {
           // Each attempt looks at its signal, as a fetch would; some fail, some succeed.
-          await tl.execute(async () => {
-            if (currentSignal()?.aborted) throw new Error('aborted');
-            if (i % 2 === 1) throw new Error('failed');
-            return i;
-          }).catch(() => undefined);
+          await tl
+            .execute(async () => {
+              if (currentSignal()?.aborted) throw new Error('aborted');
+              if (i % 2 === 1) throw new Error('failed');
+              return i;
+            })
+            .catch(() => undefined);
         }
       });
       expect(getEventListeners(request.signal, 'abort')).toHaveLength(0);
       // One attempt that times out (its signal aborted) and one left running without cancel also let go.
-      const timedOut = contextStorage.run(request, () => tl.execute(() => new Promise(() => undefined))).catch((e: unknown) => e);
+      const timedOut = contextStorage
+        .run(request, () => tl.execute(() => new Promise(() => undefined)))
+        .catch((e: unknown) => e);
       const uncancelled = new TimeLimiter('uncancelled', { timeoutDuration: 10, cancelRunningFuture: false }, clock);
       let finish!: () => void;
-      const running = contextStorage.run(request, () =>
-        uncancelled.execute(() => {
-          void currentSignal();
-          return new Promise<void>((resolve) => (finish = resolve));
-        }),
-      ).catch((e: unknown) => e);
+      const running = contextStorage
+        .run(request, () =>
+          uncancelled.execute(() => {
+            void currentSignal();
+            return new Promise<void>((resolve) => (finish = resolve));
+          }),
+        )
+        .catch((e: unknown) => e);
       await clock.advance(1000);
       expect(await timedOut).toBeInstanceOf(TimeoutExceededError);
       expect(await running).toBeInstanceOf(TimeoutExceededError);

@@ -77,7 +77,13 @@ export class TimeLimiter implements Policy {
       }
     }
     const byDeadline = limit < this.config.timeoutDuration;
-    const scope = new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
+    const scope = new ResilienceContext(
+      this.clock,
+      now + limit,
+      parent?.header ?? DEFAULT_DEADLINE_HEADER,
+      parent,
+      false,
+    );
     const attempt = new TimedAttempt<A, R>(this, scope, limit, byDeadline, observer);
     if (byDeadline) attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
     else this.enqueue(attempt, limit);
@@ -167,7 +173,11 @@ export class TimeLimiter implements Policy {
   /** @internal True when a call now would fail at once: the request's deadline has passed or the request was aborted. */
   refusesAtOnce(): boolean {
     const parent = contextStorage.getStore();
-    return parent !== undefined && parent.deadline !== Number.POSITIVE_INFINITY && (parent.deadline <= this.clock.now() || parent.aborted);
+    return (
+      parent !== undefined &&
+      parent.deadline !== Number.POSITIVE_INFINITY &&
+      (parent.deadline <= this.clock.now() || parent.aborted)
+    );
   }
 
   /** @internal */
@@ -257,7 +267,8 @@ class TimedAttempt<A, R> implements TimedEntry {
     if (this.settled) return;
     this.finish();
     // Timers fire after I/O that is already due: a result past the limit may beat its timer, yet is a timeout.
-    if (this.limiter.clock.now() > this.scope.deadline) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
+    if (this.limiter.clock.now() > this.scope.deadline)
+      return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
     this.limiter.finished(undefined, false);
     if (this.observer === undefined) {
       this.resolve(value);
@@ -276,7 +287,8 @@ class TimedAttempt<A, R> implements TimedEntry {
     if (this.settled) return;
     this.finish();
     // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
-    if (this.limiter.clock.now() > this.scope.deadline && !isRefusal(error)) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
+    if (this.limiter.clock.now() > this.scope.deadline && !isRefusal(error))
+      return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
     this.limiter.finished(error, true);
     this.fail(error);
   }

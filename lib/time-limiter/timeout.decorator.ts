@@ -17,7 +17,9 @@ export function Timeout(nameOrMs: string | number, overrides?: TimeLimiterConfig
   return (target, key, descriptor) => {
     if (typeof nameOrMs === 'number') {
       if (!Number.isFinite(nameOrMs) || nameOrMs < 0) {
-        throw new TypeError(INVALID_VALUE(`@Timeout on ${String(key)}`, 'timeoutDuration', 'a non-negative number of ms', nameOrMs));
+        throw new TypeError(
+          INVALID_VALUE(`@Timeout on ${String(key)}`, 'timeoutDuration', 'a non-negative number of ms', nameOrMs),
+        );
       }
       addLayer(target, key, descriptor, {
         kind: 'timeLimiter',

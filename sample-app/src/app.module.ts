@@ -2,7 +2,12 @@ import { HttpModule } from '@nestjs/axios';
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { TerminusModule } from '@nestjs/terminus';
-import { IdempotencyStore, ResilienceEndpointsModule, ResilienceModule, ResilienceModuleOptions } from 'resilience4nest';
+import {
+  IdempotencyStore,
+  ResilienceEndpointsModule,
+  ResilienceModule,
+  ResilienceModuleOptions,
+} from 'resilience4nest';
 import { loadResilienceYaml } from './config/load-config';
 import { Dependencies } from './downstream/dependencies';
 import { DownstreamModule } from './downstream/downstream.module';
@@ -20,7 +25,11 @@ import { ExchangeRatesClient } from './rates/exchange-rates.client';
 import { RecommendationsClient } from './recommendations/recommendations.client';
 
 /** The shop's resilience options: the YAML's `resilience4j` block, with idempotency keys in the chosen store. */
-export function shopResilienceOptions(config: ConfigService, dependencies: Dependencies, idempotency: { store: IdempotencyStore }): ResilienceModuleOptions {
+export function shopResilienceOptions(
+  config: ConfigService,
+  dependencies: Dependencies,
+  idempotency: { store: IdempotencyStore },
+): ResilienceModuleOptions {
   return {
     ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'),
     idempotency: {

@@ -31,7 +31,9 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
   const withClock = (pending: request.Test) => driver.answer(pending);
 
   it('answers from the live inventory while it is healthy, and 404 for an unknown SKU (no fallback for an answer)', async () => {
-    await request(app.getHttpServer()).get('/inventory/sku-1').expect(200, { sku: 'sku-1', available: 12, source: 'inventory' });
+    await request(app.getHttpServer())
+      .get('/inventory/sku-1')
+      .expect(200, { sku: 'sku-1', available: 12, source: 'inventory' });
     await request(app.getHttpServer()).get('/inventory/sku-404').expect(404);
     // The HttpService request carried the attempt's time left: its 500 ms limit, inside the 3 s default budget.
     expect(app.get(Dependencies).inventory.lastDeadlineHeader).toBe('500');
@@ -53,12 +55,20 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
   it('payment provider failing: "pending, outcome unknown"; once the breaker opens: "rejected, not charged" with 503 and Retry-After', async () => {
     await breakDependency('payments', { errorRate: 1 });
     let openedAt = Number.NaN;
-    app.get(ResilienceRegistry).circuitBreaker('payments').onStateTransition(({ to }) => {
-      if (to === 'OPEN') openedAt = clock.now();
-    });
+    app
+      .get(ResilienceRegistry)
+      .circuitBreaker('payments')
+      .onStateTransition(({ to }) => {
+        if (to === 'OPEN') openedAt = clock.now();
+      });
     const outcomes: Array<{ status: number; body: { status: string } }> = [];
     for (let i = 0; i < 12; i++) {
-      const response = await withClock(request(app.getHttpServer()).post('/payments').set('idempotency-key', `key-${i}`).send({ paymentId: `p-${i}`, amount: 999 }));
+      const response = await withClock(
+        request(app.getHttpServer())
+          .post('/payments')
+          .set('idempotency-key', `key-${i}`)
+          .send({ paymentId: `p-${i}`, amount: 999 }),
+      );
       outcomes.push({ status: response.status, body: response.body });
     }
     const breaker = app.get(ResilienceRegistry).circuitBreaker('payments');
@@ -68,7 +78,10 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
     expect(rejected.length).toBeGreaterThan(0);
     expect(rejected.every((o) => o.status === 503)).toBe(true);
 
-    const refused = await request(app.getHttpServer()).post('/payments').set('idempotency-key', 'key-late').send({ paymentId: 'p-late', amount: 999 });
+    const refused = await request(app.getHttpServer())
+      .post('/payments')
+      .set('idempotency-key', 'key-late')
+      .send({ paymentId: 'p-late', amount: 999 });
     expect(refused.status).toBe(503);
     // Retry-After is the time left of the 10 s the breaker stays open, in whole seconds rounded up.
     expect(refused.headers['retry-after']).toBe(String(Math.ceil((openedAt + 10_000 - clock.now()) / 1000)));
@@ -77,11 +90,20 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
 
   it('a payment succeeds again after the provider recovers and the breaker half-opens', async () => {
     await breakDependency('payments', { errorRate: 1 });
-    for (let i = 0; i < 12; i++) await withClock(request(app.getHttpServer()).post('/payments').set('idempotency-key', `key-${i}`).send({ paymentId: `p-${i}`, amount: 999 }));
+    for (let i = 0; i < 12; i++)
+      await withClock(
+        request(app.getHttpServer())
+          .post('/payments')
+          .set('idempotency-key', `key-${i}`)
+          .send({ paymentId: `p-${i}`, amount: 999 }),
+      );
     expect(app.get(ResilienceRegistry).circuitBreaker('payments').state).toBe('OPEN');
     await breakDependency('payments', { errorRate: 0 });
     await clock.advance(10_000);
-    const response = await request(app.getHttpServer()).post('/payments').set('idempotency-key', 'key-ok').send({ paymentId: 'p-ok', amount: 999 });
+    const response = await request(app.getHttpServer())
+      .post('/payments')
+      .set('idempotency-key', 'key-ok')
+      .send({ paymentId: 'p-ok', amount: 999 });
     expect(response.status).toBe(201);
     expect(response.body).toMatchObject({ status: 'charged', paymentId: 'p-ok' });
     expect(app.get(ResilienceRegistry).circuitBreaker('payments').state).toBe('HALF_OPEN');
@@ -89,14 +111,23 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
 
   it('product page: every part answers while the dependencies are healthy', async () => {
     const { body } = await request(app.getHttpServer()).get('/products/sku-1?currency=EUR').expect(200);
-    expect(body).toEqual({ sku: 'sku-1', available: 12, price: { currency: 'EUR', amount: 23.39, fresh: true }, recommendations: ['sku-3'] });
+    expect(body).toEqual({
+      sku: 'sku-1',
+      available: 12,
+      price: { currency: 'EUR', amount: 23.39, fresh: true },
+      recommendations: ['sku-3'],
+    });
   });
 
   it('recommendations down: dropped from the page, nothing invented; the rest answers', async () => {
     await breakDependency('recommendations', { down: true });
     const response = await withClock(request(app.getHttpServer()).get('/products/sku-1'));
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ sku: 'sku-1', available: 12, price: { currency: 'GBP', amount: 19.99, fresh: true } });
+    expect(response.body).toEqual({
+      sku: 'sku-1',
+      available: 12,
+      price: { currency: 'GBP', amount: 19.99, fresh: true },
+    });
   });
 
   it('rates down: the last known rate, flagged not fresh, until it is too old; then an explicit 503', async () => {

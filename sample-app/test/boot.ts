@@ -58,7 +58,11 @@ export async function bootSampleApp(
   const app = createPlatformApp(moduleRef, platform, { logger });
   app.useGlobalFilters(new ResilienceExceptionFilter());
   await initPlatformApp(app);
-  return { app, clock, driver: new ClockDriver(app.get(Dependencies), clock, app.get(HttpService).axiosRef, () => storeIo.inFlight) };
+  return {
+    app,
+    clock,
+    driver: new ClockDriver(app.get(Dependencies), clock, app.get(HttpService).axiosRef, () => storeIo.inFlight),
+  };
 }
 
 /** `target` with every method call counted in `io.inFlight` until its promise settles. */

@@ -8,8 +8,14 @@ function sampleOf(scrape: string, metric: string, labels: Record<string, string>
   for (const line of scrape.split('\n')) {
     const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (match === null || match[1] !== metric) continue;
-    const found = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.entries(labels).every(([k, v]) => found[k] === v) && Object.keys(found).length === Object.keys(labels).length) return Number(match[3]);
+    const found = Object.fromEntries(
+      [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+    );
+    if (
+      Object.entries(labels).every(([k, v]) => found[k] === v) &&
+      Object.keys(found).length === Object.keys(labels).length
+    )
+      return Number(match[3]);
   }
   return undefined;
 }
@@ -28,7 +34,8 @@ describe('sample app: what /metrics shows after each defence acted', () => {
   });
 
   const server = () => app.getHttpServer();
-  const configure = (name: string, change: object) => request(server()).post(`/admin/dependencies/${name}`).send(change).expect(201);
+  const configure = (name: string, change: object) =>
+    request(server()).post(`/admin/dependencies/${name}`).send(change).expect(201);
   const pay = (key: string, paymentId: string) =>
     driver.answer(request(server()).post('/payments').set('idempotency-key', key).send({ paymentId, amount: 999 }));
 
@@ -61,14 +68,20 @@ describe('sample app: what /metrics shows after each defence acted', () => {
     expect(value('resilience4j_circuitbreaker_failure_rate', { name: 'payments' })).toBe(90);
     expect(value('resilience4j_circuitbreaker_buffered_calls', { name: 'payments', kind: 'failed' })).toBe(9);
     expect(value('resilience4j_circuitbreaker_buffered_calls', { name: 'payments', kind: 'successful' })).toBe(1);
-    expect(value('resilience4j_circuitbreaker_not_permitted_calls_total', { name: 'payments', kind: 'not_permitted' })).toBe(8);
+    expect(
+      value('resilience4j_circuitbreaker_not_permitted_calls_total', { name: 'payments', kind: 'not_permitted' }),
+    ).toBe(8);
     expect(value('resilience4j_retry_calls_total', { name: 'payments', kind: 'successful_without_retry' })).toBe(1);
     expect(value('resilience4j_retry_calls_total', { name: 'payments', kind: 'failed_with_retry' })).toBe(3);
     // payment 4, and the 8 the breaker refused (never retried)
     expect(value('resilience4j_retry_calls_total', { name: 'payments', kind: 'failed_without_retry' })).toBe(9);
     expect(value('resilience4nest_retry_budget_denied_total', { name: 'payments' })).toBe(2);
-    expect(value('resilience4nest_fallback_calls_total', { name: 'PaymentsClient.charge', kind: 'DownstreamHttpError' })).toBe(4);
-    expect(value('resilience4nest_fallback_calls_total', { name: 'PaymentsClient.charge', kind: 'CallNotPermittedError' })).toBe(8);
+    expect(
+      value('resilience4nest_fallback_calls_total', { name: 'PaymentsClient.charge', kind: 'DownstreamHttpError' }),
+    ).toBe(4);
+    expect(
+      value('resilience4nest_fallback_calls_total', { name: 'PaymentsClient.charge', kind: 'CallNotPermittedError' }),
+    ).toBe(8);
     expect(value('resilience4nest_fallback_guarded_calls_total', { name: 'PaymentsClient.charge' })).toBe(13);
 
     expect(value('resilience4nest_bulkhead_rejected_total', { name: 'recommendations' })).toBe(2);
@@ -76,12 +89,19 @@ describe('sample app: what /metrics shows after each defence acted', () => {
     expect(value('resilience4j_bulkhead_available_concurrent_calls', { name: 'recommendations' })).toBe(10);
     expect(value('resilience4j_timelimiter_calls_total', { name: 'recommendations', kind: 'timeout' })).toBe(10);
     // The breaker ignores our own bulkhead's refusals; the 10 timeouts open it (10 calls, all failed and slow).
-    expect(value('resilience4j_circuitbreaker_calls_seconds_count', { name: 'recommendations', kind: 'ignored' })).toBe(2);
-    expect(value('resilience4j_circuitbreaker_calls_seconds_count', { name: 'recommendations', kind: 'failed' })).toBe(10);
-    expect(value('resilience4j_circuitbreaker_calls_seconds_sum', { name: 'recommendations', kind: 'failed' })).toBe(2.5);
+    expect(value('resilience4j_circuitbreaker_calls_seconds_count', { name: 'recommendations', kind: 'ignored' })).toBe(
+      2,
+    );
+    expect(value('resilience4j_circuitbreaker_calls_seconds_count', { name: 'recommendations', kind: 'failed' })).toBe(
+      10,
+    );
+    expect(value('resilience4j_circuitbreaker_calls_seconds_sum', { name: 'recommendations', kind: 'failed' })).toBe(
+      2.5,
+    );
     expect(value('resilience4j_circuitbreaker_state', { name: 'recommendations', state: 'open' })).toBe(1);
-    expect(value('resilience4nest_fallback_calls_total', { name: 'RecommendationsClient.alsoBought', kind: 'Error' })).toBe(12);
-
+    expect(
+      value('resilience4nest_fallback_calls_total', { name: 'RecommendationsClient.alsoBought', kind: 'Error' }),
+    ).toBe(12);
 
     // payments may fail the health check and is OPEN: /health is down, and says which breaker and why.
     const health = await request(server()).get('/health');

@@ -45,14 +45,19 @@ describe('sample app: a payment whose retry is refused after the provider charge
 
   const pay = () =>
     driver.answer(
-      request(app.getHttpServer()).post('/payments').set('idempotency-key', 'order-42').set('x-customer-id', 'c-1').send({ paymentId: 'p-42', amount: 999 }),
+      request(app.getHttpServer())
+        .post('/payments')
+        .set('idempotency-key', 'order-42')
+        .set('x-customer-id', 'c-1')
+        .send({ paymentId: 'p-42', amount: 999 }),
     );
 
   it('charges once and answers "pending" (202), never "not charged"; the client\'s retry with the same key gets that one charge', async () => {
     const registry = app.get(ResilienceRegistry);
     const breaker = registry.circuitBreaker('payments');
     // The provider has been failing: the breaker holds 9 failures, one short of its minimum of 10 calls.
-    for (let i = 0; i < 9; i++) await breaker.execute(() => Promise.reject(new Error('provider unavailable'))).catch(() => undefined);
+    for (let i = 0; i < 9; i++)
+      await breaker.execute(() => Promise.reject(new Error('provider unavailable'))).catch(() => undefined);
     expect(breaker.state).toBe('CLOSED');
     await request(app.getHttpServer()).post('/admin/dependencies/payments').send({ loseReplies: true }).expect(201);
 
@@ -68,7 +73,12 @@ describe('sample app: a payment whose retry is refused after the provider charge
     const retried = await pay();
 
     const chargeIds = [...dependencies.charges.values()].map((c) => c.chargeId);
-    expect({ chargesAfterFirst, chargeIds, first: [first.status, first.body], retried: [retried.status, retried.body] }).toEqual({
+    expect({
+      chargesAfterFirst,
+      chargeIds,
+      first: [first.status, first.body],
+      retried: [retried.status, retried.body],
+    }).toEqual({
       chargesAfterFirst: 1,
       chargeIds: ['ch_1'],
       first: [202, { status: 'pending', paymentId: 'p-42', outcome: 'unknown' }],

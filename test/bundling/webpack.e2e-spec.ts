@@ -26,10 +26,16 @@ function transpile(out: string): void {
     emitDecoratorMetadata: true,
     esModuleInterop: true,
   };
-  const sources = [FIXTURE, ...(readdirSync(join(root, 'lib'), { recursive: true }) as string[]).map((f) => join('lib', f))];
+  const sources = [
+    FIXTURE,
+    ...(readdirSync(join(root, 'lib'), { recursive: true }) as string[]).map((f) => join('lib', f)),
+  ];
   for (const source of sources) {
     if (!source.endsWith('.ts') || source.endsWith('.spec.ts')) continue;
-    const { outputText } = ts.transpileModule(readFileSync(join(root, source), 'utf8'), { compilerOptions: options, fileName: source });
+    const { outputText } = ts.transpileModule(readFileSync(join(root, source), 'utf8'), {
+      compilerOptions: options,
+      fileName: source,
+    });
     const target = join(out, source.replace(/\.ts$/, '.js'));
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, outputText);
@@ -37,18 +43,28 @@ function transpile(out: string): void {
 }
 
 /** Bundles the transpiled fixture with webpack; `external` says which further packages stay outside the bundle. */
-async function bundle(dir: string, external: (request: string) => boolean): Promise<{ file: string; warnings: string[] }> {
+async function bundle(
+  dir: string,
+  external: (request: string) => boolean,
+): Promise<{ file: string; warnings: string[] }> {
   const compiler = webpack({
     mode: 'none',
     target: 'node',
     context: dir,
     entry: `./${FIXTURE.replace(/\.ts$/, '.js')}`,
     output: { path: join(dir, 'dist'), filename: 'main.js' },
-    externals: [({ request }, callback) => (request !== undefined && (ALWAYS_EXTERNAL.test(request) || external(request)) ? callback(undefined, `commonjs ${request}`) : callback())],
+    externals: [
+      ({ request }, callback) =>
+        request !== undefined && (ALWAYS_EXTERNAL.test(request) || external(request))
+          ? callback(undefined, `commonjs ${request}`)
+          : callback(),
+    ],
     optimization: { minimize: false },
     infrastructureLogging: { level: 'none' },
   });
-  const stats = await new Promise<webpack.Stats>((resolve, reject) => compiler.run((error, result) => (error || !result ? reject(error) : resolve(result))));
+  const stats = await new Promise<webpack.Stats>((resolve, reject) =>
+    compiler.run((error, result) => (error || !result ? reject(error) : resolve(result))),
+  );
   await new Promise<void>((resolve) => compiler.close(() => resolve()));
   const info = stats.toJson({ all: false, errors: true, warnings: true });
   if (stats.hasErrors()) throw new Error(`webpack failed: ${info.errors?.map((e) => e.message).join('\n')}`);
@@ -74,9 +90,11 @@ describe('the library bundled by webpack', () => {
     ['bundled in', () => false],
   ])('finds prom-client and @nestjs/terminus when prom-client is %s', async (_, external) => {
     const { file, warnings } = await bundle(dir, external);
-    const { stdout } = await promisify(execFile)(process.execPath, [file], { cwd: dir }).catch((error: { stderr?: string }) => {
-      throw new Error(`the bundled app failed: ${error.stderr}`);
-    });
+    const { stdout } = await promisify(execFile)(process.execPath, [file], { cwd: dir }).catch(
+      (error: { stderr?: string }) => {
+        throw new Error(`the bundled app failed: ${error.stderr}`);
+      },
+    );
     const result = JSON.parse(stdout);
     expect(result.charged).toBe('charged');
     expect(result.series).toEqual(

@@ -28,8 +28,16 @@ describe('instance names that are also Object.prototype keys', () => {
 
 describe('integers too large to allocate', () => {
   it('refuse slidingWindowSize: 2**53 with a message naming the instance and the key', () => {
-    const build = () => new ResilienceRegistry({ circuitBreaker: { instances: { psp: { slidingWindowSize: 2 ** 53 } } } });
-    expect(build).toThrow(INVALID_VALUE(instancePlace('circuitBreaker', 'instance', 'psp'), 'slidingWindowSize', 'an integer between 1 and 1000000', 2 ** 53));
+    const build = () =>
+      new ResilienceRegistry({ circuitBreaker: { instances: { psp: { slidingWindowSize: 2 ** 53 } } } });
+    expect(build).toThrow(
+      INVALID_VALUE(
+        instancePlace('circuitBreaker', 'instance', 'psp'),
+        'slidingWindowSize',
+        'an integer between 1 and 1000000',
+        2 ** 53,
+      ),
+    );
   });
 
   it('refuse an integer beyond Number.MAX_SAFE_INTEGER anywhere, naming the key', () => {
@@ -40,11 +48,16 @@ describe('integers too large to allocate', () => {
 
 describe('instances created from request data', () => {
   it('are capped at maxUndeclaredInstances per policy, with a message naming the option', () => {
-    const registry = new ResilienceRegistry({ maxUndeclaredInstances: 3, circuitBreaker: { instances: { declared: {} } } });
+    const registry = new ResilienceRegistry({
+      maxUndeclaredInstances: 3,
+      circuitBreaker: { instances: { declared: {} } },
+    });
     for (const tenant of ['t1', 't2', 't3']) registry.circuitBreaker(`tenant-${tenant}`);
     registry.circuitBreaker('declared');
     registry.circuitBreaker('tenant-t1');
-    expect(() => registry.circuitBreaker('tenant-t4')).toThrow(TOO_MANY_UNDECLARED_INSTANCES('circuitBreaker', 'tenant-t4', 3));
+    expect(() => registry.circuitBreaker('tenant-t4')).toThrow(
+      TOO_MANY_UNDECLARED_INSTANCES('circuitBreaker', 'tenant-t4', 3),
+    );
     expect(registry.retry('another-policy').config.maxAttempts).toBe(3);
   });
 
@@ -64,6 +77,8 @@ describe('instances created from request data', () => {
   });
 
   it('refuse a maxUndeclaredInstances that is not a positive integer', () => {
-    expect(() => new ResilienceRegistry({ maxUndeclaredInstances: 0 })).toThrow(INVALID_VALUE('module options', 'maxUndeclaredInstances', 'an integer >= 1', 0));
+    expect(() => new ResilienceRegistry({ maxUndeclaredInstances: 0 })).toThrow(
+      INVALID_VALUE('module options', 'maxUndeclaredInstances', 'an integer >= 1', 0),
+    );
   });
 });

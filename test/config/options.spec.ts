@@ -13,7 +13,8 @@ import { parseDuration } from '../../lib/config/duration';
 import { IGNORED_INSTANCE_PROPERTIES } from '../../lib/config/resilience4j-properties';
 import { ResilienceModule, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
 
-const registry = (options: unknown, warn?: (m: string) => void) => new ResilienceRegistry(options as ResilienceModuleOptions, warn);
+const registry = (options: unknown, warn?: (m: string) => void) =>
+  new ResilienceRegistry(options as ResilienceModuleOptions, warn);
 const messageOf = (options: unknown): string => {
   try {
     registry(options);
@@ -38,10 +39,18 @@ describe('parseDuration', () => {
     [0, 0],
   ])('%p → %p ms', (input, ms) => expect(parseDuration(input)).toBe(ms));
 
-  it.each([[-1], ['-5s'], ['2 weeks'], ['abc'], [''], ['PT'], [Number.NaN], [Number.POSITIVE_INFINITY], [true], [null]])(
-    'rejects %p',
-    (input) => expect(parseDuration(input)).toBeUndefined(),
-  );
+  it.each([
+    [-1],
+    ['-5s'],
+    ['2 weeks'],
+    ['abc'],
+    [''],
+    ['PT'],
+    [Number.NaN],
+    [Number.POSITIVE_INFINITY],
+    [true],
+    [null],
+  ])('rejects %p', (input) => expect(parseDuration(input)).toBeUndefined());
 });
 
 describe('module options', () => {
@@ -60,11 +69,21 @@ describe('module options', () => {
   it("accepts a Spring Boot resilience4j block: kebab-case keys and Resilience4j's section spelling", () => {
     const r = registry({
       circuitbreaker: {
-        configs: { default: { 'sliding-window-size': 10, 'failure-rate-threshold': 50, 'wait-duration-in-open-state': '10s' } },
-        instances: { payments: { 'base-config': 'default', 'minimum-number-of-calls': 5, 'sliding-window-type': 'time_based' } },
+        configs: {
+          default: { 'sliding-window-size': 10, 'failure-rate-threshold': 50, 'wait-duration-in-open-state': '10s' },
+        },
+        instances: {
+          payments: { 'base-config': 'default', 'minimum-number-of-calls': 5, 'sliding-window-type': 'time_based' },
+        },
       },
       timelimiter: { instances: { payments: { 'timeout-duration': '2s', 'cancel-running-future': true } } },
-      retry: { instances: { payments: { 'retry-exceptions': ['java.io.IOException', 'org.springframework.web.client.HttpServerErrorException'] } } },
+      retry: {
+        instances: {
+          payments: {
+            'retry-exceptions': ['java.io.IOException', 'org.springframework.web.client.HttpServerErrorException'],
+          },
+        },
+      },
     });
     expect(r.circuitBreaker('payments').config).toMatchObject({
       slidingWindowSize: 10,
@@ -74,7 +93,10 @@ describe('module options', () => {
       slidingWindowType: 'TIME_BASED',
     });
     expect(r.timeLimiter('payments').config).toEqual({ timeoutDuration: 2000, cancelRunningFuture: true });
-    expect(r.retry('payments').config.retryExceptions).toEqual(['java.io.IOException', 'org.springframework.web.client.HttpServerErrorException']);
+    expect(r.retry('payments').config.retryExceptions).toEqual([
+      'java.io.IOException',
+      'org.springframework.web.client.HttpServerErrorException',
+    ]);
   });
 
   it('warns once for each Resilience4j property it does not implement', () => {
@@ -89,9 +111,21 @@ describe('module options', () => {
       (m) => warnings.push(m),
     );
     expect(warnings).toEqual([
-      IGNORED_PROPERTY("circuitBreaker config 'default'", 'event-consumer-buffer-size', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize),
-      IGNORED_PROPERTY("circuitBreaker config 'default'", 'writable-stack-trace-enabled', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.writableStackTraceEnabled),
-      IGNORED_PROPERTY("circuitBreaker instance 'a'", 'event-consumer-buffer-size', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize),
+      IGNORED_PROPERTY(
+        "circuitBreaker config 'default'",
+        'event-consumer-buffer-size',
+        IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize,
+      ),
+      IGNORED_PROPERTY(
+        "circuitBreaker config 'default'",
+        'writable-stack-trace-enabled',
+        IGNORED_INSTANCE_PROPERTIES.circuitBreaker.writableStackTraceEnabled,
+      ),
+      IGNORED_PROPERTY(
+        "circuitBreaker instance 'a'",
+        'event-consumer-buffer-size',
+        IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize,
+      ),
     ]);
   });
 
@@ -110,12 +144,22 @@ describe('module options', () => {
       [
         'a negative duration',
         { retry: { configs: { default: { waitDuration: -100 } } } },
-        INVALID_VALUE("retry config 'default'", 'waitDuration', 'a non-negative duration (ms number or "250ms", "2s", "1m", "24h")', -100),
+        INVALID_VALUE(
+          "retry config 'default'",
+          'waitDuration',
+          'a non-negative duration (ms number or "250ms", "2s", "1m", "24h")',
+          -100,
+        ),
       ],
       [
         'an unparsable duration',
         { timeLimiter: { instances: { payments: { timeoutDuration: '2 seconds' } } } },
-        INVALID_VALUE("timeLimiter instance 'payments'", 'timeoutDuration', 'a non-negative duration (ms number or "250ms", "2s", "1m", "24h")', '2 seconds'),
+        INVALID_VALUE(
+          "timeLimiter instance 'payments'",
+          'timeoutDuration',
+          'a non-negative duration (ms number or "250ms", "2s", "1m", "24h")',
+          '2 seconds',
+        ),
       ],
       [
         'a zero exponential cap (Resilience4j refuses it; retries would run back to back)',
@@ -135,7 +179,10 @@ describe('module options', () => {
       [
         'an unknown key (a typo)',
         { retry: { instances: { inventory: { maxAtempts: 3 } } } },
-        UNKNOWN_KEY("retry instance 'inventory'", 'maxAtempts', []).replace(/ \(.*\)$/, " (did you mean 'maxAttempts'?)"),
+        UNKNOWN_KEY("retry instance 'inventory'", 'maxAtempts', []).replace(
+          / \(.*\)$/,
+          " (did you mean 'maxAttempts'?)",
+        ),
       ],
       [
         'an unknown baseConfig',
@@ -150,12 +197,22 @@ describe('module options', () => {
       [
         'an unknown sliding window type',
         { circuitBreaker: { instances: { payments: { slidingWindowType: 'SESSION' } } } },
-        INVALID_VALUE("circuitBreaker instance 'payments'", 'slidingWindowType', "one of 'COUNT_BASED', 'TIME_BASED'", 'SESSION'),
+        INVALID_VALUE(
+          "circuitBreaker instance 'payments'",
+          'slidingWindowType',
+          "one of 'COUNT_BASED', 'TIME_BASED'",
+          'SESSION',
+        ),
       ],
       [
         'an unknown jitter kind',
         { retry: { instances: { inventory: { jitter: 'random' } } } },
-        INVALID_VALUE("retry instance 'inventory'", 'jitter', "one of 'full', 'equal', 'decorrelated', 'none'", 'random'),
+        INVALID_VALUE(
+          "retry instance 'inventory'",
+          'jitter',
+          "one of 'full', 'equal', 'decorrelated', 'none'",
+          'random',
+        ),
       ],
       [
         'a budget ratio of 0',
@@ -172,11 +229,36 @@ describe('module options', () => {
         { bulkhead: { instances: { reports: { queueCapacity: -1 } } } },
         INVALID_VALUE("bulkhead instance 'reports'", 'queueCapacity', 'an integer >= 0', -1),
       ],
-      ['an instance that is not an object', { bulkhead: { instances: { reports: 10 } } }, NOT_AN_OBJECT("bulkhead instance 'reports'", 10)],
-      ['an unknown section', { circuitBreakers: {} }, UNKNOWN_SECTION('circuitBreakers', []).replace(/ \(.*\)$/, " (did you mean 'circuitBreaker'?)")],
-      ['an unknown key in a section', { retry: { instance: {} } }, UNKNOWN_KEY('retry', 'instance', ['configs', 'instances']).replace(/ \(.*\)$/, " (did you mean 'instances'?)")],
-      ['a bad pipeline order', { order: ['retry'] }, INVALID_VALUE('module options', 'order', "a list naming each of 'idempotent', 'fallback', 'retry', 'circuitBreaker', 'rateLimiter', 'timeLimiter', 'bulkhead' exactly once", ['retry'])],
-      ['a bad deadline header name', { deadline: { header: 'x deadline' } }, INVALID_VALUE('deadline options', 'header', 'an HTTP header name', 'x deadline')],
+      [
+        'an instance that is not an object',
+        { bulkhead: { instances: { reports: 10 } } },
+        NOT_AN_OBJECT("bulkhead instance 'reports'", 10),
+      ],
+      [
+        'an unknown section',
+        { circuitBreakers: {} },
+        UNKNOWN_SECTION('circuitBreakers', []).replace(/ \(.*\)$/, " (did you mean 'circuitBreaker'?)"),
+      ],
+      [
+        'an unknown key in a section',
+        { retry: { instance: {} } },
+        UNKNOWN_KEY('retry', 'instance', ['configs', 'instances']).replace(/ \(.*\)$/, " (did you mean 'instances'?)"),
+      ],
+      [
+        'a bad pipeline order',
+        { order: ['retry'] },
+        INVALID_VALUE(
+          'module options',
+          'order',
+          "a list naming each of 'idempotent', 'fallback', 'retry', 'circuitBreaker', 'rateLimiter', 'timeLimiter', 'bulkhead' exactly once",
+          ['retry'],
+        ),
+      ],
+      [
+        'a bad deadline header name',
+        { deadline: { header: 'x deadline' } },
+        INVALID_VALUE('deadline options', 'header', 'an HTTP header name', 'x deadline'),
+      ],
     ])('%s', (_label, options, expected) => {
       expect(messageOf(options)).toBe(expected);
     });
@@ -197,7 +279,9 @@ describe('module options', () => {
     const build = Test.createTestingModule({
       imports: [ResilienceModule.forRoot({ retry: { instances: { inventory: { maxAttempts: -1 } } } })],
     }).compile();
-    await expect(build).rejects.toThrow(INVALID_VALUE("retry instance 'inventory'", 'maxAttempts', 'an integer >= 1', -1));
+    await expect(build).rejects.toThrow(
+      INVALID_VALUE("retry instance 'inventory'", 'maxAttempts', 'an integer >= 1', -1),
+    );
   });
 
   it('strict mode refuses an undeclared instance, naming where it was asked for', () => {

@@ -18,8 +18,19 @@ import {
   TimeoutExceededError,
   VirtualClock,
 } from '../../lib';
-import { ASPECT_ORDER_DIFFERS, IGNORED_PROPERTY, IGNORED_SECTION, THREAD_POOL_BULKHEAD_MAPPED, UNMATCHED_EXCEPTIONS, UNSUPPORTED_PROPERTY } from '../../lib/config/config.messages';
-import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, IGNORED_SECTIONS } from '../../lib/config/resilience4j-properties';
+import {
+  ASPECT_ORDER_DIFFERS,
+  IGNORED_PROPERTY,
+  IGNORED_SECTION,
+  THREAD_POOL_BULKHEAD_MAPPED,
+  UNMATCHED_EXCEPTIONS,
+  UNSUPPORTED_PROPERTY,
+} from '../../lib/config/config.messages';
+import {
+  IGNORED_INSTANCE_PROPERTIES,
+  IGNORED_SECTION_PROPERTIES,
+  IGNORED_SECTIONS,
+} from '../../lib/config/resilience4j-properties';
 import { freePort } from '../support/wait';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, '..', 'fixtures', 'spring', name), 'utf8');
@@ -47,10 +58,20 @@ interface Booted<S> {
 async function boot<S>(text: string, service: Type<S>): Promise<Booted<S>> {
   const clock = new VirtualClock();
   const warnings: string[] = [];
-  const spy = jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+  const spy = jest
+    .spyOn(Logger.prototype, 'warn')
+    .mockImplementation((message: unknown) => void warnings.push(String(message)));
   try {
     const moduleRef = await Test.createTestingModule({
-      imports: [ResilienceModule.forRoot({ ...fromSpringConfig(text), clock, random: () => 0.5, metrics: false, logging: false })],
+      imports: [
+        ResilienceModule.forRoot({
+          ...fromSpringConfig(text),
+          clock,
+          random: () => 0.5,
+          metrics: false,
+          logging: false,
+        }),
+      ],
       providers: [service, { provide: VirtualClock, useValue: clock }],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: false });
@@ -75,12 +96,13 @@ async function drive<T>(clock: VirtualClock, promise: Promise<T>): Promise<T> {
   return promise;
 }
 
-const errorOf = async (promise: Promise<unknown>): Promise<unknown> => promise.then(
-  (value) => {
-    throw new Error(`expected a rejection, got ${String(value)}`);
-  },
-  (error: unknown) => error,
-);
+const errorOf = async (promise: Promise<unknown>): Promise<unknown> =>
+  promise.then(
+    (value) => {
+      throw new Error(`expected a rejection, got ${String(value)}`);
+    },
+    (error: unknown) => error,
+  );
 
 describe('dotted-root.yml: Resilience4j sections as dotted root keys, with Java exception lists', () => {
   @Injectable()
@@ -112,7 +134,11 @@ describe('dotted-root.yml: Resilience4j sections as dotted root keys, with Java 
 
   it('warns once, only for the one property with no effect here', () => {
     expect(booted.warnings).toEqual([
-      IGNORED_PROPERTY("circuitBreaker config 'default'", 'eventConsumerBufferSize', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize),
+      IGNORED_PROPERTY(
+        "circuitBreaker config 'default'",
+        'eventConsumerBufferSize',
+        IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize,
+      ),
     ]);
   });
 
@@ -125,7 +151,10 @@ describe('dotted-root.yml: Resilience4j sections as dotted root keys, with Java 
       waitDurationInOpenState: 10_000,
       registerHealthIndicator: true,
     });
-    expect(booted.registry.timeLimiter('inventory').config).toEqual({ timeoutDuration: 2000, cancelRunningFuture: false });
+    expect(booted.registry.timeLimiter('inventory').config).toEqual({
+      timeoutDuration: 2000,
+      cancelRunningFuture: false,
+    });
   });
 
   it('record-exceptions [java.io.IOException] opens the breaker on real ECONNREFUSED errors', async () => {
@@ -196,7 +225,12 @@ describe('nested.yml: one nested kebab-case block', () => {
       permittedNumberOfCallsInHalfOpenState: 2,
       registerHealthIndicator: true,
     });
-    expect(booted.registry.retry('recommendations').config).toMatchObject({ maxAttempts: 2, waitDuration: 50, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2 });
+    expect(booted.registry.retry('recommendations').config).toMatchObject({
+      maxAttempts: 2,
+      waitDuration: 50,
+      enableExponentialBackoff: true,
+      exponentialBackoffMultiplier: 2,
+    });
   });
 
   it('times a slow call out at 250 ms and retries it once', async () => {
@@ -211,7 +245,11 @@ describe('nested.yml: one nested kebab-case block', () => {
     expect(booted.registry.bulkhead('recommendations').metrics.availableConcurrentCalls).toBe(2);
     const calls = [booted.service.forUser(100), booted.service.forUser(100), booted.service.forUser(100)];
     const settled = await drive(booted.clock, Promise.allSettled(calls));
-    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).constructor.name))).toEqual(['sku-3', 'sku-3', 'BulkheadFullError']);
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).constructor.name))).toEqual([
+      'sku-3',
+      'sku-3',
+      'BulkheadFullError',
+    ]);
   });
 });
 
@@ -238,7 +276,12 @@ describe("backends.yml: 'backends' and 'limiters', snake_case and upper-case key
 
   it('reads every instance', () => {
     expect(booted.warnings).toEqual([]);
-    expect(booted.registry.circuitBreaker('catalog').config).toMatchObject({ slidingWindowType: 'COUNT_BASED', slidingWindowSize: 4, failureRateThreshold: 75, waitDurationInOpenState: 20_000 });
+    expect(booted.registry.circuitBreaker('catalog').config).toMatchObject({
+      slidingWindowType: 'COUNT_BASED',
+      slidingWindowSize: 4,
+      failureRateThreshold: 75,
+      waitDurationInOpenState: 20_000,
+    });
     expect(booted.registry.bulkhead('catalog').config).toMatchObject({ maxConcurrentCalls: 1, maxWaitDuration: 0 });
     expect(booted.registry.timeLimiter('catalog').config.timeoutDuration).toBe(1000);
   });
@@ -281,17 +324,28 @@ describe('aspect-orders.yml: aspect orders, tags, Micrometer and scheduler setti
     const section = IGNORED_SECTION_PROPERTIES;
     expect([...booted.warnings].sort()).toEqual(
       [
-        IGNORED_PROPERTY('circuitBreaker', 'circuit-breaker-aspect-order', section.circuitBreaker.circuitBreakerAspectOrder),
+        IGNORED_PROPERTY(
+          'circuitBreaker',
+          'circuit-breaker-aspect-order',
+          section.circuitBreaker.circuitBreakerAspectOrder,
+        ),
         IGNORED_PROPERTY('circuitBreaker', 'tags', section.circuitBreaker.tags),
         IGNORED_PROPERTY('circuitBreaker', 'metrics', section.circuitBreaker.metrics),
-        IGNORED_PROPERTY("circuitBreaker instance 'checkout'", 'writable-stack-trace-enabled', IGNORED_INSTANCE_PROPERTIES.circuitBreaker.writableStackTraceEnabled),
+        IGNORED_PROPERTY(
+          "circuitBreaker instance 'checkout'",
+          'writable-stack-trace-enabled',
+          IGNORED_INSTANCE_PROPERTIES.circuitBreaker.writableStackTraceEnabled,
+        ),
         IGNORED_PROPERTY('retry', 'retry-aspect-order', section.retry.retryAspectOrder),
         IGNORED_PROPERTY('timeLimiter', 'time-limiter-aspect-order', section.timeLimiter.timeLimiterAspectOrder),
         IGNORED_PROPERTY('bulkhead', 'bulkhead-aspect-order', section.bulkhead.bulkheadAspectOrder),
         IGNORED_SECTION('scheduled', IGNORED_SECTIONS.scheduled),
         IGNORED_SECTION('micrometer', IGNORED_SECTIONS.micrometer),
         IGNORED_SECTION('thread', IGNORED_SECTIONS.thread),
-        ASPECT_ORDER_DIFFERS(['idempotent', 'fallback', 'circuitBreaker', 'retry', 'timeLimiter', 'bulkhead', 'rateLimiter'], DEFAULT_ORDER),
+        ASPECT_ORDER_DIFFERS(
+          ['idempotent', 'fallback', 'circuitBreaker', 'retry', 'timeLimiter', 'bulkhead', 'rateLimiter'],
+          DEFAULT_ORDER,
+        ),
       ].sort(),
     );
   });
@@ -346,7 +400,10 @@ describe('java-exceptions.yml: Spring, java.net, Feign and Resilience4j exceptio
     await errorOf(booted.service.quote(() => refusedConnection(port)));
     await errorOf(booted.service.quote(() => Promise.reject(httpError(500))));
     await errorOf(booted.service.quote(() => Promise.reject(httpError(502))));
-    expect(booted.registry.circuitBreaker('shipping').metrics).toMatchObject({ numberOfFailedCalls: 4, failureRate: 100 });
+    expect(booted.registry.circuitBreaker('shipping').metrics).toMatchObject({
+      numberOfFailedCalls: 4,
+      failureRate: 100,
+    });
     expect(booted.registry.circuitBreaker('shipping').state).toBe('OPEN');
   });
 
@@ -382,16 +439,31 @@ describe('ratelimiter.yml: a rate limiter section and a thread-pool bulkhead', (
     expect(booted.warnings).toEqual(
       expect.arrayContaining([
         THREAD_POOL_BULKHEAD_MAPPED(['reports']),
-        IGNORED_PROPERTY("threadPoolBulkhead config 'default'", 'core-thread-pool-size', IGNORED_INSTANCE_PROPERTIES.threadPoolBulkhead.coreThreadPoolSize),
-        IGNORED_PROPERTY("threadPoolBulkhead config 'default'", 'keep-alive-duration', IGNORED_INSTANCE_PROPERTIES.threadPoolBulkhead.keepAliveDuration),
+        IGNORED_PROPERTY(
+          "threadPoolBulkhead config 'default'",
+          'core-thread-pool-size',
+          IGNORED_INSTANCE_PROPERTIES.threadPoolBulkhead.coreThreadPoolSize,
+        ),
+        IGNORED_PROPERTY(
+          "threadPoolBulkhead config 'default'",
+          'keep-alive-duration',
+          IGNORED_INSTANCE_PROPERTIES.threadPoolBulkhead.keepAliveDuration,
+        ),
       ]),
     );
     expect(booted.warnings).not.toContain(UNSUPPORTED_PROPERTY('module options', 'thread-pool-bulkhead'));
   });
 
   it("limits through @RateLimiter('search'): 5 calls a second from its limiters entry over the default config, the sixth refused", async () => {
-    expect(booted.registry.rateLimiter('search').config).toMatchObject({ limitForPeriod: 5, limitRefreshPeriod: 1000, timeoutDuration: 0, registerHealthIndicator: true });
-    const outcomes = await Promise.all(Array.from({ length: 6 }, () => booted.service.search().catch((error: unknown) => error)));
+    expect(booted.registry.rateLimiter('search').config).toMatchObject({
+      limitForPeriod: 5,
+      limitRefreshPeriod: 1000,
+      timeoutDuration: 0,
+      registerHealthIndicator: true,
+    });
+    const outcomes = await Promise.all(
+      Array.from({ length: 6 }, () => booted.service.search().catch((error: unknown) => error)),
+    );
     expect(outcomes.slice(0, 5)).toEqual(['hits', 'hits', 'hits', 'hits', 'hits']);
     expect(outcomes[5]).toBeInstanceOf(RateLimitedError);
   });
@@ -402,7 +474,11 @@ describe('ratelimiter.yml: a rate limiter section and a thread-pool bulkhead', (
     const calls = Array.from({ length: 5 }, () => booted.service.render(gate));
     const refused = await errorOf(calls[4]);
     expect(refused).toBeInstanceOf(BulkheadFullError);
-    expect(booted.registry.bulkhead('reports').metrics).toMatchObject({ maxAllowedConcurrentCalls: 2, availableConcurrentCalls: 0, queueDepth: 2 });
+    expect(booted.registry.bulkhead('reports').metrics).toMatchObject({
+      maxAllowedConcurrentCalls: 2,
+      availableConcurrentCalls: 0,
+      queueDepth: 2,
+    });
     open();
     expect(await Promise.all(calls.slice(0, 4))).toEqual(['pdf', 'pdf', 'pdf', 'pdf']);
   });
@@ -422,7 +498,10 @@ describe('application.properties: flat lines with indexed lists', () => {
   afterAll(() => booted.app.close());
 
   it('opens on connection errors through record-exceptions[0]=java.io.IOException', async () => {
-    expect(booted.registry.circuitBreaker('pricing').config.recordExceptions).toEqual(['java.io.IOException', 'java.util.concurrent.TimeoutException']);
+    expect(booted.registry.circuitBreaker('pricing').config.recordExceptions).toEqual([
+      'java.io.IOException',
+      'java.util.concurrent.TimeoutException',
+    ]);
     const port = await freePort();
     for (let i = 0; i < 4; i++) await errorOf(booted.service.price(port));
     expect(booted.registry.circuitBreaker('pricing').state).toBe('OPEN');

@@ -4,7 +4,9 @@
  * install.
  */
 jest.mock('yaml', () => {
-  throw Object.assign(new Error("Cannot find module 'yaml' from 'lib/config/spring-config.ts'"), { code: 'MODULE_NOT_FOUND' });
+  throw Object.assign(new Error("Cannot find module 'yaml' from 'lib/config/spring-config.ts'"), {
+    code: 'MODULE_NOT_FOUND',
+  });
 });
 
 import type * as Lib from '../../lib';
@@ -18,7 +20,9 @@ describe('without the yaml package', () => {
 
   it('reads a document already parsed', () => {
     const { fromSpringConfig } = load();
-    expect(fromSpringConfig({ 'resilience4j.retry.instances.a.max-attempts': 2 })).toEqual({ retry: { instances: { a: { 'max-attempts': 2 } } } });
+    expect(fromSpringConfig({ 'resilience4j.retry.instances.a.max-attempts': 2 })).toEqual({
+      retry: { instances: { a: { 'max-attempts': 2 } } },
+    });
   });
 
   it('fails on YAML text, naming the package to install', () => {

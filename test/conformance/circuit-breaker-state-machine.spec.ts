@@ -24,7 +24,10 @@ class RuntimeException extends Error {}
 const SECOND = 1000;
 
 /** The breaker of the Java setUp(): TIME_BASED window of 20 s, minimum 5 calls, 4 half-open trials. */
-function setUp(overrides: Partial<CircuitBreakerConfig> = {}): { clock: VirtualClock; circuitBreaker: CircuitBreakerPolicy } {
+function setUp(overrides: Partial<CircuitBreakerConfig> = {}): {
+  clock: VirtualClock;
+  circuitBreaker: CircuitBreakerPolicy;
+} {
   const clock = new VirtualClock(Date.UTC(2019, 0, 1, 12, 0, 0));
   const config: CircuitBreakerConfig = {
     ...CIRCUIT_BREAKER_SCHEMA.defaults,
@@ -44,10 +47,18 @@ function setUp(overrides: Partial<CircuitBreakerConfig> = {}): { clock: VirtualC
 }
 
 const onSuccess = (cb: CircuitBreakerPolicy, ms = 0): void => cb.onResult(ms, undefined);
-const onError = (cb: CircuitBreakerPolicy, ms = 0, error: unknown = new RuntimeException()): void => cb.onResult(ms, error);
+const onError = (cb: CircuitBreakerPolicy, ms = 0, error: unknown = new RuntimeException()): void =>
+  cb.onResult(ms, error);
 
 /** Java's assertCircuitBreakerMetricsEqualTo(failureRate, successful, buffered, failed, notPermitted). */
-function assertMetrics(cb: CircuitBreakerPolicy, failureRate: number, successful: number, buffered: number, failed: number, notPermitted: number): void {
+function assertMetrics(
+  cb: CircuitBreakerPolicy,
+  failureRate: number,
+  successful: number,
+  buffered: number,
+  failed: number,
+  notPermitted: number,
+): void {
   const m = cb.metrics;
   expect({
     failureRate: m.failureRate,
@@ -186,11 +197,11 @@ describe('Resilience4j CircuitBreakerStateMachineTest, ported', () => {
     ];
     for (const [seconds, buffered, slow, state] of expectations) {
       await consumer(seconds);
-      expect([circuitBreaker.metrics.numberOfBufferedCalls, circuitBreaker.metrics.numberOfSlowCalls, circuitBreaker.state]).toEqual([
-        buffered,
-        slow,
-        state,
-      ]);
+      expect([
+        circuitBreaker.metrics.numberOfBufferedCalls,
+        circuitBreaker.metrics.numberOfSlowCalls,
+        circuitBreaker.state,
+      ]).toEqual([buffered, slow, state]);
     }
     expect(circuitBreaker.metrics.slowCallRate).toBe(60);
   });
@@ -533,7 +544,11 @@ describe('Resilience4j CircuitBreakerStateMachineTest, ported', () => {
     const clock = new VirtualClock(Date.UTC(2019, 0, 1, 12, 0, 0));
     const circuitBreaker = new CircuitBreakerPolicy(
       'testName',
-      { ...CIRCUIT_BREAKER_SCHEMA.defaults, maxWaitDurationInHalfOpenState: SECOND, transitionToStateAfterWaitDuration: 'CLOSED' },
+      {
+        ...CIRCUIT_BREAKER_SCHEMA.defaults,
+        maxWaitDurationInHalfOpenState: SECOND,
+        transitionToStateAfterWaitDuration: 'CLOSED',
+      },
       clock,
     );
     circuitBreaker.transitionToOpenState();
@@ -544,7 +559,12 @@ describe('Resilience4j CircuitBreakerStateMachineTest, ported', () => {
   });
 
   it('circuitBreakerInitializeInClosedState', () => {
-    const { circuitBreaker } = setUp({ initialState: 'CLOSED', slidingWindowType: 'COUNT_BASED', slidingWindowSize: 5, enableExponentialBackoff: true });
+    const { circuitBreaker } = setUp({
+      initialState: 'CLOSED',
+      slidingWindowType: 'COUNT_BASED',
+      slidingWindowSize: 5,
+      enableExponentialBackoff: true,
+    });
     expect(circuitBreaker.state).toBe('CLOSED');
     circuitBreaker.transitionToOpenState();
     expect(circuitBreaker.state).toBe('OPEN');
@@ -564,7 +584,12 @@ describe('Resilience4j CircuitBreakerStateMachineTest, ported', () => {
   });
 
   it('circuitBreakerInitializeInMetricOnlyState', () => {
-    const { circuitBreaker } = setUp({ initialState: 'METRICS_ONLY', slidingWindowType: 'COUNT_BASED', slidingWindowSize: 5, enableExponentialBackoff: true });
+    const { circuitBreaker } = setUp({
+      initialState: 'METRICS_ONLY',
+      slidingWindowType: 'COUNT_BASED',
+      slidingWindowSize: 5,
+      enableExponentialBackoff: true,
+    });
     expect(circuitBreaker.state).toBe('METRICS_ONLY');
   });
 });

@@ -21,9 +21,14 @@ import { mulberry32 } from '../../scenarios/kit';
  * | shouldPassAttemptGreaterThenZero | same: covered by every "generates" case below, which starts at attempt 1     |
  */
 
-const retryConfig = (overrides: Partial<RetryConfig>): RetryConfig => ({ ...RETRY_SCHEMA.defaults, jitter: 'none', ...overrides });
+const retryConfig = (overrides: Partial<RetryConfig>): RetryConfig => ({
+  ...RETRY_SCHEMA.defaults,
+  jitter: 'none',
+  ...overrides,
+});
 const noWarnings = (): void => undefined;
-const resolveRetry = (settings: Record<string, unknown>) => () => resolveSection(RETRY_SCHEMA, { instances: { r: settings } }, noWarnings);
+const resolveRetry = (settings: Record<string, unknown>) => () =>
+  resolveSection(RETRY_SCHEMA, { instances: { r: settings } }, noWarnings);
 const resolveBreaker = (settings: Record<string, unknown>) => () =>
   resolveSection(CIRCUIT_BREAKER_SCHEMA, { instances: { cb: settings } }, noWarnings);
 const retryPlace = "retry instance 'r'";
@@ -36,7 +41,12 @@ function retryWaits(config: RetryConfig, attempts: number, random: () => number 
 
 /** The waits of `opens` consecutive OPEN states of a breaker (each re-opened by hand, as Java's test does). */
 function openWaits(overrides: Partial<CircuitBreakerConfig>, opens: number): number[] {
-  const cb = new CircuitBreakerPolicy('cb', { ...CIRCUIT_BREAKER_SCHEMA.defaults, ...overrides }, new VirtualClock(), mulberry32(11));
+  const cb = new CircuitBreakerPolicy(
+    'cb',
+    { ...CIRCUIT_BREAKER_SCHEMA.defaults, ...overrides },
+    new VirtualClock(),
+    mulberry32(11),
+  );
   return Array.from({ length: opens }, () => {
     cb.transitionToOpenState();
     return cb.openWaitMs;
@@ -57,9 +67,14 @@ describe('Resilience4j IntervalFunctionTest, ported', () => {
         INVALID_VALUE(retryPlace, 'exponentialMaxWaitDuration', 'a positive duration', '0ms'),
       ],
       [
-        "a negative retry cap (ofExponentialBackoff(100, 1, -1))",
+        'a negative retry cap (ofExponentialBackoff(100, 1, -1))',
         resolveRetry({ exponentialMaxWaitDuration: -1 }),
-        INVALID_VALUE(retryPlace, 'exponentialMaxWaitDuration', 'a non-negative duration (ms number or "250ms", "2s", "1m", "24h")', -1),
+        INVALID_VALUE(
+          retryPlace,
+          'exponentialMaxWaitDuration',
+          'a non-negative duration (ms number or "250ms", "2s", "1m", "24h")',
+          -1,
+        ),
       ],
       [
         "the breaker's open wait of 0 (IntervalFunction.of(0))",
@@ -77,9 +92,29 @@ describe('Resilience4j IntervalFunctionTest, ported', () => {
   });
 
   it.each([10, 99, 981])('shouldPassPositiveDuration: %p ms as wait, exponential start and cap', (ms) => {
-    expect(resolveRetry({ waitDuration: ms, enableExponentialBackoff: true, exponentialBackoffMultiplier: 1, exponentialMaxWaitDuration: ms })).not.toThrow();
-    expect(resolveRetry({ waitDuration: ms, enableRandomizedWait: true, enableExponentialBackoff: true, exponentialMaxWaitDuration: ms })).not.toThrow();
-    expect(resolveBreaker({ waitDurationInOpenState: ms, enableExponentialBackoff: true, exponentialMaxWaitDurationInOpenState: ms })).not.toThrow();
+    expect(
+      resolveRetry({
+        waitDuration: ms,
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 1,
+        exponentialMaxWaitDuration: ms,
+      }),
+    ).not.toThrow();
+    expect(
+      resolveRetry({
+        waitDuration: ms,
+        enableRandomizedWait: true,
+        enableExponentialBackoff: true,
+        exponentialMaxWaitDuration: ms,
+      }),
+    ).not.toThrow();
+    expect(
+      resolveBreaker({
+        waitDurationInOpenState: ms,
+        enableExponentialBackoff: true,
+        exponentialMaxWaitDurationInOpenState: ms,
+      }),
+    ).not.toThrow();
     expect(resolveBreaker({ waitDurationInOpenState: ms, enableRandomizedWait: true })).not.toThrow();
   });
 
@@ -94,7 +129,14 @@ describe('Resilience4j IntervalFunctionTest, ported', () => {
 
   it.each([0, 0.1, 0.25, 0.5, 0.75, 1])('shouldPassPositiveRandomizationFactor: %p', (factor) => {
     expect(resolveRetry({ enableRandomizedWait: true, randomizedWaitFactor: factor })).not.toThrow();
-    expect(resolveRetry({ enableRandomizedWait: true, enableExponentialBackoff: true, exponentialBackoffMultiplier: 1.5, randomizedWaitFactor: factor })).not.toThrow();
+    expect(
+      resolveRetry({
+        enableRandomizedWait: true,
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 1.5,
+        randomizedWaitFactor: factor,
+      }),
+    ).not.toThrow();
     expect(resolveBreaker({ enableRandomizedWait: true, randomizedWaitFactor: factor })).not.toThrow();
   });
 
@@ -113,41 +155,66 @@ describe('Resilience4j IntervalFunctionTest, ported', () => {
   });
 
   it('generatesRandomizedIntervals: ofRandomized(100, 0.5) stays in [50, 150] over 49 attempts', () => {
-    const waits = retryWaits(retryConfig({ waitDuration: 100, enableRandomizedWait: true, randomizedWaitFactor: 0.5 }), 49);
+    const waits = retryWaits(
+      retryConfig({ waitDuration: 100, enableRandomizedWait: true, randomizedWaitFactor: 0.5 }),
+      49,
+    );
     for (const wait of waits) {
       expect(wait).toBeGreaterThanOrEqual(50);
       expect(wait).toBeLessThanOrEqual(150);
       expect(Number.isInteger(wait)).toBe(true);
     }
-    for (const wait of openWaits({ waitDurationInOpenState: 100, enableRandomizedWait: true, randomizedWaitFactor: 0.5 }, 49)) {
+    for (const wait of openWaits(
+      { waitDurationInOpenState: 100, enableRandomizedWait: true, randomizedWaitFactor: 0.5 },
+      49,
+    )) {
       expect(wait).toBeGreaterThanOrEqual(50);
       expect(wait).toBeLessThanOrEqual(150);
     }
   });
 
   it('generatesExponentialIntervals: ofExponentialBackoff(100, 1.5) grows strictly over 49 attempts', () => {
-    const waits = retryWaits(retryConfig({ waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 1.5 }), 49);
+    const waits = retryWaits(
+      retryConfig({ waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 1.5 }),
+      49,
+    );
     expect(waits.slice(0, 5)).toEqual([100, 150, 225, 337, 505]);
     for (let i = 1; i < waits.length; i++) expect(waits[i]).toBeGreaterThan(waits[i - 1]);
-    expect(openWaits({ waitDurationInOpenState: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 1.5 }, 5)).toEqual([
-      100, 150, 225, 337, 505,
-    ]);
+    expect(
+      openWaits({ waitDurationInOpenState: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 1.5 }, 5),
+    ).toEqual([100, 150, 225, 337, 505]);
   });
 
   it('generatesCappedExponentialIntervals: ofExponentialBackoff(100, 2, 100_000)', () => {
-    const config = retryConfig({ waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2, exponentialMaxWaitDuration: 100_000 });
+    const config = retryConfig({
+      waitDuration: 100,
+      enableExponentialBackoff: true,
+      exponentialBackoffMultiplier: 2,
+      exponentialMaxWaitDuration: 100_000,
+    });
     const waits = retryWaits(config, 13);
     for (let i = 1; i < 11; i++) expect(waits[i]).toBeGreaterThan(waits[i - 1]);
     expect(waits.slice(11)).toEqual([100_000, 100_000]);
     const breaker = openWaits(
-      { waitDurationInOpenState: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 2, exponentialMaxWaitDurationInOpenState: 100_000 },
+      {
+        waitDurationInOpenState: 100,
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 2,
+        exponentialMaxWaitDurationInOpenState: 100_000,
+      },
       13,
     );
     expect(breaker).toEqual(waits);
   });
 
   it('generatesExponentialRandomIntervals: ofExponentialRandomBackoff(100, 1.5, 0.5)', () => {
-    const config = retryConfig({ waitDuration: 100, enableExponentialBackoff: true, exponentialBackoffMultiplier: 1.5, enableRandomizedWait: true, randomizedWaitFactor: 0.5 });
+    const config = retryConfig({
+      waitDuration: 100,
+      enableExponentialBackoff: true,
+      exponentialBackoffMultiplier: 1.5,
+      enableRandomizedWait: true,
+      randomizedWaitFactor: 0.5,
+    });
     let expected = 100;
     for (const wait of retryWaits(config, 49)) {
       expect(wait).toBeGreaterThanOrEqual(Math.floor(expected * 0.5) - 1);

@@ -36,12 +36,20 @@ const DEFAULT_WAIT_DURATION = 500;
 
 function retryOf(name: string, overrides: Partial<RetryConfig> = {}): { retry: RetryPolicy; clock: VirtualClock } {
   const clock = new VirtualClock();
-  const config: RetryConfig = { ...RETRY_SCHEMA.defaults, jitter: 'none', retryExceptions: [HelloWorldException], ...overrides };
+  const config: RetryConfig = {
+    ...RETRY_SCHEMA.defaults,
+    jitter: 'none',
+    retryExceptions: [HelloWorldException],
+    ...overrides,
+  };
   return { clock, retry: new RetryPolicy(name, config, clock) };
 }
 
 /** A service answering each call with the next scripted outcome (the last one repeats). */
-function service(...script: Array<{ value: string } | { error: Error }>): { call: () => Promise<string>; calls: () => number } {
+function service(...script: Array<{ value: string } | { error: Error }>): {
+  call: () => Promise<string>;
+  calls: () => number;
+} {
   let calls = 0;
   return {
     call: async () => {
@@ -77,7 +85,10 @@ describe('Resilience4j SupplierRetryTest, ported', () => {
   });
 
   it('shouldNotRetryWithResult', async () => {
-    const { retry, clock } = retryOf('id', { retryOnResult: (s) => (s as string).includes('tryAgain'), maxAttempts: 2 });
+    const { retry, clock } = retryOf('id', {
+      retryOnResult: (s) => (s as string).includes('tryAgain'),
+      maxAttempts: 2,
+    });
     const helloWorld = service(value('Hello world'));
     expect(await run(clock, retry.execute(helloWorld.call))).toEqual({ result: 'Hello world' });
     expect(helloWorld.calls()).toBe(1);
@@ -85,7 +96,10 @@ describe('Resilience4j SupplierRetryTest, ported', () => {
   });
 
   it('shouldRetryWithResult', async () => {
-    const { retry, clock } = retryOf('id', { retryOnResult: (s) => (s as string).includes('Hello world'), maxAttempts: 2 });
+    const { retry, clock } = retryOf('id', {
+      retryOnResult: (s) => (s as string).includes('Hello world'),
+      maxAttempts: 2,
+    });
     const helloWorld = service(value('Hello world'));
     expect(await run(clock, retry.execute(helloWorld.call))).toEqual({ result: 'Hello world' });
     expect(helloWorld.calls()).toBe(2);
@@ -94,7 +108,10 @@ describe('Resilience4j SupplierRetryTest, ported', () => {
   });
 
   it('testExecuteSupplierWithResult', async () => {
-    const { retry, clock } = retryOf('id', { retryOnResult: (s) => (s as string).includes('Hello world'), maxAttempts: 2 });
+    const { retry, clock } = retryOf('id', {
+      retryOnResult: (s) => (s as string).includes('Hello world'),
+      maxAttempts: 2,
+    });
     const helloWorld = service(error(), value('Hello world'));
     expect(await run(clock, retry.execute(helloWorld.call))).toEqual({ result: 'Hello world' });
     expect(helloWorld.calls()).toBe(2);
@@ -148,7 +165,10 @@ describe('Resilience4j SupplierRetryTest, ported', () => {
   });
 
   it('shouldReturnAfterThreeAttemptsAndRecoverWithResult', async () => {
-    const { retry, clock } = retryOf('id', { retryOnResult: (s) => (s as string).includes('Hello world'), maxAttempts: 3 });
+    const { retry, clock } = retryOf('id', {
+      retryOnResult: (s) => (s as string).includes('Hello world'),
+      maxAttempts: 3,
+    });
     const helloWorld = service(error(), value('Hello world'), error());
     const recovered = await run(
       clock,
@@ -168,7 +188,10 @@ describe('Resilience4j SupplierRetryTest, ported', () => {
   });
 
   it('shouldRetryInCaseOResultRetryMatchAtSyncStage: one attempt allowed, the matching result is returned', async () => {
-    const { retry, clock } = retryOf('id', { maxAttempts: 1, retryOnResult: (s) => (s as string).includes('Hello world') });
+    const { retry, clock } = retryOf('id', {
+      maxAttempts: 1,
+      retryOnResult: (s) => (s as string).includes('Hello world'),
+    });
     const helloWorld = service(value('Hello world'));
     expect(await run(clock, retry.execute(helloWorld.call))).toEqual({ result: 'Hello world' });
     expect(helloWorld.calls()).toBe(1);
@@ -177,7 +200,11 @@ describe('Resilience4j SupplierRetryTest, ported', () => {
   });
 
   it('shouldThrowMaxRetriesExceededIfConfigured', async () => {
-    const { retry, clock } = retryOf('test', { retryOnResult: (s) => s === 'retryable response', maxAttempts: 3, failAfterMaxAttempts: true });
+    const { retry, clock } = retryOf('test', {
+      retryOnResult: (s) => s === 'retryable response',
+      maxAttempts: 3,
+      failAfterMaxAttempts: true,
+    });
     const helloWorld = service(value('retryable response'));
     const outcome = await run(clock, retry.execute(helloWorld.call));
     expect(outcome.error).toBeInstanceOf(MaxRetriesExceededError);
@@ -209,7 +236,10 @@ describe('Resilience4j CompletionStageRetryTest, ported', () => {
   });
 
   it('shouldRetryTowAttemptsInCaseOResultRetryMatchAtSyncStage', async () => {
-    const { retry, clock } = retryOf('id', { maxAttempts: 2, retryOnResult: (s) => (s as string).includes('Hello world') });
+    const { retry, clock } = retryOf('id', {
+      maxAttempts: 2,
+      retryOnResult: (s) => (s as string).includes('Hello world'),
+    });
     const helloWorld = service(value('Hello world'));
     expect(await run(clock, retry.execute(helloWorld.call))).toEqual({ result: 'Hello world' });
     expect(helloWorld.calls()).toBe(2);
@@ -223,7 +253,11 @@ describe('Resilience4j CompletionStageRetryTest, ported', () => {
   });
 
   it('shouldThrowOnceMaxAttemptsReachedIfConfigured', async () => {
-    const { retry, clock } = retryOf('retry', { retryOnResult: (s) => s === 'invalid response', maxAttempts: 3, failAfterMaxAttempts: true });
+    const { retry, clock } = retryOf('retry', {
+      retryOnResult: (s) => s === 'invalid response',
+      maxAttempts: 3,
+      failAfterMaxAttempts: true,
+    });
     const helloWorld = service(value('invalid response'));
     expect((await run(clock, retry.execute(helloWorld.call))).error).toBeInstanceOf(MaxRetriesExceededError);
     expect(helloWorld.calls()).toBe(3);
@@ -272,7 +306,10 @@ describe('Resilience4j EventPublisherTest (retry), ported', () => {
   });
 
   it('asyncShouldReturnAfterThreeAttempts, without failAfterMaxAttempts: still ERROR, and the value is returned', async () => {
-    const { retry, clock } = retryOf('hello world retry', { retryOnResult: (r) => r === 'hello world', waitDuration: 1 });
+    const { retry, clock } = retryOf('hello world retry', {
+      retryOnResult: (r) => r === 'hello world',
+      waitDuration: 1,
+    });
     const types = eventTypes(retry);
     const helloWorld = service(value('hello world'));
     expect(await run(clock, retry.execute(helloWorld.call))).toEqual({ result: 'hello world' });

@@ -26,7 +26,10 @@ import { BulkheadFullError } from '../../lib/errors';
  * | the virtual-thread parameterisation of every case          | there are no threads                                        |
  */
 
-function bulkheadOf(name: string, overrides: Partial<BulkheadConfig>): { bulkhead: BulkheadPolicy; clock: VirtualClock } {
+function bulkheadOf(
+  name: string,
+  overrides: Partial<BulkheadConfig>,
+): { bulkhead: BulkheadPolicy; clock: VirtualClock } {
   const clock = new VirtualClock();
   return { clock, bulkhead: new BulkheadPolicy(name, { ...BULKHEAD_SCHEMA.defaults, ...overrides }, clock) };
 }
@@ -70,7 +73,14 @@ describe('Resilience4j SemaphoreBulkheadTest, ported', () => {
 
     const fourth = holding(bulkhead);
     expect(bulkhead.metrics.availableConcurrentCalls).toBe(1);
-    expect(events).toEqual(['CALL_PERMITTED', 'CALL_PERMITTED', 'CALL_REJECTED', 'CALL_FINISHED', 'CALL_FINISHED', 'CALL_PERMITTED']);
+    expect(events).toEqual([
+      'CALL_PERMITTED',
+      'CALL_PERMITTED',
+      'CALL_REJECTED',
+      'CALL_FINISHED',
+      'CALL_FINISHED',
+      'CALL_PERMITTED',
+    ]);
     fourth.release();
     await fourth.done;
   });
@@ -85,10 +95,12 @@ describe('Resilience4j SemaphoreBulkheadTest, ported', () => {
     const { bulkhead, clock } = bulkheadOf('timeoutTest', { maxConcurrentCalls: 1, maxWaitDuration: 50 });
     const entered = holding(bulkhead);
     let refusedAt: number | undefined;
-    const waiter = bulkhead.execute(() => 'never').catch((e: unknown) => {
-      refusedAt = clock.now();
-      return e;
-    });
+    const waiter = bulkhead
+      .execute(() => 'never')
+      .catch((e: unknown) => {
+        refusedAt = clock.now();
+        return e;
+      });
     await clock.advance(49);
     expect(refusedAt).toBeUndefined();
     await clock.advance(1);

@@ -142,11 +142,60 @@ describe('Resilience4j FixedSizeSlidingWindowMetricsTest, ported', () => {
   it('testSlidingWindowMetrics', () => {
     const window = new CountSlidingWindow(4);
     const steps: Array<[Outcome, Partial<Snapshot>]> = [
-      ['ERROR', { totalNumberOfCalls: 1, numberOfSuccessfulCalls: 0, numberOfFailedCalls: 1, totalDuration: 100, averageDuration: 100, failureRate: 100 }],
-      ['SUCCESS', { totalNumberOfCalls: 2, numberOfSuccessfulCalls: 1, numberOfFailedCalls: 1, totalDuration: 200, averageDuration: 100, failureRate: 50 }],
-      ['SUCCESS', { totalNumberOfCalls: 3, numberOfSuccessfulCalls: 2, numberOfFailedCalls: 1, totalDuration: 300, averageDuration: 100 }],
-      ['SUCCESS', { totalNumberOfCalls: 4, numberOfSuccessfulCalls: 3, numberOfFailedCalls: 1, totalDuration: 400, averageDuration: 100, failureRate: 25 }],
-      ['SUCCESS', { totalNumberOfCalls: 4, numberOfSuccessfulCalls: 4, numberOfFailedCalls: 0, totalDuration: 400, averageDuration: 100, failureRate: 0 }],
+      [
+        'ERROR',
+        {
+          totalNumberOfCalls: 1,
+          numberOfSuccessfulCalls: 0,
+          numberOfFailedCalls: 1,
+          totalDuration: 100,
+          averageDuration: 100,
+          failureRate: 100,
+        },
+      ],
+      [
+        'SUCCESS',
+        {
+          totalNumberOfCalls: 2,
+          numberOfSuccessfulCalls: 1,
+          numberOfFailedCalls: 1,
+          totalDuration: 200,
+          averageDuration: 100,
+          failureRate: 50,
+        },
+      ],
+      [
+        'SUCCESS',
+        {
+          totalNumberOfCalls: 3,
+          numberOfSuccessfulCalls: 2,
+          numberOfFailedCalls: 1,
+          totalDuration: 300,
+          averageDuration: 100,
+        },
+      ],
+      [
+        'SUCCESS',
+        {
+          totalNumberOfCalls: 4,
+          numberOfSuccessfulCalls: 3,
+          numberOfFailedCalls: 1,
+          totalDuration: 400,
+          averageDuration: 100,
+          failureRate: 25,
+        },
+      ],
+      [
+        'SUCCESS',
+        {
+          totalNumberOfCalls: 4,
+          numberOfSuccessfulCalls: 4,
+          numberOfFailedCalls: 0,
+          totalDuration: 400,
+          averageDuration: 100,
+          failureRate: 0,
+        },
+      ],
     ];
     for (const [outcome, expected] of steps) expect(record(window, T0, 100, outcome)).toMatchObject(expected);
     // Java compares the float 33.333332f; the same rate in double precision here.
@@ -158,13 +207,74 @@ describe('Resilience4j FixedSizeSlidingWindowMetricsTest, ported', () => {
   it('testSlidingWindowMetricsWithSlowCalls', () => {
     const window = new CountSlidingWindow(2);
     const steps: Array<[Outcome, Partial<Snapshot>]> = [
-      ['SLOW_ERROR', { totalNumberOfCalls: 1, totalNumberOfSlowCalls: 1, numberOfSuccessfulCalls: 0, numberOfFailedCalls: 1, numberOfSlowSuccessfulCalls: 0, numberOfSlowFailedCalls: 1, totalDuration: 100, failureRate: 100 }],
-      ['SLOW_SUCCESS', { totalNumberOfCalls: 2, totalNumberOfSlowCalls: 2, numberOfSuccessfulCalls: 1, numberOfFailedCalls: 1, numberOfSlowSuccessfulCalls: 1, numberOfSlowFailedCalls: 1, totalDuration: 200, failureRate: 50 }],
-      ['SUCCESS', { totalNumberOfCalls: 2, totalNumberOfSlowCalls: 1, numberOfSuccessfulCalls: 2, numberOfFailedCalls: 0, numberOfSlowSuccessfulCalls: 1, numberOfSlowFailedCalls: 0, totalDuration: 200, failureRate: 0 }],
-      ['SUCCESS', { totalNumberOfCalls: 2, totalNumberOfSlowCalls: 0, numberOfSuccessfulCalls: 2, numberOfFailedCalls: 0, numberOfSlowSuccessfulCalls: 0, numberOfSlowFailedCalls: 0, totalDuration: 200, failureRate: 0 }],
-      ['SUCCESS', { totalNumberOfCalls: 2, totalNumberOfSlowCalls: 0, numberOfSuccessfulCalls: 2, numberOfFailedCalls: 0, numberOfSlowSuccessfulCalls: 0, numberOfSlowFailedCalls: 0, totalDuration: 200, failureRate: 0 }],
+      [
+        'SLOW_ERROR',
+        {
+          totalNumberOfCalls: 1,
+          totalNumberOfSlowCalls: 1,
+          numberOfSuccessfulCalls: 0,
+          numberOfFailedCalls: 1,
+          numberOfSlowSuccessfulCalls: 0,
+          numberOfSlowFailedCalls: 1,
+          totalDuration: 100,
+          failureRate: 100,
+        },
+      ],
+      [
+        'SLOW_SUCCESS',
+        {
+          totalNumberOfCalls: 2,
+          totalNumberOfSlowCalls: 2,
+          numberOfSuccessfulCalls: 1,
+          numberOfFailedCalls: 1,
+          numberOfSlowSuccessfulCalls: 1,
+          numberOfSlowFailedCalls: 1,
+          totalDuration: 200,
+          failureRate: 50,
+        },
+      ],
+      [
+        'SUCCESS',
+        {
+          totalNumberOfCalls: 2,
+          totalNumberOfSlowCalls: 1,
+          numberOfSuccessfulCalls: 2,
+          numberOfFailedCalls: 0,
+          numberOfSlowSuccessfulCalls: 1,
+          numberOfSlowFailedCalls: 0,
+          totalDuration: 200,
+          failureRate: 0,
+        },
+      ],
+      [
+        'SUCCESS',
+        {
+          totalNumberOfCalls: 2,
+          totalNumberOfSlowCalls: 0,
+          numberOfSuccessfulCalls: 2,
+          numberOfFailedCalls: 0,
+          numberOfSlowSuccessfulCalls: 0,
+          numberOfSlowFailedCalls: 0,
+          totalDuration: 200,
+          failureRate: 0,
+        },
+      ],
+      [
+        'SUCCESS',
+        {
+          totalNumberOfCalls: 2,
+          totalNumberOfSlowCalls: 0,
+          numberOfSuccessfulCalls: 2,
+          numberOfFailedCalls: 0,
+          numberOfSlowSuccessfulCalls: 0,
+          numberOfSlowFailedCalls: 0,
+          totalDuration: 200,
+          failureRate: 0,
+        },
+      ],
     ];
-    for (const [outcome, expected] of steps) expect(record(window, T0, 100, outcome)).toMatchObject({ averageDuration: 100, ...expected });
+    for (const [outcome, expected] of steps)
+      expect(record(window, T0, 100, outcome)).toMatchObject({ averageDuration: 100, ...expected });
   });
 });
 
@@ -172,9 +282,19 @@ describe('Resilience4j SlidingTimeWindowMetricsTest, ported', () => {
   it('shouldClearSlidingTimeWindowMetrics', () => {
     const window = new TimeSlidingWindow(5);
     let now = T0;
-    expect(record(window, now, 100, 'ERROR')).toMatchObject({ totalNumberOfCalls: 1, numberOfFailedCalls: 1, totalDuration: 100, failureRate: 100 });
+    expect(record(window, now, 100, 'ERROR')).toMatchObject({
+      totalNumberOfCalls: 1,
+      numberOfFailedCalls: 1,
+      totalDuration: 100,
+      failureRate: 100,
+    });
     now += 100;
-    expect(record(window, now, 100, 'SUCCESS')).toMatchObject({ totalNumberOfCalls: 2, numberOfSuccessfulCalls: 1, totalDuration: 200, failureRate: 50 });
+    expect(record(window, now, 100, 'SUCCESS')).toMatchObject({
+      totalNumberOfCalls: 2,
+      numberOfSuccessfulCalls: 1,
+      totalDuration: 200,
+      failureRate: 50,
+    });
     now += 700;
     expect(record(window, now, 1000, 'SLOW_ERROR')).toMatchObject({
       totalNumberOfCalls: 3,
@@ -186,14 +306,36 @@ describe('Resilience4j SlidingTimeWindowMetricsTest, ported', () => {
     });
     now += 4000;
     window.refresh(now);
-    expect(snapshot(window)).toMatchObject({ totalNumberOfCalls: 3, numberOfFailedCalls: 2, totalDuration: 1200, averageDuration: 400 });
+    expect(snapshot(window)).toMatchObject({
+      totalNumberOfCalls: 3,
+      numberOfFailedCalls: 2,
+      totalDuration: 1200,
+      averageDuration: 400,
+    });
     now += 1000;
     window.refresh(now);
-    expect(snapshot(window)).toMatchObject({ totalNumberOfCalls: 0, numberOfSuccessfulCalls: 0, numberOfFailedCalls: 0, totalDuration: 0, averageDuration: 0, failureRate: 0 });
+    expect(snapshot(window)).toMatchObject({
+      totalNumberOfCalls: 0,
+      numberOfSuccessfulCalls: 0,
+      numberOfFailedCalls: 0,
+      totalDuration: 0,
+      averageDuration: 0,
+      failureRate: 0,
+    });
     now += 100;
-    expect(record(window, now, 100, 'SUCCESS')).toMatchObject({ totalNumberOfCalls: 1, numberOfSuccessfulCalls: 1, totalDuration: 100, failureRate: 0 });
+    expect(record(window, now, 100, 'SUCCESS')).toMatchObject({
+      totalNumberOfCalls: 1,
+      numberOfSuccessfulCalls: 1,
+      totalDuration: 100,
+      failureRate: 0,
+    });
     now += 5000;
-    expect(record(window, now, 100, 'SUCCESS')).toMatchObject({ totalNumberOfCalls: 1, numberOfSuccessfulCalls: 1, totalDuration: 100, failureRate: 0 });
+    expect(record(window, now, 100, 'SUCCESS')).toMatchObject({
+      totalNumberOfCalls: 1,
+      numberOfSuccessfulCalls: 1,
+      totalDuration: 100,
+      failureRate: 0,
+    });
   });
 
   it('testSlidingTimeWindowMetrics', () => {

@@ -1,9 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_ORDER, fromSpringConfig, JAVA_EXCEPTIONS, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
+import {
+  DEFAULT_ORDER,
+  fromSpringConfig,
+  JAVA_EXCEPTIONS,
+  ResilienceModuleOptions,
+  ResilienceRegistry,
+} from '../../lib';
 import { ASPECT_ORDER_DIFFERS } from '../../lib/config/config.messages';
 import { POLICY_SCHEMAS } from '../../lib/config/resolve-options';
-import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, IGNORED_SECTIONS, LEGACY_PROPERTIES } from '../../lib/config/resilience4j-properties';
+import {
+  IGNORED_INSTANCE_PROPERTIES,
+  IGNORED_SECTION_PROPERTIES,
+  IGNORED_SECTIONS,
+  LEGACY_PROPERTIES,
+} from '../../lib/config/resilience4j-properties';
 import { THREAD_POOL_BULKHEAD_SCHEMA } from '../../lib/config/thread-pool-bulkhead';
 import { checkMarkdownSnippets } from '../support/markdown-snippets';
 
@@ -22,7 +33,9 @@ describe('docs/migrating-from-resilience4j.md', () => {
     const keys = [
       ...Object.values(POLICY_SCHEMAS).flatMap((schema) => Object.keys(schema.fields)),
       ...Object.keys(THREAD_POOL_BULKHEAD_SCHEMA.fields),
-      ...[IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, LEGACY_PROPERTIES].flatMap((table) => Object.values(table).flatMap((t) => Object.keys(t))),
+      ...[IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, LEGACY_PROPERTIES].flatMap((table) =>
+        Object.values(table).flatMap((t) => Object.keys(t)),
+      ),
       ...Object.keys(IGNORED_SECTIONS),
     ];
     const missing = [...new Set(keys.map(kebab))].filter((key) => !text.includes(`\`${key}`));
@@ -36,17 +49,35 @@ describe('docs/migrating-from-resilience4j.md', () => {
     expect(missing).toEqual([]);
   });
 
-  it("worked example: its application.yml starts with the three warnings it promises, and the order it names is the one the TypeScript sets", () => {
+  it('worked example: its application.yml starts with the three warnings it promises, and the order it names is the one the TypeScript sets', () => {
     const yaml = [...text.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]);
     expect(yaml).toHaveLength(1);
     const warnings: string[] = [];
-    const registry = new ResilienceRegistry(fromSpringConfig(yaml[0]) as ResilienceModuleOptions, (m) => warnings.push(m));
-    const order = ['idempotent', 'fallback', 'circuitBreaker', 'retry', 'rateLimiter', 'timeLimiter', 'bulkhead'] as const;
+    const registry = new ResilienceRegistry(fromSpringConfig(yaml[0]) as ResilienceModuleOptions, (m) =>
+      warnings.push(m),
+    );
+    const order = [
+      'idempotent',
+      'fallback',
+      'circuitBreaker',
+      'retry',
+      'rateLimiter',
+      'timeLimiter',
+      'bulkhead',
+    ] as const;
     expect(warnings.filter((w) => /aspect-order' is ignored/.test(w))).toHaveLength(2);
     expect(warnings[2]).toBe(ASPECT_ORDER_DIFFERS(order, DEFAULT_ORDER));
     expect(text).toContain(`order: [${order.map((k) => `'${k}'`).join(', ')}]`);
-    expect(registry.circuitBreaker('payments').config).toMatchObject({ slidingWindowType: 'COUNT_BASED', slidingWindowSize: 20, waitDurationInOpenState: 30_000 });
+    expect(registry.circuitBreaker('payments').config).toMatchObject({
+      slidingWindowType: 'COUNT_BASED',
+      slidingWindowSize: 20,
+      waitDurationInOpenState: 30_000,
+    });
     expect(registry.timeLimiter('payments').config.timeoutDuration).toBe(2000);
-    expect(registry.retry('payments').config).toMatchObject({ maxAttempts: 3, waitDuration: 200, exponentialBackoffMultiplier: 2 });
+    expect(registry.retry('payments').config).toMatchObject({
+      maxAttempts: 3,
+      waitDuration: 200,
+      exponentialBackoffMultiplier: 2,
+    });
   });
 });

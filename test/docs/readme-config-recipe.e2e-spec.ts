@@ -15,7 +15,9 @@ describe("README's forRootAsync + @nestjs/config recipe", () => {
 
   beforeAll(() => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).filter((code) => code.includes('forRootAsync'));
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
+      .map((m) => m[1])
+      .filter((code) => code.includes('forRootAsync'));
     expect(blocks).toHaveLength(1);
     dir = mkdtempSync(join(__dirname, '.recipe-'));
     writeFileSync(join(dir, 'app.module.ts'), blocks[0]);
@@ -30,7 +32,11 @@ describe("README's forRootAsync + @nestjs/config recipe", () => {
     try {
       const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
       const registry = moduleRef.get(ResilienceRegistry);
-      expect(registry.circuitBreaker('payments').config).toMatchObject({ slidingWindowSize: 10, minimumNumberOfCalls: 5, waitDurationInOpenState: 10_000 });
+      expect(registry.circuitBreaker('payments').config).toMatchObject({
+        slidingWindowSize: 10,
+        minimumNumberOfCalls: 5,
+        waitDurationInOpenState: 10_000,
+      });
       expect(registry.retry('inventory').config.maxAttempts).toBe(3);
       expect(registry.timeLimiter('inventory').config.timeoutDuration).toBe(2000);
       await moduleRef.close();
@@ -44,7 +50,10 @@ describe('forRootAsync with a factory that finds no options', () => {
   it('fails the start, naming the dotted-root-key case, rather than booting with nothing configured', async () => {
     const build = Test.createTestingModule({
       imports: [
-        ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => ({ 'resilience4j.circuitbreaker': { instances: { a: { 'sliding-window-size': 5 } } } })] }),
+        ConfigModule.forRoot({
+          ignoreEnvFile: true,
+          load: [() => ({ 'resilience4j.circuitbreaker': { instances: { a: { 'sliding-window-size': 5 } } } })],
+        }),
         ResilienceModule.forRootAsync({
           imports: [ConfigModule],
           inject: [ConfigService],

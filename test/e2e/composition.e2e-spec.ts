@@ -100,7 +100,10 @@ describe('pipeline composition', () => {
       order: ['idempotent', 'fallback', 'timeLimiter', 'retry', 'circuitBreaker', 'rateLimiter', 'bulkhead'],
       retry: { instances: { r: { waitDuration: 0 } } },
     });
-    const result = moduleRef.get(TopDown).call().catch((e) => e);
+    const result = moduleRef
+      .get(TopDown)
+      .call()
+      .catch((e) => e);
     await clock.advance(1000);
     expect(await result).toBeInstanceOf(TimeoutExceededError);
     await moduleRef.close();
@@ -108,11 +111,15 @@ describe('pipeline composition', () => {
 
   it('chooses the fallback by error class: a refused call and an unknown outcome get opposite answers', async () => {
     const { moduleRef } = await boot([Payments], {
-      circuitBreaker: { instances: { psp: { slidingWindowSize: 2, minimumNumberOfCalls: 2, failureRateThreshold: 100 } } },
+      circuitBreaker: {
+        instances: { psp: { slidingWindowSize: 2, minimumNumberOfCalls: 2, failureRateThreshold: 100 } },
+      },
       retry: { instances: { psp: { maxAttempts: 1 } } },
     });
     const payments = moduleRef.get(Payments);
-    await expect(payments.charge('o-1', new Error('socket hang up'))).resolves.toBe('pending o-1: outcome unknown (socket hang up)');
+    await expect(payments.charge('o-1', new Error('socket hang up'))).resolves.toBe(
+      'pending o-1: outcome unknown (socket hang up)',
+    );
     await expect(payments.charge('o-2', new Unavailable('busy'))).resolves.toBe('pending o-2: outcome unknown (busy)');
     await expect(payments.charge('o-3', new Error('never sent'))).resolves.toBe('rejected o-3: not charged (OPEN)');
     expect(payments.calls).toBe(2);
@@ -150,7 +157,10 @@ describe('pipeline composition', () => {
   });
 
   it('two applications in one process keep separate registries and breaker state', async () => {
-    const options = { circuitBreaker: { instances: { psp: { slidingWindowSize: 2, minimumNumberOfCalls: 2 } } }, retry: { instances: { psp: { maxAttempts: 1 } } } };
+    const options = {
+      circuitBreaker: { instances: { psp: { slidingWindowSize: 2, minimumNumberOfCalls: 2 } } },
+      retry: { instances: { psp: { maxAttempts: 1 } } },
+    };
     const a = await boot([Payments], options);
     const b = await boot([Payments], options);
     await a.moduleRef.get(Payments).charge('1', new Error('x'));
@@ -175,7 +185,9 @@ describe('pipeline composition', () => {
     @Module({ providers: [PerRequest] })
     class Feature {}
     const clock = new VirtualClock();
-    const moduleRef = await Test.createTestingModule({ imports: [ResilienceModule.forRoot({ clock }), Feature] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRoot({ clock }), Feature],
+    }).compile();
     await moduleRef.init();
     expect(warnings.filter((w) => w === REQUEST_SCOPED('PerRequest.run'))).toHaveLength(1);
     spy.mockRestore();

@@ -119,12 +119,18 @@ describe.each(PLATFORMS)('deadline propagation across two HTTP hops (%s)', (plat
     expect(body).toEqual({ remaining: 2000 });
   });
 
-  it.each([['soon'], ['-5'], ['12.5'], ['']])('a malformed header %p is ignored with a warning, the default budget applies', async (value) => {
-    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    const { body } = await request(front.getHttpServer()).get('/budget').set('x-request-deadline-ms', value).expect(200);
-    expect(body).toEqual({ remaining: 2000 });
-    warn.mockRestore();
-  });
+  it.each([['soon'], ['-5'], ['12.5'], ['']])(
+    'a malformed header %p is ignored with a warning, the default budget applies',
+    async (value) => {
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      const { body } = await request(front.getHttpServer())
+        .get('/budget')
+        .set('x-request-deadline-ms', value)
+        .expect(200);
+      expect(body).toEqual({ remaining: 2000 });
+      warn.mockRestore();
+    },
+  );
 
   it('names the header and the bad value in the warning', () => {
     expect(INVALID_DEADLINE_HEADER('x-request-deadline-ms', 'soon')).toContain("'x-request-deadline-ms'");
@@ -134,9 +140,16 @@ describe.each(PLATFORMS)('deadline propagation across two HTTP hops (%s)', (plat
   it.each([['99999999999999999999'], ['999999999999999999999999']])(
     'a header of %s ms is clamped to the 24 h maximum and forwarded as whole digits',
     async (value) => {
-      const { body } = await request(front.getHttpServer()).get('/forward').set('x-request-deadline-ms', value).expect(200);
+      const { body } = await request(front.getHttpServer())
+        .get('/forward')
+        .set('x-request-deadline-ms', value)
+        .expect(200);
       expect(DEFAULT_MAX_DEADLINE_BUDGET_MS).toBe(86_400_000);
-      expect(body).toEqual({ remaining: 86_400_000, aborted: false, forwarded: { 'x-request-deadline-ms': '86400000' } });
+      expect(body).toEqual({
+        remaining: 86_400_000,
+        aborted: false,
+        forwarded: { 'x-request-deadline-ms': '86400000' },
+      });
     },
   );
 

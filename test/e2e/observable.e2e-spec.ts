@@ -188,23 +188,51 @@ class ObservableController {
 
 const OPTIONS: ResilienceModuleOptions = {
   retry: { instances: { r: { maxAttempts: 3, waitDuration: 100, jitter: 'none' } } },
-  circuitBreaker: { instances: { timed: { slowCallDurationThreshold: 50 }, cb: { slidingWindowSize: 4, minimumNumberOfCalls: 4, failureRateThreshold: 50, waitDurationInOpenState: 1000 } } },
+  circuitBreaker: {
+    instances: {
+      timed: { slowCallDurationThreshold: 50 },
+      cb: { slidingWindowSize: 4, minimumNumberOfCalls: 4, failureRateThreshold: 50, waitDurationInOpenState: 1000 },
+    },
+  },
   rateLimiter: { instances: { rl: { limitForPeriod: 1, limitRefreshPeriod: 1000, timeoutDuration: 0 } } },
-  bulkhead: { instances: { bh: { maxConcurrentCalls: 1, maxWaitDuration: 0 }, queued: { maxConcurrentCalls: 1, maxWaitDuration: 50, queueCapacity: 1 } } },
+  bulkhead: {
+    instances: {
+      bh: { maxConcurrentCalls: 1, maxWaitDuration: 0 },
+      queued: { maxConcurrentCalls: 1, maxWaitDuration: 50, queueCapacity: 1 },
+    },
+  },
 };
 
 async function boot(options: ResilienceModuleOptions = {}) {
   const clock = new VirtualClock();
   const moduleRef = await Test.createTestingModule({
-    imports: [ResilienceModule.forRoot({ ...OPTIONS, ...options, clock, random: () => 0, idempotency: { principal: () => 'tests' } })],
+    imports: [
+      ResilienceModule.forRoot({
+        ...OPTIONS,
+        ...options,
+        clock,
+        random: () => 0,
+        idempotency: { principal: () => 'tests' },
+      }),
+    ],
     controllers: [ObservableController],
-    providers: [{ provide: VirtualClock, useValue: clock }, { provide: Downstream, useFactory: () => new Downstream(clock) }, Client],
+    providers: [
+      { provide: VirtualClock, useValue: clock },
+      { provide: Downstream, useFactory: () => new Downstream(clock) },
+      Client,
+    ],
   }).compile();
   moduleRef.useLogger(false);
   const app = moduleRef.createNestApplication({ logger: false });
   app.useGlobalFilters(new ResilienceExceptionFilter());
   await app.init();
-  return { app, clock, client: app.get(Client), downstream: app.get(Downstream), registry: app.get(ResilienceRegistry) };
+  return {
+    app,
+    clock,
+    client: app.get(Client),
+    downstream: app.get(Downstream),
+    registry: app.get(ResilienceRegistry),
+  };
 }
 
 /** Subscribes and records what arrives; never throws. */
@@ -251,7 +279,11 @@ describe('decorated methods that return an Observable', () => {
 
   it('@Retry re-subscribes the source with the configured backoff until it answers', async () => {
     const { client, downstream, clock, registry } = ctx;
-    downstream.script = [{ delayMs: 10, error: new Unavailable('busy') }, { delayMs: 10, error: new Unavailable('busy') }, { delayMs: 10, values: ['ok'] }];
+    downstream.script = [
+      { delayMs: 10, error: new Unavailable('busy') },
+      { delayMs: 10, error: new Unavailable('busy') },
+      { delayMs: 10, values: ['ok'] },
+    ];
     const { seen } = watch(client.retried());
     await clock.advance(10);
     expect(downstream.subscriptions).toBe(1);
@@ -283,7 +315,11 @@ describe('decorated methods that return an Observable', () => {
   it('@Retry gives up after maxAttempts with the last error, counted as failed with retry', async () => {
     const { client, downstream, clock, registry } = ctx;
     const last = new Unavailable('still busy');
-    downstream.script = [{ delayMs: 0, error: new Unavailable('busy') }, { delayMs: 0, error: new Unavailable('busy') }, { delayMs: 0, error: last }];
+    downstream.script = [
+      { delayMs: 0, error: new Unavailable('busy') },
+      { delayMs: 0, error: new Unavailable('busy') },
+      { delayMs: 0, error: last },
+    ];
     const { seen } = watch(client.retried());
     await clock.advance(1000);
     expect(seen.error).toBe(last);
@@ -317,7 +353,9 @@ describe('decorated methods that return an Observable', () => {
   it('a controller route returning a slow Observable under @Timeout(100) answers 504', async () => {
     const { app, downstream, clock } = ctx;
     downstream.script = [{ delayMs: 500, values: [{ late: true }] }];
-    const pending = request(app.getHttpServer()).get('/obs/slow').then((r) => r);
+    const pending = request(app.getHttpServer())
+      .get('/obs/slow')
+      .then((r) => r);
     for (let i = 0; i < 50 && downstream.subscriptions === 0; i++) await VirtualClock.settle();
     await clock.advance(100);
     const response = await pending;
@@ -354,7 +392,10 @@ describe('decorated methods that return an Observable', () => {
     const answer = firstValueFrom(client.guarded());
     await clock.advance(10);
     await expect(answer).resolves.toBe('v');
-    expect(registry.circuitBreaker('cb').metrics).toMatchObject({ numberOfBufferedCalls: 1, numberOfSuccessfulCalls: 1 });
+    expect(registry.circuitBreaker('cb').metrics).toMatchObject({
+      numberOfBufferedCalls: 1,
+      numberOfSuccessfulCalls: 1,
+    });
   });
 
   it('@CircuitBreaker times a subscription from subscribe to its first value, so a long stream is not a slow call', async () => {
@@ -362,11 +403,17 @@ describe('decorated methods that return an Observable', () => {
     const quick = watch(client.guardedStream(40));
     await clock.advance(200);
     expect(quick.seen).toEqual({ values: [1, 2, 3], completed: true });
-    expect(registry.circuitBreaker('timed').metrics).toMatchObject({ numberOfSuccessfulCalls: 1, numberOfSlowCalls: 0 });
+    expect(registry.circuitBreaker('timed').metrics).toMatchObject({
+      numberOfSuccessfulCalls: 1,
+      numberOfSlowCalls: 0,
+    });
     const late = watch(client.guardedStream(60));
     await clock.advance(300);
     expect(late.seen.completed).toBe(true);
-    expect(registry.circuitBreaker('timed').metrics).toMatchObject({ numberOfSuccessfulCalls: 2, numberOfSlowCalls: 1 });
+    expect(registry.circuitBreaker('timed').metrics).toMatchObject({
+      numberOfSuccessfulCalls: 2,
+      numberOfSlowCalls: 1,
+    });
   });
 
   it('@RateLimiter takes a permit per subscription and refuses on subscribe when none is left', async () => {
@@ -450,7 +497,10 @@ describe('decorated methods that return an Observable', () => {
 
   it('recognises an Observable without type metadata by what the method returns', async () => {
     const { client, downstream, clock } = ctx;
-    downstream.script = [{ delayMs: 0, error: new Unavailable('busy') }, { delayMs: 0, values: ['ok'] }];
+    downstream.script = [
+      { delayMs: 0, error: new Unavailable('busy') },
+      { delayMs: 0, values: ['ok'] },
+    ];
     const result = client.untyped();
     expect(isObservable(result)).toBe(true);
     const answer = lastValueFrom(result.pipe(take(1)));
@@ -471,7 +521,10 @@ describe('decorated methods that return an Observable', () => {
 
   it('@Idempotent on a route returning an Observable: runs once, replays the answer to the same key', async () => {
     const { app, downstream, clock } = ctx;
-    downstream.script = [{ delayMs: 0, error: new Unavailable('busy') }, { delayMs: 0, values: ['placed'] }];
+    downstream.script = [
+      { delayMs: 0, error: new Unavailable('busy') },
+      { delayMs: 0, values: ['placed'] },
+    ];
     const send = () => request(app.getHttpServer()).post('/obs/orders').set('idempotency-key', 'k-1').send({ item: 1 });
     const first = send().then((r) => r);
     for (let i = 0; i < 50 && downstream.subscriptions < 1; i++) await VirtualClock.settle();
@@ -489,7 +542,9 @@ describe('decorated methods that return an Observable', () => {
 
 describe('Observable methods under a custom layer order', () => {
   it('puts the time limit outside the retry when the order says so: one limit for all attempts', async () => {
-    const ctx = await boot({ order: ['idempotent', 'fallback', 'timeLimiter', 'retry', 'circuitBreaker', 'rateLimiter', 'bulkhead'] });
+    const ctx = await boot({
+      order: ['idempotent', 'fallback', 'timeLimiter', 'retry', 'circuitBreaker', 'rateLimiter', 'bulkhead'],
+    });
     try {
       const { client, downstream, clock } = ctx;
       downstream.script = [{ delayMs: 500 }];

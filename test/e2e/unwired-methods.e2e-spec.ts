@@ -2,7 +2,11 @@ import * as common from '@nestjs/common';
 import { Injectable, Logger, Module, Scope } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { ResilienceModule, Retry, VirtualClock } from '../../lib';
-import { CALLED_BEFORE_BOOTSTRAP, DECORATED_BY_ANOTHER_COPY, UNWIRED_AFTER_BOOTSTRAP } from '../../lib/resilience.messages';
+import {
+  CALLED_BEFORE_BOOTSTRAP,
+  DECORATED_BY_ANOTHER_COPY,
+  UNWIRED_AFTER_BOOTSTRAP,
+} from '../../lib/resilience.messages';
 
 @Injectable()
 class Quotes {
@@ -26,7 +30,9 @@ class PerRequestQuotes {
 class QuotesModule {}
 
 async function boot(): Promise<TestingModule> {
-  const moduleRef = await Test.createTestingModule({ imports: [ResilienceModule.forRoot({ clock: new VirtualClock() }), QuotesModule] }).compile();
+  const moduleRef = await Test.createTestingModule({
+    imports: [ResilienceModule.forRoot({ clock: new VirtualClock() }), QuotesModule],
+  }).compile();
   await moduleRef.init();
   return moduleRef;
 }
@@ -105,7 +111,9 @@ describe('a decorated method whose pipeline was never built', () => {
     }
     @Module({ providers: [Rates] })
     class RatesModule {}
-    const moduleRef = await Test.createTestingModule({ imports: [ResilienceModule.forRoot({ clock: new VirtualClock() }), RatesModule] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRoot({ clock: new VirtualClock() }), RatesModule],
+    }).compile();
     await moduleRef.init();
     expect(errors).toEqual([DECORATED_BY_ANOTHER_COPY('Rates.rate')]);
 

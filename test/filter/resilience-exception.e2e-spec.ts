@@ -52,7 +52,10 @@ class ScopedController {
 
 /** The ways an application installs the filter globally. */
 const REGISTRATIONS = {
-  'useGlobalFilters(new ResilienceExceptionFilter())': { providers: [], install: (app: INestApplication) => app.useGlobalFilters(new ResilienceExceptionFilter()) },
+  'useGlobalFilters(new ResilienceExceptionFilter())': {
+    providers: [],
+    install: (app: INestApplication) => app.useGlobalFilters(new ResilienceExceptionFilter()),
+  },
   'useGlobalFilters with the HttpAdapterHost': {
     providers: [],
     install: (app: INestApplication) => app.useGlobalFilters(new ResilienceExceptionFilter(app.get(HttpAdapterHost))),
@@ -62,7 +65,11 @@ const REGISTRATIONS = {
 
 type Registration = keyof typeof REGISTRATIONS;
 
-async function boot(platform: Platform, controllers: Array<new () => unknown>, registration?: Registration): Promise<INestApplication> {
+async function boot(
+  platform: Platform,
+  controllers: Array<new () => unknown>,
+  registration?: Registration,
+): Promise<INestApplication> {
   const setup = registration === undefined ? undefined : REGISTRATIONS[registration];
   const moduleRef = await Test.createTestingModule({ controllers, providers: [...(setup?.providers ?? [])] }).compile();
   const app = createPlatformApp(moduleRef, platform);
@@ -124,7 +131,11 @@ describe.each(PLATFORMS)('ResilienceExceptionFilter (e2e, %s)', (platform) => {
       expect(res.status).toBe(503);
       expect(mediaType(res.headers['content-type'])).toBe('application/problem+json');
       expect(res.headers['retry-after']).toBe('3');
-      expect(JSON.parse(res.text)).toMatchObject({ type: RESILIENCE_PROBLEMS.BULKHEAD_FULL.type, instance: '/scoped', name: 'reports' });
+      expect(JSON.parse(res.text)).toMatchObject({
+        type: RESILIENCE_PROBLEMS.BULKHEAD_FULL.type,
+        instance: '/scoped',
+        name: 'reports',
+      });
     } finally {
       await app.close();
     }

@@ -104,7 +104,14 @@ describe('crash between the effect and the completion, on PostgreSQL', () => {
       return { action: 'complete', status: 201, body: { chargeId: found.rows[0].id, pence: found.rows[0].pence } };
     };
     running = await startApp(
-      { clock, idempotency: { store: new PostgresIdempotencyStore({ pool, table, clock }), principal: () => 'merchant-1', reconciler } },
+      {
+        clock,
+        idempotency: {
+          store: new PostgresIdempotencyStore({ pool, table, clock }),
+          principal: () => 'merchant-1',
+          reconciler,
+        },
+      },
       { controllers: [PaymentsController] },
     );
     const retry = () => send((running as RunningApp).url, '/payments', { key: 'order-42', body: { pence: 999 } });

@@ -90,8 +90,15 @@ export interface StartOptions {
  * Boots `metadata` with `ResilienceModule.forRoot(options)` on the chosen
  * platform and listens on a free loopback port.
  */
-export async function startApp(options: ResilienceModuleOptions, metadata: ModuleMetadata, { platform = 'express', prepare }: StartOptions = {}): Promise<RunningApp> {
-  const moduleRef = await Test.createTestingModule({ ...metadata, imports: [ResilienceModule.forRoot(options), ...(metadata.imports ?? [])] }).compile();
+export async function startApp(
+  options: ResilienceModuleOptions,
+  metadata: ModuleMetadata,
+  { platform = 'express', prepare }: StartOptions = {},
+): Promise<RunningApp> {
+  const moduleRef = await Test.createTestingModule({
+    ...metadata,
+    imports: [ResilienceModule.forRoot(options), ...(metadata.imports ?? [])],
+  }).compile();
   const app = createPlatformApp(moduleRef, platform);
   prepare?.(app);
   const outcomes: IdempotencyOutcomeEvent[] = [];
@@ -133,7 +140,8 @@ export function sendKeyLines(base: string, path: string, keys: readonly string[]
       res.on('error', reject);
       res.on('end', () => {
         const headers = new Headers();
-        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers.set(name, value);
+        for (const [name, value] of Object.entries(res.headers))
+          if (typeof value === 'string') headers.set(name, value);
         resolve({ status: res.statusCode ?? 0, headers, text: Buffer.concat(chunks).toString('utf8') });
       });
     });

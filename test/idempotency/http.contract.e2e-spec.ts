@@ -97,9 +97,11 @@ class PaymentsController {
 
 const targets = [memoryTarget(), postgresTarget('http'), redisTarget('http')];
 
-describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platform, target, name: `${target.name} on ${platform}` }))))(
-  '@Idempotent over HTTP: $name',
-  ({ platform, target }) => {
+describe.each(
+  PLATFORMS.flatMap((platform) =>
+    targets.map((target) => ({ platform, target, name: `${target.name} on ${platform}` })),
+  ),
+)('@Idempotent over HTTP: $name', ({ platform, target }) => {
   const url = target.server === undefined ? '' : serverOrSkip(target.server);
   if (url === undefined) return;
 
@@ -140,7 +142,8 @@ describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platfor
   });
   afterEach(() => running.close());
 
-  const pay = (key: string | undefined, amount = 999, extra: Record<string, string> = {}) => send(base, '/payments', { key, body: { amount }, headers: extra });
+  const pay = (key: string | undefined, amount = 999, extra: Record<string, string> = {}) =>
+    send(base, '/payments', { key, body: { amount }, headers: extra });
   const outcomes = () => running.outcomes.map((o) => o.outcome);
 
   describe('concurrent duplicates', () => {
@@ -184,7 +187,8 @@ describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platfor
       const again = await pay('k-replay');
       expect(again.status).toBe(201);
       expect(again.text).toBe(first.text);
-      for (const header of ['location', 'content-type', 'etag']) expect(again.headers.get(header)).toBe(first.headers.get(header));
+      for (const header of ['location', 'content-type', 'etag'])
+        expect(again.headers.get(header)).toBe(first.headers.get(header));
       expect(again.headers.get('location')).toBe('/payments/pay_1');
       expect(again.headers.get('idempotent-replayed')).toBe('true');
       expect(again.headers.get('set-cookie')).toBeNull();
@@ -202,8 +206,14 @@ describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platfor
     });
 
     it('replays a body with reordered JSON keys at every level', async () => {
-      const first = await send(base, '/payments', { key: 'k-order', body: '{"amount":999,"meta":{"a":1,"b":[{"x":1,"y":2}]}}' });
-      const again = await send(base, '/payments', { key: 'k-order', body: '{"meta":{"b":[{"y":2,"x":1}],"a":1},"amount":999}' });
+      const first = await send(base, '/payments', {
+        key: 'k-order',
+        body: '{"amount":999,"meta":{"a":1,"b":[{"x":1,"y":2}]}}',
+      });
+      const again = await send(base, '/payments', {
+        key: 'k-order',
+        body: '{"meta":{"b":[{"y":2,"x":1}],"a":1},"amount":999}',
+      });
       expect(first.status).toBe(201);
       expect(again).toMatchObject({ status: 201, text: first.text });
       expect(again.headers.get('idempotent-replayed')).toBe('true');
@@ -243,7 +253,11 @@ describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platfor
       const changed = await pay('k-changed', 1);
       expect(changed.status).toBe(422);
       expect(changed.headers.get('content-type')).toBe('application/problem+json');
-      expect(json(changed)).toMatchObject({ type: RESILIENCE_PROBLEMS.IDEMPOTENCY_KEY_REUSE.type, status: 422, instance: '/payments' });
+      expect(json(changed)).toMatchObject({
+        type: RESILIENCE_PROBLEMS.IDEMPOTENCY_KEY_REUSE.type,
+        status: 422,
+        instance: '/payments',
+      });
       gate.open();
       expect((await first).status).toBe(201);
       expect((await pay('k-changed', 1)).status).toBe(422);
@@ -285,7 +299,11 @@ describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platfor
       const answer = await pay(key);
       expect(answer.status).toBe(400);
       expect(answer.headers.get('content-type')).toBe('application/problem+json');
-      expect(json(answer)).toMatchObject({ type: RESILIENCE_PROBLEMS.IDEMPOTENCY_KEY_MISSING.type, status: 400, name: 'PaymentsController.pay' });
+      expect(json(answer)).toMatchObject({
+        type: RESILIENCE_PROBLEMS.IDEMPOTENCY_KEY_MISSING.type,
+        status: 400,
+        name: 'PaymentsController.pay',
+      });
       expect(json(answer).detail).toMatch(detail);
       expect(ledger.count()).toBe(0);
       expect(outcomes()).toEqual(['missing_key']);
@@ -294,7 +312,10 @@ describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platfor
     it('answers 400 to a key header sent twice, with no effect', async () => {
       const answer = await sendKeyLines(base, '/payments', ['k-one', 'k-two'], { amount: 1 });
       expect(answer.status).toBe(400);
-      expect(json(answer)).toMatchObject({ type: RESILIENCE_PROBLEMS.IDEMPOTENCY_KEY_MISSING.type, detail: expect.stringMatching(/sent more than once/) });
+      expect(json(answer)).toMatchObject({
+        type: RESILIENCE_PROBLEMS.IDEMPOTENCY_KEY_MISSING.type,
+        detail: expect.stringMatching(/sent more than once/),
+      });
       expect(ledger.count()).toBe(0);
     });
 
@@ -333,14 +354,25 @@ describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platfor
       expect(busy.headers.get('retry-after')).toBe('1');
       expect(staleSeen).toHaveLength(0);
       await clock.advance(1);
-      reconciler = (stale) => ({ action: 'complete', status: 201, body: { id: 'pay_1', amount: 999, reconciled: stale.downstreamKey() } });
+      reconciler = (stale) => ({
+        action: 'complete',
+        status: 201,
+        body: { id: 'pay_1', amount: 999, reconciled: stale.downstreamKey() },
+      });
       const resolved = await pay('k-stuck');
       expect(resolved.status).toBe(201);
       expect(resolved.headers.get('idempotent-replayed')).toBe('true');
       expect(resolved.headers.get('content-type')).toMatch(/^application\/json/);
       expect(staleSeen).toHaveLength(1);
-      expect(staleSeen[0]).toMatchObject({ target: 'PaymentsController.pay', transport: 'http', key: 'k-stuck', record: { state: 'in_progress', createdAt: START } });
-      expect(json(resolved).reconciled).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(staleSeen[0]).toMatchObject({
+        target: 'PaymentsController.pay',
+        transport: 'http',
+        key: 'k-stuck',
+        record: { state: 'in_progress', createdAt: START },
+      });
+      expect(json(resolved).reconciled).toMatch(
+        /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+      );
       const replay = await pay('k-stuck');
       expect(replay).toMatchObject({ status: 201, text: resolved.text });
       expect(ledger.count()).toBe(1);
@@ -374,7 +406,7 @@ describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platfor
       expect(json(rerun).downstream).toBe(staleSeen[0].downstreamKey());
     });
 
-    it('keeps a running handler\'s lease renewed past the lease, so duplicates stay 409 and nobody reconciles', async () => {
+    it("keeps a running handler's lease renewed past the lease, so duplicates stay 409 and nobody reconciles", async () => {
       const gate = new Gate();
       ledger.gates.push(gate);
       const first = pay('k-long');
@@ -437,5 +469,4 @@ describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platfor
       expect(ledger.count()).toBe(1);
     });
   });
-  },
-);
+});

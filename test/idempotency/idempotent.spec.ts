@@ -14,7 +14,13 @@ import {
   ResilienceRegistry,
   wallClock,
 } from '../../lib';
-import { canonicalJson, deriveDownstreamKey, fingerprintOf, parseIdempotencyKey, scopedKey } from '../../lib/idempotency/idempotency-key';
+import {
+  canonicalJson,
+  deriveDownstreamKey,
+  fingerprintOf,
+  parseIdempotencyKey,
+  scopedKey,
+} from '../../lib/idempotency/idempotency-key';
 import {
   IDEMPOTENCY_OPTIONS_PLACE,
   idempotentPlace,
@@ -63,8 +69,14 @@ describe('parseIdempotencyKey', () => {
   });
 
   it('refuses 256 characters, bare or quoted', () => {
-    expect(parseIdempotencyKey(['k'.repeat(256)])).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/256 characters/) });
-    expect(parseIdempotencyKey([`"${'k'.repeat(256)}"`])).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/256 characters/) });
+    expect(parseIdempotencyKey(['k'.repeat(256)])).toMatchObject({
+      kind: 'invalid',
+      reason: expect.stringMatching(/256 characters/),
+    });
+    expect(parseIdempotencyKey([`"${'k'.repeat(256)}"`])).toMatchObject({
+      kind: 'invalid',
+      reason: expect.stringMatching(/256 characters/),
+    });
   });
 
   it('treats no header as absent and a repeated header as invalid', () => {
@@ -78,14 +90,25 @@ describe('canonical JSON and fingerprints', () => {
   const cycle = () => 'cycle';
 
   it('sorts keys at every level and keeps array order', () => {
-    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'x' } }, cycle)).toBe('{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'x' } }, cycle)).toBe(
+      '{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}',
+    );
     expect(fingerprintOf({ b: 1, a: 2 }, cycle)).toBe(fingerprintOf({ a: 2, b: 1 }, cycle));
     expect(fingerprintOf([1, 2], cycle)).not.toBe(fingerprintOf([2, 1], cycle));
   });
 
   it('follows JSON.stringify for undefined, functions, non-finite numbers, toJSON and dates', () => {
-    const value = { u: undefined, f: () => 1, n: Number.NaN, list: [undefined, () => 1], when: new Date(0), custom: { toJSON: () => 'custom' } };
-    expect(canonicalJson(value, cycle)).toBe('{"custom":"custom","list":[null,null],"n":null,"when":"1970-01-01T00:00:00.000Z"}');
+    const value = {
+      u: undefined,
+      f: () => 1,
+      n: Number.NaN,
+      list: [undefined, () => 1],
+      when: new Date(0),
+      custom: { toJSON: () => 'custom' },
+    };
+    expect(canonicalJson(value, cycle)).toBe(
+      '{"custom":"custom","list":[null,null],"n":null,"when":"1970-01-01T00:00:00.000Z"}',
+    );
     expect(canonicalJson(undefined, cycle)).toBe('null');
   });
 
@@ -127,7 +150,12 @@ describe('idempotency module options', () => {
 
   it('defaults to a memory store on the wall clock, 24 h TTL, 30 s lease and the IETF header', () => {
     const options = idempotencyOf(undefined);
-    expect(options).toMatchObject({ ttlMs: 86_400_000, leaseMs: 30_000, header: 'idempotency-key', headerLabel: DEFAULT_IDEMPOTENCY_HEADER });
+    expect(options).toMatchObject({
+      ttlMs: 86_400_000,
+      leaseMs: 30_000,
+      header: 'idempotency-key',
+      headerLabel: DEFAULT_IDEMPOTENCY_HEADER,
+    });
     expect(options.replayHeaders).toEqual(['location', 'content-type', 'etag']);
     expect(options.store).toBeInstanceOf(MemoryIdempotencyStore);
     expect((options.store as unknown as { clock: unknown }).clock).toBe(wallClock);
@@ -142,26 +170,70 @@ describe('idempotency module options', () => {
   });
 
   it('reads durations and kebab-case keys', () => {
-    const options = idempotencyOf({ ttl: '2h', lease: 'PT10S', 'replay-headers': ['Location', 'X-Request-Id'], header: 'X-Idempotency-Key' });
-    expect(options).toMatchObject({ ttlMs: 7_200_000, leaseMs: 10_000, header: 'x-idempotency-key', replayHeaders: ['location', 'x-request-id'] });
+    const options = idempotencyOf({
+      ttl: '2h',
+      lease: 'PT10S',
+      'replay-headers': ['Location', 'X-Request-Id'],
+      header: 'X-Idempotency-Key',
+    });
+    expect(options).toMatchObject({
+      ttlMs: 7_200_000,
+      leaseMs: 10_000,
+      header: 'x-idempotency-key',
+      replayHeaders: ['location', 'x-request-id'],
+    });
   });
 
   it.each([
-    ['ttl', { ttl: -1 }, INVALID_VALUE(place, 'ttl', 'a positive duration (ms, or a string such as "30s" or "24h")', -1)],
-    ['lease', { lease: '0s' }, INVALID_VALUE(place, 'lease', 'a positive duration (ms, or a string such as "30s" or "24h")', '0s')],
+    [
+      'ttl',
+      { ttl: -1 },
+      INVALID_VALUE(place, 'ttl', 'a positive duration (ms, or a string such as "30s" or "24h")', -1),
+    ],
+    [
+      'lease',
+      { lease: '0s' },
+      INVALID_VALUE(place, 'lease', 'a positive duration (ms, or a string such as "30s" or "24h")', '0s'),
+    ],
     ['ttl shorter than lease', { ttl: '10s', lease: '30s' }, TTL_SHORTER_THAN_LEASE(place, 10_000, 30_000)],
     ['header', { header: 'Idempotency Key' }, INVALID_VALUE(place, 'header', 'an HTTP header name', 'Idempotency Key')],
     ['principal', { principal: 'user' }, INVALID_VALUE(place, 'principal', PRINCIPAL_EXPECTED, 'user')],
     ['reconciler', { reconciler: {} }, INVALID_VALUE(place, 'reconciler', 'a function', {})],
-    ['replayHeaders not a list', { replayHeaders: 'location' }, INVALID_VALUE(place, 'replayHeaders', 'a list of HTTP header names', 'location')],
-    ['replayHeaders with Set-Cookie', { replayHeaders: ['Location', 'Set-Cookie'] }, INVALID_VALUE(place, 'replayHeaders', 'a list of header names without Set-Cookie, which is never replayed', ['Location', 'Set-Cookie'])],
-    ['store', { store: { claim: () => undefined } }, INVALID_VALUE(place, 'store', 'an IdempotencyStore (an object with claim, complete, release, renew, get, cleanupExpired)', { claim: () => undefined })],
-    ['a misspelt key', { tll: '1h' }, UNKNOWN_KEY(place, 'tll', ['store', 'ttl', 'lease', 'header', 'principal', 'replayHeaders', 'reconciler'])],
+    [
+      'replayHeaders not a list',
+      { replayHeaders: 'location' },
+      INVALID_VALUE(place, 'replayHeaders', 'a list of HTTP header names', 'location'),
+    ],
+    [
+      'replayHeaders with Set-Cookie',
+      { replayHeaders: ['Location', 'Set-Cookie'] },
+      INVALID_VALUE(place, 'replayHeaders', 'a list of header names without Set-Cookie, which is never replayed', [
+        'Location',
+        'Set-Cookie',
+      ]),
+    ],
+    [
+      'store',
+      { store: { claim: () => undefined } },
+      INVALID_VALUE(
+        place,
+        'store',
+        'an IdempotencyStore (an object with claim, complete, release, renew, get, cleanupExpired)',
+        { claim: () => undefined },
+      ),
+    ],
+    [
+      'a misspelt key',
+      { tll: '1h' },
+      UNKNOWN_KEY(place, 'tll', ['store', 'ttl', 'lease', 'header', 'principal', 'replayHeaders', 'reconciler']),
+    ],
     ['not an object', '24h', NOT_AN_OBJECT(place, '24h')],
   ])('rejects %s', (_, idempotency, message) => expect(messageOf(idempotency)).toBe(message));
 
   it('fails bootstrap with the message', async () => {
-    const compile = Test.createTestingModule({ imports: [ResilienceModule.forRoot({ idempotency: { ttl: 'soon' } })] }).compile();
+    const compile = Test.createTestingModule({
+      imports: [ResilienceModule.forRoot({ idempotency: { ttl: 'soon' } })],
+    }).compile();
     await expect(compile).rejects.toThrow(/idempotency options: key 'ttl' must be a positive duration .*got "soon"/);
   });
 });
@@ -179,23 +251,51 @@ describe('@Idempotent options', () => {
   it.each([
     ['required', { required: 'yes' }, INVALID_VALUE(place, 'required', 'true or false', 'yes')],
     ['key', { key: 'id' }, INVALID_VALUE(place, 'key', 'a function', 'id')],
-    ['ttl', { ttl: '1 day' }, INVALID_VALUE(place, 'ttl', 'a positive duration (ms, or a string such as "30s" or "24h")', '1 day')],
+    [
+      'ttl',
+      { ttl: '1 day' },
+      INVALID_VALUE(place, 'ttl', 'a positive duration (ms, or a string such as "30s" or "24h")', '1 day'),
+    ],
     ['ttl shorter than lease', { lease: '1m', ttl: '30s' }, TTL_SHORTER_THAN_LEASE(place, 30_000, 60_000)],
-    ['releaseOn', { releaseOn: Error }, INVALID_VALUE(place, 'releaseOn', 'a list of error classes or class names', Error)],
+    [
+      'releaseOn',
+      { releaseOn: Error },
+      INVALID_VALUE(place, 'releaseOn', 'a list of error classes or class names', Error),
+    ],
     ['onStatus', { onStatus: 500 }, INVALID_VALUE(place, 'onStatus', 'a function', 500)],
     ['transactional', { transactional: 1 }, INVALID_VALUE(place, 'transactional', 'true or false', 1)],
     ['principal', { principal: 'everyone' }, INVALID_VALUE(place, 'principal', PRINCIPAL_EXPECTED, 'everyone')],
-    ['a misspelt option', { keys: () => 'x' }, UNKNOWN_KEY(place, 'keys', ['required', 'key', 'fingerprint', 'principal', 'ttl', 'lease', 'onStatus', 'releaseOn', 'transactional', 'reconciler'])],
+    [
+      'a misspelt option',
+      { keys: () => 'x' },
+      UNKNOWN_KEY(place, 'keys', [
+        'required',
+        'key',
+        'fingerprint',
+        'principal',
+        'ttl',
+        'lease',
+        'onStatus',
+        'releaseOn',
+        'transactional',
+        'reconciler',
+      ]),
+    ],
   ])('rejects %s where it is written', (_, options, message) => expect(() => decorate(options)).toThrow(message));
 
   it('only decorates methods', () => {
-    expect(() => (Idempotent() as unknown as ClassDecorator)(class Payments {})).toThrow(DECORATOR_ON_NON_METHOD('Idempotent', 'Payments.(class)'));
+    expect(() => (Idempotent() as unknown as ClassDecorator)(class Payments {})).toThrow(
+      DECORATOR_ON_NON_METHOD('Idempotent', 'Payments.(class)'),
+    );
   });
 });
 
 describe('@Idempotent at bootstrap', () => {
   const boot = async (options: ResilienceModuleOptions, metadata: { controllers?: any[]; providers?: any[] }) => {
-    const moduleRef = await Test.createTestingModule({ imports: [ResilienceModule.forRoot(options)], ...metadata }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRoot(options)],
+      ...metadata,
+    }).compile();
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();
     return app;
@@ -227,7 +327,9 @@ describe('@Idempotent at bootstrap', () => {
       @Idempotent({ transactional: true })
       async handle(): Promise<void> {}
     }
-    await expect(boot({ idempotency: { principal: 'shared' } }, { controllers: [Tx] })).rejects.toThrow(STORE_NOT_TRANSACTIONAL('Tx.handle', 'MemoryIdempotencyStore'));
+    await expect(boot({ idempotency: { principal: 'shared' } }, { controllers: [Tx] })).rejects.toThrow(
+      STORE_NOT_TRANSACTIONAL('Tx.handle', 'MemoryIdempotencyStore'),
+    );
   });
 
   it('refuses a principal on a method that is not a route', async () => {
@@ -301,7 +403,10 @@ describe('helpers outside a protected call', () => {
         return idempotencyTransaction();
       }
     }
-    const moduleRef = await Test.createTestingModule({ imports: [ResilienceModule.forRoot()], providers: [Plain] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRoot()],
+      providers: [Plain],
+    }).compile();
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();
     await expect(app.get(Plain).handle('k')).rejects.toThrow(NOT_TRANSACTIONAL('Plain.handle'));

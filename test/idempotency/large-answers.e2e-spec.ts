@@ -75,7 +75,11 @@ describe.each(PLATFORMS)('@Idempotent with answers too large or streamed to keep
   beforeEach(async () => {
     clock = new VirtualClock(Date.UTC(2025, 0, 1));
     store = new FaultyStore(new MemoryIdempotencyStore({ clock }));
-    running = await startApp({ clock, idempotency: { store: store as IdempotencyStore, lease: LEASE, principal: 'shared' } }, { controllers: [ExportsController] }, { platform });
+    running = await startApp(
+      { clock, idempotency: { store: store as IdempotencyStore, lease: LEASE, principal: 'shared' } },
+      { controllers: [ExportsController] },
+      { platform },
+    );
     controller = running.app.get(ExportsController);
   });
   afterEach(() => running.close());
@@ -133,13 +137,20 @@ describe.each(PLATFORMS)('@Idempotent with answers too large or streamed to keep
   if (platform === 'express') {
     it('settles the key of an endless stream at its first part, and streams it with backpressure instead of holding it', async () => {
       const controllerAbort = new AbortController();
-      const response = await fetch(`${running.url}/endless`, { method: 'POST', headers: { 'idempotency-key': 'k-endless' }, signal: controllerAbort.signal });
+      const response = await fetch(`${running.url}/endless`, {
+        method: 'POST',
+        headers: { 'idempotency-key': 'k-endless' },
+        signal: controllerAbort.signal,
+      });
       expect(response.status).toBe(200);
       const reader = (response.body as ReadableStream<Uint8Array>).getReader();
       let received = 0;
       while (received < 4 * MIB) received += ((await reader.read()).value as Uint8Array).length;
       // The key was completed before the stream ends (it never does).
-      expect(await recordOf('/endless', 'k-endless')).toMatchObject({ state: 'completed', response: { omitted: 'streamed' } });
+      expect(await recordOf('/endless', 'k-endless')).toMatchObject({
+        state: 'completed',
+        response: { omitted: 'streamed' },
+      });
       // What was produced but not yet read sits in socket buffers, bounded by backpressure, not in the server's memory.
       expect(controller.produced * 64 * 1024 - received).toBeLessThan(8 * MIB);
       controllerAbort.abort();

@@ -27,7 +27,10 @@ let ledger = '';
 @Injectable()
 class Charges {
   async charge(account: string, pence: number): Promise<{ chargeId: number }> {
-    const { rows } = await idempotencyTransaction().query(`INSERT INTO ${ledger} (account, pence) VALUES ($1, $2) RETURNING id`, [account, pence]);
+    const { rows } = await idempotencyTransaction().query(
+      `INSERT INTO ${ledger} (account, pence) VALUES ($1, $2) RETURNING id`,
+      [account, pence],
+    );
     return { chargeId: rows[0].id as number };
   }
 }
@@ -49,7 +52,15 @@ function post(base: string, key: string, body: object): Promise<number> {
     const payload = JSON.stringify(body);
     const req = request(
       `${base}/charges`,
-      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'idempotency-key': key } },
+      {
+        method: 'POST',
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          'idempotency-key': key,
+        },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode as number));
@@ -81,22 +92,32 @@ describe.each(PLATFORMS)('payment simulation over HTTP on PostgreSQL (%s)', (pla
     ledger = `ledger_${suffix}`;
     await pool.query(`CREATE TABLE ${ledger} (id serial PRIMARY KEY, account text NOT NULL, pence int NOT NULL)`);
     const store = new PostgresIdempotencyStore({ pool, table: `idem_sim_${suffix}` });
-    running = await startApp({ idempotency: { store, principal: () => 'merchant-1' } }, { controllers: [ChargesController], providers: [Charges] }, {
-      platform,
-      prepare: (app) =>
-        // The network: after the server has done everything (the charge, the stored answer), 40% of replies never arrive.
-        // Middleware gets Node's own response on both platforms.
-        app.use((_req: unknown, res: { end: (...args: unknown[]) => unknown; socket: { destroy(): void } | null }, next: () => void) => {
-          const end = res.end;
-          res.end = function (this: unknown, ...args: unknown[]) {
-            if (!lose()) return end.apply(this, args);
-            lost.count++;
-            res.socket?.destroy();
-            return this;
-          };
-          next();
-        }),
-    });
+    running = await startApp(
+      { idempotency: { store, principal: () => 'merchant-1' } },
+      { controllers: [ChargesController], providers: [Charges] },
+      {
+        platform,
+        prepare: (app) =>
+          // The network: after the server has done everything (the charge, the stored answer), 40% of replies never arrive.
+          // Middleware gets Node's own response on both platforms.
+          app.use(
+            (
+              _req: unknown,
+              res: { end: (...args: unknown[]) => unknown; socket: { destroy(): void } | null },
+              next: () => void,
+            ) => {
+              const end = res.end;
+              res.end = function (this: unknown, ...args: unknown[]) {
+                if (!lose()) return end.apply(this, args);
+                lost.count++;
+                res.socket?.destroy();
+                return this;
+              };
+              next();
+            },
+          ),
+      },
+    );
   });
   afterAll(async () => {
     await running.close();
@@ -105,7 +126,10 @@ describe.each(PLATFORMS)('payment simulation over HTTP on PostgreSQL (%s)', (pla
   });
 
   /** Pays 100 × 999p, each payment tried until a reply arrives (at most 4 times); returns what the ledger holds for `account`. */
-  async function simulate(account: string, freshKeyEachTry: boolean): Promise<{ pence: number; rows: number; attempts: number; lost: number }> {
+  async function simulate(
+    account: string,
+    freshKeyEachTry: boolean,
+  ): Promise<{ pence: number; rows: number; attempts: number; lost: number }> {
     const random = mulberry32(SEED);
     lose = () => random() < LOSS;
     lost.count = 0;
@@ -124,7 +148,10 @@ describe.each(PLATFORMS)('payment simulation over HTTP on PostgreSQL (%s)', (pla
         }
       }
     }
-    const { rows } = await pool.query(`SELECT coalesce(sum(pence), 0)::int AS pence, count(*)::int AS rows FROM ${ledger} WHERE account = $1`, [account]);
+    const { rows } = await pool.query(
+      `SELECT coalesce(sum(pence), 0)::int AS pence, count(*)::int AS rows FROM ${ledger} WHERE account = $1`,
+      [account],
+    );
     return { pence: rows[0].pence, rows: rows[0].rows, attempts, lost: lost.count };
   }
 
@@ -135,7 +162,9 @@ describe.each(PLATFORMS)('payment simulation over HTTP on PostgreSQL (%s)', (pla
   it('charges exactly 99,900p in 100 rows with one key per payment, and overcharges with a new key per attempt', async () => {
     const fresh = await simulate('acct-fresh-keys', true);
     const stable = await simulate('acct-one-key', false);
-    report(`payment simulation (seed ${SEED}, ${LOSS * 100}% of replies lost after the effect)\n  ${describeRun('new key on every retry', fresh)}\n  ${describeRun('one key per payment', stable)}`);
+    report(
+      `payment simulation (seed ${SEED}, ${LOSS * 100}% of replies lost after the effect)\n  ${describeRun('new key on every retry', fresh)}\n  ${describeRun('one key per payment', stable)}`,
+    );
 
     expect(stable).toMatchObject({ pence: 99_900, rows: 100 });
     // Seed 9 of mulberry32 loses 51 of 150 replies (one payment gives up after its fourth).

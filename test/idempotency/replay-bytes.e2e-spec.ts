@@ -35,42 +35,55 @@ class DownloadsController {
   }
 }
 
-async function post(base: string, path: string, key: string): Promise<{ status: number; replayed: string | null; bytes: Buffer }> {
+async function post(
+  base: string,
+  path: string,
+  key: string,
+): Promise<{ status: number; replayed: string | null; bytes: Buffer }> {
   const response = await fetch(`${base}${path}`, { method: 'POST', headers: { 'idempotency-key': key } });
-  return { status: response.status, replayed: response.headers.get('idempotent-replayed'), bytes: Buffer.from(await response.arrayBuffer()) };
+  return {
+    status: response.status,
+    replayed: response.headers.get('idempotent-replayed'),
+    bytes: Buffer.from(await response.arrayBuffer()),
+  };
 }
 
 const targets = [memoryTarget(), postgresTarget('bytes'), redisTarget('bytes')];
 
-describe.each(PLATFORMS.flatMap((platform) => targets.map((target) => ({ platform, target, name: `${target.name} on ${platform}` }))))(
-  '@Idempotent replays bodies byte for byte: $name',
-  ({ platform, target }) => {
-    const url = target.server === undefined ? '' : serverOrSkip(target.server);
-    if (url === undefined) return;
+describe.each(
+  PLATFORMS.flatMap((platform) =>
+    targets.map((target) => ({ platform, target, name: `${target.name} on ${platform}` })),
+  ),
+)('@Idempotent replays bodies byte for byte: $name', ({ platform, target }) => {
+  const url = target.server === undefined ? '' : serverOrSkip(target.server);
+  if (url === undefined) return;
 
-    let running: RunningApp;
-    let controller: DownloadsController;
+  let running: RunningApp;
+  let controller: DownloadsController;
 
-    beforeAll(() => target.setup(url));
-    afterAll(() => target.teardown());
-    beforeEach(async () => {
-      const clock = new VirtualClock(Date.UTC(2025, 0, 1));
-      running = await startApp({ clock, idempotency: { store: target.create(clock), principal: 'shared' } }, { controllers: [DownloadsController] }, { platform });
-      controller = running.app.get(DownloadsController);
-    });
-    afterEach(() => running.close());
+  beforeAll(() => target.setup(url));
+  afterAll(() => target.teardown());
+  beforeEach(async () => {
+    const clock = new VirtualClock(Date.UTC(2025, 0, 1));
+    running = await startApp(
+      { clock, idempotency: { store: target.create(clock), principal: 'shared' } },
+      { controllers: [DownloadsController] },
+      { platform },
+    );
+    controller = running.app.get(DownloadsController);
+  });
+  afterEach(() => running.close());
 
-    it.each([
-      ['a binary body with every byte value', '/binary', BINARY],
-      ['an ISO-8859-1 text body', '/latin1', LATIN1],
-    ])('replays %s byte-identical', async (_, path, sent) => {
-      const first = await post(running.url, path, 'k-bytes');
-      const again = await post(running.url, path, 'k-bytes');
-      expect(first.status).toBe(201);
-      expect(first.bytes.equals(sent)).toBe(true);
-      expect(again).toMatchObject({ status: 201, replayed: 'true' });
-      expect(again.bytes.toString('hex')).toBe(sent.toString('hex'));
-      expect(controller.runs).toBe(1);
-    });
-  },
-);
+  it.each([
+    ['a binary body with every byte value', '/binary', BINARY],
+    ['an ISO-8859-1 text body', '/latin1', LATIN1],
+  ])('replays %s byte-identical', async (_, path, sent) => {
+    const first = await post(running.url, path, 'k-bytes');
+    const again = await post(running.url, path, 'k-bytes');
+    expect(first.status).toBe(201);
+    expect(first.bytes.equals(sent)).toBe(true);
+    expect(again).toMatchObject({ status: 201, replayed: 'true' });
+    expect(again.bytes.toString('hex')).toBe(sent.toString('hex'));
+    expect(controller.runs).toBe(1);
+  });
+});

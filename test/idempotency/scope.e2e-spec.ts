@@ -29,7 +29,11 @@ describe.each(PLATFORMS)('@Idempotent key scope: method, matched route and princ
   let controller: ChargesController;
 
   beforeEach(async () => {
-    running = await startApp({ idempotency: { principal: byUser } }, { controllers: [ChargesController] }, { platform });
+    running = await startApp(
+      { idempotency: { principal: byUser } },
+      { controllers: [ChargesController] },
+      { platform },
+    );
     controller = running.app.get(ChargesController);
   });
   afterEach(() => running.close());
@@ -37,9 +41,21 @@ describe.each(PLATFORMS)('@Idempotent key scope: method, matched route and princ
   // Express routes paths case-insensitively and ignores a trailing slash; Fastify, by default, does neither.
   if (platform === 'express') {
     it('shares one key space between /pay, /pay/ and /PAY, which the router sends to one handler', async () => {
-      const first = await send(running.url, '/pay', { key: 'k-route', body: { pence: 5 }, headers: { 'x-user': 'alice' } });
-      const slash = await send(running.url, '/pay/', { key: 'k-route', body: { pence: 5 }, headers: { 'x-user': 'alice' } });
-      const upper = await send(running.url, '/PAY', { key: 'k-route', body: { pence: 5 }, headers: { 'x-user': 'alice' } });
+      const first = await send(running.url, '/pay', {
+        key: 'k-route',
+        body: { pence: 5 },
+        headers: { 'x-user': 'alice' },
+      });
+      const slash = await send(running.url, '/pay/', {
+        key: 'k-route',
+        body: { pence: 5 },
+        headers: { 'x-user': 'alice' },
+      });
+      const upper = await send(running.url, '/PAY', {
+        key: 'k-route',
+        body: { pence: 5 },
+        headers: { 'x-user': 'alice' },
+      });
       expect(controller.runs).toBe(1);
       expect(first.status).toBe(201);
       for (const again of [slash, upper]) {
@@ -52,7 +68,10 @@ describe.each(PLATFORMS)('@Idempotent key scope: method, matched route and princ
   it('treats two resources of one route template with the same key as a reused key, not a replay', async () => {
     const one = await send(running.url, '/orders/1/pay', { key: 'k-orders', headers: { 'x-user': 'alice' } });
     const two = await send(running.url, '/orders/2/pay', { key: 'k-orders', headers: { 'x-user': 'alice' } });
-    const oneAgain = await send(running.url, platform === 'express' ? '/ORDERS/1/pay/' : '/orders/1/pay', { key: 'k-orders', headers: { 'x-user': 'alice' } });
+    const oneAgain = await send(running.url, platform === 'express' ? '/ORDERS/1/pay/' : '/orders/1/pay', {
+      key: 'k-orders',
+      headers: { 'x-user': 'alice' },
+    });
     expect(one.status).toBe(201);
     expect(two.status).toBe(422);
     expect(oneAgain).toMatchObject({ status: 201, text: one.text });
@@ -60,8 +79,16 @@ describe.each(PLATFORMS)('@Idempotent key scope: method, matched route and princ
   });
 
   it('never replays one principal’s answer to another who reuses the key', async () => {
-    const alice = await send(running.url, '/pay', { key: 'k-shared-by-chance', body: { pence: 5 }, headers: { 'x-user': 'alice' } });
-    const bob = await send(running.url, '/pay', { key: 'k-shared-by-chance', body: { pence: 5 }, headers: { 'x-user': 'bob' } });
+    const alice = await send(running.url, '/pay', {
+      key: 'k-shared-by-chance',
+      body: { pence: 5 },
+      headers: { 'x-user': 'alice' },
+    });
+    const bob = await send(running.url, '/pay', {
+      key: 'k-shared-by-chance',
+      body: { pence: 5 },
+      headers: { 'x-user': 'bob' },
+    });
     expect(bob.headers.get('idempotent-replayed')).toBeNull();
     expect(json(alice).charge).toBe(1);
     expect(json(bob).charge).toBe(2);
@@ -96,7 +123,10 @@ describe('@Idempotent principal choice', () => {
   }
 
   it('fails bootstrap for a route without a principal, showing both ways to choose one', async () => {
-    const compiled = Test.createTestingModule({ imports: [ResilienceModule.forRoot({})], controllers: [UnscopedController] }).compile();
+    const compiled = Test.createTestingModule({
+      imports: [ResilienceModule.forRoot({})],
+      controllers: [UnscopedController],
+    }).compile();
     const boot = compiled.then((moduleRef) => moduleRef.createNestApplication({ logger: false }).init());
     await expect(boot).rejects.toThrow(PRINCIPAL_REQUIRED('UnscopedController.pay'));
     const message = PRINCIPAL_REQUIRED('UnscopedController.pay');

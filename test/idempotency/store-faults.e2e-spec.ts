@@ -50,7 +50,10 @@ describe('@Idempotent when the store fails or hangs', () => {
   const boot = async (idempotency: Record<string, unknown> = {}) => {
     clock = new VirtualClock(START);
     store = new FaultyStore(new MemoryIdempotencyStore({ clock }));
-    running = await startApp({ clock, idempotency: { store: store as IdempotencyStore, principal: 'shared', ...idempotency } }, { controllers: [PaymentsController], providers: [Charges] });
+    running = await startApp(
+      { clock, idempotency: { store: store as IdempotencyStore, principal: 'shared', ...idempotency } },
+      { controllers: [PaymentsController], providers: [Charges] },
+    );
     charges = running.app.get(Charges);
   };
   afterEach(() => running.close());
@@ -86,7 +89,11 @@ describe('@Idempotent when the store fails or hangs', () => {
   it('gives up on a hanging store when the request deadline runs out, before storeTimeout', async () => {
     await boot({ storeTimeout: '1h' });
     store.hangClaim = true;
-    const answer = send(running.url, '/pay', { key: 'k-deadline', body: { pence: 5 }, headers: { 'x-request-deadline-ms': '500' } });
+    const answer = send(running.url, '/pay', {
+      key: 'k-deadline',
+      body: { pence: 5 },
+      headers: { 'x-request-deadline-ms': '500' },
+    });
     await store.watch.until(() => store.started.includes('claim'));
     await clock.advance(500);
     expect((await answer).status).toBe(503);
@@ -193,7 +200,12 @@ describe('RedisIdempotencyStore durability check', () => {
     const spy = jest.spyOn(Logger.prototype, 'warn').mockImplementation((m: unknown) => void warnings.push(String(m)));
     try {
       const running = await startApp(
-        { idempotency: { store: new RedisIdempotencyStore({ client: redis as Redis, prefix: `idem-durability:${randomUUID()}:` }), principal: 'shared' } },
+        {
+          idempotency: {
+            store: new RedisIdempotencyStore({ client: redis as Redis, prefix: `idem-durability:${randomUUID()}:` }),
+            principal: 'shared',
+          },
+        },
         { controllers: [PaymentsController], providers: [Charges] },
       );
       await running.close();
@@ -211,7 +223,8 @@ describe('RedisIdempotencyStore durability check', () => {
   it('says nothing, and still boots, when CONFIG and INFO are disabled', async () => {
     const locked = new Proxy(client, {
       get(target, property, receiver) {
-        if (property === 'call' || property === 'info' || property === 'config') return () => Promise.reject(new Error("ERR unknown command 'CONFIG'"));
+        if (property === 'call' || property === 'info' || property === 'config')
+          return () => Promise.reject(new Error("ERR unknown command 'CONFIG'"));
         const value = Reflect.get(target, property, receiver);
         return typeof value === 'function' ? value.bind(target) : value;
       },

@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import { Pool } from 'pg';
 import { Clock } from '../../lib/clock';
-import { IdempotencyStore, StoredResponse, ClaimOptions, ClaimResult, IdempotencyRecord } from '../../lib/idempotency/idempotency-store';
+import {
+  IdempotencyStore,
+  StoredResponse,
+  ClaimOptions,
+  ClaimResult,
+  IdempotencyRecord,
+} from '../../lib/idempotency/idempotency-store';
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory-idempotency-store';
 import { PostgresIdempotencyStore } from '../../lib/idempotency/postgres-idempotency-store';
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis-idempotency-store';
@@ -71,7 +77,8 @@ export function redisTarget(suite: string): StoreTarget {
     async setup(url) {
       client = new Redis(url, { maxRetriesPerRequest: 1 });
     },
-    create: (clock) => new RedisIdempotencyStore({ client: client as Redis, prefix: `idem-${suite}:${randomUUID()}:`, clock }),
+    create: (clock) =>
+      new RedisIdempotencyStore({ client: client as Redis, prefix: `idem-${suite}:${randomUUID()}:`, clock }),
     async teardown() {
       await client?.quit();
     },

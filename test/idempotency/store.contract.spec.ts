@@ -23,252 +23,268 @@ const CREATED: StoredHttpResponse = {
   body: '{"id":"pay_1","amount":999,"note":"naïve ✓ \\n line"}',
 };
 
-function expectOutcome<O extends ClaimResult['outcome']>(result: ClaimResult, outcome: O): Extract<ClaimResult, { outcome: O }> {
+function expectOutcome<O extends ClaimResult['outcome']>(
+  result: ClaimResult,
+  outcome: O,
+): Extract<ClaimResult, { outcome: O }> {
   expect(result.outcome).toBe(outcome);
   return result as Extract<ClaimResult, { outcome: O }>;
 }
 
-describe.each([memoryTarget(), postgresTarget('contract'), redisTarget('contract')])('IdempotencyStore contract: $name', (target) => {
-  const url = target.server === undefined ? '' : serverOrSkip(target.server);
-  if (url === undefined) return;
+describe.each([memoryTarget(), postgresTarget('contract'), redisTarget('contract')])(
+  'IdempotencyStore contract: $name',
+  (target) => {
+    const url = target.server === undefined ? '' : serverOrSkip(target.server);
+    if (url === undefined) return;
 
-  let clock: VirtualClock;
-  let store: IdempotencyStore;
+    let clock: VirtualClock;
+    let store: IdempotencyStore;
 
-  beforeAll(() => target.setup(url));
-  afterAll(() => target.teardown());
-  beforeEach(() => {
-    clock = new VirtualClock(START);
-    store = target.create(clock);
-  });
-
-  describe('claim', () => {
-    it('lets exactly one of 50 concurrent claims of a fresh key win', async () => {
-      const results = await Promise.all(Array.from({ length: 50 }, () => store.claim('k', 'fp')));
-      expect(results.filter((r) => r.outcome === 'claimed')).toHaveLength(1);
-      expect(results.filter((r) => r.outcome === 'in_progress')).toHaveLength(49);
+    beforeAll(() => target.setup(url));
+    afterAll(() => target.teardown());
+    beforeEach(() => {
+      clock = new VirtualClock(START);
+      store = target.create(clock);
     });
 
-    it('lets exactly one of 50 concurrent claims take over a stale record', async () => {
-      expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'claimed');
-      await clock.advance(LEASE);
-      const results = await Promise.all(Array.from({ length: 50 }, () => store.claim('k', 'fp', { leaseMs: LEASE })));
-      expect(results.filter((r) => r.outcome === 'stale')).toHaveLength(1);
-      expect(results.filter((r) => r.outcome === 'in_progress')).toHaveLength(49);
+    describe('claim', () => {
+      it('lets exactly one of 50 concurrent claims of a fresh key win', async () => {
+        const results = await Promise.all(Array.from({ length: 50 }, () => store.claim('k', 'fp')));
+        expect(results.filter((r) => r.outcome === 'claimed')).toHaveLength(1);
+        expect(results.filter((r) => r.outcome === 'in_progress')).toHaveLength(49);
+      });
+
+      it('lets exactly one of 50 concurrent claims take over a stale record', async () => {
+        expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'claimed');
+        await clock.advance(LEASE);
+        const results = await Promise.all(Array.from({ length: 50 }, () => store.claim('k', 'fp', { leaseMs: LEASE })));
+        expect(results.filter((r) => r.outcome === 'stale')).toHaveLength(1);
+        expect(results.filter((r) => r.outcome === 'in_progress')).toHaveLength(49);
+      });
+
+      it('returns the new in-progress record with its lease and TTL on the clock', async () => {
+        const claimed = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE, ttlMs: TTL }), 'claimed');
+        expect(claimed.token).toEqual(expect.any(String));
+        expect(claimed.record).toEqual({
+          key: 'k',
+          state: 'in_progress',
+          fingerprint: 'fp',
+          createdAt: START,
+          leaseExpiresAt: START + LEASE,
+          expiresAt: START + TTL,
+        });
+        expect(await store.get('k')).toEqual(claimed.record);
+      });
+
+      it('uses a 30 s lease and a 24 h TTL by default', async () => {
+        const claimed = expectOutcome(await store.claim('k', 'fp'), 'claimed');
+        expect(claimed.record.leaseExpiresAt - START).toBe(DEFAULT_IDEMPOTENCY_LEASE_MS);
+        expect(claimed.record.expiresAt - START).toBe(DEFAULT_IDEMPOTENCY_TTL_MS);
+        expect(DEFAULT_IDEMPOTENCY_LEASE_MS).toBe(30_000);
+        expect(DEFAULT_IDEMPOTENCY_TTL_MS).toBe(86_400_000);
+      });
+
+      it('answers in_progress with the time left on the lease', async () => {
+        await store.claim('k', 'fp', { leaseMs: LEASE });
+        await clock.advance(12_000);
+        const busy = expectOutcome(await store.claim('k', 'fp'), 'in_progress');
+        expect(busy.retryAfterMs).toBe(LEASE - 12_000);
+        expect(busy.record.leaseExpiresAt).toBe(START + LEASE);
+      });
+
+      it('keeps keys independent', async () => {
+        expectOutcome(await store.claim('tenant-a POST /payments k', 'fp'), 'claimed');
+        expectOutcome(await store.claim('tenant-b POST /payments k', 'fp'), 'claimed');
+        expectOutcome(await store.claim('tenant-a POST /refunds k', 'other'), 'claimed');
+      });
+
+      it('rejects a non-positive lease or TTL', async () => {
+        await expect(store.claim('k', 'fp', { leaseMs: 0 })).rejects.toThrow(/leaseMs.*positive.*got 0/);
+        await expect(store.claim('k', 'fp', { ttlMs: -1 })).rejects.toThrow(/ttlMs.*positive.*got -1/);
+        await expect(store.claim('k', 'fp', { leaseMs: Number.NaN })).rejects.toThrow(RangeError);
+      });
     });
 
-    it('returns the new in-progress record with its lease and TTL on the clock', async () => {
-      const claimed = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE, ttlMs: TTL }), 'claimed');
-      expect(claimed.token).toEqual(expect.any(String));
-      expect(claimed.record).toEqual({ key: 'k', state: 'in_progress', fingerprint: 'fp', createdAt: START, leaseExpiresAt: START + LEASE, expiresAt: START + TTL });
-      expect(await store.get('k')).toEqual(claimed.record);
+    describe('fingerprint mismatch', () => {
+      it('is reported while the first request is in progress, before in_progress', async () => {
+        await store.claim('k', 'fp-1');
+        expectOutcome(await store.claim('k', 'fp-2'), 'fingerprint_mismatch');
+      });
+
+      it('is reported for a completed key', async () => {
+        const { token } = expectOutcome(await store.claim('k', 'fp-1'), 'claimed');
+        await store.complete('k', token, CREATED);
+        expectOutcome(await store.claim('k', 'fp-2'), 'fingerprint_mismatch');
+      });
+
+      it('is reported for a stale key, which it does not take over', async () => {
+        await store.claim('k', 'fp-1', { leaseMs: LEASE });
+        await clock.advance(LEASE);
+        expectOutcome(await store.claim('k', 'fp-2'), 'fingerprint_mismatch');
+        expectOutcome(await store.claim('k', 'fp-1'), 'stale');
+      });
     });
 
-    it('uses a 30 s lease and a 24 h TTL by default', async () => {
-      const claimed = expectOutcome(await store.claim('k', 'fp'), 'claimed');
-      expect(claimed.record.leaseExpiresAt - START).toBe(DEFAULT_IDEMPOTENCY_LEASE_MS);
-      expect(claimed.record.expiresAt - START).toBe(DEFAULT_IDEMPOTENCY_TTL_MS);
-      expect(DEFAULT_IDEMPOTENCY_LEASE_MS).toBe(30_000);
-      expect(DEFAULT_IDEMPOTENCY_TTL_MS).toBe(86_400_000);
+    describe('completion and replay', () => {
+      it('round-trips an HTTP answer: status, headers and the body text exactly', async () => {
+        const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
+        expect(await store.complete('k', token, CREATED)).toBe(true);
+        const replay = expectOutcome(await store.claim('k', 'fp'), 'completed');
+        expect(replay.record.response).toEqual(CREATED);
+        expect(replay.record).toMatchObject({ key: 'k', state: 'completed', fingerprint: 'fp', createdAt: START });
+        expect(await store.get('k')).toEqual(replay.record);
+      });
+
+      it.each<[string, StoredResponse]>([
+        [
+          'an object',
+          { kind: 'result', value: { orderId: 42, lines: [{ sku: 'A', qty: 2 }], paid: true, note: null } },
+        ],
+        ['a string', { kind: 'result', value: 'done' }],
+        ['nothing', { kind: 'result' }],
+      ])('round-trips a non-HTTP result: %s', async (_, response) => {
+        const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
+        expect(await store.complete('k', token, response)).toBe(true);
+        expect(expectOutcome(await store.claim('k', 'fp'), 'completed').record.response).toEqual(response);
+      });
+
+      it('keeps a completed record for its TTL from completion, then frees the key', async () => {
+        const { token } = expectOutcome(await store.claim('k', 'fp', { ttlMs: TTL }), 'claimed');
+        await clock.advance(5_000);
+        await store.complete('k', token, CREATED, 60_000);
+        await clock.advance(59_999);
+        expectOutcome(await store.claim('k', 'fp'), 'completed');
+        await clock.advance(1);
+        expect(await store.get('k')).toBeUndefined();
+        expectOutcome(await store.claim('k', 'another request after expiry'), 'claimed');
+      });
+
+      it('completes only once', async () => {
+        const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
+        expect(await store.complete('k', token, CREATED)).toBe(true);
+        expect(await store.complete('k', token, { ...CREATED, status: 500 })).toBe(false);
+        expect(expectOutcome(await store.claim('k', 'fp'), 'completed').record.response).toEqual(CREATED);
+      });
     });
 
-    it('answers in_progress with the time left on the lease', async () => {
-      await store.claim('k', 'fp', { leaseMs: LEASE });
-      await clock.advance(12_000);
-      const busy = expectOutcome(await store.claim('k', 'fp'), 'in_progress');
-      expect(busy.retryAfterMs).toBe(LEASE - 12_000);
-      expect(busy.record.leaseExpiresAt).toBe(START + LEASE);
+    describe('lease and expiry on the injected clock', () => {
+      it('frees a stuck record at the lease, not the TTL, handing over the stale record and a new token', async () => {
+        const first = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE, ttlMs: TTL }), 'claimed');
+        await clock.advance(LEASE - 1);
+        expectOutcome(await store.claim('k', 'fp'), 'in_progress');
+        await clock.advance(1);
+        const stale = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'stale');
+        expect(stale.token).not.toBe(first.token);
+        expect(stale.record).toEqual(first.record);
+        const now = START + LEASE;
+        expect(await store.get('k')).toEqual({ ...first.record, leaseExpiresAt: now + LEASE });
+        expectOutcome(await store.claim('k', 'fp'), 'in_progress');
+      });
+
+      it('lets a record past its TTL be claimed afresh, with any fingerprint', async () => {
+        await store.claim('k', 'fp', { leaseMs: 1_000, ttlMs: 10_000 });
+        await clock.advance(10_000);
+        expect(await store.get('k')).toBeUndefined();
+        const fresh = expectOutcome(await store.claim('k', 'other'), 'claimed');
+        expect(fresh.record.createdAt).toBe(START + 10_000);
+      });
+
+      it('never keeps a record shorter than its lease', async () => {
+        const claimed = expectOutcome(await store.claim('k', 'fp', { leaseMs: 60_000, ttlMs: 1_000 }), 'claimed');
+        expect(claimed.record.expiresAt).toBe(START + 60_000);
+      });
     });
 
-    it('keeps keys independent', async () => {
-      expectOutcome(await store.claim('tenant-a POST /payments k', 'fp'), 'claimed');
-      expectOutcome(await store.claim('tenant-b POST /payments k', 'fp'), 'claimed');
-      expectOutcome(await store.claim('tenant-a POST /refunds k', 'other'), 'claimed');
+    describe('owner check', () => {
+      it("ignores A's late completion, release and renewal after B took over", async () => {
+        const a = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'claimed');
+        await clock.advance(LEASE);
+        const b = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'stale');
+        expect(await store.complete('k', a.token, { ...CREATED, body: 'from A' })).toBe(false);
+        expect(await store.release('k', a.token)).toBe(false);
+        expect(await store.renew('k', a.token, 10 * LEASE)).toBe(false);
+        expect(await store.get('k')).toMatchObject({ state: 'in_progress', leaseExpiresAt: START + 2 * LEASE });
+        expect(await store.complete('k', b.token, CREATED)).toBe(true);
+        expect(expectOutcome(await store.claim('k', 'fp'), 'completed').record.response).toEqual(CREATED);
+      });
+
+      it('refuses an unknown token and an unknown key', async () => {
+        await store.claim('k', 'fp');
+        expect(await store.complete('k', 'not-the-token', CREATED)).toBe(false);
+        expect(await store.complete('missing', 'any', CREATED)).toBe(false);
+        expect(await store.release('missing', 'any')).toBe(false);
+        expect(await store.renew('missing', 'any')).toBe(false);
+        expectOutcome(await store.claim('k', 'fp'), 'in_progress');
+      });
+
+      it('lets the owner complete after its lease ran out when nobody took over', async () => {
+        const { token } = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'claimed');
+        await clock.advance(2 * LEASE);
+        expect(await store.complete('k', token, CREATED)).toBe(true);
+        expectOutcome(await store.claim('k', 'fp'), 'completed');
+      });
     });
 
-    it('rejects a non-positive lease or TTL', async () => {
-      await expect(store.claim('k', 'fp', { leaseMs: 0 })).rejects.toThrow(/leaseMs.*positive.*got 0/);
-      await expect(store.claim('k', 'fp', { ttlMs: -1 })).rejects.toThrow(/ttlMs.*positive.*got -1/);
-      await expect(store.claim('k', 'fp', { leaseMs: Number.NaN })).rejects.toThrow(RangeError);
-    });
-  });
+    describe('release', () => {
+      it('deletes the in-progress record so the key may run again', async () => {
+        const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
+        expect(await store.release('k', token)).toBe(true);
+        expect(await store.get('k')).toBeUndefined();
+        expectOutcome(await store.claim('k', 'fp'), 'claimed');
+      });
 
-  describe('fingerprint mismatch', () => {
-    it('is reported while the first request is in progress, before in_progress', async () => {
-      await store.claim('k', 'fp-1');
-      expectOutcome(await store.claim('k', 'fp-2'), 'fingerprint_mismatch');
-    });
-
-    it('is reported for a completed key', async () => {
-      const { token } = expectOutcome(await store.claim('k', 'fp-1'), 'claimed');
-      await store.complete('k', token, CREATED);
-      expectOutcome(await store.claim('k', 'fp-2'), 'fingerprint_mismatch');
+      it('does not release a completed record', async () => {
+        const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
+        await store.complete('k', token, CREATED);
+        expect(await store.release('k', token)).toBe(false);
+        expectOutcome(await store.claim('k', 'fp'), 'completed');
+      });
     });
 
-    it('is reported for a stale key, which it does not take over', async () => {
-      await store.claim('k', 'fp-1', { leaseMs: LEASE });
-      await clock.advance(LEASE);
-      expectOutcome(await store.claim('k', 'fp-2'), 'fingerprint_mismatch');
-      expectOutcome(await store.claim('k', 'fp-1'), 'stale');
-    });
-  });
+    describe('renew', () => {
+      it('extends the lease from now', async () => {
+        const { token } = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'claimed');
+        await clock.advance(20_000);
+        expect(await store.renew('k', token, LEASE)).toBe(true);
+        await clock.advance(LEASE - 1);
+        expect(expectOutcome(await store.claim('k', 'fp'), 'in_progress').retryAfterMs).toBe(1);
+        await clock.advance(1);
+        expectOutcome(await store.claim('k', 'fp'), 'stale');
+      });
 
-  describe('completion and replay', () => {
-    it('round-trips an HTTP answer: status, headers and the body text exactly', async () => {
-      const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
-      expect(await store.complete('k', token, CREATED)).toBe(true);
-      const replay = expectOutcome(await store.claim('k', 'fp'), 'completed');
-      expect(replay.record.response).toEqual(CREATED);
-      expect(replay.record).toMatchObject({ key: 'k', state: 'completed', fingerprint: 'fp', createdAt: START });
-      expect(await store.get('k')).toEqual(replay.record);
-    });
+      it('stretches the record to cover a lease beyond its TTL', async () => {
+        const { token } = expectOutcome(await store.claim('k', 'fp', { leaseMs: 1_000, ttlMs: 5_000 }), 'claimed');
+        expect(await store.renew('k', token, 60_000)).toBe(true);
+        expect(await store.get('k')).toMatchObject({ leaseExpiresAt: START + 60_000, expiresAt: START + 60_000 });
+      });
 
-    it.each<[string, StoredResponse]>([
-      ['an object', { kind: 'result', value: { orderId: 42, lines: [{ sku: 'A', qty: 2 }], paid: true, note: null } }],
-      ['a string', { kind: 'result', value: 'done' }],
-      ['nothing', { kind: 'result' }],
-    ])('round-trips a non-HTTP result: %s', async (_, response) => {
-      const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
-      expect(await store.complete('k', token, response)).toBe(true);
-      expect(expectOutcome(await store.claim('k', 'fp'), 'completed').record.response).toEqual(response);
+      it('does not renew a completed record', async () => {
+        const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
+        await store.complete('k', token, CREATED);
+        expect(await store.renew('k', token)).toBe(false);
+      });
     });
 
-    it('keeps a completed record for its TTL from completion, then frees the key', async () => {
-      const { token } = expectOutcome(await store.claim('k', 'fp', { ttlMs: TTL }), 'claimed');
-      await clock.advance(5_000);
-      await store.complete('k', token, CREATED, 60_000);
-      await clock.advance(59_999);
-      expectOutcome(await store.claim('k', 'fp'), 'completed');
-      await clock.advance(1);
-      expect(await store.get('k')).toBeUndefined();
-      expectOutcome(await store.claim('k', 'another request after expiry'), 'claimed');
+    describe('cleanupExpired', () => {
+      it('deletes exactly the expired records', async () => {
+        const done = expectOutcome(await store.claim('completed-short', 'fp'), 'claimed');
+        await store.complete('completed-short', done.token, CREATED, 1_000);
+        await store.claim('abandoned', 'fp', { leaseMs: 1_000, ttlMs: 2_000 });
+        await store.claim('running-long', 'fp', { leaseMs: 1_000, ttlMs: 60_000 });
+        const kept = expectOutcome(await store.claim('completed-long', 'fp'), 'claimed');
+        await store.complete('completed-long', kept.token, CREATED, 60_000);
+        expect(await store.cleanupExpired()).toBe(0);
+        await clock.advance(2_000);
+        // The memory store frees expired keys itself as the clock passes them; the others leave them to cleanupExpired.
+        expect(await store.cleanupExpired()).toBe(target.evictsByItself ? 0 : 2);
+        expect(await store.cleanupExpired()).toBe(0);
+        expect(await store.get('running-long')).toMatchObject({ state: 'in_progress' });
+        expect(await store.get('completed-long')).toMatchObject({ state: 'completed' });
+        expectOutcome(await store.claim('completed-short', 'fp'), 'claimed');
+      });
     });
-
-    it('completes only once', async () => {
-      const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
-      expect(await store.complete('k', token, CREATED)).toBe(true);
-      expect(await store.complete('k', token, { ...CREATED, status: 500 })).toBe(false);
-      expect(expectOutcome(await store.claim('k', 'fp'), 'completed').record.response).toEqual(CREATED);
-    });
-  });
-
-  describe('lease and expiry on the injected clock', () => {
-    it('frees a stuck record at the lease, not the TTL, handing over the stale record and a new token', async () => {
-      const first = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE, ttlMs: TTL }), 'claimed');
-      await clock.advance(LEASE - 1);
-      expectOutcome(await store.claim('k', 'fp'), 'in_progress');
-      await clock.advance(1);
-      const stale = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'stale');
-      expect(stale.token).not.toBe(first.token);
-      expect(stale.record).toEqual(first.record);
-      const now = START + LEASE;
-      expect(await store.get('k')).toEqual({ ...first.record, leaseExpiresAt: now + LEASE });
-      expectOutcome(await store.claim('k', 'fp'), 'in_progress');
-    });
-
-    it('lets a record past its TTL be claimed afresh, with any fingerprint', async () => {
-      await store.claim('k', 'fp', { leaseMs: 1_000, ttlMs: 10_000 });
-      await clock.advance(10_000);
-      expect(await store.get('k')).toBeUndefined();
-      const fresh = expectOutcome(await store.claim('k', 'other'), 'claimed');
-      expect(fresh.record.createdAt).toBe(START + 10_000);
-    });
-
-    it('never keeps a record shorter than its lease', async () => {
-      const claimed = expectOutcome(await store.claim('k', 'fp', { leaseMs: 60_000, ttlMs: 1_000 }), 'claimed');
-      expect(claimed.record.expiresAt).toBe(START + 60_000);
-    });
-  });
-
-  describe('owner check', () => {
-    it("ignores A's late completion, release and renewal after B took over", async () => {
-      const a = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'claimed');
-      await clock.advance(LEASE);
-      const b = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'stale');
-      expect(await store.complete('k', a.token, { ...CREATED, body: 'from A' })).toBe(false);
-      expect(await store.release('k', a.token)).toBe(false);
-      expect(await store.renew('k', a.token, 10 * LEASE)).toBe(false);
-      expect(await store.get('k')).toMatchObject({ state: 'in_progress', leaseExpiresAt: START + 2 * LEASE });
-      expect(await store.complete('k', b.token, CREATED)).toBe(true);
-      expect(expectOutcome(await store.claim('k', 'fp'), 'completed').record.response).toEqual(CREATED);
-    });
-
-    it('refuses an unknown token and an unknown key', async () => {
-      await store.claim('k', 'fp');
-      expect(await store.complete('k', 'not-the-token', CREATED)).toBe(false);
-      expect(await store.complete('missing', 'any', CREATED)).toBe(false);
-      expect(await store.release('missing', 'any')).toBe(false);
-      expect(await store.renew('missing', 'any')).toBe(false);
-      expectOutcome(await store.claim('k', 'fp'), 'in_progress');
-    });
-
-    it('lets the owner complete after its lease ran out when nobody took over', async () => {
-      const { token } = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'claimed');
-      await clock.advance(2 * LEASE);
-      expect(await store.complete('k', token, CREATED)).toBe(true);
-      expectOutcome(await store.claim('k', 'fp'), 'completed');
-    });
-  });
-
-  describe('release', () => {
-    it('deletes the in-progress record so the key may run again', async () => {
-      const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
-      expect(await store.release('k', token)).toBe(true);
-      expect(await store.get('k')).toBeUndefined();
-      expectOutcome(await store.claim('k', 'fp'), 'claimed');
-    });
-
-    it('does not release a completed record', async () => {
-      const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
-      await store.complete('k', token, CREATED);
-      expect(await store.release('k', token)).toBe(false);
-      expectOutcome(await store.claim('k', 'fp'), 'completed');
-    });
-  });
-
-  describe('renew', () => {
-    it('extends the lease from now', async () => {
-      const { token } = expectOutcome(await store.claim('k', 'fp', { leaseMs: LEASE }), 'claimed');
-      await clock.advance(20_000);
-      expect(await store.renew('k', token, LEASE)).toBe(true);
-      await clock.advance(LEASE - 1);
-      expect(expectOutcome(await store.claim('k', 'fp'), 'in_progress').retryAfterMs).toBe(1);
-      await clock.advance(1);
-      expectOutcome(await store.claim('k', 'fp'), 'stale');
-    });
-
-    it('stretches the record to cover a lease beyond its TTL', async () => {
-      const { token } = expectOutcome(await store.claim('k', 'fp', { leaseMs: 1_000, ttlMs: 5_000 }), 'claimed');
-      expect(await store.renew('k', token, 60_000)).toBe(true);
-      expect(await store.get('k')).toMatchObject({ leaseExpiresAt: START + 60_000, expiresAt: START + 60_000 });
-    });
-
-    it('does not renew a completed record', async () => {
-      const { token } = expectOutcome(await store.claim('k', 'fp'), 'claimed');
-      await store.complete('k', token, CREATED);
-      expect(await store.renew('k', token)).toBe(false);
-    });
-  });
-
-  describe('cleanupExpired', () => {
-    it('deletes exactly the expired records', async () => {
-      const done = expectOutcome(await store.claim('completed-short', 'fp'), 'claimed');
-      await store.complete('completed-short', done.token, CREATED, 1_000);
-      await store.claim('abandoned', 'fp', { leaseMs: 1_000, ttlMs: 2_000 });
-      await store.claim('running-long', 'fp', { leaseMs: 1_000, ttlMs: 60_000 });
-      const kept = expectOutcome(await store.claim('completed-long', 'fp'), 'claimed');
-      await store.complete('completed-long', kept.token, CREATED, 60_000);
-      expect(await store.cleanupExpired()).toBe(0);
-      await clock.advance(2_000);
-      // The memory store frees expired keys itself as the clock passes them; the others leave them to cleanupExpired.
-      expect(await store.cleanupExpired()).toBe(target.evictsByItself ? 0 : 2);
-      expect(await store.cleanupExpired()).toBe(0);
-      expect(await store.get('running-long')).toMatchObject({ state: 'in_progress' });
-      expect(await store.get('completed-long')).toMatchObject({ state: 'completed' });
-      expectOutcome(await store.claim('completed-short', 'fp'), 'claimed');
-    });
-  });
-});
+  },
+);
 
 describe('PostgresIdempotencyStore', () => {
   const url = serverOrSkip('postgres');
@@ -292,7 +308,10 @@ describe('PostgresIdempotencyStore', () => {
     clock = new VirtualClock(START);
   });
 
-  async function inTransaction(commit: boolean, work: (client: import('pg').PoolClient) => Promise<void>): Promise<void> {
+  async function inTransaction(
+    commit: boolean,
+    work: (client: import('pg').PoolClient) => Promise<void>,
+  ): Promise<void> {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
@@ -312,7 +331,9 @@ describe('PostgresIdempotencyStore', () => {
         await client.query(`INSERT INTO "${ledger}" (payment, pence) VALUES ($1, 999)`, [key]);
         expect(await store.completeInTransaction(client, key, token, CREATED)).toBe(true);
       });
-      expect((await pool.query(`SELECT count(*)::int AS n FROM "${ledger}" WHERE payment = $1`, [key])).rows[0].n).toBe(0);
+      expect((await pool.query(`SELECT count(*)::int AS n FROM "${ledger}" WHERE payment = $1`, [key])).rows[0].n).toBe(
+        0,
+      );
       expect(await store.get(key)).toMatchObject({ state: 'in_progress' });
       expectOutcome(await store.claim(key, 'fp'), 'in_progress');
       expect(await store.release(key, token)).toBe(true);
@@ -328,7 +349,9 @@ describe('PostgresIdempotencyStore', () => {
         // Until the commit, other connections still see the key running.
         expect(await store.get(key)).toMatchObject({ state: 'in_progress' });
       });
-      expect((await pool.query(`SELECT count(*)::int AS n FROM "${ledger}" WHERE payment = $1`, [key])).rows[0].n).toBe(1);
+      expect((await pool.query(`SELECT count(*)::int AS n FROM "${ledger}" WHERE payment = $1`, [key])).rows[0].n).toBe(
+        1,
+      );
       expect(expectOutcome(await store.claim(key, 'fp'), 'completed').record.response).toEqual(CREATED);
     });
 
@@ -351,8 +374,20 @@ describe('PostgresIdempotencyStore', () => {
         const stores = Array.from({ length: 5 }, () => new PostgresIdempotencyStore({ pool, table: fresh, clock }));
         const results = await Promise.all(stores.map((store, i) => store.claim(`k${i}`, 'fp')));
         expect(results.every((r) => r.outcome === 'claimed')).toBe(true);
-        const columns = await pool.query(`SELECT column_name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`, [fresh]);
-        expect(columns.rows.map((r) => r.column_name)).toEqual(['key', 'fingerprint', 'state', 'token', 'created_at', 'lease_expires_at', 'expires_at', 'response']);
+        const columns = await pool.query(
+          `SELECT column_name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`,
+          [fresh],
+        );
+        expect(columns.rows.map((r) => r.column_name)).toEqual([
+          'key',
+          'fingerprint',
+          'state',
+          'token',
+          'created_at',
+          'lease_expires_at',
+          'expires_at',
+          'response',
+        ]);
       } finally {
         await pool.query(`DROP TABLE IF EXISTS "${fresh}"`);
       }
@@ -370,7 +405,9 @@ describe('PostgresIdempotencyStore', () => {
     });
 
     it('rejects a table name that is not an identifier', () => {
-      expect(() => new PostgresIdempotencyStore({ pool, table: 'keys; DROP TABLE users' })).toThrow(/'table' must be an identifier/);
+      expect(() => new PostgresIdempotencyStore({ pool, table: 'keys; DROP TABLE users' })).toThrow(
+        /'table' must be an identifier/,
+      );
     });
   });
 });

@@ -27,9 +27,13 @@ class Payments extends ScriptedHandler {
 
   async charge(body: PaymentBody): Promise<{ id: number; pence: number }> {
     this.calls++;
-    const { rows } = await idempotencyTransaction().query(`INSERT INTO ${ledger} (account, pence) VALUES ($1, $2) RETURNING id`, [body.account, body.pence]);
+    const { rows } = await idempotencyTransaction().query(
+      `INSERT INTO ${ledger} (account, pence) VALUES ($1, $2) RETURNING id`,
+      [body.account, body.pence],
+    );
     await this.proceed();
-    if (body.failWith !== undefined) throw new HttpException({ message: `failed with ${body.failWith}` }, body.failWith);
+    if (body.failWith !== undefined)
+      throw new HttpException({ message: `failed with ${body.failWith}` }, body.failWith);
     return { id: rows[0].id as number, pence: body.pence };
   }
 }
@@ -42,7 +46,10 @@ class SettlementConsumer {
   @Idempotent({ key: (message: { id: string }) => message.id, transactional: true })
   async settle(message: { id: string; account: number; pence: number }): Promise<{ settled: number }> {
     this.runs++;
-    const { rows } = await idempotencyTransaction().query(`INSERT INTO ${ledger} (account, pence) VALUES ($1, $2) RETURNING id`, [message.account, message.pence]);
+    const { rows } = await idempotencyTransaction().query(
+      `INSERT INTO ${ledger} (account, pence) VALUES ($1, $2) RETURNING id`,
+      [message.account, message.pence],
+    );
     return { settled: rows[0].id as number };
   }
 }
@@ -99,7 +106,9 @@ describe.each(PLATFORMS)('@Idempotent({ transactional: true }) on PostgreSQL (%s
   afterEach(async () => {
     await running.close();
     const suffix = ledger.slice('ledger_'.length);
-    await pool.query(`DROP TABLE IF EXISTS ${ledger}; DROP TABLE IF EXISTS accounts_${suffix}; DROP TABLE IF EXISTS ${table}`);
+    await pool.query(
+      `DROP TABLE IF EXISTS ${ledger}; DROP TABLE IF EXISTS accounts_${suffix}; DROP TABLE IF EXISTS ${table}`,
+    );
   });
 
   const keyRecord = async (key: string) => store.get(JSON.stringify(['acct', 'POST', '/payments', key]));
@@ -108,7 +117,10 @@ describe.each(PLATFORMS)('@Idempotent({ transactional: true }) on PostgreSQL (%s
     const first = await pay('k-commit', { account: 1, pence: 999 });
     expect(first.status).toBe(201);
     expect(await rows()).toEqual([{ account: 1, pence: 999 }]);
-    expect(await keyRecord('k-commit')).toMatchObject({ state: 'completed', response: { status: 201, body: first.text } });
+    expect(await keyRecord('k-commit')).toMatchObject({
+      state: 'completed',
+      response: { status: 201, body: first.text },
+    });
     const again = await pay('k-commit', { account: 1, pence: 999 });
     expect(again).toMatchObject({ status: 201, text: first.text });
     expect(await rows()).toHaveLength(1);

@@ -5,7 +5,16 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import { Test } from '@nestjs/testing';
 import { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
-import { EventLoopDelayProbe, LoadShedder, LoadSheddingOptions, Priority, ResilienceEndpointsModule, ResilienceHealthIndicator, ResilienceModule, VirtualClock } from '../../lib';
+import {
+  EventLoopDelayProbe,
+  LoadShedder,
+  LoadSheddingOptions,
+  Priority,
+  ResilienceEndpointsModule,
+  ResilienceHealthIndicator,
+  ResilienceModule,
+  VirtualClock,
+} from '../../lib';
 import { readLoadSheddingOptions } from '../../lib/load-shedding/load-shedding.options';
 
 /** Handlers hold here until the test lets them finish, so no test waits on real time. */
@@ -166,7 +175,12 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
     for (const answer of refused) {
       expect(answer.retryAfter).toBe('1');
       expect(answer.type).toContain('application/problem+json');
-      expect(answer.body).toMatchObject({ status: 503, reason: 'concurrency', priority: 'normal', type: 'https://resilience4nest.dev/problems/overloaded' });
+      expect(answer.body).toMatchObject({
+        status: 503,
+        reason: 'concurrency',
+        priority: 'normal',
+        type: 'https://resilience4nest.dev/problems/overloaded',
+      });
     }
     expect(gate.entered).toBe(5);
     expect(guarded).toBe(5);
@@ -197,14 +211,19 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
     expect(shed).toHaveLength(28);
     expect(shed.every((a) => a.body.priority === 'low' && a.body.reason === 'priority')).toBe(true);
     expect(await sample('resilience4nest_shed_requests_total', { reason: 'concurrency', priority: 'low' })).toBe(28);
-    expect(await sample('resilience4nest_shed_requests_total', { reason: 'concurrency', priority: 'critical' })).toBe(0);
+    expect(await sample('resilience4nest_shed_requests_total', { reason: 'concurrency', priority: 'critical' })).toBe(
+      0,
+    );
   });
 
   it('takes the class from the priority header when one is configured', async () => {
     await boot({ maxConcurrentRequests: 2, priorities: { low: 0.5 }, priorityHeader: 'x-priority' });
     const first = call('/slow', { headers: { 'x-priority': 'low' } });
     await gate.reached(1);
-    expect((await call('/slow', { headers: { 'x-priority': 'low' } })).body).toMatchObject({ reason: 'priority', priority: 'low' });
+    expect((await call('/slow', { headers: { 'x-priority': 'low' } })).body).toMatchObject({
+      reason: 'priority',
+      priority: 'low',
+    });
     const second = call('/slow', { headers: { 'x-priority': 'bogus' } });
     await gate.reached(2);
     gate.release();
@@ -238,7 +257,9 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
     expect(await sample('resilience4nest_event_loop_delay_seconds')).toBe(0.3);
     await clock.advance(500);
     expect((await call('/slow')).status).toBe(200);
-    expect(await sample('resilience4nest_shed_requests_total', { reason: 'event-loop-delay', priority: 'normal' })).toBe(1);
+    expect(
+      await sample('resilience4nest_shed_requests_total', { reason: 'event-loop-delay', priority: 'normal' }),
+    ).toBe(1);
   });
 
   it('reports overload to readiness probes and on the status endpoint while normal requests are refused', async () => {
@@ -247,9 +268,17 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
     await gate.reached(5);
     const down = await call('/health');
     expect(down.status).toBe(503);
-    expect(down.body).toMatchObject({ status: 'error', error: { loadShedding: { status: 'down', limit: 10, inflight: 6, eventLoopDelayMs: 0 } } });
+    expect(down.body).toMatchObject({
+      status: 'error',
+      error: { loadShedding: { status: 'down', limit: 10, inflight: 6, eventLoopDelayMs: 0 } },
+    });
     const status = (await call('/actuator/loadshedding')).body as { loadShedding?: unknown };
-    expect(status.loadShedding).toMatchObject({ limit: 10, inflight: 6, overloaded: true, shed: { concurrency: { normal: 0 }, deadline: { low: 0 } } });
+    expect(status.loadShedding).toMatchObject({
+      limit: 10,
+      inflight: 6,
+      overloaded: true,
+      shed: { concurrency: { normal: 0 }, deadline: { low: 0 } },
+    });
     gate.release();
     await Promise.all(held);
     const up = await call('/health');
@@ -259,7 +288,10 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
 
   it('lets every request through without loadShedding, and the LoadShedder is still injectable', async () => {
     metrics = new Registry();
-    const moduleRef = await Test.createTestingModule({ imports: [ResilienceModule.forRoot({ metrics: { registry: metrics } })], controllers: [ShopController] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRoot({ metrics: { registry: metrics } })],
+      controllers: [ShopController],
+    }).compile();
     app = moduleRef.createNestApplication(adapter(), { logger: false });
     await app.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
@@ -287,7 +319,8 @@ describe('load shedding on Fastify', () => {
     try {
       await app.listen(0, '127.0.0.1');
       const url = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}/payments`;
-      const post = () => fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-order' }, body: 'x'.repeat(1000) });
+      const post = () =>
+        fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-order' }, body: 'x'.repeat(1000) });
       const admitted = post();
       await gate.reached(1);
       expect(parsed).toBe(1);

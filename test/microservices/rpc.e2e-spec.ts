@@ -98,7 +98,16 @@ class OrdersHandler {
 }
 
 const OPTIONS: ResilienceModuleOptions = {
-  circuitBreaker: { instances: { psp: { slidingWindowSize: 2, minimumNumberOfCalls: 2, failureRateThreshold: 50, waitDurationInOpenState: '12300ms' } } },
+  circuitBreaker: {
+    instances: {
+      psp: {
+        slidingWindowSize: 2,
+        minimumNumberOfCalls: 2,
+        failureRateThreshold: 50,
+        waitDurationInOpenState: '12300ms',
+      },
+    },
+  },
   retry: { instances: { psp: { maxAttempts: 3, waitDuration: 0 } } },
   bulkhead: { instances: { reports: { maxConcurrentCalls: 1 } } },
 };
@@ -145,10 +154,11 @@ const REGISTRATIONS: Record<string, () => Promise<Running>> = {
   },
 };
 
-const errorOf = (answer: Promise<unknown>): Promise<unknown> => answer.then(
-  (value) => ({ resolved: value }),
-  (error: unknown) => error,
-);
+const errorOf = (answer: Promise<unknown>): Promise<unknown> =>
+  answer.then(
+    (value) => ({ resolved: value }),
+    (error: unknown) => error,
+  );
 
 describe.each(Object.keys(REGISTRATIONS))('ResilienceExceptionFilter over TCP, installed by %s', (registration) => {
   let running: Running;

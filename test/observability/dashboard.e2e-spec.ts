@@ -29,7 +29,10 @@ describe('docs/grafana-dashboard.json against a scrape', () => {
   const exprs = expressions(JSON.parse(readFileSync(DASHBOARD, 'utf8')));
 
   beforeAll(async () => {
-    const booted = await bootApp({ metrics: { registry: new Registry() }, loadShedding: { adaptive: {}, eventLoopDelay: { threshold: '1s' } } }, { imports: [ResilienceEndpointsModule.forRoot({ metrics: true })] });
+    const booted = await bootApp(
+      { metrics: { registry: new Registry() }, loadShedding: { adaptive: {}, eventLoopDelay: { threshold: '1s' } } },
+      { imports: [ResilienceEndpointsModule.forRoot({ metrics: true })] },
+    );
     app = booted.app;
     await driveTraffic(booted.clock, booted.shop);
     samples = parseScrape((await request(app.getHttpServer()).get('/metrics').expect(200)).text);
@@ -38,7 +41,9 @@ describe('docs/grafana-dashboard.json against a scrape', () => {
   afterAll(() => app.close());
 
   it('has the incident panels', () => {
-    const titles = (JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Array<{ title: string }> }).panels.map((p) => p.title);
+    const titles = (JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Array<{ title: string }> }).panels.map(
+      (p) => p.title,
+    );
     expect(titles).toEqual(
       expect.arrayContaining([
         'Breaker state',
@@ -70,7 +75,8 @@ describe('docs/grafana-dashboard.json against a scrape', () => {
         for (const [, label, op, value] of matchers.matchAll(/(\w+)\s*(=~|!=|!~|=)\s*"([^"]*)"/g)) {
           if (TARGET_LABELS.has(label)) continue;
           if (!series.some((s) => label in s.labels)) problems.push(`${metric} has no label '${label}'`);
-          else if (op === '=' && !series.some((s) => s.labels[label] === value)) problems.push(`${metric}{${label}="${value}"} is never exported`);
+          else if (op === '=' && !series.some((s) => s.labels[label] === value))
+            problems.push(`${metric}{${label}="${value}"} is never exported`);
         }
       }
     }

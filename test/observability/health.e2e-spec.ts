@@ -31,7 +31,11 @@ const HEALTH_OPTIONS: ResilienceModuleOptions = {
   circuitBreaker: {
     instances: {
       // May turn the service down when it opens.
-      psp: { ...SHOP_OPTIONS.circuitBreaker!.instances!.psp, registerHealthIndicator: true, allowHealthIndicatorToFail: true },
+      psp: {
+        ...SHOP_OPTIONS.circuitBreaker!.instances!.psp,
+        registerHealthIndicator: true,
+        allowHealthIndicatorToFail: true,
+      },
       // Reported, but an open breaker only says CIRCUIT_OPEN.
       search: { registerHealthIndicator: true },
       hidden: {},
@@ -56,7 +60,11 @@ describe.each(PLATFORMS)('ResilienceHealthIndicator through terminus /health (%s
   let registry: ResilienceRegistry;
 
   beforeEach(async () => {
-    ({ app, clock, shop } = await bootApp(HEALTH_OPTIONS, { imports: [TerminusModule.forRoot({ logger: false })], controllers: [HealthController] }, platform));
+    ({ app, clock, shop } = await bootApp(
+      HEALTH_OPTIONS,
+      { imports: [TerminusModule.forRoot({ logger: false })], controllers: [HealthController] },
+      platform,
+    ));
     registry = app.get(ResilienceRegistry);
   });
 
@@ -128,7 +136,14 @@ describe.each(PLATFORMS)('ResilienceHealthIndicator through terminus /health (%s
 
   it('checkFallbacks is down once the share of fallback answers in the window reaches the threshold, and up again after it', async () => {
     let { body } = await health('/health/fallbacks').expect(200);
-    expect(body.info.fallbacks).toMatchObject({ status: 'up', calls: 0, fallbacks: 0, share: 0, threshold: 50, windowMs: 60_000 });
+    expect(body.info.fallbacks).toMatchObject({
+      status: 'up',
+      calls: 0,
+      fallbacks: 0,
+      share: 0,
+      threshold: 50,
+      windowMs: 60_000,
+    });
 
     await shop.quote();
     await shop.quote();

@@ -105,7 +105,10 @@ export async function bootApp(
   const clock = new VirtualClock();
   const moduleRef = await Test.createTestingModule({
     ...metadata,
-    imports: [ResilienceModule.forRoot({ ...SHOP_OPTIONS, clock, random: () => 0, ...options }), ...(metadata.imports ?? [])],
+    imports: [
+      ResilienceModule.forRoot({ ...SHOP_OPTIONS, clock, random: () => 0, ...options }),
+      ...(metadata.imports ?? []),
+    ],
     providers: [{ provide: VirtualClock, useValue: clock }, Shop, ...(metadata.providers ?? [])],
   }).compile();
   const app = await initPlatformApp(createPlatformApp(moduleRef, platform));
@@ -162,7 +165,8 @@ export function parseScrape(text: string): Sample[] {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (match === null) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const [, key, value] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[key] = value;
+    for (const [, key, value] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[key] = value;
     samples.push({ name: match[1], labels, value: Number(match[3]) });
   }
   return samples;

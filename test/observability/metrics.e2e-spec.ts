@@ -12,7 +12,11 @@ describe.each(PLATFORMS)('/metrics after traffic through every policy (%s)', (pl
   const registry = new Registry();
 
   beforeAll(async () => {
-    const booted = await bootApp({ metrics: { registry } }, { imports: [ResilienceEndpointsModule.forRoot({ metrics: true })] }, platform);
+    const booted = await bootApp(
+      { metrics: { registry } },
+      { imports: [ResilienceEndpointsModule.forRoot({ metrics: true })] },
+      platform,
+    );
     app = booted.app;
     await driveTraffic(booted.clock, booted.shop);
     const response = await request(app.getHttpServer()).get('/metrics').expect(200);
@@ -51,7 +55,9 @@ describe.each(PLATFORMS)('/metrics after traffic through every policy (%s)', (pl
   });
 
   it('counts the refused call and shows the window the breaker opened with', () => {
-    expect(value('resilience4j_circuitbreaker_not_permitted_calls_total', { name: 'psp', kind: 'not_permitted' })).toBe(1);
+    expect(value('resilience4j_circuitbreaker_not_permitted_calls_total', { name: 'psp', kind: 'not_permitted' })).toBe(
+      1,
+    );
     expect(value('resilience4j_circuitbreaker_failure_rate', { name: 'psp' })).toBe(50);
     expect(value('resilience4j_circuitbreaker_slow_call_rate', { name: 'psp' })).toBe(0);
     expect(value('resilience4j_circuitbreaker_buffered_calls', { name: 'psp', kind: 'successful' })).toBe(1);
@@ -61,7 +67,9 @@ describe.each(PLATFORMS)('/metrics after traffic through every policy (%s)', (pl
   });
 
   it('counts the fallback by the error class it handled', () => {
-    expect(value('resilience4nest_fallback_calls_total', { name: 'Shop.quote', kind: 'CallNotPermittedError' })).toBe(1);
+    expect(value('resilience4nest_fallback_calls_total', { name: 'Shop.quote', kind: 'CallNotPermittedError' })).toBe(
+      1,
+    );
     expect(value('resilience4nest_fallback_guarded_calls_total', { name: 'Shop.quote' })).toBe(1);
   });
 
@@ -93,7 +101,9 @@ describe.each(PLATFORMS)('/metrics after traffic through every policy (%s)', (pl
   });
 
   it('labels series with instance names only', () => {
-    const labelNames = new Set(samples.filter((s) => s.name.startsWith('resilience4')).flatMap((s) => Object.keys(s.labels)));
+    const labelNames = new Set(
+      samples.filter((s) => s.name.startsWith('resilience4')).flatMap((s) => Object.keys(s.labels)),
+    );
     expect([...labelNames].sort()).toEqual(['kind', 'le', 'name', 'outcome', 'state']);
     const names = new Set(samples.filter((s) => 'name' in s.labels).map((s) => s.labels.name));
     expect([...names].sort()).toEqual(['Shop.quote', 'inventory', 'pool', 'psp', 'slow']);

@@ -6,7 +6,9 @@
 // A function declaration (hoisted, like the jest.mock calls) that throws as Node does for a package that is not installed.
 function mockNotInstalled(peer: string): () => never {
   return () => {
-    throw Object.assign(new Error(`Cannot find module '${peer}' from 'lib/observability/optional-peer.ts'`), { code: 'MODULE_NOT_FOUND' });
+    throw Object.assign(new Error(`Cannot find module '${peer}' from 'lib/observability/optional-peer.ts'`), {
+      code: 'MODULE_NOT_FOUND',
+    });
   };
 }
 jest.mock('prom-client', mockNotInstalled('prom-client'));
@@ -33,7 +35,9 @@ describe('without prom-client and @nestjs/terminus', () => {
 
   it('an app boots with default options (metrics off for want of prom-client), and the health check names terminus', async () => {
     const { ResilienceModule, ResilienceHealthIndicator, ResilienceMetrics } = load();
-    const moduleRef = await Test.createTestingModule({ imports: [ResilienceModule.forRoot({ circuitBreaker: { instances: { a: { registerHealthIndicator: true } } } })] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRoot({ circuitBreaker: { instances: { a: { registerHealthIndicator: true } } } })],
+    }).compile();
     moduleRef.useLogger(false);
     await moduleRef.init();
     expect(moduleRef.get(ResilienceMetrics).registry).toBeUndefined();
@@ -45,16 +49,21 @@ describe('without prom-client and @nestjs/terminus', () => {
 
   it('metrics asked for explicitly fail the start, naming prom-client', async () => {
     const { ResilienceModule } = load();
-    await expect(Test.createTestingModule({ imports: [ResilienceModule.forRoot({ metrics: true })] }).compile()).rejects.toThrow(
+    await expect(
+      Test.createTestingModule({ imports: [ResilienceModule.forRoot({ metrics: true })] }).compile(),
+    ).rejects.toThrow(
       /module option 'metrics' needs the optional peer dependency 'prom-client'.*in a bundled app.*or give your own registry: ResilienceModule\.forRoot\(\{ metrics: \{ registry \} \}\)/,
     );
   });
 
   it('the /metrics endpoint fails the start, saying metrics are off', async () => {
     const { ResilienceModule, ResilienceEndpointsModule } = load();
-    const { METRICS_DISABLED } = require('../../lib/observability/observability.messages') as typeof import('../../lib/observability/observability.messages');
+    const { METRICS_DISABLED } =
+      require('../../lib/observability/observability.messages') as typeof import('../../lib/observability/observability.messages');
     await expect(
-      Test.createTestingModule({ imports: [ResilienceModule.forRoot(), ResilienceEndpointsModule.forRoot({ metrics: true })] }).compile(),
+      Test.createTestingModule({
+        imports: [ResilienceModule.forRoot(), ResilienceEndpointsModule.forRoot({ metrics: true })],
+      }).compile(),
     ).rejects.toThrow(METRICS_DISABLED("ResilienceEndpointsModule's metrics endpoint"));
   });
 });

@@ -38,7 +38,8 @@ interface Dashboard {
 /** Series Resilience4j's dashboard reads that no Node process can have, and why. */
 const CANNOT_FEED: Record<string, string> = {
   jvm_info: 'a JVM metric (Micrometer JvmInfoMetrics); the Application variable reads its `application` label',
-  resilience4j_circuitbreaker_max_buffered_calls: "no longer exported by Resilience4j 2.x's own Micrometer binder either",
+  resilience4j_circuitbreaker_max_buffered_calls:
+    "no longer exported by Resilience4j 2.x's own Micrometer binder either",
 };
 
 /** Labels Prometheus adds to every series of a scrape target. */
@@ -61,7 +62,11 @@ function selectors(expr: string): Array<{ metric: string; matchers: Matcher[] }>
   const out: Array<{ metric: string; matchers: Matcher[] }> = [];
   for (const [, metric, body] of expr.matchAll(/\b([a-z_][a-z0-9_]*)\s*(?:\{([^}]*)\})?/g)) {
     if (!/^(resilience4j_|jvm_)/.test(metric)) continue;
-    const matchers = [...(body ?? '').matchAll(/(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"/g)].map(([, label, op, value]) => ({ label, op, value }));
+    const matchers = [...(body ?? '').matchAll(/(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"/g)].map(([, label, op, value]) => ({
+      label,
+      op,
+      value,
+    }));
     out.push({ metric, matchers });
   }
   return out;
@@ -72,7 +77,9 @@ function variables(dashboard: Dashboard, series: readonly Sample[]): Record<stri
   const values: Record<string, string> = {};
   for (const variable of dashboard.templating.list) {
     const [, metric, label] = /label_values\(\s*([a-z_0-9]+)\s*,\s*(\w+)\s*\)/.exec(variable.query.query) ?? [];
-    const found = [...new Set(series.filter((s) => s.name === metric && label in s.labels).map((s) => s.labels[label]))].sort();
+    const found = [
+      ...new Set(series.filter((s) => s.name === metric && label in s.labels).map((s) => s.labels[label])),
+    ].sort();
     values[variable.name] = variable.includeAll ? found.join('|') : (found[0] ?? '');
   }
   return values;
@@ -83,7 +90,10 @@ function expand(expr: string, values: Record<string, string>): string {
 }
 
 /** What each panel's targets select from the scrape. */
-function evaluate(dashboard: Dashboard, series: readonly Sample[]): Array<{ panel: string; metric: string; matched: number }> {
+function evaluate(
+  dashboard: Dashboard,
+  series: readonly Sample[],
+): Array<{ panel: string; metric: string; matched: number }> {
   const values = variables(dashboard, series);
   return dashboard.panels
     .filter((p) => p.type !== 'row')
@@ -101,7 +111,10 @@ function evaluate(dashboard: Dashboard, series: readonly Sample[]): Array<{ pane
 async function scrape(defaultLabels?: Record<string, string>): Promise<Sample[]> {
   const registry = new Registry();
   if (defaultLabels) registry.setDefaultLabels(defaultLabels);
-  const booted = await bootApp({ metrics: { registry } }, { imports: [ResilienceEndpointsModule.forRoot({ metrics: true })] });
+  const booted = await bootApp(
+    { metrics: { registry } },
+    { imports: [ResilienceEndpointsModule.forRoot({ metrics: true })] },
+  );
   try {
     await driveTraffic(booted.clock, booted.shop);
     const text = (await request(booted.app.getHttpServer()).get('/metrics').expect(200)).text;
@@ -128,7 +141,8 @@ describe("Resilience4j's Grafana dashboard, imported unchanged", () => {
     expect(empty).toEqual(Object.keys(CANNOT_FEED).filter((m) => m !== 'jvm_info'));
     const panels = [...new Set(results.map((r) => r.panel))];
     expect(panels).toHaveLength(10);
-    for (const panel of panels) expect({ panel, fed: results.some((r) => r.panel === panel && r.matched > 0) }).toEqual({ panel, fed: true });
+    for (const panel of panels)
+      expect({ panel, fed: results.some((r) => r.panel === panel && r.matched > 0) }).toEqual({ panel, fed: true });
   });
 
   it('fills its name pickers from our series, and its Application picker stays empty (there is no jvm_info)', () => {
@@ -140,7 +154,10 @@ describe("Resilience4j's Grafana dashboard, imported unchanged", () => {
   });
 
   it("shows the breaker's state the way its stat panels count it: one open, none closed or half open", () => {
-    const count = (state: RegExp): number => series.filter((s) => s.name === 'resilience4j_circuitbreaker_state' && state.test(s.labels.state)).reduce((sum, s) => sum + s.value, 0);
+    const count = (state: RegExp): number =>
+      series
+        .filter((s) => s.name === 'resilience4j_circuitbreaker_state' && state.test(s.labels.state))
+        .reduce((sum, s) => sum + s.value, 0);
     expect([count(/^closed$/), count(/^(open|forced_open)$/), count(/^half_open$/)]).toEqual([0, 1, 0]);
   });
 });
@@ -152,12 +169,16 @@ describe('with an application label (prom-client default labels), as docs/migrat
   beforeAll(async () => (series = await scrape({ application: 'orders' })));
 
   it('every series carries it', () => {
-    expect(series.filter((s) => s.name.startsWith('resilience4j_')).every((s) => s.labels.application === 'orders')).toBe(true);
+    expect(
+      series.filter((s) => s.name.startsWith('resilience4j_')).every((s) => s.labels.application === 'orders'),
+    ).toBe(true);
   });
 
   it('the unchanged dashboard loses its retry and bulkhead panels, whose Application picker reads jvm_info', () => {
     const results = evaluate(unchanged, series);
-    const dark = [...new Set(results.map((r) => r.panel))].filter((panel) => results.every((r) => r.panel !== panel || r.matched === 0));
+    const dark = [...new Set(results.map((r) => r.panel))].filter((panel) =>
+      results.every((r) => r.panel !== panel || r.matched === 0),
+    );
     expect(dark.sort()).toEqual(['Bulkhead: $bulkhead_name', 'Rate retryable calls: $retry_name']);
   });
 

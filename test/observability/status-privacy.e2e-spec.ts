@@ -19,12 +19,18 @@ class Payments {
 
 async function boot(status: object): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
-    imports: [ResilienceModule.forRoot({ clock: new VirtualClock(), metrics: false }), ResilienceEndpointsModule.forRoot({ status })],
+    imports: [
+      ResilienceModule.forRoot({ clock: new VirtualClock(), metrics: false }),
+      ResilienceEndpointsModule.forRoot({ status }),
+    ],
     providers: [Payments],
   }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
   await app.init();
-  await app.get(Payments).charge().catch(() => undefined);
+  await app
+    .get(Payments)
+    .charge()
+    .catch(() => undefined);
   return app;
 }
 
@@ -49,7 +55,10 @@ describe('status event endpoints and request data', () => {
     const app = await boot({ errorMessages: true });
     try {
       const { body } = await request(app.getHttpServer()).get('/actuator/retryevents').expect(200);
-      expect(body.retryEvents[0]).toMatchObject({ errorClass: 'UpstreamError', errorMessage: `UpstreamError: ${SECRET_MESSAGE}` });
+      expect(body.retryEvents[0]).toMatchObject({
+        errorClass: 'UpstreamError',
+        errorMessage: `UpstreamError: ${SECRET_MESSAGE}`,
+      });
     } finally {
       await app.close();
     }

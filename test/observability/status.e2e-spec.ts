@@ -20,7 +20,11 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
   beforeAll(async () => {
     const booted = await bootApp(
       { metrics: false },
-      { imports: [ResilienceEndpointsModule.forRoot({ status: { eventBufferSize: 3, writable: { guards: [OperatorGuard] } } })] },
+      {
+        imports: [
+          ResilienceEndpointsModule.forRoot({ status: { eventBufferSize: 3, writable: { guards: [OperatorGuard] } } }),
+        ],
+      },
       platform,
     );
     app = booted.app;
@@ -33,13 +37,25 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
 
   it('list every instance with its config and live state', async () => {
     const { body } = await get('').expect(200);
-    expect(Object.keys(body)).toEqual(['circuitBreakers', 'retries', 'bulkheads', 'timeLimiters', 'rateLimiters', 'fallbacks']);
+    expect(Object.keys(body)).toEqual([
+      'circuitBreakers',
+      'retries',
+      'bulkheads',
+      'timeLimiters',
+      'rateLimiters',
+      'fallbacks',
+    ]);
     expect(body.circuitBreakers).toEqual([
       expect.objectContaining({
         name: 'psp',
         derived: false,
         state: 'OPEN',
-        config: expect.objectContaining({ failureRateThreshold: 50, slidingWindowSize: 2, waitDurationInOpenState: 60_000, recordExceptions: [] }),
+        config: expect.objectContaining({
+          failureRateThreshold: 50,
+          slidingWindowSize: 2,
+          waitDurationInOpenState: 60_000,
+          recordExceptions: [],
+        }),
         metrics: expect.objectContaining({ failureRate: 50, numberOfBufferedCalls: 2, numberOfNotPermittedCalls: 1 }),
       }),
     ]);
@@ -51,16 +67,23 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
       }),
     ]);
     expect(body.bulkheads).toEqual([
-      expect.objectContaining({ name: 'pool', metrics: { availableConcurrentCalls: 1, maxAllowedConcurrentCalls: 1, queueDepth: 0 } }),
+      expect.objectContaining({
+        name: 'pool',
+        metrics: { availableConcurrentCalls: 1, maxAllowedConcurrentCalls: 1, queueDepth: 0 },
+      }),
     ]);
-    expect(body.timeLimiters).toEqual([expect.objectContaining({ name: 'slow', config: { timeoutDuration: 100, cancelRunningFuture: true } })]);
+    expect(body.timeLimiters).toEqual([
+      expect.objectContaining({ name: 'slow', config: { timeoutDuration: 100, cancelRunningFuture: true } }),
+    ]);
     expect(body.fallbacks).toEqual([{ name: 'Shop.quote', derived: false }]);
   });
 
   it('serve one kind, and one instance by name', async () => {
     expect((await get('/bulkheads').expect(200)).body.bulkheads).toHaveLength(1);
     expect((await get('/circuitbreakers/psp').expect(200)).body.circuitBreakers[0].state).toBe('OPEN');
-    expect((await get('/circuitbreakers/nope').expect(404)).body.message).toBe(UNKNOWN_STATUS_INSTANCE('circuitBreaker', 'nope'));
+    expect((await get('/circuitbreakers/nope').expect(404)).body.message).toBe(
+      UNKNOWN_STATUS_INSTANCE('circuitBreaker', 'nope'),
+    );
     await get('/nothing').expect(404);
   });
 
@@ -68,7 +91,9 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
     const { body } = await get('/circuitbreakerevents/psp').expect(200);
     expect(types(body.circuitBreakerEvents)).toEqual(['FAILURE_RATE_EXCEEDED', 'STATE_TRANSITION', 'NOT_PERMITTED']);
     expect(body.circuitBreakerEvents[1]).toMatchObject({ name: 'psp', stateTransition: 'CLOSED_TO_OPEN' });
-    expect(new Date(body.circuitBreakerEvents[1].creationTime).toISOString()).toBe(body.circuitBreakerEvents[1].creationTime);
+    expect(new Date(body.circuitBreakerEvents[1].creationTime).toISOString()).toBe(
+      body.circuitBreakerEvents[1].creationTime,
+    );
   });
 
   it('describe each kind of event', async () => {
@@ -91,7 +116,10 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
   });
 
   it("change a breaker's state only through the guard", async () => {
-    const post = (name: string, body: unknown) => request(app.getHttpServer()).post(`/actuator/circuitbreakers/${name}`).send(body as object);
+    const post = (name: string, body: unknown) =>
+      request(app.getHttpServer())
+        .post(`/actuator/circuitbreakers/${name}`)
+        .send(body as object);
     await post('psp', { updateState: 'CLOSE' }).expect(403);
     expect(app.get(ResilienceRegistry).circuitBreaker('psp').state).toBe('OPEN');
 
@@ -110,12 +138,18 @@ describe.each(PLATFORMS)('status endpoints by default (%s)', (platform) => {
   it('have no route that changes state, and take guards for reading', async () => {
     const { app } = await bootApp(
       { metrics: false },
-      { imports: [ResilienceEndpointsModule.forRoot({ status: { path: '/ops/resilience/', guards: [OperatorGuard] } })] },
+      {
+        imports: [ResilienceEndpointsModule.forRoot({ status: { path: '/ops/resilience/', guards: [OperatorGuard] } })],
+      },
       platform,
     );
     await request(app.getHttpServer()).get('/ops/resilience/circuitbreakers').expect(403);
     await request(app.getHttpServer()).get('/ops/resilience/circuitbreakers').set('x-operator', 'yes').expect(200);
-    await request(app.getHttpServer()).post('/ops/resilience/circuitbreakers/psp').set('x-operator', 'yes').send({ updateState: 'CLOSE' }).expect(404);
+    await request(app.getHttpServer())
+      .post('/ops/resilience/circuitbreakers/psp')
+      .set('x-operator', 'yes')
+      .send({ updateState: 'CLOSE' })
+      .expect(404);
     await app.close();
   });
 });

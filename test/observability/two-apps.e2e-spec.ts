@@ -12,7 +12,11 @@ async function boot(options: ResilienceModuleOptions): Promise<INestApplicationC
 }
 
 async function succeed(app: INestApplicationContext, retry: string, times: number): Promise<void> {
-  for (let i = 0; i < times; i++) await app.get(ResilienceRegistry).retry(retry).execute(() => 'ok');
+  for (let i = 0; i < times; i++)
+    await app
+      .get(ResilienceRegistry)
+      .retry(retry)
+      .execute(() => 'ok');
 }
 
 const ours = (registry: Registry): string[] =>
@@ -22,7 +26,10 @@ const ours = (registry: Registry): string[] =>
     .filter((name) => name.startsWith('resilience4'));
 
 const successes = async (name: string): Promise<number> =>
-  valueOf(parseScrape(await register.metrics()), 'resilience4j_retry_calls_total', { name, kind: 'successful_without_retry' });
+  valueOf(parseScrape(await register.metrics()), 'resilience4j_retry_calls_total', {
+    name,
+    kind: 'successful_without_retry',
+  });
 
 describe("two apps in one process on prom-client's global registry", () => {
   afterEach(() => register.clear());

@@ -2,7 +2,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { PATH_METADATA, RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
-import { NEST_PATH_METADATA, NEST_RESPONSE_PASSTHROUGH_METADATA, NEST_ROUTE_ARGS_METADATA, NestRouteParamtype } from '../../lib/nest-route-metadata';
+import {
+  NEST_PATH_METADATA,
+  NEST_RESPONSE_PASSTHROUGH_METADATA,
+  NEST_ROUTE_ARGS_METADATA,
+  NestRouteParamtype,
+} from '../../lib/nest-route-metadata';
 
 const LIB = join(__dirname, '../../lib');
 

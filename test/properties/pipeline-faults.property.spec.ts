@@ -32,7 +32,6 @@ class Unavailable extends Error {
   readonly status = 503;
 }
 
-
 /** A store whose operations fail as drawn: before the write, or after it (the reply lost). */
 function flaky(store: IdempotencyStore, faults: readonly StoreFault[]): IdempotencyStore {
   let op = 0;
@@ -60,7 +59,12 @@ interface Scenario {
   /** With a "rejected, not charged" fallback for refusals, or without (the refusal then reaches @Idempotent). */
   readonly fallback: boolean;
   readonly lagMs: number;
-  readonly clients: ReadonlyArray<{ readonly faults: readonly Fault[]; readonly tries: number; readonly gapMs: number; readonly startMs: number }>;
+  readonly clients: ReadonlyArray<{
+    readonly faults: readonly Fault[];
+    readonly tries: number;
+    readonly gapMs: number;
+    readonly startMs: number;
+  }>;
   readonly storeFaults: readonly StoreFault[];
 }
 
@@ -71,7 +75,15 @@ async function play(scenario: Scenario) {
     random: () => 0.5,
     retry: { instances: { pay: { maxAttempts: 3, waitDuration: 10, jitter: 'none' } } },
     circuitBreaker: {
-      instances: { pay: { slidingWindowSize: 4, minimumNumberOfCalls: 2, failureRateThreshold: 50, waitDurationInOpenState: 100, permittedNumberOfCallsInHalfOpenState: 1 } },
+      instances: {
+        pay: {
+          slidingWindowSize: 4,
+          minimumNumberOfCalls: 2,
+          failureRateThreshold: 50,
+          waitDurationInOpenState: 100,
+          permittedNumberOfCallsInHalfOpenState: 1,
+        },
+      },
     },
     timeLimiter: { instances: { pay: { timeoutDuration: LIMIT_MS } } },
     bulkhead: { instances: { pay: { maxConcurrentCalls: 2, maxWaitDuration: 5, queueCapacity: 1 } } },
@@ -113,14 +125,19 @@ async function play(scenario: Scenario) {
 
   const layers: StandardLayers = {
     fallback: scenario.fallback
-      ? new FallbackPolicy('Payments.pay', [{ errors: [CallNotPermittedError, BulkheadFullError], handler: () => 'rejected, not charged' }])
+      ? new FallbackPolicy('Payments.pay', [
+          { errors: [CallNotPermittedError, BulkheadFullError], handler: () => 'rejected, not charged' },
+        ])
       : undefined,
     retry: registry.retry('pay'),
     circuitBreaker: breaker,
     timeLimiter: registry.timeLimiter('pay'),
     bulkhead,
   };
-  const run = scenario.kind === 'standard' ? new StandardPipeline(layers, invoke, clock).run : nestedPipeline(layers, invoke as (args: unknown[]) => unknown);
+  const run =
+    scenario.kind === 'standard'
+      ? new StandardPipeline(layers, invoke, clock).run
+      : nestedPipeline(layers, invoke as (args: unknown[]) => unknown);
   const idempotent = new IdempotentMethod(
     'Payments.pay',
     {
@@ -167,8 +184,10 @@ async function play(scenario: Scenario) {
 
   for (const [key, made] of charges) expect({ key, charges: made.size }).toEqual({ key, charges: 1 });
   for (const { tryId, answer } of answers) {
-    if (answer === 'rejected, not charged') expect({ tryId, charged: chargesInTry.get(tryId) ?? 0 }).toEqual({ tryId, charged: 0 });
-    if (typeof answer === 'object' && answer !== null && 'late' in answer) expect({ tryId, late: (answer as { late: boolean }).late }).toEqual({ tryId, late: false });
+    if (answer === 'rejected, not charged')
+      expect({ tryId, charged: chargesInTry.get(tryId) ?? 0 }).toEqual({ tryId, charged: 0 });
+    if (typeof answer === 'object' && answer !== null && 'late' in answer)
+      expect({ tryId, late: (answer as { late: boolean }).late }).toEqual({ tryId, late: false });
   }
   expect(bulkhead.metrics).toEqual({ availableConcurrentCalls: 2, maxAllowedConcurrentCalls: 2, queueDepth: 0 });
   if (breaker.state === 'HALF_OPEN') expect(breaker.tryAcquirePermission()).toBe(true);
@@ -187,14 +206,20 @@ describe('the pipeline under drawn faults', () => {
           lagMs: fc.constantFrom(0, 3),
           clients: fc.array(
             fc.record({
-              faults: fc.array(fc.constantFrom<Fault>('success', 'failure', 'timeout', 'late', 'effectThenBreakerOpens'), { minLength: 1, maxLength: 6 }),
+              faults: fc.array(
+                fc.constantFrom<Fault>('success', 'failure', 'timeout', 'late', 'effectThenBreakerOpens'),
+                { minLength: 1, maxLength: 6 },
+              ),
               tries: fc.integer({ min: 1, max: 3 }),
               gapMs: fc.constantFrom(0, 50, 150),
               startMs: fc.integer({ min: 0, max: 30 }),
             }),
             { minLength: 1, maxLength: 4 },
           ),
-          storeFaults: fc.array(fc.constantFrom<StoreFault>('none', 'none', 'none', 'failBefore', 'failAfter'), { minLength: 1, maxLength: 8 }),
+          storeFaults: fc.array(fc.constantFrom<StoreFault>('none', 'none', 'none', 'failBefore', 'failAfter'), {
+            minLength: 1,
+            maxLength: 8,
+          }),
         }),
         play,
       ),

@@ -20,7 +20,12 @@ describe.each(PLATFORMS)('@RateLimiter over HTTP (%s)', (platform) => {
   beforeEach(async () => {
     clock = new VirtualClock();
     const moduleRef = await Test.createTestingModule({
-      imports: [ResilienceModule.forRoot({ clock, rateLimiter: { instances: { http: { limitForPeriod: 1, limitRefreshPeriod: '1m', timeoutDuration: 0 } } } })],
+      imports: [
+        ResilienceModule.forRoot({
+          clock,
+          rateLimiter: { instances: { http: { limitForPeriod: 1, limitRefreshPeriod: '1m', timeoutDuration: 0 } } },
+        }),
+      ],
       controllers: [QuotesController],
     }).compile();
     app = createPlatformApp(moduleRef, platform);

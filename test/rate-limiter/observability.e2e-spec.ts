@@ -2,7 +2,13 @@ import { INestApplication, Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Registry } from 'prom-client';
 import request from 'supertest';
-import { RateLimiter, ResilienceEndpointsModule, ResilienceHealthIndicator, ResilienceModule, VirtualClock } from '../../lib';
+import {
+  RateLimiter,
+  ResilienceEndpointsModule,
+  ResilienceHealthIndicator,
+  ResilienceModule,
+  VirtualClock,
+} from '../../lib';
 
 @Injectable()
 class Quotes {
@@ -44,9 +50,25 @@ describe('rate limiter observability', () => {
           metrics: { registry: metrics },
           rateLimiter: {
             instances: {
-              partner: { limitForPeriod: 2, limitRefreshPeriod: '1s', timeoutDuration: 0, registerHealthIndicator: true },
-              patient: { limitForPeriod: 1, limitRefreshPeriod: '1s', timeoutDuration: '100ms', registerHealthIndicator: true },
-              strict: { limitForPeriod: 1, limitRefreshPeriod: '1s', timeoutDuration: '100ms', registerHealthIndicator: true, allowHealthIndicatorToFail: true },
+              partner: {
+                limitForPeriod: 2,
+                limitRefreshPeriod: '1s',
+                timeoutDuration: 0,
+                registerHealthIndicator: true,
+              },
+              patient: {
+                limitForPeriod: 1,
+                limitRefreshPeriod: '1s',
+                timeoutDuration: '100ms',
+                registerHealthIndicator: true,
+              },
+              strict: {
+                limitForPeriod: 1,
+                limitRefreshPeriod: '1s',
+                timeoutDuration: '100ms',
+                registerHealthIndicator: true,
+                allowHealthIndicatorToFail: true,
+              },
             },
           },
         }),
@@ -83,7 +105,11 @@ describe('rate limiter observability', () => {
       }),
     ]);
     const events = await request(app.getHttpServer()).get('/actuator/ratelimiterevents/partner').expect(200);
-    expect(events.body.rateLimiterEvents.map((e: { type: string }) => e.type)).toEqual(['SUCCESSFUL_ACQUIRE', 'SUCCESSFUL_ACQUIRE', 'FAILED_ACQUIRE']);
+    expect(events.body.rateLimiterEvents.map((e: { type: string }) => e.type)).toEqual([
+      'SUCCESSFUL_ACQUIRE',
+      'SUCCESSFUL_ACQUIRE',
+      'FAILED_ACQUIRE',
+    ]);
     expect(events.body.rateLimiterEvents[2]).toMatchObject({ errorClass: 'RateLimitedError' });
   });
 
@@ -91,7 +117,10 @@ describe('rate limiter observability', () => {
     const health = app.get(ResilienceHealthIndicator);
     const fresh = { status: 'UP', availablePermissions: 1, numberOfWaitingThreads: 0 };
     expect(health.checkRateLimiters()).toEqual({
-      rateLimiters: { status: 'up', instances: { partner: { ...fresh, availablePermissions: 2 }, patient: fresh, strict: fresh } },
+      rateLimiters: {
+        status: 'up',
+        instances: { partner: { ...fresh, availablePermissions: 2 }, patient: fresh, strict: fresh },
+      },
     });
     await clock.advance(950);
     await quotes.patient();
@@ -100,13 +129,23 @@ describe('rate limiter observability', () => {
     // One caller waits 50 ms for the next period; a new one would wait 1050 ms, past the 100 ms timeout.
     const limited = { status: 'RATE_LIMITED', availablePermissions: -1, numberOfWaitingThreads: 1 };
     expect(health.checkRateLimiters('limits')).toEqual({
-      limits: { status: 'up', instances: { partner: { ...fresh, availablePermissions: 2 }, patient: limited, strict: fresh } },
+      limits: {
+        status: 'up',
+        instances: { partner: { ...fresh, availablePermissions: 2 }, patient: limited, strict: fresh },
+      },
     });
     await quotes.strict();
     const strictWaiting = quotes.strict();
     await VirtualClock.settle();
     expect(health.checkRateLimiters()).toEqual({
-      rateLimiters: { status: 'down', instances: { partner: { ...fresh, availablePermissions: 2 }, patient: limited, strict: { ...limited, status: 'DOWN' } } },
+      rateLimiters: {
+        status: 'down',
+        instances: {
+          partner: { ...fresh, availablePermissions: 2 },
+          patient: limited,
+          strict: { ...limited, status: 'DOWN' },
+        },
+      },
     });
     await clock.advance(50);
     await Promise.all([waiting, strictWaiting]);

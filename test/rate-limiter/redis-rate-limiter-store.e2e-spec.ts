@@ -41,7 +41,11 @@ class PendingCount implements RateLimiterStore {
 
 /** A registry whose shared limiters keep their permits in `store`, on `clock`. */
 function registryWith(store: RateLimiterStore, clock: VirtualClock, config: object): ResilienceRegistry {
-  return new ResilienceRegistry({ clock, rateLimiterStore: store, rateLimiter: { instances: { partner: { shared: true, ...config } } } });
+  return new ResilienceRegistry({
+    clock,
+    rateLimiterStore: store,
+    rateLimiter: { instances: { partner: { shared: true, ...config } } },
+  });
 }
 
 describe('RedisRateLimiterStore (real Redis)', () => {
@@ -54,13 +58,22 @@ describe('RedisRateLimiterStore (real Redis)', () => {
   });
   afterAll(() => client.quit());
 
-  const storeOn = (clock: VirtualClock): RedisRateLimiterStore => new RedisRateLimiterStore({ client, prefix: `rl-test:${randomUUID()}:`, clock });
+  const storeOn = (clock: VirtualClock): RedisRateLimiterStore =>
+    new RedisRateLimiterStore({ client, prefix: `rl-test:${randomUUID()}:`, clock });
 
   it('two registries on one store share one limit per period, refilled when the next period starts', async () => {
     const clock = new VirtualClock(1_000_000);
     const store = storeOn(clock);
-    const a = registryWith(store, clock, { limitForPeriod: 3, limitRefreshPeriod: '1s', timeoutDuration: 0 }).rateLimiter('partner');
-    const b = registryWith(store, clock, { limitForPeriod: 3, limitRefreshPeriod: '1s', timeoutDuration: 0 }).rateLimiter('partner');
+    const a = registryWith(store, clock, {
+      limitForPeriod: 3,
+      limitRefreshPeriod: '1s',
+      timeoutDuration: 0,
+    }).rateLimiter('partner');
+    const b = registryWith(store, clock, {
+      limitForPeriod: 3,
+      limitRefreshPeriod: '1s',
+      timeoutDuration: 0,
+    }).rateLimiter('partner');
     const outcomes = await Promise.all([a, b, a, b, a, b].map((limiter) => limiter.acquirePermission()));
     expect(outcomes.filter(Boolean)).toHaveLength(3);
     const refused = await b.waitForPermission().catch((error: unknown) => error);
@@ -76,7 +89,11 @@ describe('RedisRateLimiterStore (real Redis)', () => {
   it('reserves a later period permit for a caller that can wait, and drains on request', async () => {
     const clock = new VirtualClock(5_000_000);
     const store = new PendingCount(storeOn(clock));
-    const limiter = registryWith(store, clock, { limitForPeriod: 1, limitRefreshPeriod: '1s', timeoutDuration: '1s' }).rateLimiter('partner');
+    const limiter = registryWith(store, clock, {
+      limitForPeriod: 1,
+      limitRefreshPeriod: '1s',
+      timeoutDuration: '1s',
+    }).rateLimiter('partner');
     expect(await limiter.acquirePermission()).toBe(true);
     let second: boolean | undefined;
     void limiter.acquirePermission().then((granted) => (second = granted));
@@ -102,7 +119,14 @@ describe('RedisRateLimiterStore (real Redis)', () => {
 
   it('keys expire once idle past a period and the timeout (Redis frees them itself)', async () => {
     const store = new RedisRateLimiterStore({ client, prefix: `rl-test:${randomUUID()}:` });
-    const answer = await store.acquire({ name: 'ttl', permits: 1, limitForPeriod: 5, limitRefreshPeriodMs: 2000, timeoutMs: 0, drain: false });
+    const answer = await store.acquire({
+      name: 'ttl',
+      permits: 1,
+      limitForPeriod: 5,
+      limitRefreshPeriodMs: 2000,
+      timeoutMs: 0,
+      drain: false,
+    });
     expect(answer).toMatchObject({ reserved: true, waitMs: 0, availablePermissions: 4, drained: 0 });
     const ttl = await client.pttl(`${(store as unknown as { prefix: string }).prefix}ttl`);
     expect(ttl).toBeGreaterThan(2000);
@@ -139,7 +163,9 @@ describe('a shared rate limiter whose store fails', () => {
     constructor(private readonly mode: 'silent' | 'error') {}
     acquire(): Promise<RateLimiterStoreAnswer> {
       this.calls++;
-      return this.mode === 'silent' ? new Promise(() => undefined) : Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:1'));
+      return this.mode === 'silent'
+        ? new Promise(() => undefined)
+        : Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:1'));
     }
   }
 
@@ -149,7 +175,9 @@ describe('a shared rate limiter whose store fails', () => {
     let ran = false;
     const outcome = await limiter.execute(async () => (ran = true)).catch((error: unknown) => error);
     expect(outcome).toBeInstanceOf(RateLimitedError);
-    expect((outcome as Error).message).toMatch(/could not reach its store \(connect ECONNREFUSED 127\.0\.0\.1:1\) and fails closed/);
+    expect((outcome as Error).message).toMatch(
+      /could not reach its store \(connect ECONNREFUSED 127\.0\.0\.1:1\) and fails closed/,
+    );
     expect((outcome as Error).cause).toBeInstanceOf(Error);
     expect(ran).toBe(false);
   });
@@ -164,10 +192,12 @@ describe('a shared rate limiter whose store fails', () => {
     const clock = new VirtualClock();
     const limiter = registryWith(new BrokenStore('silent'), clock, { storeTimeout: '200ms' }).rateLimiter('partner');
     let outcome: unknown;
-    void limiter.execute(async () => 'ran').then(
-      (v) => (outcome = v),
-      (e: unknown) => (outcome = e),
-    );
+    void limiter
+      .execute(async () => 'ran')
+      .then(
+        (v) => (outcome = v),
+        (e: unknown) => (outcome = e),
+      );
     await clock.advance(199);
     expect(outcome).toBeUndefined();
     expect(limiter.metrics.numberOfWaitingThreads).toBe(1);
@@ -179,23 +209,36 @@ describe('a shared rate limiter whose store fails', () => {
 
   it('a silent store never holds a call past the request deadline: DeadlineExceededError when the deadline comes first, even failing open', async () => {
     const clock = new VirtualClock();
-    const limiter = registryWith(new BrokenStore('silent'), clock, { storeTimeout: '2s', failOpen: true }).rateLimiter('partner');
+    const limiter = registryWith(new BrokenStore('silent'), clock, { storeTimeout: '2s', failOpen: true }).rateLimiter(
+      'partner',
+    );
     let outcome: unknown;
     void contextStorage.run(new ResilienceContext(clock, clock.now() + 300), () =>
-      limiter.execute(async () => 'ran').then(
-        (v) => (outcome = v),
-        (e: unknown) => (outcome = e),
-      ),
+      limiter
+        .execute(async () => 'ran')
+        .then(
+          (v) => (outcome = v),
+          (e: unknown) => (outcome = e),
+        ),
     );
     await clock.advance(300);
     expect(outcome).toBeInstanceOf(DeadlineExceededError);
   });
 
   it('Redis unreachable: a real ioredis client to a closed port fails closed at once', async () => {
-    const dead = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const dead = new Redis({
+      host: '127.0.0.1',
+      port: 1,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     dead.on('error', () => undefined);
     try {
-      const limiter = registryWith(new RedisRateLimiterStore({ client: dead }), new VirtualClock(), {}).rateLimiter('partner');
+      const limiter = registryWith(new RedisRateLimiterStore({ client: dead }), new VirtualClock(), {}).rateLimiter(
+        'partner',
+      );
       await expect(limiter.execute(async () => 'ran')).rejects.toBeInstanceOf(RateLimitedError);
     } finally {
       dead.disconnect();

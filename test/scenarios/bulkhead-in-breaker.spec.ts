@@ -1,5 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { Bulkhead, BulkheadFullError, CircuitBreaker, ResilienceModuleOptions, ResilienceRegistry, VirtualClock } from '../../lib';
+import {
+  Bulkhead,
+  BulkheadFullError,
+  CircuitBreaker,
+  ResilienceModuleOptions,
+  ResilienceRegistry,
+  VirtualClock,
+} from '../../lib';
 import { bootScenario, track } from '../../scenarios/kit';
 import { report } from '../support/report';
 
@@ -32,7 +39,9 @@ class Recommendations {
 const options = (breaker: Record<string, unknown> = {}): ResilienceModuleOptions => ({
   bulkhead: { instances: { recommendations: { maxConcurrentCalls: 10, maxWaitDuration: 0 } } },
   circuitBreaker: {
-    instances: { recommendations: { slidingWindowSize: 10, minimumNumberOfCalls: 10, failureRateThreshold: 50, ...breaker } },
+    instances: {
+      recommendations: { slidingWindowSize: 10, minimumNumberOfCalls: 10, failureRateThreshold: 50, ...breaker },
+    },
   },
 });
 
@@ -76,7 +85,10 @@ describe('scenario (c): bulkhead of 10 inside a breaker, 40 simultaneous calls',
   });
 
   it('control: a breaker told to record BulkheadFullError would open on the same burst', async () => {
-    const { moduleRef, clock } = await bootScenario([Recommendations], options({ recordExceptions: ['BulkheadFullError'] }));
+    const { moduleRef, clock } = await bootScenario(
+      [Recommendations],
+      options({ recordExceptions: ['BulkheadFullError'] }),
+    );
     const service = moduleRef.get(Recommendations);
     const calls = Array.from({ length: CALLERS }, (_, i) => track(clock, () => service.forUser(i)));
     await clock.advance(WORK_MS);

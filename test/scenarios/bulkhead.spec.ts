@@ -60,7 +60,11 @@ describe('scenario (b): bulkhead of 5 with a queue of 10, 50 simultaneous calls'
     const admitted = calls.slice(0, 15);
     expect(admitted.map((c) => c.value)).toEqual(Array.from({ length: 15 }, (_, i) => i));
     // Three waves of 5: the queue hands each freed permit to the next waiter.
-    expect(admitted.map((c) => c.settledAt)).toEqual([...Array(5).fill(100), ...Array(5).fill(200), ...Array(5).fill(300)]);
+    expect(admitted.map((c) => c.settledAt)).toEqual([
+      ...Array(5).fill(100),
+      ...Array(5).fill(200),
+      ...Array(5).fill(300),
+    ]);
     expect(inventory.started).toBe(15);
     expect(inventory.maxRunning).toBe(5);
     expect(bulkhead.metrics).toEqual({ availableConcurrentCalls: 5, maxAllowedConcurrentCalls: 5, queueDepth: 0 });

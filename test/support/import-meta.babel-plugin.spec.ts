@@ -12,7 +12,10 @@ function loadAsCommonJs(source: string): Record<string, unknown> {
     filename: file,
     babelrc: false,
     configFile: false,
-    plugins: [['@babel/plugin-transform-modules-commonjs', { importInterop: 'node' }], join(__dirname, 'import-meta.babel-plugin.js')],
+    plugins: [
+      ['@babel/plugin-transform-modules-commonjs', { importInterop: 'node' }],
+      join(__dirname, 'import-meta.babel-plugin.js'),
+    ],
   })!;
   writeFileSync(file, code!);
   return jest.requireActual(file);

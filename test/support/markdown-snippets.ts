@@ -34,12 +34,16 @@ export function checkMarkdownSnippets(
       writeFileSync(file, prepare(code));
       return file;
     });
-    const config = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, {
-      ...ts.sys,
-      onUnRecoverableConfigFileDiagnostic: (d) => {
-        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    const config = ts.getParsedCommandLineOfConfigFile(
+      join(root, 'tsconfig.json'),
+      {},
+      {
+        ...ts.sys,
+        onUnRecoverableConfigFileDiagnostic: (d) => {
+          throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+        },
       },
-    });
+    );
     const program = ts.createProgram(files, { ...config!.options, noEmit: true });
     const diagnostics = ts
       .getPreEmitDiagnostics(program)

@@ -7,9 +7,19 @@ import { StandardLayers } from '../../lib/standard-pipeline';
  * first, as the explorer does for an order the fused pipeline does not take:
  * what `StandardPipeline` must agree with. A synchronous throw becomes a rejection.
  */
-export function nestedPipeline(layers: StandardLayers, invoke: (args: unknown[]) => unknown): (args: unknown[]) => Promise<unknown> {
+export function nestedPipeline(
+  layers: StandardLayers,
+  invoke: (args: unknown[]) => unknown,
+): (args: unknown[]) => Promise<unknown> {
   let next = invoke;
-  for (const policy of [layers.bulkhead, layers.timeLimiter, layers.rateLimiter, layers.circuitBreaker, layers.retry, layers.fallback]) {
+  for (const policy of [
+    layers.bulkhead,
+    layers.timeLimiter,
+    layers.rateLimiter,
+    layers.circuitBreaker,
+    layers.retry,
+    layers.fallback,
+  ]) {
     if (policy === undefined) continue;
     const inner = next;
     const p: Policy = policy;

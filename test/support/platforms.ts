@@ -13,7 +13,11 @@ export const PLATFORMS: readonly Platform[] = ['express', 'fastify'];
  * Express through Nest's default adapter, Fastify through a fresh
  * `FastifyAdapter`.
  */
-export function createPlatformApp(moduleRef: TestingModule, platform: Platform, options: NestApplicationOptions = { logger: false }): INestApplication {
+export function createPlatformApp(
+  moduleRef: TestingModule,
+  platform: Platform,
+  options: NestApplicationOptions = { logger: false },
+): INestApplication {
   if (platform === 'express') return moduleRef.createNestApplication(options);
   return moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), options);
 }

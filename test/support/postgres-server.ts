@@ -39,12 +39,18 @@ const PORT_ATTEMPTS = 3;
 
 // Durability is irrelevant for a throwaway test cluster; skipping fsync keeps the suites fast.
 const FLAGS = [
-  '-c', 'listen_addresses=127.0.0.1',
-  '-c', 'unix_socket_directories=',
-  '-c', 'fsync=off',
-  '-c', 'synchronous_commit=off',
-  '-c', 'full_page_writes=off',
-  '-c', 'max_connections=200',
+  '-c',
+  'listen_addresses=127.0.0.1',
+  '-c',
+  'unix_socket_directories=',
+  '-c',
+  'fsync=off',
+  '-c',
+  'synchronous_commit=off',
+  '-c',
+  'full_page_writes=off',
+  '-c',
+  'max_connections=200',
 ];
 
 /**
@@ -86,7 +92,8 @@ export async function startPostgres(root: string): Promise<RunningServer> {
       await killFromPidFile(databaseDir);
       // Another process may take the free port between our probe and the server's bind.
       const portTaken = log.includes('could not bind') || log.includes('already in use');
-      if (!portTaken || attempt >= PORT_ATTEMPTS) throw new Error(log.explain(`postgres did not start: ${describeError(error)}`));
+      if (!portTaken || attempt >= PORT_ATTEMPTS)
+        throw new Error(log.explain(`postgres did not start: ${describeError(error)}`));
       port = await freePort();
       server = make(port);
     }

@@ -21,16 +21,24 @@ export async function startRedis(root: string): Promise<RunningServer> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const log = new LogTail();
-    const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      bin,
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     child.stdout?.on('data', (chunk: Buffer) => log.push(chunk.toString('utf8')));
     child.stderr?.on('data', (chunk: Buffer) => log.push(chunk.toString('utf8')));
     let gone = false;
     const exited = new Promise<string>((resolve) => {
       child.once('error', (error: NodeJS.ErrnoException) => {
         gone = true;
-        resolve(error.code === 'ENOENT' ? `${bin} not found on PATH (install the redis-server package, or set REDIS_SERVER_BIN)` : error.message);
+        resolve(
+          error.code === 'ENOENT'
+            ? `${bin} not found on PATH (install the redis-server package, or set REDIS_SERVER_BIN)`
+            : error.message,
+        );
       });
       child.once('exit', (code, signal) => {
         gone = true;

@@ -2,7 +2,8 @@
 export type TestServerKind = 'postgres' | 'redis';
 
 /** What a suite learns about one server: its URL, or why there is none. */
-export type TestServer = { readonly available: true; readonly url: string } | { readonly available: false; readonly reason: string };
+export type TestServer =
+  { readonly available: true; readonly url: string } | { readonly available: false; readonly reason: string };
 
 /** Human name of each server, for messages. */
 export const SERVER_NAMES: Readonly<Record<TestServerKind, string>> = { postgres: 'PostgreSQL', redis: 'Redis' };
@@ -11,7 +12,8 @@ export const SERVER_NAMES: Readonly<Record<TestServerKind, string>> = { postgres
 export const urlVariable = (kind: TestServerKind): string => `RESILIENCE_TEST_${kind.toUpperCase()}_URL`;
 
 /** Env var holding why a server could not be started. */
-export const unavailableVariable = (kind: TestServerKind): string => `RESILIENCE_TEST_${kind.toUpperCase()}_UNAVAILABLE`;
+export const unavailableVariable = (kind: TestServerKind): string =>
+  `RESILIENCE_TEST_${kind.toUpperCase()}_UNAVAILABLE`;
 
 /** True under CI, where a suite that cannot reach its server must fail instead of skipping. */
 export function isCi(): boolean {
@@ -22,7 +24,9 @@ export function isCi(): boolean {
 export function testServer(kind: TestServerKind): TestServer {
   const url = process.env[urlVariable(kind)];
   if (url) return { available: true, url };
-  const reason = process.env[unavailableVariable(kind)] ?? `the Jest globalSetup (test/support/global-setup.ts) did not run, so no ${SERVER_NAMES[kind]} server was started`;
+  const reason =
+    process.env[unavailableVariable(kind)] ??
+    `the Jest globalSetup (test/support/global-setup.ts) did not run, so no ${SERVER_NAMES[kind]} server was started`;
   return { available: false, reason };
 }
 

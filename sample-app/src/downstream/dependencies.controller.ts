@@ -16,7 +16,12 @@ export class DependenciesController {
   configure(@Param('name') name: string, @Body() change: Partial<DependencyBehaviour>): DependencyBehaviour {
     const dependency = this.dependencies.byName(name);
     if (dependency === undefined) {
-      throw new NotFoundException(`no dependency '${name}' (known: ${this.dependencies.all().map((d) => d.name).join(', ')})`);
+      throw new NotFoundException(
+        `no dependency '${name}' (known: ${this.dependencies
+          .all()
+          .map((d) => d.name)
+          .join(', ')})`,
+      );
     }
     try {
       return dependency.configure(change ?? {});

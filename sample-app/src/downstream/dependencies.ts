@@ -35,14 +35,21 @@ export class Dependencies {
     const [inventory, payments, rates, recommendations] = await Promise.all([
       SimulatedDependency.start('inventory', (req) => {
         const sku = lastSegment(req.url);
-        return sku in STOCK ? { status: 200, body: { sku, available: STOCK[sku] } } : { status: 404, body: { error: `no sku ${sku}` } };
+        return sku in STOCK
+          ? { status: 200, body: { sku, available: STOCK[sku] } }
+          : { status: 404, body: { error: `no sku ${sku}` } };
       }),
       Dependencies.paymentProvider(charges),
       SimulatedDependency.start('rates', (req) => {
         const currency = lastSegment(req.url).toUpperCase();
-        return currency in RATES ? { status: 200, body: { base: 'GBP', currency, rate: RATES[currency] } } : { status: 404, body: { error: `no rate for ${currency}` } };
+        return currency in RATES
+          ? { status: 200, body: { base: 'GBP', currency, rate: RATES[currency] } }
+          : { status: 404, body: { error: `no rate for ${currency}` } };
       }),
-      SimulatedDependency.start('recommendations', (req) => ({ status: 200, body: { skus: ALSO_BOUGHT[lastSegment(req.url)] ?? [] } })),
+      SimulatedDependency.start('recommendations', (req) => ({
+        status: 200,
+        body: { skus: ALSO_BOUGHT[lastSegment(req.url)] ?? [] },
+      })),
     ]);
     return new Dependencies(inventory, payments, rates, recommendations, charges);
   }
@@ -71,11 +78,14 @@ export class Dependencies {
     return SimulatedDependency.start('payments', (req, body) => {
       if (req.method === 'GET') {
         const charge = charges.get(lastSegment(req.url));
-        return charge === undefined ? { status: 404, body: { error: 'no charge under this key' } } : { status: 200, body: charge };
+        return charge === undefined
+          ? { status: 404, body: { error: 'no charge under this key' } }
+          : { status: 200, body: charge };
       }
       const key = String(req.headers['idempotency-key'] ?? '');
       const { amount } = (body ?? {}) as { amount?: number };
-      if (!key || typeof amount !== 'number') return { status: 400, body: { error: 'idempotency-key and amount are required' } };
+      if (!key || typeof amount !== 'number')
+        return { status: 400, body: { error: 'idempotency-key and amount are required' } };
       const charge = charges.get(key) ?? { chargeId: `ch_${charges.size + 1}`, amount };
       charges.set(key, charge);
       return { status: 201, body: charge };

@@ -13,7 +13,10 @@ export interface DependencyBehaviour {
   loseReplies: boolean;
 }
 
-type Handler = (request: IncomingMessage, body: unknown) => { status: number; body: unknown } | Promise<{ status: number; body: unknown }>;
+type Handler = (
+  request: IncomingMessage,
+  body: unknown,
+) => { status: number; body: unknown } | Promise<{ status: number; body: unknown }>;
 
 /**
  * A real HTTP server on loopback standing in for a third-party API, so the
@@ -70,8 +73,10 @@ export class SimulatedDependency {
   /** Changes the behaviour; bringing it back up (or delivering replies again) answers the requests left hanging with 503. */
   configure(change: Partial<DependencyBehaviour>): DependencyBehaviour {
     const next = { ...this.behaviour, ...change };
-    if (typeof next.latencyMs !== 'number' || next.latencyMs < 0) throw new RangeError(`${this.name}: latencyMs must be a number >= 0`);
-    if (typeof next.errorRate !== 'number' || next.errorRate < 0 || next.errorRate > 1) throw new RangeError(`${this.name}: errorRate must be in [0, 1]`);
+    if (typeof next.latencyMs !== 'number' || next.latencyMs < 0)
+      throw new RangeError(`${this.name}: latencyMs must be a number >= 0`);
+    if (typeof next.errorRate !== 'number' || next.errorRate < 0 || next.errorRate > 1)
+      throw new RangeError(`${this.name}: errorRate must be in [0, 1]`);
     if (typeof next.down !== 'boolean') throw new RangeError(`${this.name}: down must be true or false`);
     if (typeof next.loseReplies !== 'boolean') throw new RangeError(`${this.name}: loseReplies must be true or false`);
     this.behaviour = next;

@@ -1,14 +1,22 @@
 import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { Pool } from 'pg';
-import { IdempotencyStore, MemoryIdempotencyStore, PostgresIdempotencyStore, RedisIdempotencyStore } from 'resilience4nest';
+import {
+  IdempotencyStore,
+  MemoryIdempotencyStore,
+  PostgresIdempotencyStore,
+  RedisIdempotencyStore,
+} from 'resilience4nest';
 
 /**
  * The idempotency store from the environment: PostgreSQL with
  * `DATABASE_URL`, Redis with `REDIS_URL`, else one in memory (fine for a
  * single instance; keys are lost on restart and not shared between pods).
  */
-export function idempotencyStoreFromEnv(env: NodeJS.ProcessEnv = process.env): { store: IdempotencyStore; close: () => Promise<void> } {
+export function idempotencyStoreFromEnv(env: NodeJS.ProcessEnv = process.env): {
+  store: IdempotencyStore;
+  close: () => Promise<void>;
+} {
   const logger = new Logger('IdempotencyStore');
   if (env.DATABASE_URL) {
     const pool = new Pool({ connectionString: env.DATABASE_URL });

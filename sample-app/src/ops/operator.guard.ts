@@ -9,7 +9,9 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 export class OperatorGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const expected = process.env.OPERATOR_TOKEN;
-    const given = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-operator-token'];
+    const given = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers[
+      'x-operator-token'
+    ];
     return expected !== undefined && expected !== '' && given === expected;
   }
 }

@@ -12,7 +12,9 @@ export const SHOP_IDEMPOTENCY_STORE = 'SHOP_IDEMPOTENCY_STORE';
   exports: [SHOP_IDEMPOTENCY_STORE],
 })
 export class OpsModule implements OnApplicationShutdown {
-  constructor(@Inject(SHOP_IDEMPOTENCY_STORE) private readonly handle: { store: IdempotencyStore; close: () => Promise<void> }) {}
+  constructor(
+    @Inject(SHOP_IDEMPOTENCY_STORE) private readonly handle: { store: IdempotencyStore; close: () => Promise<void> },
+  ) {}
 
   async onApplicationShutdown(): Promise<void> {
     await this.handle.close();

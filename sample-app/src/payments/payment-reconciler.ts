@@ -13,7 +13,10 @@ export function paymentReconciler(dependencies: Dependencies): IdempotencyReconc
   return async (stale) => {
     const downstreamKey = stale.downstreamKey('charge');
     try {
-      const { chargeId } = await fetchJson<{ chargeId: string }>('payments', `${dependencies.payments.url}/charges/${encodeURIComponent(downstreamKey)}`);
+      const { chargeId } = await fetchJson<{ chargeId: string }>(
+        'payments',
+        `${dependencies.payments.url}/charges/${encodeURIComponent(downstreamKey)}`,
+      );
       const paymentId = (stale.request as { body?: { paymentId?: string } } | undefined)?.body?.paymentId;
       return { action: 'complete', status: 201, body: { status: 'charged', paymentId, chargeId } };
     } catch (error) {

@@ -39,13 +39,17 @@ export class PaymentsClient {
   @CircuitBreaker('payments')
   @Timeout('payments')
   async charge(payment: PaymentRequest): Promise<PaymentOutcome> {
-    const { chargeId } = await fetchJson<{ chargeId: string }>('payments', `${this.dependencies.payments.url}/charges`, {
-      method: 'POST',
-      // Derived from the client's Idempotency-Key: the same on every attempt, ours and the client's,
-      // so the provider deduplicates a retry after a lost reply instead of charging twice.
-      headers: { 'idempotency-key': downstreamIdempotencyKey('charge') },
-      body: JSON.stringify({ amount: payment.amount }),
-    });
+    const { chargeId } = await fetchJson<{ chargeId: string }>(
+      'payments',
+      `${this.dependencies.payments.url}/charges`,
+      {
+        method: 'POST',
+        // Derived from the client's Idempotency-Key: the same on every attempt, ours and the client's,
+        // so the provider deduplicates a retry after a lost reply instead of charging twice.
+        headers: { 'idempotency-key': downstreamIdempotencyKey('charge') },
+        body: JSON.stringify({ amount: payment.amount }),
+      },
+    );
     return { status: 'charged', paymentId: payment.paymentId, chargeId };
   }
 

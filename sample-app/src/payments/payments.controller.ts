@@ -44,13 +44,17 @@ export class PaymentsController {
   // Checkout is the last thing the shop gives up under overload.
   @Priority('critical')
   @Idempotent({ onStatus: paymentSettlement, principal: customerOf })
-  async pay(@Body() body: Partial<PaymentRequest>, @Res({ passthrough: true }) res: StatusAndHeaders): Promise<PaymentOutcome> {
+  async pay(
+    @Body() body: Partial<PaymentRequest>,
+    @Res({ passthrough: true }) res: StatusAndHeaders,
+  ): Promise<PaymentOutcome> {
     if (typeof body?.paymentId !== 'string' || !Number.isInteger(body.amount) || (body.amount as number) <= 0) {
       throw new BadRequestException('paymentId (string) and amount (positive integer, pence) are required');
     }
     const outcome = await this.payments.charge({ paymentId: body.paymentId, amount: body.amount as number });
     res.status(STATUS[outcome.status]);
-    if (outcome.status === 'rejected') res.header('Retry-After', String(Math.max(1, Math.ceil((outcome.retryAfterMs ?? 1000) / 1000))));
+    if (outcome.status === 'rejected')
+      res.header('Retry-After', String(Math.max(1, Math.ceil((outcome.retryAfterMs ?? 1000) / 1000))));
     return outcome;
   }
 }

@@ -37,7 +37,12 @@ export class ProductsController {
     const price =
       rate === undefined
         ? { currency: 'GBP', amount: pence / 100, fresh: true }
-        : { currency: wanted, amount: Math.round(pence * rate.rate) / 100, fresh: rate.fresh, ...(rate.fresh ? {} : { rateAgeMs: Math.round(rate.ageMs) }) };
+        : {
+            currency: wanted,
+            amount: Math.round(pence * rate.rate) / 100,
+            fresh: rate.fresh,
+            ...(rate.fresh ? {} : { rateAgeMs: Math.round(rate.ageMs) }),
+          };
     return { sku, available: stock.available, price, ...(recommendations === undefined ? {} : { recommendations }) };
   }
 

@@ -1,6 +1,14 @@
 import { BadRequestException, Injectable, ServiceUnavailableException } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import { CircuitBreaker, Fallback, parseDuration, ResilienceError, ResilienceRegistry, Retry, Timeout } from 'resilience4nest';
+import {
+  CircuitBreaker,
+  Fallback,
+  parseDuration,
+  ResilienceError,
+  ResilienceRegistry,
+  Retry,
+  Timeout,
+} from 'resilience4nest';
 import { Dependencies } from '../downstream/dependencies';
 import { DownstreamHttpError, fetchJson } from '../downstream/http-client';
 
@@ -24,7 +32,8 @@ export class ExchangeRatesClient {
   ) {
     const configured = config.get<string | number>('shop.rates.max-staleness') ?? '10m';
     const ms = parseDuration(configured);
-    if (ms === undefined) throw new Error(`shop.rates.max-staleness must be a duration such as "10m", got ${JSON.stringify(configured)}`);
+    if (ms === undefined)
+      throw new Error(`shop.rates.max-staleness must be a duration such as "10m", got ${JSON.stringify(configured)}`);
     this.maxStalenessMs = ms;
   }
 
@@ -34,11 +43,15 @@ export class ExchangeRatesClient {
   @Timeout('rates')
   async rate(currency: string): Promise<ExchangeRate> {
     try {
-      const { rate } = await fetchJson<{ rate: number }>('rates', `${this.dependencies.rates.url}/rates/${encodeURIComponent(currency)}`);
+      const { rate } = await fetchJson<{ rate: number }>(
+        'rates',
+        `${this.dependencies.rates.url}/rates/${encodeURIComponent(currency)}`,
+      );
       this.lastKnownGood.set(currency, { rate, at: this.registry.clock.now() });
       return { currency, rate, fresh: true, ageMs: 0 };
     } catch (error) {
-      if (error instanceof DownstreamHttpError && error.status === 404) throw new BadRequestException(`unsupported currency ${currency}`);
+      if (error instanceof DownstreamHttpError && error.status === 404)
+        throw new BadRequestException(`unsupported currency ${currency}`);
       throw error;
     }
   }
@@ -49,7 +62,10 @@ export class ExchangeRatesClient {
    */
   lastKnownGoodRate(currency: string): ExchangeRate {
     const known = this.lastKnownGood.get(currency);
-    if (known === undefined) throw new ServiceUnavailableException(`no exchange rate for ${currency}: the rates API is unavailable and no earlier rate is known`);
+    if (known === undefined)
+      throw new ServiceUnavailableException(
+        `no exchange rate for ${currency}: the rates API is unavailable and no earlier rate is known`,
+      );
     const ageMs = this.registry.clock.now() - known.at;
     if (ageMs > this.maxStalenessMs) {
       throw new ServiceUnavailableException(

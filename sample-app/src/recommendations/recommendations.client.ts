@@ -13,7 +13,10 @@ export class RecommendationsClient {
   @Timeout('recommendations')
   @Bulkhead('recommendations')
   async alsoBought(sku: string): Promise<string[] | undefined> {
-    const { skus } = await fetchJson<{ skus: string[] }>('recommendations', `${this.dependencies.recommendations.url}/also-bought/${encodeURIComponent(sku)}`);
+    const { skus } = await fetchJson<{ skus: string[] }>(
+      'recommendations',
+      `${this.dependencies.recommendations.url}/also-bought/${encodeURIComponent(sku)}`,
+    );
     return skus;
   }
 

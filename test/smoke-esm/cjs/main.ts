@@ -4,7 +4,13 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { Controller, Get, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { CircuitBreaker, ResilienceExceptionFilter, ResilienceModule, ResilienceRegistry, Retry } from 'resilience4nest';
+import {
+  CircuitBreaker,
+  ResilienceExceptionFilter,
+  ResilienceModule,
+  ResilienceRegistry,
+  Retry,
+} from 'resilience4nest';
 
 @Injectable()
 class Flaky {

@@ -13,7 +13,15 @@ export const resilienceSettings = (): { resilience4j: ResilienceModuleOptions } 
     retry: { instances: { supplier: { maxAttempts: 3, waitDuration: '10ms' } } },
     timeLimiter: { instances: { supplier: { timeoutDuration: '100ms' } } },
     circuitBreaker: {
-      instances: { supplier: { slidingWindowSize: 2, minimumNumberOfCalls: 2, waitDurationInOpenState: '1m', registerHealthIndicator: true, allowHealthIndicatorToFail: true } },
+      instances: {
+        supplier: {
+          slidingWindowSize: 2,
+          minimumNumberOfCalls: 2,
+          waitDurationInOpenState: '1m',
+          registerHealthIndicator: true,
+          allowHealthIndicatorToFail: true,
+        },
+      },
     },
     bulkhead: { instances: { supplier: { maxConcurrentCalls: 1, maxWaitDuration: 0 } } },
     idempotency: { principal: () => 'shop' },

@@ -10,7 +10,10 @@ export class CatalogController {
   constructor(private readonly catalog: CatalogService) {}
 
   @Get('prices/:policy/:sku')
-  price(@Param('policy') policy: 'retried' | 'timed' | 'guarded' | 'bounded' | 'withFallback', @Param('sku') sku: string): Promise<Price> {
+  price(
+    @Param('policy') policy: 'retried' | 'timed' | 'guarded' | 'bounded' | 'withFallback',
+    @Param('sku') sku: string,
+  ): Promise<Price> {
     return this.catalog[policy](sku);
   }
 

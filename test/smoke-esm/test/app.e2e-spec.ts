@@ -98,7 +98,9 @@ describe('resilience4nest in an ES module NestJS 12 application', () => {
     expect(app.get(ResilienceRegistry).circuitBreaker('supplier').state).toBe('OPEN');
     const health = await get('/health');
     expect(health.status).toBe(503);
-    expect(await health.json()).toMatchObject({ error: { circuitBreakers: { instances: { supplier: { status: 'DOWN', state: 'OPEN' } } } } });
+    expect(await health.json()).toMatchObject({
+      error: { circuitBreakers: { instances: { supplier: { status: 'DOWN', state: 'OPEN' } } } },
+    });
   });
 
   it('@Idempotent runs a keyed order once and replays it', async () => {
