@@ -153,7 +153,7 @@ export class BulkheadPolicy implements Policy {
   /**
    * Takes a free permit without waiting. Returns the entry time to pass to
    * {@link BulkheadPolicy.exit} (NaN when no one measures it), or
-   * {@link NO_PERMIT} when every permit is taken (nothing was taken then).
+   * `NO_PERMIT` when every permit is taken (nothing was taken then).
    */
   tryEnter(): number {
     if (this.available === 0) return NO_PERMIT;

@@ -192,7 +192,7 @@ export class CircuitBreakerPolicy implements Policy {
 
   /**
    * @param name the instance name, carried by its errors and events
-   * @param config resolved settings (durations in ms), as validated by the module's schema
+   * @param settings resolved settings (durations in ms), as validated by the module's schema
    * @param clock the source of time for durations, the open wait and timers
    * @param random uniform [0, 1) source for the randomized open wait
    */

@@ -257,7 +257,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   /**
-   * {@inheritDoc IdempotencyStore.cleanupExpired}
+   * Deletes every expired record; returns how many it deleted.
    * Walks the prefix with `SCAN`; Redis also drops records on its own once
    * their `PX` runs out, so this matters only when the clock runs ahead of
    * Redis's (tests) or memory must be freed at once.
