@@ -1,0 +1,328 @@
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import {
+  DEFAULT_MAX_DEADLINE_BUDGET_MS,
+  MemoryIdempotencyStore,
+  parseDuration,
+  ResilienceModuleOptions,
+  systemClock,
+  VirtualClock,
+} from '../../lib';
+import { resolveOptions } from '../../lib/config/resolve-options';
+import { checkIdempotentOptions, resolveIdempotencyOptions } from '../../lib/idempotency/idempotency.options';
+import { readLoadSheddingOptions } from '../../lib/load-shedding/load-shedding.options';
+import {
+  readHealthOptions,
+  readLoggingOptions,
+  readMetricsOptions,
+} from '../../lib/observability/observability.options';
+import { checkMarkdownSnippets } from '../support/markdown-snippets';
+
+const DOC = 'docs/configuration.md';
+const text = readFileSync(join(__dirname, '..', '..', DOC), 'utf8');
+
+/** A key no validator knows and none is close to, so its error lists the known keys. */
+const PROBE = 'zzzzzzzzzzzzprobe';
+const noWarnings = (): void => undefined;
+
+type Settings = Record<string, unknown>;
+
+/** One section of the reference: the validator that reads it, and its resolved defaults. */
+interface Section {
+  /** The `## ` heading of the section in docs/configuration.md. */
+  readonly heading: string;
+  /** Validates settings of the section as the module does; throws on a bad or unknown key. */
+  readonly validate: (settings: Settings) => unknown;
+  /** The resolved settings when nothing (or only what is required) is given. */
+  readonly defaults: () => Settings;
+  /** Documented key → field of the resolved settings, where the names differ (beyond a `Ms` suffix). */
+  readonly aliases?: Readonly<Record<string, string>>;
+}
+
+const POLICY_SECTIONS = ['retry', 'circuitBreaker', 'bulkhead', 'threadPoolBulkhead', 'timeLimiter', 'rateLimiter'];
+
+const policySection = (policy: string): Section => ({
+  heading: policy,
+  validate: (settings) => resolveOptions({ [policy]: { instances: { probe: settings } } }, noWarnings),
+  defaults: () => {
+    const resolved = resolveOptions(
+      { [policy]: { instances: { probe: {} } }, threadPoolBulkhead: { instances: { pool: {} } } },
+      noWarnings,
+    );
+    if (policy !== 'threadPoolBulkhead')
+      return resolved.sections[policy as keyof typeof resolved.sections].defaultConfig as unknown as Settings;
+    // A thread-pool bulkhead resolves to the bulkhead it runs as.
+    const pool = resolved.sections.bulkhead.instances.get('pool')!;
+    return { maxThreadPoolSize: pool.maxConcurrentCalls, queueCapacity: pool.queueCapacity };
+  },
+});
+
+const SECTIONS: readonly Section[] = [
+  {
+    heading: 'Top level',
+    validate: (settings) => resolveOptions(settings as ResilienceModuleOptions, noWarnings),
+    defaults: () => {
+      const resolved = resolveOptions(undefined, noWarnings);
+      return { ...resolved, ...resolved.extras } as unknown as Settings;
+    },
+  },
+  ...POLICY_SECTIONS.map(policySection),
+  {
+    heading: 'idempotency',
+    validate: (settings) => closeStore(resolveIdempotencyOptions(settings, systemClock)),
+    defaults: () => closeStore(resolveIdempotencyOptions(undefined, systemClock)) as unknown as Settings,
+    aliases: { header: 'headerLabel' },
+  },
+  {
+    heading: '@Idempotent options',
+    validate: (settings) => checkIdempotentOptions(settings, '@Idempotent on Reference.method'),
+    defaults: () => checkIdempotentOptions(undefined, '@Idempotent on Reference.method') as unknown as Settings,
+  },
+  {
+    heading: 'metrics',
+    validate: (settings) => readMetricsOptions(settings),
+    defaults: () => readMetricsOptions(undefined) as unknown as Settings,
+  },
+  {
+    heading: 'health',
+    validate: (settings) => readHealthOptions(settings),
+    defaults: () => readHealthOptions({ fallbackShare: { threshold: 50 } }) as unknown as Settings,
+  },
+  {
+    heading: 'logging',
+    validate: (settings) => readLoggingOptions(settings),
+    defaults: () => readLoggingOptions(undefined) as unknown as Settings,
+  },
+  {
+    heading: 'loadShedding',
+    validate: (settings) => readLoadSheddingOptions(settings),
+    defaults: () =>
+      readLoadSheddingOptions({ adaptive: {}, eventLoopDelay: { threshold: 100 } }) as unknown as Settings,
+    aliases: { priorities: 'shares' },
+  },
+];
+
+/** Defaults that are not a literal: each documented cell is checked against the code by its own rule. */
+const SPECIAL_DEFAULTS: Readonly<Record<string, (resolved: unknown, cell: string) => boolean>> = {
+  'Top level.clock': (resolved) => resolved === systemClock,
+  'Top level.random': (resolved) => resolved === Math.random,
+  // Resolved as absent; the deadline interceptor applies the constant.
+  'Top level.deadline.maxBudget': (resolved, cell) =>
+    resolved === undefined && parseDuration(codeOf(cell)) === DEFAULT_MAX_DEADLINE_BUDGET_MS,
+  'threadPoolBulkhead.maxThreadPoolSize': (resolved) => resolved === availableParallelism(),
+  'idempotency.store': (resolved) => resolved instanceof MemoryIdempotencyStore,
+  'metrics.enabled': (resolved) => resolved === 'auto',
+};
+
+/** Names an example cell may use. */
+const EXAMPLE_SCOPE: Readonly<Record<string, unknown>> = { VirtualClock };
+
+function closeStore<T extends { store: unknown }>(resolved: T): T {
+  (resolved.store as { close?: () => void }).close?.();
+  return resolved;
+}
+
+interface Row {
+  readonly key: string;
+  readonly meaning: string;
+  readonly defaultCell: string;
+  readonly resilience4j: string;
+  readonly example: string;
+}
+
+/** The option rows of the table(s) under `## heading`, by key. */
+function rowsOf(heading: string): Map<string, Row> {
+  const start = text.indexOf(`\n## ${heading}\n`);
+  if (start < 0) throw new Error(`${DOC} has no section '## ${heading}'`);
+  const end = text.indexOf('\n## ', start + 1);
+  const body = text.slice(start, end < 0 ? undefined : end);
+  const rows = new Map<string, Row>();
+  for (const line of body.split('\n')) {
+    const match = /^\| `([^`]+)` \|/.exec(line);
+    if (match === null) continue;
+    const cells = line
+      .slice(1, -1)
+      .split(/(?<!\\)\|/)
+      .map((c) => c.trim());
+    expect(cells).toHaveLength(5);
+    const [, meaning, defaultCell, resilience4j, example] = cells;
+    rows.set(match[1], { key: match[1], meaning, defaultCell, resilience4j, example });
+  }
+  return rows;
+}
+
+/** What a validator's error for an unknown key lists as known, or undefined when it threw for another reason. */
+function knownKeys(validate: () => unknown): string[] | undefined {
+  try {
+    validate();
+  } catch (error) {
+    const message = (error as Error).message;
+    if (!message.includes(`${PROBE}'`)) return undefined;
+    const known = /\(known keys: ([^)]*)\)/.exec(message);
+    if (known === null) throw new Error(`no list of known keys in: ${message}`);
+    return known[1].split(', ');
+  }
+  return undefined;
+}
+
+function nest(path: string, value: unknown): Settings {
+  const parts = path.split('.');
+  return parts.reduceRight<unknown>((inner, part) => ({ [part]: inner }), value) as Settings;
+}
+
+/** Every key the section's validator accepts, nested ones as `parent.child`, derived by probing it. */
+function acceptedKeys(section: Section, prefix = '', depth = 0): string[] {
+  const probe = prefix === '' ? { [PROBE]: 1 } : nest(prefix, { [PROBE]: 1 });
+  const known = knownKeys(() => section.validate(probe));
+  if (known === undefined) throw new Error(`${section.heading}: probing '${prefix}' listed no keys`);
+  // Sections named at the top level are documented under their own headings.
+  const ownSection = (key: string): boolean => prefix === '' && SECTIONS.some((s) => s.heading === key);
+  return known
+    .filter((key) => key !== 'baseConfig' && !(section.heading === 'Top level' && ownSection(key)))
+    .flatMap((key) => {
+      const path = prefix === '' ? key : `${prefix}.${key}`;
+      const nested = depth < 2 && knownKeys(() => section.validate(nest(path, { [PROBE]: 1 }))) !== undefined;
+      return nested ? acceptedKeys(section, path, depth + 1) : [path];
+    });
+}
+
+function resolvedAt(section: Section, resolved: Settings, path: string): unknown {
+  let value: unknown = resolved;
+  for (const part of path.split('.')) {
+    const record = value as Settings | undefined;
+    if (record === undefined) return undefined;
+    const alias = section.aliases?.[part];
+    value = alias !== undefined ? record[alias] : part in record ? record[part] : record[`${part}Ms`];
+  }
+  return value;
+}
+
+function codeOf(cell: string): string {
+  const match = /^`([^`]+)`$/.exec(cell);
+  return match === null ? '' : match[1];
+}
+
+/** A literal default cell as the resolved value it stands for: a duration in ms, JSON, or the text. */
+function literal(code: string): unknown {
+  if (/^\d+(\.\d+)?\s*[a-z]+$/i.test(code) && parseDuration(code) !== undefined) return parseDuration(code);
+  try {
+    return JSON.parse(code);
+  } catch {
+    return code;
+  }
+}
+
+function sameValue(expected: unknown, actual: unknown): boolean {
+  if (typeof expected === 'number' && typeof actual === 'number')
+    return Math.abs(expected - actual) <= 1e-9 * Math.max(1, Math.abs(actual));
+  return isDeepStrictEqual(expected, Array.isArray(actual) ? [...actual] : actual);
+}
+
+/** The example cell's value, or undefined when it uses a name the examples' scope does not have (e.g. a client). */
+function exampleValue(cell: string): { value: unknown } | undefined {
+  const code = codeOf(cell);
+  if (code === '') throw new Error(`example cell is not one code span: ${cell}`);
+  try {
+    const names = Object.keys(EXAMPLE_SCOPE);
+    return { value: new Function(...names, `return (${code});`)(...names.map((n) => EXAMPLE_SCOPE[n])) };
+  } catch (error) {
+    if (error instanceof ReferenceError) return undefined;
+    throw error;
+  }
+}
+
+describe(`${DOC}: the configuration reference`, () => {
+  describe.each(SECTIONS.map((s) => [s.heading, s] as const))('## %s', (_, section) => {
+    const rows = rowsOf(section.heading);
+
+    it('has a row for every key the validator accepts, and none for a key it refuses', () => {
+      expect([...rows.keys()].sort()).toEqual(acceptedKeys(section).sort());
+    });
+
+    it('prints the defaults the code resolves', () => {
+      const resolved = section.defaults();
+      const wrong: string[] = [];
+      for (const row of rows.values()) {
+        const id = `${section.heading}.${row.key}`;
+        const value = resolvedAt(section, resolved, row.key);
+        const special = SPECIAL_DEFAULTS[id];
+        const code = codeOf(row.defaultCell);
+        let ok: boolean;
+        if (special !== undefined) ok = special(value, row.defaultCell);
+        else if (row.defaultCell === 'required') {
+          const parent = row.key.includes('.') ? row.key.slice(0, row.key.lastIndexOf('.')) : undefined;
+          // Given without it, its parent is refused with a message naming it.
+          try {
+            section.validate(parent === undefined ? {} : nest(parent, {}));
+            ok = false;
+          } catch (error) {
+            ok = (error as Error).message.includes(`'${row.key.split('.').pop()!}'`);
+          }
+        } else if (row.defaultCell === 'none')
+          ok =
+            value === undefined || value === Number.POSITIVE_INFINITY || (Array.isArray(value) && value.length === 0);
+        else if (code !== '') ok = sameValue(literal(code), value);
+        // A default in words (e.g. "the module's `ttl`") is computed elsewhere: the resolved settings leave it unset.
+        else ok = value === undefined;
+        if (!ok) wrong.push(`${row.key}: documented ${row.defaultCell}, resolved ${String(value)}`);
+      }
+      expect(wrong).toEqual([]);
+    });
+
+    it('has examples the validator accepts', () => {
+      const refused: string[] = [];
+      for (const row of rows.values()) {
+        const example = exampleValue(row.example);
+        if (example === undefined) continue;
+        // A nested key is tried with its siblings' examples, since some objects need all their keys.
+        const parent = row.key.includes('.') ? row.key.slice(0, row.key.lastIndexOf('.')) : undefined;
+        const settings: Settings =
+          parent === undefined
+            ? { [row.key]: example.value }
+            : nest(
+                parent,
+                Object.fromEntries(
+                  [...rows.values()]
+                    .filter((r) => r.key.startsWith(`${parent}.`))
+                    .map((r) => [r.key.slice(parent.length + 1), exampleValue(r.example)?.value]),
+                ),
+              );
+        try {
+          section.validate(settings);
+        } catch (error) {
+          refused.push(`${row.key}: ${(error as Error).message}`);
+        }
+      }
+      expect(refused).toEqual([]);
+    });
+
+    if (POLICY_SECTIONS.includes(section.heading)) {
+      it("names the option's Resilience4j property, or says it is ours", () => {
+        const kebab = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+        const wrong = [...rows.values()]
+          .filter((row) => !row.resilience4j.startsWith('ours') && row.resilience4j !== `\`${kebab(row.key)}\``)
+          .map((row) => `${row.key}: ${row.resilience4j}`);
+        expect(wrong).toEqual([]);
+      });
+    }
+  });
+
+  it('explains baseConfig, durations, decorator overrides and fromSpringConfig', () => {
+    for (const heading of [
+      'How options are written',
+      'Named configs and instances',
+      'Decorator overrides',
+      'Spring Boot files: `fromSpringConfig`',
+    ])
+      expect(text).toContain(`\n## ${heading}\n`);
+    expect(text).toContain('`baseConfig`');
+  });
+
+  it('has TypeScript snippets that compile', () => {
+    const { blocks, diagnostics } = checkMarkdownSnippets(DOC);
+    expect(blocks).toBeGreaterThanOrEqual(4);
+    expect(diagnostics).toEqual([]);
+  });
+});
