@@ -7,7 +7,7 @@ describe('breaker scenario', () => {
     expect(result.none.reachedInOutage).toBe(BREAKER_REFERENCE.none.reached);
     expect(result.breaker.threadMs * 8).toBeLessThanOrEqual(result.none.threadMs);
     expect(result.breaker.reachedInOutage * 8).toBeLessThanOrEqual(OUTAGE_CALLS);
-    // The note's sequential model, recomputed, prints as the note does: 17.0 s and 7 calls.
+    // The sequential reference model, recomputed, prints its published figures: 17.0 s and 7 calls.
     expect((result.reference.threadMs / 1000).toFixed(1)).toBe(BREAKER_REFERENCE.breaker.threadSeconds.toFixed(1));
     expect(result.reference.reachedInOutage).toBe(BREAKER_REFERENCE.breaker.reached);
 

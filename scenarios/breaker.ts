@@ -12,9 +12,9 @@ import { bootScenario, ScenarioReport, Settled, table, track } from './kit';
 import { lineChart } from './svg';
 
 /*
- * After the design note "Timeouts, retries and exactly-once" (circuit
- * breakers): a dependency is down for 30 s of a 60 s run, callers send it
- * 10 calls a second under a 2 s timeout. Without a breaker every call in
+ * The breaker experiment of docs/scenarios.md: a dependency is down for
+ * 30 s of a 60 s run, callers send it 10 calls a second under a 2 s
+ * timeout. Without a breaker every call in
  * the outage holds its caller for the full timeout; with a breaker (5
  * failures in a row open it for 10 s, one half-open trial) the outage turns
  * from "slow and failing" into "fast and failing".
@@ -29,14 +29,14 @@ export const INTERVAL_MS = 100; // 10 calls a second
 export const OUTAGE_START_MS = 15_000;
 export const OUTAGE_END_MS = 45_000;
 export const TIMEOUT_MS = 2_000;
-/** 10 ms is what the note's reference figure of 17 thread-seconds implies (see the reference simulation). */
+/** 10 ms is what the reference model's 17 thread-seconds imply (see `referenceSimulation`). */
 export const HEALTHY_LATENCY_MS = 10;
 
 /** Calls in the run, and of them started during the outage. */
 export const CALLS = RUN_MS / INTERVAL_MS; // 600
 export const OUTAGE_CALLS = (OUTAGE_END_MS - OUTAGE_START_MS) / INTERVAL_MS; // 300
 
-/** The note's breaker in Resilience4j terms: 5 failures of the last 5 calls open it for 10 s, one trial call. */
+/** The reference model's breaker in Resilience4j terms: 5 failures of the last 5 calls open it for 10 s, one trial call. */
 export const BREAKER = {
   slidingWindowType: 'COUNT_BASED',
   slidingWindowSize: 5,
@@ -46,7 +46,7 @@ export const BREAKER = {
   permittedNumberOfCallsInHalfOpenState: 1,
 } as const;
 
-/** What the note printed. */
+/** What the reference model prints. */
 export const BREAKER_REFERENCE = {
   none: { threadSeconds: 603.0, reached: 300 },
   breaker: { threadSeconds: 17.0, reached: 7 },
@@ -170,7 +170,7 @@ export async function runOutage(cls: typeof WithoutBreaker | typeof WithBreaker)
 }
 
 /**
- * The note's reference simulation: the same calls and breaker, but the
+ * The reference model: the same calls and breaker, but the
  * breaker learns each outcome the moment the call starts (as a sequential
  * simulation does), so it opens after exactly 5 failed calls.
  */
@@ -225,17 +225,17 @@ export async function runBreaker(): Promise<BreakerResult> {
 
 const seconds = (ms: number): string => (ms / 1000).toFixed(1);
 
-/** The printed table: the note's figures beside ours. */
+/** The printed table: the reference model's figures beside ours. */
 export function breakerTable(r: BreakerResult): string {
   const row = (
     label: string,
-    note: { threadSeconds: number; reached: number } | undefined,
+    ref: { threadSeconds: number; reached: number } | undefined,
     f: OutageFigures,
   ): string[] => [
     label,
-    note ? note.threadSeconds.toFixed(1) : '—',
+    ref ? ref.threadSeconds.toFixed(1) : '—',
     seconds(f.threadMs),
-    note ? `${note.reached}/${OUTAGE_CALLS}` : '—',
+    ref ? `${ref.reached}/${OUTAGE_CALLS}` : '—',
     `${f.reachedInOutage}/${OUTAGE_CALLS}`,
     String(f.timedOut),
     String(f.notPermitted),
@@ -245,16 +245,16 @@ export function breakerTable(r: BreakerResult): string {
     `breaker: ${CALLS} calls, 1 per ${INTERVAL_MS} ms; the dependency hangs from t=${OUTAGE_START_MS / 1000} s to t=${OUTAGE_END_MS / 1000} s, else answers in ${HEALTHY_LATENCY_MS} ms; @Timeout(${TIMEOUT_MS})`,
     `breaker: COUNT_BASED window 5, 100% failures, 10 s open, 1 half-open trial`,
     table(
-      ['', 'thread-s note', 'ours', 'reached note', 'ours', 'timed out', 'refused', 'ok'],
+      ['', 'thread-s ref', 'ours', 'reached ref', 'ours', 'timed out', 'refused', 'ok'],
       [
         row('no breaker', BREAKER_REFERENCE.none, r.none),
         row('breaker', BREAKER_REFERENCE.breaker, r.breaker),
-        row("note's model, recomputed", undefined, r.reference),
+        row('reference model, recomputed', undefined, r.reference),
       ],
     ),
     `no breaker / breaker: ${(r.none.threadMs / r.breaker.threadMs).toFixed(1)}x the thread-seconds, ` +
       `${(r.none.reachedInOutage / r.breaker.reachedInOutage).toFixed(1)}x the calls reaching the dead dependency.`,
-    `Ours reach it more often than the note's sequential model: calls overlap, so the first timeout is heard ${TIMEOUT_MS / 1000} s ` +
+    `Ours reach it more often than the sequential reference model: calls overlap, so the first timeout is heard ${TIMEOUT_MS / 1000} s ` +
       `after the outage starts and the breaker opens at t=${opensAt(r.breaker)} s, ${reachedBeforeOpen(r.breaker)} outage calls later; ` +
       `each half-open trial then waits out a timeout.`,
   ].join('\n');

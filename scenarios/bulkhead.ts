@@ -4,8 +4,7 @@ import { bootScenario, mulberry32, percentile, ScenarioReport, table } from './k
 import { lineChart } from './svg';
 
 /*
- * Little's law in the design note "Timeouts, retries and idempotency": a
- * service with 200 worker threads sends 60 requests a second to a reviews
+ * Little's law (docs/scenarios.md, bulkhead): a service with 200 worker threads sends 60 requests a second to a reviews
  * service. At 50 ms that keeps 3 workers busy; when reviews slows to 4 s it
  * would need 60 x 4 = 240, more than the service has, so every endpoint
  * stalls, including those that never touch reviews. A bulkhead of 40 on
@@ -20,7 +19,7 @@ import { lineChart } from './svg';
  * plain thread pool does). A request succeeds when answered within 1 s.
  */
 
-/** The knobs of the run; the defaults are the note's figures plus the other endpoints'. */
+/** The knobs of the run; the defaults are the reference figures plus the other endpoints'. */
 export interface BulkheadSettings {
   readonly workers: number;
   /** Product pages per second, each calling reviews. */
@@ -42,7 +41,7 @@ export interface BulkheadSettings {
   readonly seed: number;
 }
 
-/** The note's 200 workers, 60/s to reviews at 50 ms then 4 s, and a bulkhead of 40. */
+/** The reference's 200 workers, 60/s to reviews at 50 ms then 4 s, and a bulkhead of 40. */
 export const BULKHEAD_DEFAULTS: BulkheadSettings = {
   workers: 200,
   reviewsRate: 60,
@@ -306,7 +305,7 @@ const ms = (v: number): string =>
   Number.isFinite(v) ? (v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`) : 'never';
 const pct = (v: number): string => `${v.toFixed(1)}%`;
 
-/** The printed table, with the note's arithmetic above ours. */
+/** The printed table, with the reference arithmetic above ours. */
 export function bulkheadTable(r: BulkheadResult): string {
   const s = r.settings;
   const wanted = (s.reviewsRate * s.reviewsSlowMs) / 1000;
@@ -324,7 +323,7 @@ export function bulkheadTable(r: BulkheadResult): string {
   return [
     `bulkhead: ${s.workers} workers; product pages ${s.reviewsRate}/s call reviews (${s.reviewsFastMs} ms, then ${s.reviewsSlowMs / 1000} s from t=${s.slowFromMs / 1000} s);`,
     `other endpoints ${s.otherRate}/s of ${s.otherWorkMs} ms; Poisson arrivals for ${s.runMs / 1000} s; callers give up after ${s.clientTimeoutMs / 1000} s`,
-    `note: ${s.reviewsRate}/s x ${s.reviewsFastMs} ms = ${(s.reviewsRate * s.reviewsFastMs) / 1000} workers; ${s.reviewsRate}/s x ${s.reviewsSlowMs / 1000} s = ${wanted} wanted > ${s.workers}: ` +
+    `reference: ${s.reviewsRate}/s x ${s.reviewsFastMs} ms = ${(s.reviewsRate * s.reviewsFastMs) / 1000} workers; ${s.reviewsRate}/s x ${s.reviewsSlowMs / 1000} s = ${wanted} wanted > ${s.workers}: ` +
       `every endpoint stalls; a bulkhead of ${s.bulkhead} leaves ${s.workers - s.bulkhead} workers to the rest`,
     `ours, over requests arriving while reviews is slow (success = answered within ${s.clientTimeoutMs / 1000} s):`,
     table(

@@ -19,6 +19,12 @@ describe('scenario CLI', () => {
     for (const s of SCENARIOS) expect(usage()).toContain(s.name);
   });
 
+  it('describes every scenario in docs/scenarios.md', () => {
+    const doc = readFileSync(join(__dirname, '..', 'docs', 'scenarios.md'), 'utf8');
+    const described = [...doc.matchAll(/^## (\S+)$/gm)].map((m) => m[1]);
+    expect(described).toEqual(SCENARIOS.map((s) => s.name));
+  });
+
   it('prints the usage and fails on an unknown name', async () => {
     const printed: string[] = [];
     await expect(main('nope', (t) => void printed.push(t))).resolves.toBe(1);

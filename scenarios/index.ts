@@ -10,10 +10,10 @@ import { retryAmplification } from './retry-amplification';
 import { retryStorm } from './retry-storm';
 
 /*
- * `npm run scenario -- <name>` (or `all`): runs the design notes'
- * experiments against the real module on a virtual clock, prints each
- * table with the note's figures beside ours, and writes each chart to
- * scenario-output/<name>.svg.
+ * `npm run scenario -- <name>` (or `all`): runs the experiments of
+ * docs/scenarios.md against the real module on a virtual clock, prints each
+ * table with the reference model's figures beside ours, and writes each
+ * chart to scenario-output/<name>.svg.
  */
 
 /** A runnable scenario. */
@@ -23,7 +23,7 @@ export interface ScenarioEntry {
   readonly run: () => Promise<ScenarioReport>;
 }
 
-/** Every scenario, in the issue's order; `all` runs them in turn. */
+/** Every scenario, in the order of docs/scenarios.md; `all` runs them in turn. */
 export const SCENARIOS: readonly ScenarioEntry[] = [
   {
     name: 'retry-storm',

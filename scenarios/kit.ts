@@ -4,7 +4,7 @@ import { ResilienceModule, ResilienceModuleOptions, VirtualClock } from '../lib'
 
 /*
  * The shared simulation kit of the scenarios (and of test/scenarios): boot
- * the real module on a virtual clock, note how calls settle, a seeded
+ * the real module on a virtual clock, record how calls settle, a seeded
  * random source, and plain-text tables.
  */
 
@@ -49,7 +49,7 @@ export interface Settled {
   error?: unknown;
 }
 
-/** Starts `call` now and notes when and how it settles, without ever rejecting. */
+/** Starts `call` now and records when and how it settles, without ever rejecting. */
 export function track(clock: VirtualClock, call: () => Promise<unknown>): Settled {
   const record: Settled = { startedAt: clock.now() };
   call().then(
@@ -106,7 +106,7 @@ export function grouped(n: number): string {
 
 /** What every scenario hands the CLI: its printed table and its chart. */
 export interface ScenarioReport {
-  /** The table, with the note's reference figures beside ours. */
+  /** The table, with the reference model's figures beside ours. */
   readonly table: string;
   /** A standalone SVG document. */
   readonly svg: string;
@@ -115,8 +115,8 @@ export interface ScenarioReport {
 /**
  * Python's `random.random()` after `random.seed(seed)` (MT19937 seeded by
  * `init_by_array`, 53-bit floats), for a non-negative integer seed below
- * 2^32: a note whose simulation seeds Python's generator can then be
- * replayed draw for draw.
+ * 2^32: a reference model written in Python that seeds its generator can
+ * then be replayed draw for draw.
  */
 export function pythonRandom(seed: number): () => number {
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)

@@ -1,7 +1,7 @@
 import { OVERCHARGE_REFERENCE, overchargeChart, overchargeTable, runOvercharge } from './overcharge';
 
 describe('overcharge scenario', () => {
-  it("one key per payment charges exactly 99,900p in 100 rows; a key per attempt charges every attempt, as in the note's run", async () => {
+  it('one key per payment charges exactly 99,900p in 100 rows; a key per attempt charges every attempt, as in the reference run', async () => {
     const result = await runOvercharge();
     const [perAttempt, perPayment] = result.rows;
 
@@ -13,7 +13,7 @@ describe('overcharge scenario', () => {
     expect(perAttempt.total).toBeGreaterThan(99_900);
     expect(perAttempt.rows).toBe(perAttempt.attempts);
     expect(perAttempt.replayed).toBe(0);
-    // Python's generator, seeded as the note seeds it, loses the same replies: the note's figures exactly.
+    // Python's generator, seeded as the reference model seeds it, loses the same replies: its figures exactly.
     expect(perAttempt).toMatchObject(OVERCHARGE_REFERENCE.keyPerAttempt);
 
     expect(overchargeTable(result)).toMatch(

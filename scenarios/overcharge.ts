@@ -11,8 +11,8 @@ import { bootScenario, grouped, pythonRandom, ScenarioReport, table } from './ki
 import { lineChart } from './svg';
 
 /*
- * "One key per logical operation" (design note "Timeouts, retries and
- * exactly-once"): 100 payments of 999p, each tried up to 4 times, and 40%
+ * "One key per logical operation" (docs/scenarios.md, overcharge): 100
+ * payments of 999p, each tried up to 4 times, and 40%
  * of replies lost after the charge was made. The provider's ledger is
  * `@Idempotent` (a `MemoryIdempotencyStore`), so a repeated key replays the
  * first charge instead of charging again. The client retries with the
@@ -24,7 +24,7 @@ import { lineChart } from './svg';
  * key at all, though the code does use idempotency keys.
  */
 
-/** The knobs of the run; the defaults are the note's. */
+/** The knobs of the run; the defaults are the reference model's. */
 export interface OverchargeSettings {
   readonly payments: number;
   readonly pence: number;
@@ -32,11 +32,11 @@ export interface OverchargeSettings {
   readonly attempts: number;
   /** Share of replies lost after the charge was made. */
   readonly lossRate: number;
-  /** Seed of the reply losses, drawn as Python's `random.random()` after `random.seed(seed)`: the note's 9 replays its draws. */
+  /** Seed of the reply losses, drawn as Python's `random.random()` after `random.seed(seed)`: the reference model's 9 replays its draws. */
   readonly seed: number;
 }
 
-/** The note's run: 100 payments of 999p, 4 attempts, 40% of replies lost, `random.seed(9)`. */
+/** The reference run: 100 payments of 999p, 4 attempts, 40% of replies lost, `random.seed(9)`. */
 export const OVERCHARGE_DEFAULTS: OverchargeSettings = {
   payments: 100,
   pence: 999,
@@ -45,7 +45,7 @@ export const OVERCHARGE_DEFAULTS: OverchargeSettings = {
   seed: 9,
 };
 
-/** What the note printed. */
+/** What the reference model prints. */
 export const OVERCHARGE_REFERENCE = {
   keyPerAttempt: { total: 172_827, rows: 173 },
   keyPerPayment: { total: 99_900, rows: 100 },
@@ -57,7 +57,7 @@ interface Charge {
   readonly pence: number;
 }
 
-/** The run's settings and its stream of reply losses (one stream across both variants, as the note's `random.seed(9)`). */
+/** The run's settings and its stream of reply losses (one stream across both variants, as the reference model's `random.seed(9)`). */
 @Injectable()
 class LossyLink {
   settings: OverchargeSettings = OVERCHARGE_DEFAULTS;
@@ -194,9 +194,9 @@ async function runVariant(
 }
 
 /**
- * Runs both variants in the note's order on one stream of reply losses,
- * Python's generator seeded as the note seeds it, so the same attempts lose
- * their replies as in the note's run.
+ * Runs both variants in the reference model's order on one stream of reply
+ * losses, Python's generator seeded as the model seeds it, so the same
+ * attempts lose their replies as in the reference run.
  */
 export async function runOvercharge(settings: Partial<OverchargeSettings> = {}): Promise<OverchargeResult> {
   const s = { ...OVERCHARGE_DEFAULTS, ...settings };
@@ -211,9 +211,9 @@ export function overchargeTable(r: OverchargeResult): string {
   const correct = s.payments * s.pence;
   return [
     `overcharge: ${s.payments} payments of ${s.pence}p, up to ${s.attempts} attempts each by @Retry; ${Math.round(s.lossRate * 100)}% of replies lost after the charge;`,
-    `the provider's ledger is @Idempotent (MemoryIdempotencyStore); reply losses drawn as the note's, from Python's random.seed(${s.seed}) (MT19937, replayed)`,
+    `the provider's ledger is @Idempotent (MemoryIdempotencyStore); reply losses drawn as the reference model's, from Python's random.seed(${s.seed}) (MT19937, replayed)`,
     table(
-      ['', 'charged note', 'ours', 'rows note', 'ours', 'attempts', 'replayed', 'caller never heard', ''],
+      ['', 'charged ref', 'ours', 'rows ref', 'ours', 'attempts', 'replayed', 'caller never heard', ''],
       r.rows.map((row) => [
         row.label,
         `${grouped(row.reference.total)}p`,

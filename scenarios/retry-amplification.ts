@@ -4,10 +4,9 @@ import { bootScenario, mulberry32, percentile, ScenarioReport, table } from './k
 import { lineChart } from './svg';
 
 /*
- * "Retries multiply" (design notes "Timeouts, retries and idempotency" and
- * "Best practices for creating fault-tolerant systems"): a web tier, an API
- * tier and a data tier each making up to 3 attempts turn one user request
- * into 3 x 3 x 3 = 27 calls to a failing bottom service; even 2 attempts
+ * "Retries multiply" (docs/scenarios.md, retry-amplification): a web
+ * tier, an API tier and a data tier each making up to 3 attempts turn one
+ * user request into 3 x 3 x 3 = 27 calls to a failing bottom service; even 2 attempts
  * per layer is 8. The cure: retry at one layer (the one closest to the
  * dependency) and give it a retry budget, so a mass failure damps itself.
  *
@@ -46,7 +45,7 @@ export interface AmplificationVariant {
   readonly web: RetryConfigInput;
   readonly api: RetryConfigInput;
   readonly data: RetryConfigInput;
-  /** The notes' figure: calls at the bottom per user request while it fails. */
+  /** The reference figure: calls at the bottom per user request while it fails. */
   readonly reference: string;
 }
 
@@ -266,7 +265,7 @@ export function retryAmplificationTable(r: AmplificationResult): string {
     `retry-amplification: web -> api -> data -> bottom service, ${s.rate} user requests/s; the bottom answers in ${s.latencyMs} ms and fails with 503`,
     `from t=${s.outageFromMs / 1000} s to t=${s.outageToMs / 1000} s; @Retry waits 100 ms x 2^n with full jitter (seeded); figures for the requests that started and failed within the outage`,
     table(
-      ['', 'calls/request note', 'ours', 'max', 'requests', 'bottom calls/s', 'time to fail p50', 'budget denied'],
+      ['', 'calls/request ref', 'ours', 'max', 'requests', 'bottom calls/s', 'time to fail p50', 'budget denied'],
       r.rows.map((row) => [
         row.label,
         row.reference,
@@ -278,7 +277,7 @@ export function retryAmplificationTable(r: AmplificationResult): string {
         String(row.budgetDenied),
       ]),
     ),
-    `note: "1,000 requests/s ... with a 10% budget it sees at most 1,000 + 100 = 1,100" (1.1 per request); the budget here holds at most ${BUDGET.maxTokens} tokens,`,
+    `reference: 1,000 requests/s with a 10% budget reach the dependency at most 1,000 + 100 = 1,100 times a second (1.1 per request); the budget here holds at most ${BUDGET.maxTokens} tokens,`,
     `filled before the outage, and the failing bottom deposits nothing, so after those ${BUDGET.maxTokens} retries every request makes one call.`,
   ].join('\n');
 }

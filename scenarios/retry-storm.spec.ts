@@ -1,8 +1,8 @@
-import { noteModel, RETRY_STORM_DEFAULTS, retryStormChart, retryStormTable, runRetryStorm } from './retry-storm';
+import { referenceModel, RETRY_STORM_DEFAULTS, retryStormChart, retryStormTable, runRetryStorm } from './retry-storm';
 
 describe('retry-storm scenario', () => {
-  it("the note's own model prints the note's figures over its 600 s", () => {
-    const rows = [noteModel(false, 0), noteModel(true, 10), noteModel(true, 0.1)].map((trace) => ({
+  it('the reference model prints its published figures over its 600 s', () => {
+    const rows = [referenceModel(false, 0), referenceModel(true, 10), referenceModel(true, 0.1)].map((trace) => ({
       peak: Math.max(...trace),
       at150: trace[150],
       recovered: trace.findIndex((load, t) => t >= 120 && load <= 100),
@@ -14,16 +14,16 @@ describe('retry-storm scenario', () => {
     ]);
   });
 
-  it('on the real @Retry, the load follows the note second for second, and only the budget keeps the spike a spike', async () => {
+  it('on the real @Retry, the load follows the reference model second for second, and only the budget keeps the spike a spike', async () => {
     // 240 s holds every recovery (the last, with no ceiling at all, is at t=238) and keeps the test short.
     const result = await runRetryStorm({ seconds: 240 });
     const settings = { ...RETRY_STORM_DEFAULTS, seconds: 240 };
     const [none, unbudgeted, budgeted, unbounded] = result.rows;
     const spike = settings.spikeRate;
 
-    expect(none.offered).toEqual(noteModel(false, 0, settings));
-    expect(unbudgeted.offered).toEqual(noteModel(true, 10, settings));
-    expect(budgeted.offered).toEqual(noteModel(true, 0.1, settings));
+    expect(none.offered).toEqual(referenceModel(false, 0, settings));
+    expect(unbudgeted.offered).toEqual(referenceModel(true, 10, settings));
+    expect(budgeted.offered).toEqual(referenceModel(true, 0.1, settings));
 
     expect(none).toMatchObject({ peak: spike, at150: 80, recoveredAt: 120 });
     expect(budgeted.peak).toBeLessThanOrEqual(1.2 * spike);
@@ -32,7 +32,7 @@ describe('retry-storm scenario', () => {
     expect(unbudgeted.peak).toBeGreaterThanOrEqual(5 * spike);
     expect(unbudgeted).toMatchObject({ peak: 1140, at150: 780, recoveredAt: 218 });
     expect(unbudgeted.metrics.budgetDenied).toBe(0);
-    // Without even the note's ceiling the storm is worse and lasts longer.
+    // Without even the reference model's ceiling the storm is worse and lasts longer.
     expect(unbounded.peak).toBeGreaterThan(unbudgeted.peak);
     expect(unbounded.recoveredAt!).toBeGreaterThan(218);
     expect(unbounded.retriesDropped).toBe(0);

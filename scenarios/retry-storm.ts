@@ -4,30 +4,30 @@ import { bootScenario, grouped, ScenarioReport, table } from './kit';
 import { lineChart } from './svg';
 
 /*
- * "Retries are demand" (design note "Timeouts, retries and exactly-once"):
- * a server that completes 100 requests a second, a base load of 80/s with
- * a one-minute spike to 140/s, and callers that retry a failed request 2 s
- * later. The note's model, which this scenario keeps:
+ * "Retries are demand" (docs/scenarios.md, retry-storm): a server that
+ * completes 100 requests a second, a base load of 80/s with a one-minute
+ * spike to 140/s, and callers that retry a failed request 2 s later. The
+ * reference model, which this scenario keeps:
  *
  * - no queue and no timeouts: in each second the server completes the
  *   first `capacity` requests that reach it and refuses the rest at once
  *   (here with a 503, which the module's Retry retries by default);
  * - a failed request is retried exactly 2 s later (no jitter), and a retry
- *   that fails again is retried again: the note puts no cap on attempts;
+ *   that fails again is retried again: the model puts no cap on attempts;
  * - retries and first attempts are the same load to the server.
  *
- * The note's "retry, no budget" row is `min(failed, CAPACITY * 10)`: even
+ * The model's "retry, no budget" row is `min(failed, CAPACITY * 10)`: even
  * there the callers send at most 1,000 retries a second. Our callers have
- * that ceiling too in that row (a retry past it is not sent, as the note's
+ * that ceiling too in that row (a retry past it is not sent, as the model's
  * min() drops it), and an extra row shows the storm with no ceiling at all.
  * The 10% row uses the module's retry budget (`ratio: 0.1`): each success
  * deposits a tenth of a token, so a server completing 100/s funds 10
- * retries a second, the note's `CAPACITY * 0.1`.
+ * retries a second, the model's `CAPACITY * 0.1`.
  */
 
-/** The knobs of the storm; the defaults are the note's. */
+/** The knobs of the storm; the defaults are the reference model's. */
 export interface RetryStormSettings {
-  /** Length of the run in seconds. Default 600, as the note's. */
+  /** Length of the run in seconds. Default 600, as the reference model's. */
   readonly seconds: number;
   /** Requests the server completes per second. Default 100. */
   readonly capacity: number;
@@ -43,7 +43,7 @@ export interface RetryStormSettings {
   readonly retryDelayMs: number;
 }
 
-/** The note's storm: 100/s capacity, 80/s with 140/s from t=60 to t=120, retries 2 s later, 600 s. */
+/** The reference storm: 100/s capacity, 80/s with 140/s from t=60 to t=120, retries 2 s later, 600 s. */
 export const RETRY_STORM_DEFAULTS: RetryStormSettings = {
   seconds: 600,
   capacity: 100,
@@ -54,7 +54,7 @@ export const RETRY_STORM_DEFAULTS: RetryStormSettings = {
   retryDelayMs: 2000,
 };
 
-/** The note's figures for one row. */
+/** The reference model's figures for one row. */
 export interface StormReference {
   readonly peak: number;
   readonly at150: number;
@@ -66,16 +66,16 @@ export interface StormVariant {
   readonly label: string;
   /** The callers' retry instance (merged over the shared settings). */
   readonly retry: RetryConfigInput;
-  /** Most retries the callers send in one second (the note's `CAPACITY * budget`), if any. */
+  /** Most retries the callers send in one second (the model's `CAPACITY * budget`), if any. */
   readonly retryCeiling?: (settings: RetryStormSettings) => number;
-  /** What the note printed for this row. */
+  /** What the reference model prints for this row. */
   readonly reference?: StormReference;
 }
 
-/** The note places no cap on attempts; this is "as many as it takes" within any run here. */
+/** The reference model places no cap on attempts; this is "as many as it takes" within any run here. */
 const UNBOUNDED_ATTEMPTS = 1_000_000;
 
-/** The note's three rows, and the unbudgeted storm without the note's ceiling. */
+/** The reference model's three rows, and the unbudgeted storm without its ceiling. */
 export const STORM_VARIANTS: readonly StormVariant[] = [
   { label: 'no retries', retry: { maxAttempts: 1 }, reference: { peak: 140, at150: 80, recoveredAt: 120 } },
   {
@@ -239,10 +239,14 @@ export async function runStormVariant(
 }
 
 /**
- * The note's own simulation, line for line: `retries` on or off, and at most
+ * The reference model, line for line: `retries` on or off, and at most
  * `CAPACITY * budget` retries a second. Returns the offered load per second.
  */
-export function noteModel(retries: boolean, budget: number, s: RetryStormSettings = RETRY_STORM_DEFAULTS): number[] {
+export function referenceModel(
+  retries: boolean,
+  budget: number,
+  s: RetryStormSettings = RETRY_STORM_DEFAULTS,
+): number[] {
   const pending = new Map<number, number>();
   const trace: number[] = [];
   for (let t = 0; t < s.seconds; t++) {
@@ -268,7 +272,7 @@ export async function runRetryStorm(
 
 const dash = '—';
 
-/** The printed table: the note's figures beside ours. */
+/** The printed table: the reference model's figures beside ours. */
 export function retryStormTable(result: RetryStormResult): string {
   const s = result.settings;
   const rows = result.rows.map((r) => [
@@ -290,11 +294,11 @@ export function retryStormTable(result: RetryStormResult): string {
     table(
       [
         '',
-        'peak/s note',
+        'peak/s ref',
         'ours',
-        'at t=150 note',
+        'at t=150 ref',
         'ours',
-        'recovered note',
+        'recovered ref',
         'ours',
         'retries sent',
         'budget denied',
@@ -303,7 +307,7 @@ export function retryStormTable(result: RetryStormResult): string {
       ],
       rows,
     ),
-    `"retry, no budget": the note's callers send at most ${grouped(s.capacity * 10)} retries/s (its min(failed, CAPACITY * 10)); ours drop a retry past that ceiling too.`,
+    `"retry, no budget": the reference model's callers send at most ${grouped(s.capacity * 10)} retries/s (its min(failed, CAPACITY * 10)); ours drop a retry past that ceiling too.`,
     `"retry budget 10%": the module's RetryBudget, ratio 0.1, maxTokens 10 (a success deposits 0.1 token, a retry takes 1).`,
   ].join('\n');
 }

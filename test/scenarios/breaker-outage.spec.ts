@@ -41,7 +41,7 @@ describe('scenario (a): a dependency down for 30 s, 10 calls/s, 2 s timeout, ove
     // Each waiting caller pins one hanging request: 2 s of timeout at 10/s is 20 at once.
     expect(none.dependency.maxInFlight).toBe(TIMEOUT_MS / INTERVAL_MS);
 
-    // The reference reproduces the note's figures: 7 of 300 calls, 17 thread-seconds.
+    // The reference model's own figures (docs/scenarios.md): 7 of 300 calls, 17 thread-seconds.
     expect(reference.reachedInOutage).toBe(7);
     expect(Math.round(reference.threadMs / 1000)).toBe(17);
 

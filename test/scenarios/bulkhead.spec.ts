@@ -12,7 +12,7 @@ import { report } from '../support/report';
 const WORK_MS = 100;
 const CALLERS = 50;
 
-/** Work that takes 100 ms and notes how many copies of it run at once. */
+/** Work that takes 100 ms and counts how many copies of it run at once. */
 @Injectable()
 class Inventory {
   running = 0;
