@@ -6,11 +6,12 @@ import {
   DEFAULT_MAX_DEADLINE_BUDGET_MS,
   MemoryIdempotencyStore,
   parseDuration,
+  RateLimiterStore,
   ResilienceModuleOptions,
+  ResilienceRegistry,
   systemClock,
   VirtualClock,
 } from '../../lib';
-import { resolveOptions } from '../../lib/config/resolve-options';
 import { checkIdempotentOptions, resolveIdempotencyOptions } from '../../lib/idempotency/idempotency.options';
 import { readLoadSheddingOptions } from '../../lib/load-shedding/load-shedding.options';
 import {
@@ -43,14 +44,22 @@ interface Section {
 
 const POLICY_SECTIONS = ['retry', 'circuitBreaker', 'bulkhead', 'threadPoolBulkhead', 'timeLimiter', 'rateLimiter'];
 
+/** A store for the `shared: true` example, which needs one; never called. */
+const unusedStore: RateLimiterStore = { acquire: () => Promise.reject(new Error('not called')) };
+
+/** The module options as `forRoot` reads them (`ResilienceRegistry` validates them when built). */
+const resolveOptions = (options: ResilienceModuleOptions | undefined) =>
+  new ResilienceRegistry(options, noWarnings).options;
+
 const policySection = (policy: string): Section => ({
   heading: policy,
-  validate: (settings) => resolveOptions({ [policy]: { instances: { probe: settings } } }, noWarnings),
+  validate: (settings) =>
+    resolveOptions({ [policy]: { instances: { probe: settings } }, rateLimiterStore: unusedStore }),
   defaults: () => {
-    const resolved = resolveOptions(
-      { [policy]: { instances: { probe: {} } }, threadPoolBulkhead: { instances: { pool: {} } } },
-      noWarnings,
-    );
+    const resolved = resolveOptions({
+      [policy]: { instances: { probe: {} } },
+      threadPoolBulkhead: { instances: { pool: {} } },
+    });
     if (policy !== 'threadPoolBulkhead')
       return resolved.sections[policy as keyof typeof resolved.sections].defaultConfig as unknown as Settings;
     // A thread-pool bulkhead resolves to the bulkhead it runs as.
@@ -62,9 +71,9 @@ const policySection = (policy: string): Section => ({
 const SECTIONS: readonly Section[] = [
   {
     heading: 'Top level',
-    validate: (settings) => resolveOptions(settings as ResilienceModuleOptions, noWarnings),
+    validate: (settings) => resolveOptions(settings as ResilienceModuleOptions),
     defaults: () => {
-      const resolved = resolveOptions(undefined, noWarnings);
+      const resolved = resolveOptions(undefined);
       return { ...resolved, ...resolved.extras } as unknown as Settings;
     },
   },
