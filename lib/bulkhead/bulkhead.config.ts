@@ -14,7 +14,11 @@ export interface BulkheadConfig {
 /** Bulkhead settings as written in options. */
 export type BulkheadConfigInput = Partial<Omit<BulkheadConfig, 'maxWaitDuration'> & { maxWaitDuration: Duration }>;
 
-/** How `bulkhead` settings are read, checked and defaulted. */
+/**
+ * How `bulkhead` settings are read, checked and defaulted.
+ *
+ * @internal
+ */
 export const BULKHEAD_SCHEMA: PolicySchema<BulkheadConfig> = {
   policy: 'bulkhead',
   fields: {

@@ -77,6 +77,11 @@ export type CircuitBreakerConfigInput = Partial<
   }
 >;
 
+/**
+ * How `circuitBreaker` settings are read, checked and defaulted (Resilience4j's defaults).
+ *
+ * @internal
+ */
 export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
   policy: 'circuitBreaker',
   fields: {

@@ -31,6 +31,8 @@ const family = (
  * the `resilience4nest_*` ones are this module's own. Samples of several
  * instances (or applications) with the same labels are added up, except
  * the rates, where the highest is kept.
+ *
+ * @internal
  */
 export const METRIC_FAMILIES = {
   circuitBreakerState: family(

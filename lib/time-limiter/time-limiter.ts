@@ -60,6 +60,8 @@ export class TimeLimiter implements Policy {
   /**
    * Runs `next(arg)` within the time limit and settles with what `observer`
    * makes of the outcome, saving a composed pipeline a promise per call.
+   *
+   * @internal
    */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer: AttemptObserver<R>): Promise<unknown>;
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer?: AttemptObserver<R>): Promise<unknown> {
