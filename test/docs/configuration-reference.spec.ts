@@ -242,6 +242,16 @@ function exampleValue(cell: string): { value: unknown } | undefined {
   }
 }
 
+/** Settings with `value` at `key`; a nested key gets its siblings' examples, since some objects need all their keys. */
+function settingsWith(rows: ReadonlyMap<string, Row>, key: string, value: unknown): Settings {
+  const parent = key.includes('.') ? key.slice(0, key.lastIndexOf('.')) : undefined;
+  if (parent === undefined) return { [key]: value };
+  const siblings = [...rows.values()]
+    .filter((r) => r.key.startsWith(`${parent}.`))
+    .map((r) => [r.key.slice(parent.length + 1), r.key === key ? value : exampleValue(r.example)?.value]);
+  return nest(parent, Object.fromEntries(siblings));
+}
+
 describe(`${DOC}: the configuration reference`, () => {
   describe.each(SECTIONS.map((s) => [s.heading, s] as const))('## %s', (_, section) => {
     const rows = rowsOf(section.heading);
@@ -285,26 +295,29 @@ describe(`${DOC}: the configuration reference`, () => {
       for (const row of rows.values()) {
         const example = exampleValue(row.example);
         if (example === undefined) continue;
-        // A nested key is tried with its siblings' examples, since some objects need all their keys.
-        const parent = row.key.includes('.') ? row.key.slice(0, row.key.lastIndexOf('.')) : undefined;
-        const settings: Settings =
-          parent === undefined
-            ? { [row.key]: example.value }
-            : nest(
-                parent,
-                Object.fromEntries(
-                  [...rows.values()]
-                    .filter((r) => r.key.startsWith(`${parent}.`))
-                    .map((r) => [r.key.slice(parent.length + 1), exampleValue(r.example)?.value]),
-                ),
-              );
         try {
-          section.validate(settings);
+          section.validate(settingsWith(rows, row.key, example.value));
         } catch (error) {
           refused.push(`${row.key}: ${(error as Error).message}`);
         }
       }
       expect(refused).toEqual([]);
+    });
+
+    it('says "positive" of every duration that refuses 0, and of no other duration', () => {
+      const accepts = (key: string, value: unknown): boolean => {
+        try {
+          section.validate(settingsWith(rows, key, value));
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const wrong = [...rows.values()]
+        .filter((row) => accepts(row.key, '1h') && !accepts(row.key, 'soon'))
+        .filter((row) => /\bpositive\b/.test(row.meaning) === accepts(row.key, 0))
+        .map((row) => `${row.key}: ${accepts(row.key, 0) ? 'accepts' : 'refuses'} 0`);
+      expect(wrong).toEqual([]);
     });
 
     if (POLICY_SECTIONS.includes(section.heading)) {
