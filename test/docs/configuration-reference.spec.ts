@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { Type } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -7,6 +9,7 @@ import {
   MemoryIdempotencyStore,
   parseDuration,
   RateLimiterStore,
+  ResilienceModule,
   ResilienceModuleOptions,
   ResilienceRegistry,
   systemClock,
@@ -346,5 +349,35 @@ describe(`${DOC}: the configuration reference`, () => {
     const { blocks, diagnostics } = checkMarkdownSnippets(DOC);
     expect(blocks).toBeGreaterThanOrEqual(4);
     expect(diagnostics).toEqual([]);
+  });
+
+  it('has TypeScript snippets that boot: each module, and each provider under ResilienceModule.forRoot()', async () => {
+    // Blocks reading a file of the reader's (an application.yml) only compile here.
+    const blocks = [...text.matchAll(/```ts\n([\s\S]*?)```/g)]
+      .map((m) => m[1])
+      .filter((b) => !b.includes('readFileSync('));
+    const dir = mkdtempSync(join(__dirname, '..', '..', 'docs', 'examples', '.configuration-run-'));
+    let booted = 0;
+    try {
+      for (const [i, code] of blocks.entries()) {
+        const file = join(dir, `snippet-${i}.ts`);
+        writeFileSync(file, code);
+        const exported = Object.values((await import(file)) as Record<string, unknown>) as Type[];
+        for (const cls of exported) {
+          const isModule = Reflect.getMetadata('imports', cls) !== undefined;
+          const isProvider = Reflect.getMetadata('__injectable__', cls) === true;
+          if (!isModule && !isProvider) continue;
+          const moduleRef = await Test.createTestingModule(
+            isModule ? { imports: [cls] } : { imports: [ResilienceModule.forRoot()], providers: [cls] },
+          ).compile();
+          await moduleRef.init(); // builds every decorated method's pipeline, overrides included
+          await moduleRef.close();
+          booted++;
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(booted).toBe(blocks.length);
   });
 });
