@@ -72,7 +72,7 @@ function post(base: string, key: string, body: object): Promise<number> {
   });
 }
 
-/** A stable key per logical payment, like the overcharge reference model's uuid5(NAMESPACE_OID, "payment-N") (docs/scenarios.md). */
+/** A stable key per logical payment, as the overcharge reference model makes it (docs/scenarios.md). */
 function paymentKey(payment: number): string {
   return createHash('sha256').update(`payment-${payment}`).digest('hex').slice(0, 32);
 }
