@@ -36,7 +36,7 @@ export const HEALTHY_LATENCY_MS = 10;
 export const CALLS = RUN_MS / INTERVAL_MS; // 600
 export const OUTAGE_CALLS = (OUTAGE_END_MS - OUTAGE_START_MS) / INTERVAL_MS; // 300
 
-/** The reference model's breaker in Resilience4j terms: 5 failures of the last 5 calls open it for 10 s, one trial call. */
+/** The reference breaker in Resilience4j terms: 5 failures of the last 5 calls open it for 10 s, one trial call. */
 export const BREAKER = {
   slidingWindowType: 'COUNT_BASED',
   slidingWindowSize: 5,
