@@ -1,7 +1,7 @@
 import { javaException } from './java-exceptions';
 
 /** An error class, as accepted by exception lists and `@Fallback`. */
-export type ErrorClass<E = unknown> = abstract new (...args: any[]) => E;
+export type ErrorClass<E = unknown> = abstract new (...args: never[]) => E;
 
 /**
  * An entry of `retryExceptions`, `ignoreExceptions` or `recordExceptions`:
@@ -45,9 +45,9 @@ export class ErrorMatcher {
   matches(error: unknown): boolean {
     if (this.empty || error === null || typeof error !== 'object') return false;
     for (
-      let proto = Object.getPrototypeOf(error);
+      let proto = Object.getPrototypeOf(error) as { constructor: unknown } | null;
       proto && proto !== Object.prototype;
-      proto = Object.getPrototypeOf(proto)
+      proto = Object.getPrototypeOf(proto) as { constructor: unknown } | null
     ) {
       const ctor = proto.constructor;
       if (this.classes.has(ctor) || (typeof ctor === 'function' && this.names.has(ctor.name))) return true;

@@ -124,7 +124,7 @@ export class RetryPolicy implements Policy {
 
   /** Runs `fn` with retries. */
   execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call(invokeThunk, fn) as Promise<R>;
+    return this.call<() => R | PromiseLike<R>, R>(invokeThunk, fn);
   }
 
   /**

@@ -30,7 +30,8 @@ export class TimeLimiter implements Policy {
   private readonly timeoutStream = new EventStream<TimeLimiterEvent>();
   private queue: TimedEntry[] = [];
   private head = 0;
-  private queueTimer: TimerHandle | undefined;
+  // undefined while the queue is empty (TimerHandle admits it).
+  private queueTimer: TimerHandle;
 
   /** A call finished in time. */
   readonly onSuccess = this.successStream.subscribe;
@@ -52,7 +53,7 @@ export class TimeLimiter implements Policy {
 
   /** Runs `fn` within the time limit. */
   execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call(invokeThunk, fn) as Promise<R>;
+    return this.call<() => R | PromiseLike<R>, R>(invokeThunk, fn);
   }
 
   /** Runs `next(arg)` within the time limit. */
