@@ -18,6 +18,7 @@ import {
 import { checkIdempotentOptions, resolveIdempotencyOptions } from '../../lib/idempotency/idempotency.options';
 import { readLoadSheddingOptions } from '../../lib/load-shedding/load-shedding.options';
 import {
+  readEndpointsOptions,
   readHealthOptions,
   readLoggingOptions,
   readMetricsOptions,
@@ -114,6 +115,12 @@ const SECTIONS: readonly Section[] = [
       readLoadSheddingOptions({ adaptive: {}, eventLoopDelay: { threshold: 100 } }) as unknown as Settings,
     aliases: { priorities: 'shares' },
   },
+  {
+    heading: 'ResilienceEndpointsModule',
+    validate: (settings) => readEndpointsOptions(settings),
+    defaults: () => readEndpointsOptions({ metrics: {}, status: {} }) as unknown as Settings,
+    aliases: { writable: 'writableGuards' },
+  },
 ];
 
 /** Defaults that are not a literal: each documented cell is checked against the code by its own rule. */
@@ -129,7 +136,14 @@ const SPECIAL_DEFAULTS: Readonly<Record<string, (resolved: unknown, cell: string
 };
 
 /** Names an example cell may use. */
-const EXAMPLE_SCOPE: Readonly<Record<string, unknown>> = { VirtualClock };
+const EXAMPLE_SCOPE: Readonly<Record<string, unknown>> = {
+  VirtualClock,
+  OperatorGuard: class OperatorGuard {
+    canActivate(): boolean {
+      return true;
+    }
+  },
+};
 
 function closeStore<T extends { store: unknown }>(resolved: T): T {
   (resolved.store as { close?: () => void }).close?.();
@@ -250,12 +264,19 @@ function exampleValue(cell: string): { value: unknown } | undefined {
 
 /** Settings with `value` at `key`; a nested key gets its siblings' examples, since some objects need all their keys. */
 function settingsWith(rows: ReadonlyMap<string, Row>, key: string, value: unknown): Settings {
-  const parent = key.includes('.') ? key.slice(0, key.lastIndexOf('.')) : undefined;
+  const parent = key.includes('.') ? key.slice(0, key.indexOf('.')) : undefined;
   if (parent === undefined) return { [key]: value };
-  const siblings = [...rows.values()]
-    .filter((r) => r.key.startsWith(`${parent}.`))
-    .map((r) => [r.key.slice(parent.length + 1), r.key === key ? value : exampleValue(r.example)?.value]);
-  return nest(parent, Object.fromEntries(siblings));
+  const settings: Settings = {};
+  for (const row of rows.values()) {
+    if (!row.key.startsWith(`${parent}.`)) continue;
+    const given = row.key === key ? { value } : exampleValue(row.example);
+    if (given === undefined) continue;
+    const parts = row.key.split('.');
+    let at = settings;
+    for (const part of parts.slice(0, -1)) at = (at[part] ??= {}) as Settings;
+    at[parts[parts.length - 1]] = given.value;
+  }
+  return settings;
 }
 
 describe(`${DOC}: the configuration reference`, () => {
