@@ -84,8 +84,8 @@ export class ResilienceRegistry {
   readonly onInstanceCreated = this.createdStream.subscribe;
 
   /**
-   * @param options module options; validated here, so a bad value throws
-   * @param warn receives each one-time warning (unsupported Resilience4j properties)
+   * @param options - module options; validated here, so a bad value throws
+   * @param warn - receives each one-time warning (unsupported Resilience4j properties)
    */
   constructor(
     options: ResilienceModuleOptions = {},

@@ -85,9 +85,9 @@ export class BulkheadPolicy implements Policy {
   private depth = 0;
 
   /**
-   * @param name the instance name, carried by its errors and events
-   * @param config resolved settings (durations in ms)
-   * @param clock the source of time for wait limits
+   * @param name - the instance name, carried by its errors and events
+   * @param config - resolved settings (durations in ms)
+   * @param clock - the source of time for wait limits
    */
   constructor(
     readonly name: string,

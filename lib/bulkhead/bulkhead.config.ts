@@ -14,11 +14,7 @@ export interface BulkheadConfig {
 /** Bulkhead settings as written in options. */
 export type BulkheadConfigInput = Partial<Omit<BulkheadConfig, 'maxWaitDuration'> & { maxWaitDuration: Duration }>;
 
-/**
- * How `bulkhead` settings are read, checked and defaulted.
- *
- * @internal
- */
+/** How `bulkhead` settings are read, checked and defaulted. */
 export const BULKHEAD_SCHEMA: PolicySchema<BulkheadConfig> = {
   policy: 'bulkhead',
   fields: {

@@ -38,7 +38,7 @@ interface PlatformReply {
  */
 @Catch(ResilienceError)
 export class ResilienceExceptionFilter implements ExceptionFilter<ResilienceError> {
-  /** @param adapterHost the application's `HttpAdapterHost` (injected when Nest creates the filter) */
+  /** @param adapterHost - the application's `HttpAdapterHost` (injected when Nest creates the filter) */
   constructor(@Optional() private readonly adapterHost?: HttpAdapterHost) {}
 
   /** Answers for `error` in the context `host` is of. */

@@ -130,8 +130,8 @@ export class EventJournal {
   private readonly counter = { value: 0 };
 
   /**
-   * @param capacity events kept per instance
-   * @param withMessages serve error messages too (they may hold request data)
+   * @param capacity - events kept per instance
+   * @param withMessages - serve error messages too (they may hold request data)
    */
   constructor(
     private readonly capacity: number,

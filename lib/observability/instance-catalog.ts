@@ -53,8 +53,6 @@ export function watchInstances(
  * policies the explorer made for decorated methods — for the metrics,
  * logs, health and status endpoints. Watch from `onApplicationBootstrap`,
  * once the explorer has composed every pipeline.
- *
- * @internal
  */
 @Injectable()
 export class InstanceCatalog {

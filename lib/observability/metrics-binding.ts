@@ -31,8 +31,6 @@ const family = (
  * the `resilience4nest_*` ones are this module's own. Samples of several
  * instances (or applications) with the same labels are added up, except
  * the rates, where the highest is kept.
- *
- * @internal
  */
 export const METRIC_FAMILIES = {
   circuitBreakerState: family(
@@ -210,8 +208,8 @@ export class ResilienceMetricsBinding {
   private closed = false;
 
   /**
-   * @param registry the instances to report on
-   * @param options the prom-client registry and histogram buckets
+   * @param registry - the instances to report on
+   * @param options - the prom-client registry and histogram buckets
    * @throws Error when a family's name is taken in the prom-client registry by a metric of someone else
    */
   constructor(registry: ResilienceRegistry, options: MetricsBindingOptions) {

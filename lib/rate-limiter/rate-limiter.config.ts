@@ -40,11 +40,7 @@ export type RateLimiterConfigInput = Partial<
 /** Longest wait Node's timers can run in one piece (about 24.8 days). */
 export const MAX_RATE_LIMITER_WAIT_MS = 2 ** 31 - 1;
 
-/**
- * How `rateLimiter` settings are read, checked and defaulted (Resilience4j's defaults).
- *
- * @internal
- */
+/** How `rateLimiter` settings are read, checked and defaulted (Resilience4j's defaults). */
 export const RATE_LIMITER_SCHEMA: PolicySchema<RateLimiterConfig> = {
   policy: 'rateLimiter',
   fields: {

@@ -55,11 +55,6 @@ export type RetryConfigInput = Partial<
   }
 >;
 
-/**
- * How `retry` settings are read, checked and defaulted.
- *
- * @internal
- */
 export const RETRY_SCHEMA: PolicySchema<RetryConfig> = {
   policy: 'retry',
   fields: {

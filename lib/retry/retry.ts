@@ -90,10 +90,10 @@ export class RetryPolicy implements Policy {
   readonly onRetryStopped = this.stoppedStream.subscribe;
 
   /**
-   * @param name instance name
-   * @param config resolved settings
-   * @param clock time source for waits and deadlines
-   * @param random uniform [0, 1) source for jitter
+   * @param name - instance name
+   * @param config - resolved settings
+   * @param clock - time source for waits and deadlines
+   * @param random - uniform [0, 1) source for jitter
    */
   constructor(
     readonly name: string,

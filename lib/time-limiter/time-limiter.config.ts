@@ -17,11 +17,6 @@ export type TimeLimiterConfigInput = Partial<
   Omit<TimeLimiterConfig, 'timeoutDuration'> & { timeoutDuration: Duration }
 >;
 
-/**
- * How `timeLimiter` settings are read, checked and defaulted.
- *
- * @internal
- */
 export const TIME_LIMITER_SCHEMA: PolicySchema<TimeLimiterConfig> = {
   policy: 'timeLimiter',
   fields: {

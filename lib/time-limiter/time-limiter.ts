@@ -41,9 +41,9 @@ export class TimeLimiter implements Policy {
   readonly onTimeout = this.timeoutStream.subscribe;
 
   /**
-   * @param name instance name
-   * @param config resolved settings
-   * @param clock time source (also used by its attempts)
+   * @param name - instance name
+   * @param config - resolved settings
+   * @param clock - time source (also used by its attempts)
    */
   constructor(
     readonly name: string,
@@ -95,8 +95,8 @@ export class TimeLimiter implements Policy {
 
   /**
    * Runs each subscription of `source` within the time limit: the first
-   * value (or the end) must come within `min(timeoutDuration, remaining
-   * deadline)` of subscribing, and each later one within that of the one
+   * value (or the end) must come within
+   * `min(timeoutDuration, remaining deadline)` of subscribing, and each later one within that of the one
    * before. A subscription that runs out is unsubscribed from `source` (its
    * teardown runs) and fails with {@link TimeoutExceededError} (or
    * {@link DeadlineExceededError}); `source` is subscribed in the attempt's
@@ -119,7 +119,11 @@ export class TimeLimiter implements Policy {
     return left < limit ? left : limit;
   }
 
-  /** @internal Expires `entry` on the shared timer, `limit` (the full `timeoutDuration`) from now. */
+  /**
+   * Expires `entry` on the shared timer, `limit` (the full `timeoutDuration`) from now.
+   *
+   * @internal
+   */
   enqueue(entry: TimedEntry, limit: number): void {
     this.queue.push(entry);
     if (this.queueTimer === undefined) this.queueTimer = this.clock.setTimeout(this.onQueueTimer, limit);

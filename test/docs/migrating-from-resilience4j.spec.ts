@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_ORDER, fromSpringConfig, JAVA_EXCEPTIONS, ResilienceRegistry } from '../../lib';
+import { DEFAULT_ORDER, fromSpringConfig, ResilienceRegistry } from '../../lib';
+import { JAVA_EXCEPTIONS } from '../../lib/java-exceptions';
 import { ASPECT_ORDER_DIFFERS } from '../../lib/config/config.messages';
 import { POLICY_SCHEMAS } from '../../lib/config/resolve-options';
 import {
