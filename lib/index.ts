@@ -7,12 +7,13 @@ export type { ErrorClass, ErrorClassOrName } from './error-matcher';
 export { parseDuration } from './config/duration';
 export type { Duration } from './config/duration';
 export type { PolicySection } from './config/schema';
-export { DEFAULT_ORDER } from './config/module-options';
-export { fromSpringConfig } from './config/spring-config';
-export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './config/thread-pool-bulkhead';
+export { DEFAULT_ORDER } from './resilience.constants';
+export { fromSpringConfig } from './spring-config';
+export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './bulkhead/thread-pool-bulkhead.config';
 export { JAVA_EXCEPTIONS } from './java-exceptions';
 export type { JavaException } from './java-exceptions';
-export type { DeadlineOptions, PolicyKind, ResilienceModuleOptions } from './config/module-options';
+export type { PolicyKind } from './resilience.constants';
+export type { DeadlineOptions, ResilienceModuleOptions } from './resilience.options';
 export {
   currentContext,
   currentSignal,

@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import { ResilienceModuleOptions } from './config/module-options';
+import { ResilienceModuleOptions } from './resilience.options';
 
 export const {
   ConfigurableModuleClass: ResilienceConfigurableModule,

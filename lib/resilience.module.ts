@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { NO_ASYNC_OPTIONS } from './config/config.messages';
-import { ResilienceModuleOptions } from './config/module-options';
+import { ResilienceModuleOptions } from './resilience.options';
 import { DeadlineInterceptor } from './deadline.interceptor';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { IdempotencyRegistry } from './idempotency/idempotency.registry';

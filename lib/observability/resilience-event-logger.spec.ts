@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { VirtualClock } from '../clock';
-import { ResilienceModuleOptions } from '../config/module-options';
+import { ResilienceModuleOptions } from '../resilience.options';
 import { ResilienceExplorer } from '../resilience.explorer';
 import { ResilienceRegistry } from '../resilience.registry';
 import { InstanceCatalog } from './instance-catalog';

@@ -8,7 +8,8 @@ import { FallbackShare, FallbackShareCounts } from './fallback-share';
 import { InstanceCatalog } from './instance-catalog';
 import { FALLBACK_SHARE_NOT_CONFIGURED, LOAD_SHEDDING_NOT_CONFIGURED } from './observability.messages';
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
-import { loadOptionalPeer, TERMINUS } from './optional-peer';
+import { loadOptionalPeer } from '../optional-peer';
+import { TERMINUS } from './observability.peers';
 
 /**
  * A breaker's health, as Resilience4j's health indicator reports it: `UP`
