@@ -1,8 +1,8 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { overridePlace } from './config/config.messages';
-import { DEFAULT_ORDER, PolicyKind } from './resilience.constants';
-import { StandardLayers, StandardPipeline } from './standard-pipeline';
+import { PolicyKind } from './resilience.constants';
+import { STANDARD_ORDER, StandardLayers, StandardPipeline } from './standard-pipeline';
 import { countRunningModule, LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
 import { FallbackLayerOptions } from './fallback/fallback.decorator';
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
@@ -19,15 +19,25 @@ type Next = (args: unknown[]) => unknown;
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
-/** The layers the standard pipeline runs when the pipeline order is the default one. */
-const STANDARD_KINDS = new Set<PolicyKind>([
-  'fallback',
-  'retry',
-  'circuitBreaker',
-  'rateLimiter',
-  'timeLimiter',
-  'bulkhead',
-]);
+const STANDARD_KINDS: readonly PolicyKind[] = STANDARD_ORDER;
+
+/**
+ * How many of a method's layers (innermost first) the fused pipeline runs:
+ * all its standard layers when they are the innermost ones and nest in the
+ * pipeline's order, whatever order put them there; otherwise none, and every
+ * layer is nested.
+ */
+export function fusedDepth(layers: readonly { readonly kind: PolicyKind }[]): number {
+  let depth = 0;
+  let rank = STANDARD_KINDS.length;
+  for (; depth < layers.length; depth++) {
+    const next = STANDARD_KINDS.indexOf(layers[depth].kind);
+    if (next < 0 || next >= rank) break;
+    rank = next;
+  }
+  for (let i = depth; i < layers.length; i++) if (STANDARD_KINDS.includes(layers[i].kind)) return 0;
+  return depth;
+}
 
 /**
  * Finds every decorated method of providers and controllers at
@@ -108,15 +118,15 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     }));
     const original = info.original;
     const call: Pipeline = (args) => original.apply(instance, args);
+    const fused = fusedDepth(policies);
     const promise = (invoke: Pipeline): Pipeline => {
       let next: Next = invoke;
       let outer = policies;
-      if (order === DEFAULT_ORDER) {
-        const standard = policies.filter((layer) => STANDARD_KINDS.has(layer.kind));
+      if (fused > 0) {
         const byKind: Record<string, unknown> = {};
-        for (const layer of standard) byKind[layer.kind] = layer.policy;
+        for (const layer of policies.slice(0, fused)) byKind[layer.kind] = layer.policy;
         next = new StandardPipeline(byKind as StandardLayers, next, this.registry.clock).run;
-        outer = policies.slice(standard.length);
+        outer = policies.slice(fused);
       }
       for (const { policy } of outer) {
         const inner = next;

@@ -16,6 +16,16 @@ export interface StandardLayers {
   readonly bulkhead?: BulkheadPolicy;
 }
 
+/** The layers the standard pipeline runs, outermost first: the nesting it implements. */
+export const STANDARD_ORDER = [
+  'fallback',
+  'retry',
+  'circuitBreaker',
+  'rateLimiter',
+  'timeLimiter',
+  'bulkhead',
+] as const satisfies readonly (keyof StandardLayers)[];
+
 /**
  * Runs a method under Fallback → Retry → CircuitBreaker → RateLimiter →
  * TimeLimiter → Bulkhead, Resilience4j's order, with the same outcome as nesting each
