@@ -13,7 +13,7 @@ import { observeUnder, Policy } from './policy';
 import { methodPipeline, ObservablePipeline } from './method-pipeline';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from './resilience.messages';
-import { EventStream, Unsubscribe } from './events';
+import { MethodFallbacks } from './method-fallbacks';
 
 type Next = (args: unknown[]) => unknown;
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
@@ -49,17 +49,13 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly accessor = new ResilienceMetadataAccessor();
   private readonly logger = new Logger('ResilienceModule');
   private running = false;
-  // The method each fallback policy guards: where its composed pipeline is stored, and who counts its calls.
-  private readonly guarded = new Map<
-    FallbackPolicy,
-    { readonly instance: object; readonly slot: symbol; calls?: EventStream<void> }
-  >();
 
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly registry: ResilienceRegistry,
     private readonly idempotency: IdempotencyRegistry,
+    private readonly methodFallbacks: MethodFallbacks,
   ) {}
 
   onModuleInit(): void {
@@ -139,7 +135,13 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       for (const { policy } of policies) observed = observeUnder(policy, observed, args);
       return observed;
     };
-    return methodPipeline(info.kind, call, promise, observe);
+    const pipeline = methodPipeline(info.kind, call, promise, observe);
+    const fallback = policies.find((layer) => layer.kind === 'fallback')?.policy as FallbackPolicy | undefined;
+    if (fallback === undefined) return pipeline;
+    return (args) => {
+      fallback.countCall();
+      return pipeline(args);
+    };
   }
 
   private fallbackFor(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): FallbackPolicy {
@@ -150,34 +152,8 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       return { errors, handler: (args, error) => fn.call(instance, ...args, error) };
     });
     const policy = new FallbackPolicy(info.target, specs);
-    this.guarded.set(policy, { instance, slot: info.slot });
+    this.methodFallbacks.add(policy);
     return policy;
-  }
-
-  /** The fallback policy of every decorated method, made at `onModuleInit` (the registry does not hold them). */
-  get fallbacks(): readonly FallbackPolicy[] {
-    return [...this.guarded.keys()];
-  }
-
-  /**
-   * Calls `onCall` on each call of the method `policy` guards, until the
-   * returned function is called (the share of fallback answers needs the
-   * calls, which the fallback never sees when the method succeeds). The
-   * method's pipeline is wrapped on the first subscription only.
-   */
-  countCalls(policy: FallbackPolicy, onCall: () => void): Unsubscribe {
-    const method = this.guarded.get(policy);
-    if (method === undefined) return () => undefined;
-    if (method.calls === undefined) {
-      const calls = (method.calls = new EventStream<void>());
-      const pipeline = (method.instance as Record<symbol, Pipeline>)[method.slot];
-      const counted: Pipeline = (args) => {
-        if (calls.active) calls.emit();
-        return pipeline(args);
-      };
-      Object.defineProperty(method.instance, method.slot, { value: counted, configurable: true });
-    }
-    return method.calls.subscribe(onCall);
   }
 
   private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {

@@ -21,6 +21,7 @@ import { DEFAULT_PRIORITY } from './load-shedding/priority.decorator';
 import { routePriorities } from './load-shedding/route-priorities';
 import { OBSERVABILITY_PROVIDERS } from './observability/observability.providers';
 import { ResilienceExplorer } from './resilience.explorer';
+import { MethodFallbacks } from './method-fallbacks';
 import {
   RESILIENCE_ASYNC_OPTIONS_TYPE,
   RESILIENCE_MODULE_OPTIONS,
@@ -70,6 +71,7 @@ import { ResilienceRegistry } from './resilience.registry';
         return new LoadShedder(options, clock, random, options.eventLoopDelay && nodeEventLoopDelayProbe());
       },
     },
+    MethodFallbacks,
     ResilienceExplorer,
     { provide: APP_INTERCEPTOR, useClass: DeadlineInterceptor },
     ...OBSERVABILITY_PROVIDERS,

@@ -143,9 +143,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
         if (observed.policy === 'circuitBreaker') this.breakers.push(observed.instance);
         else if (observed.policy === 'rateLimiter') this.rateLimiters.push(observed.instance);
         else if (observed.policy === 'fallback' && share !== undefined)
-          this.subscriptions.push(
-            share.track(observed.instance, (onCall) => this.catalog.countCalls(observed.instance, onCall)),
-          );
+          this.subscriptions.push(share.track(observed.instance, observed.instance.onCall));
       }),
     );
   }

@@ -50,7 +50,7 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
       registry: this.target,
       buckets: this.options.buckets,
       fallbacks: this.catalog.fallbacks,
-      countCalls: (policy, onCall) => this.catalog.countCalls(policy, onCall),
+      countCalls: (policy, onCall) => policy.onCall(onCall),
       idempotency: this.idempotency,
     });
     if (this.catalog.registry.options.extras.loadShedding !== undefined) {
