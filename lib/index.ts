@@ -99,18 +99,18 @@ export type {
 } from './filter/resilience-problems';
 export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 export { IllegalStateTransitionError } from './circuit-breaker/illegal-state-transition.error';
+export type { CircuitBreakerMetrics } from './circuit-breaker/circuit-breaker-policy';
 export type {
   CircuitBreakerCallNotPermittedEvent,
   CircuitBreakerErrorEvent,
   CircuitBreakerFailureRateExceededEvent,
   CircuitBreakerIgnoredErrorEvent,
-  CircuitBreakerMetrics,
   CircuitBreakerResetEvent,
   CircuitBreakerSlowCallRateExceededEvent,
   CircuitBreakerState,
   CircuitBreakerStateTransitionEvent,
   CircuitBreakerSuccessEvent,
-} from './circuit-breaker/circuit-breaker-policy';
+} from './circuit-breaker/circuit-breaker.events';
 export { LoadShedder } from './load-shedding/load-shedder';
 export type { Admission, Refusal, ShedReason } from './load-shedding/load-shedder';
 export type { EventLoopDelayProbe } from './load-shedding/event-loop-delay';

@@ -1,5 +1,6 @@
 import { PREFIX } from '../resilience.messages';
-import { CircuitBreakerMetrics, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
+import { CircuitBreakerMetrics } from '../circuit-breaker/circuit-breaker-policy';
+import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
 
 /** A family's name is taken in the prom-client registry by a metric of someone else. */
 export const FOREIGN_METRIC = (metric: string): string =>

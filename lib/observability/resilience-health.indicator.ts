@@ -1,6 +1,7 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { HealthIndicatorService } from '@nestjs/terminus';
-import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
+import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
+import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
 import { Unsubscribe } from '../events';
 import { LoadShedder } from '../load-shedding/load-shedder';
 import { RateLimiterPolicy } from '../rate-limiter/rate-limiter-policy';
