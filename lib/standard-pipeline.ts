@@ -1,4 +1,5 @@
-import { BulkheadPolicy, NO_PERMIT } from './bulkhead/bulkhead-policy';
+import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
+import { NO_PERMIT } from './bulkhead/bulkhead.permits';
 import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 import { Clock } from './clock';
 import { FallbackPolicy } from './fallback/fallback';

@@ -7,6 +7,7 @@ import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
 import { BoundedObservable } from './bulkhead.operator';
+import { NO_PERMIT, PermitSource } from './bulkhead.permits';
 
 /** A point-in-time view of a bulkhead's permits and queue. */
 export interface BulkheadMetrics {
@@ -51,9 +52,6 @@ interface Waiter {
   onAbort: (() => void) | undefined;
 }
 
-/** What {@link BulkheadPolicy.tryEnter} returns when every permit is taken. */
-export const NO_PERMIT = -1;
-
 /**
  * A semaphore bulkhead with a bounded, FIFO wait queue: at most
  * `maxConcurrentCalls` calls run at once, at most `queueCapacity` wait for a
@@ -61,7 +59,7 @@ export const NO_PERMIT = -1;
  * deadline). Everyone else gets {@link BulkheadFullError} at once.
  * `maxConcurrentCalls: 0` refuses every call at once, without waiting.
  */
-export class BulkheadPolicy implements Policy {
+export class BulkheadPolicy implements Policy, PermitSource {
   private readonly permittedEvents = new EventStream<BulkheadCallPermittedEvent>();
   private readonly rejectedEvents = new EventStream<BulkheadCallRejectedEvent>();
   private readonly finishedEvents = new EventStream<BulkheadCallFinishedEvent>();
