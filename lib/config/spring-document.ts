@@ -17,7 +17,7 @@ export const YAML: OptionalPeer<typeof Yaml> = {
  * multi-document file that apply (those without a profile, then those of the
  * profiles in `SPRING_PROFILES_ACTIVE`) merged. Keys stay as written.
  *
- * @param document the file's text (`.yml` needs the optional peer `yaml`), or the object a YAML parser made of it
+ * @param document - the file's text (`.yml` needs the optional peer `yaml`), or the object a YAML parser made of it
  * @throws Error naming the key and value when the part is missing or is not a map of properties
  */
 export function readResilience4jPart(document: object | string): Record<string, unknown> {
