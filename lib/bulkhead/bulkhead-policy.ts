@@ -7,7 +7,7 @@ import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
 import { BoundedObservable } from './bulkhead.operator';
-import { NO_PERMIT, PermitSource } from './bulkhead.permits';
+import { NO_PERMIT } from './bulkhead.permits';
 
 /** A point-in-time view of a bulkhead's permits and queue. */
 export interface BulkheadMetrics {
@@ -59,7 +59,7 @@ interface Waiter {
  * deadline). Everyone else gets {@link BulkheadFullError} at once.
  * `maxConcurrentCalls: 0` refuses every call at once, without waiting.
  */
-export class BulkheadPolicy implements Policy, PermitSource {
+export class BulkheadPolicy implements Policy {
   private readonly permittedEvents = new EventStream<BulkheadCallPermittedEvent>();
   private readonly rejectedEvents = new EventStream<BulkheadCallRejectedEvent>();
   private readonly finishedEvents = new EventStream<BulkheadCallFinishedEvent>();

@@ -19,7 +19,7 @@ import {
   CircuitBreakerStateTransitionEvent,
   CircuitBreakerSuccessEvent,
 } from './circuit-breaker.events';
-import { GuardedObservable, GuardingBreaker } from './circuit-breaker.operator';
+import { GuardedObservable } from './circuit-breaker.operator';
 import { IllegalStateTransitionError } from './illegal-state-transition.error';
 import { CountSlidingWindow, SlidingWindow, createSlidingWindow } from './sliding-window';
 
@@ -108,7 +108,7 @@ function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): b
  * `retryAfterMs` is the time left in OPEN; FORCED_OPEN and a busy HALF_OPEN
  * cannot know it and leave it undefined.
  */
-export class CircuitBreakerPolicy implements Policy, GuardingBreaker {
+export class CircuitBreakerPolicy implements Policy {
   private currentState: CircuitBreakerState = 'CLOSED';
   /** Bumped on every transition; a call records its outcome only if this has not moved since it was admitted. */
   private epoch = 0;

@@ -71,7 +71,10 @@ export class FallbackPolicy implements Policy {
     }
   }
 
-  /** Reports one call of the guarded method to {@link FallbackPolicy.onCall}; the method's pipeline calls it on entry. */
+  /**
+   * @internal Reports one call of the guarded method to
+   * {@link FallbackPolicy.onCall}; the method's pipeline calls it on entry.
+   */
   countCall(): void {
     if (this.calls.active) this.calls.emit();
   }

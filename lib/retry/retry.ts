@@ -11,7 +11,7 @@ import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
 import { RetryConfig } from './retry.config';
 import { isRetryableByDefault } from './retryable';
-import { NO_RETRY, RetriedObservable, RetryDecisions } from './retry.operator';
+import { NO_RETRY, RetriedObservable } from './retry.operator';
 
 /** A retry is about to wait and try again. */
 export interface RetryEvent {
@@ -59,7 +59,7 @@ const NOTHING_REACHED = Symbol('nothing reached');
  * budget and never past the request deadline. After the last attempt the
  * original error propagates, not a wrapper.
  */
-export class RetryPolicy implements Policy, RetryDecisions {
+export class RetryPolicy implements Policy {
   private readonly retryMatcher: ErrorMatcher;
   private readonly ignoreMatcher: ErrorMatcher;
   private readonly budget?: RetryBudget;

@@ -6,7 +6,7 @@ import { invokeThunk, Policy } from '../policy';
 import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { TimeLimiterConfig } from './time-limiter.config';
-import { TimedEntry, TimeLimitedObservable, TimeLimitedSource } from './time-limiter.operator';
+import { TimedEntry, TimeLimitedObservable } from './time-limiter.operator';
 
 /** The outcome of one time-limited call. */
 export interface TimeLimiterEvent {
@@ -24,7 +24,7 @@ export interface TimeLimiterEvent {
  * so they share one timer over a FIFO queue instead of arming a timer each;
  * only calls cut short by a request deadline get a timer of their own.
  */
-export class TimeLimiter implements Policy, TimeLimitedSource {
+export class TimeLimiter implements Policy {
   private readonly successStream = new EventStream<TimeLimiterEvent>();
   private readonly errorStream = new EventStream<TimeLimiterEvent>();
   private readonly timeoutStream = new EventStream<TimeLimiterEvent>();
