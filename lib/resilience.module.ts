@@ -23,7 +23,7 @@ import { OBSERVABILITY_PROVIDERS } from './observability/observability.providers
 import { ResilienceExplorer } from './resilience.explorer';
 import { MethodFallbacks } from './method-fallbacks';
 import {
-  RESILIENCE_ASYNC_OPTIONS_TYPE,
+  ResilienceModuleAsyncOptions,
   RESILIENCE_MODULE_OPTIONS,
   ResilienceConfigurableModule,
 } from './resilience.module-definition';
@@ -122,7 +122,7 @@ export class ResilienceModule
   }
 
   /** Registers the module with options from a factory, e.g. `ConfigService`. */
-  static forRootAsync(options: typeof RESILIENCE_ASYNC_OPTIONS_TYPE): DynamicModule {
+  static forRootAsync(options: ResilienceModuleAsyncOptions): DynamicModule {
     return super.forRootAsync(options);
   }
 }
