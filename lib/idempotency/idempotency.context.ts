@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { deriveDownstreamKey } from './idempotency-key';
 import { NOT_TRANSACTIONAL, OUTSIDE_IDEMPOTENT_CALL } from './idempotency.messages';
-import { PostgresPoolClient } from './postgres-idempotency-store';
+import { PostgresPoolClient } from './transactional-store';
 
 /**
  * One claimed run of a protected method: what the helpers below read while

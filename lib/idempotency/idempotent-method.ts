@@ -24,7 +24,7 @@ import {
   IdempotencySettlement,
   StaleIdempotencyKey,
 } from './idempotency.options';
-import { PostgresPoolClient, TransactionalIdempotencyStore } from './postgres-idempotency-store';
+import { PostgresPoolClient, TransactionalIdempotencyStore } from './transactional-store';
 import { boundedStoreCall, StoreCallBounds } from './store-call';
 
 /** What became of one request or call, as reported by `IdempotencyRegistry.onOutcome`. */

@@ -16,16 +16,13 @@ export {
 } from './idempotency-store';
 export type { MemoryIdempotencyStoreOptions } from './memory-idempotency-store';
 export { MemoryIdempotencyStore } from './memory-idempotency-store';
-export type {
-  PostgresIdempotencyStoreOptions,
-  PostgresQueryable,
-  PostgresQueryResult,
-} from './postgres-idempotency-store';
+export type { PostgresIdempotencyStoreOptions } from './postgres-idempotency-store';
+export type { PostgresQueryable, PostgresQueryResult } from './transactional-store';
 export { DEFAULT_IDEMPOTENCY_TABLE, PostgresIdempotencyStore } from './postgres-idempotency-store';
 export type { RedisIdempotencyStoreOptions, RedisScriptClient } from './redis-idempotency-store';
 export { DEFAULT_IDEMPOTENCY_REDIS_PREFIX, RedisIdempotencyStore } from './redis-idempotency-store';
-export type { PostgresPoolClient, TransactionalIdempotencyStore } from './postgres-idempotency-store';
-export { isTransactionalStore } from './postgres-idempotency-store';
+export type { PostgresPoolClient, TransactionalIdempotencyStore } from './transactional-store';
+export { isTransactionalStore } from './transactional-store';
 export { Idempotent } from './idempotent.decorator';
 export { IdempotencyInterceptor } from './idempotency.interceptor';
 export { IdempotencyRegistry } from './idempotency.registry';
