@@ -27,7 +27,7 @@ export { Idempotent } from './idempotent.decorator';
 export { IdempotencyInterceptor } from './idempotency.interceptor';
 export { IdempotencyRegistry } from './idempotency.registry';
 export type { IdempotencyOutcomeEvent } from './idempotency.registry';
-export type { IdempotencyOutcome, IdempotencyTransport } from './idempotent-method';
+export type { IdempotencyOutcome, IdempotencyTransport } from './idempotent-target';
 export { downstreamIdempotencyKey, idempotencyTransaction } from './idempotency.context';
 export {
   DEFAULT_IDEMPOTENCY_HEADER,
