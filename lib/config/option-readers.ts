@@ -108,21 +108,27 @@ export function functionOption<F extends (...args: never[]) => unknown>(): Optio
     typeof value === 'function' ? (value as F) : invalidOption(place, key, 'a function', value);
 }
 
-/** A list of error classes or class names; one class, or names separated by commas, count too (Spring binds them so). */
-export const errorListOption: OptionReader<ErrorClassOrName[]> = (value, place, key) => {
-  const list =
-    typeof value === 'string'
-      ? value.split(',').filter((e) => e.trim() !== '')
-      : typeof value === 'function'
-        ? [value]
-        : value;
-  if (
-    !Array.isArray(list) ||
-    list.some((e) => !(typeof e === 'function' || (typeof e === 'string' && e.trim() !== '')))
-  )
-    return invalidOption(place, key, 'a list of error classes or class names', value);
-  return list.map((e) => (typeof e === 'string' ? e.trim() : e)) as ErrorClassOrName[];
-};
+/**
+ * A list of error classes or class names. With `spring`, one class, or
+ * names separated by commas, count too (Spring binds them so); a
+ * decorator's options, typed in code, take a list only.
+ */
+export function errorListOption(spring: boolean): OptionReader<ErrorClassOrName[]> {
+  return (value, place, key) => {
+    const list =
+      spring && typeof value === 'string'
+        ? value.split(',').filter((e) => e.trim() !== '')
+        : spring && typeof value === 'function'
+          ? [value]
+          : value;
+    if (
+      !Array.isArray(list) ||
+      list.some((e) => !(typeof e === 'function' || (typeof e === 'string' && e.trim() !== '')))
+    )
+      return invalidOption(place, key, 'a list of error classes or class names', value);
+    return list.map((e) => (typeof e === 'string' ? e.trim() : e)) as ErrorClassOrName[];
+  };
+}
 
 /**
  * A nested object of settings read in its parent's place, every one of

@@ -180,7 +180,7 @@ function readerOf(spec: FieldSpec): OptionReader<unknown> {
     case 'enum':
       return enumOption(spec.values);
     case 'errors':
-      return errorListOption;
+      return errorListOption(true);
     case 'function':
       return functionOption();
     case 'object': {
