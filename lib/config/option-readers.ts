@@ -102,6 +102,15 @@ export function enumOption<V extends string>(
   };
 }
 
+/** Whether `value` is an HTTP header name (an RFC 9110 token). */
+export function isHeaderName(value: unknown): value is string {
+  return typeof value === 'string' && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value);
+}
+
+/** An HTTP header name, as written. */
+export const headerNameOption: OptionReader<string> = (value, place, key) =>
+  isHeaderName(value) ? value : invalidOption(place, key, 'an HTTP header name', value);
+
 /** A function. */
 export function functionOption<F extends (...args: never[]) => unknown>(): OptionReader<F> {
   return (value, place, key) =>

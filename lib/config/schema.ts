@@ -69,11 +69,6 @@ export interface ResolvedSection<T> {
   readonly instances: ReadonlyMap<string, T>;
 }
 
-/** `max-attempts` → `maxAttempts`. */
-export function camelKey(key: string): string {
-  return key.replace(/[-_.]([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
-}
-
 const BASE_CONFIG = 'baseConfig';
 
 /** What an exception list that matches nothing would do, by key. */

@@ -7,8 +7,10 @@ import {
   errorListOption,
   functionOption,
   GivenOptions,
+  headerNameOption,
   integerOption,
   invalidOption,
+  isHeaderName,
   OptionReader,
 } from '../config/option-readers';
 import { ErrorClassOrName } from '../error-matcher';
@@ -246,7 +248,6 @@ const DECORATOR_KEYS = [
   'transactional',
   'reconciler',
 ];
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const STORE_METHODS = ['claim', 'complete', 'release', 'renew', 'get', 'cleanupExpired'] as const;
 
 /** Durations are whole ms here: stores keep absolute times in ms. */
@@ -269,7 +270,7 @@ export function resolveIdempotencyOptions(raw: unknown, clock: Clock): ResolvedI
   const ttlMs = given.read('ttl', wholeMs) ?? DEFAULT_IDEMPOTENCY_TTL_MS;
   const leaseMs = given.read('lease', wholeMs) ?? DEFAULT_IDEMPOTENCY_LEASE_MS;
   if (ttlMs < leaseMs) throw new Error(TTL_SHORTER_THAN_LEASE(given.place, ttlMs, leaseMs));
-  const headerLabel = given.read('header', headerName) ?? DEFAULT_IDEMPOTENCY_HEADER;
+  const headerLabel = given.read('header', headerNameOption) ?? DEFAULT_IDEMPOTENCY_HEADER;
   return {
     store: given.read('store', storeOption) ?? defaultStore(clock),
     ttlMs,
@@ -320,30 +321,27 @@ export function checkIdempotentOptions(options: unknown, place: string): Checked
   };
 }
 
-const principalOption: OptionReader<IdempotencyPrincipal> = (value, place, key) =>
-  value === 'shared' || typeof value === 'function'
+function principalOption(value: unknown, place: string, key: string): IdempotencyPrincipal {
+  return value === 'shared' || typeof value === 'function'
     ? (value as IdempotencyPrincipal)
     : invalidOption(place, key, PRINCIPAL_EXPECTED, value);
-
-const headerName: OptionReader<string> = (value, place, key) =>
-  typeof value === 'string' && TOKEN.test(value) ? value : invalidOption(place, key, 'an HTTP header name', value);
-
-const replayHeaderNames: OptionReader<readonly string[]> = (value, place, key) => {
-  if (!Array.isArray(value) || value.some((h) => typeof h !== 'string' || !TOKEN.test(h)))
+}
+function replayHeaderNames(value: unknown, place: string, key: string): readonly string[] {
+  if (!Array.isArray(value) || !value.every(isHeaderName))
     return invalidOption(place, key, 'a list of HTTP header names', value);
   const names = value.map((h: string) => h.toLowerCase());
   // A cookie belongs to the client that got the first answer; replaying it would hand one client's session to another.
   if (names.includes('set-cookie'))
     invalidOption(place, key, 'a list of header names without Set-Cookie, which is never replayed', value);
   return [...new Set(names)];
-};
+}
 
-const storeOption: OptionReader<IdempotencyStore> = (value, place, key) => {
+function storeOption(value: unknown, place: string, key: string): IdempotencyStore {
   const store = value as Record<string, unknown> | null;
   if (store === null || typeof store !== 'object' || STORE_METHODS.some((m) => typeof store[m] !== 'function'))
     invalidOption(place, key, `an IdempotencyStore (an object with ${STORE_METHODS.join(', ')})`, describeStore(value));
   return store as unknown as IdempotencyStore;
-};
+}
 
 /** The default store lives in this process only, so any clock works; an injected one lets tests drive leases and TTLs. */
 function defaultStore(clock: Clock): IdempotencyStore {
