@@ -124,19 +124,20 @@ export function functionOption<F extends (...args: never[]) => unknown>(): Optio
  */
 export function errorListOption(spring: boolean): OptionReader<ErrorClassOrName[]> {
   return (value, place, key) => {
-    const list =
+    const list: unknown =
       spring && typeof value === 'string'
         ? value.split(',').filter((e) => e.trim() !== '')
         : spring && typeof value === 'function'
           ? [value]
           : value;
-    if (
-      !Array.isArray(list) ||
-      list.some((e) => !(typeof e === 'function' || (typeof e === 'string' && e.trim() !== '')))
-    )
+    if (!Array.isArray(list) || !list.every(isErrorClassOrName))
       return invalidOption(place, key, 'a list of error classes or class names', value);
-    return list.map((e) => (typeof e === 'string' ? e.trim() : e)) as ErrorClassOrName[];
+    return list.map((e) => (typeof e === 'string' ? e.trim() : e));
   };
+}
+
+function isErrorClassOrName(e: unknown): e is ErrorClassOrName {
+  return typeof e === 'function' || (typeof e === 'string' && e.trim() !== '');
 }
 
 /**
@@ -184,9 +185,9 @@ export class GivenOptions {
   private readonly prefix: string;
 
   /**
-   * @param raw the object as written
-   * @param place where it sits, for messages (`idempotency options`)
-   * @param known its keys, in camelCase
+   * @param raw - the object as written
+   * @param place - where it sits, for messages (`idempotency options`)
+   * @param known - its keys, in camelCase
    */
   constructor(
     raw: unknown,

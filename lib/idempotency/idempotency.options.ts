@@ -262,8 +262,8 @@ const byteCount = integerOption(0, undefined, 'a whole number of bytes (0 or mor
  * Validates the module's `idempotency` section (keys in any of Spring's
  * spellings); a bad value throws naming the key and the value.
  *
- * @param raw the section as given
- * @param clock the module clock: the default memory store follows an injected one
+ * @param raw - the section as given
+ * @param clock - the module clock: the default memory store follows an injected one
  */
 export function resolveIdempotencyOptions(raw: unknown, clock: Clock): ResolvedIdempotencyOptions {
   const given = new GivenOptions(raw ?? {}, IDEMPOTENCY_OPTIONS_PLACE, MODULE_KEYS);

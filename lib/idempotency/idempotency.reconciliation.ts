@@ -17,8 +17,8 @@ const RUN_AGAIN: IdempotencyReconciler = () => ({ action: 'run' });
  * reconciler (and outside a transaction) the key stays claimed and the
  * caller is refused: running again on a guess could do the work twice.
  *
- * @param key the client's key, for the reconciler
- * @param record the stale record as the claim found it
+ * @param key - the client's key, for the reconciler
+ * @param record - the stale record as the claim found it
  */
 export async function reconcileStaleKey(
   target: IdempotentTarget,

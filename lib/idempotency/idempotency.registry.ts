@@ -52,7 +52,7 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
   /** One event per request or call through an `@Idempotent` method. */
   readonly onOutcome: EventSubscriber<IdempotencyOutcomeEvent> = this.events.subscribe;
 
-  /** @param resilience the application's registry: its module options, clock and warnings */
+  /** @param resilience - the application's registry: its module options, clock and warnings */
   constructor(private readonly resilience: ResilienceRegistry) {
     this.options = resolveIdempotencyOptions(resilience.options.extras.idempotency, resilience.clock);
   }
@@ -89,9 +89,9 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
    * header and needs a principal choice, any other method needs `key`, and
    * transactional mode needs a store that takes part in transactions.
    *
-   * @param info the method's trampoline
-   * @param options the decorator's validated options
-   * @param method the method as found on the prototype (carries the route metadata)
+   * @param info - the method's trampoline
+   * @param options - the decorator's validated options
+   * @param method - the method as found on the prototype (carries the route metadata)
    */
   policyFor(info: TrampolineInfo, options: CheckedIdempotentOptions, method: unknown): IdempotentMethod {
     const name = info.target;

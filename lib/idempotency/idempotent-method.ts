@@ -22,10 +22,10 @@ import {
  */
 export class IdempotentMethod implements Policy, IdempotentTarget {
   /**
-   * @param name `Class.method`, used in errors, events and messages
-   * @param settings the resolved options
-   * @param emit reports each outcome
-   * @param warn logs a message once
+   * @param name - `Class.method`, used in errors, events and messages
+   * @param settings - the resolved options
+   * @param emit - reports each outcome
+   * @param warn - logs a message once
    */
   constructor(
     readonly name: string,

@@ -27,7 +27,7 @@ export type SettleResult =
  * Claims `storeKey` for `target` and decides what to do: run, replay, or
  * refuse. A stale key goes to {@link reconcileStaleKey} first.
  *
- * @param key the client's key, for the reconciler
+ * @param key - the client's key, for the reconciler
  */
 export async function claimKey(
   target: IdempotentTarget,
@@ -70,7 +70,7 @@ export class IdempotentRun {
   failed = false;
   /** The method's error, when `failed`. */
   error: unknown;
-  private timer: TimerHandle | undefined;
+  private timer: TimerHandle = undefined;
   private settled = false;
 
   /**
@@ -78,7 +78,7 @@ export class IdempotentRun {
    * transactional method and keeps the lease renewed until the run settles.
    * A transaction that cannot be opened frees the key, since nothing ran.
    *
-   * @param started true when the run calls the method itself (a keyed call), false when a pipeline will mark it
+   * @param started - true when the run calls the method itself (a keyed call), false when a pipeline will mark it
    *   (see {@link IdempotencyScope.started})
    */
   static async open(
@@ -114,10 +114,10 @@ export class IdempotentRun {
   }
 
   /**
-   * @param target the protected method
-   * @param storeKey the scoped key
-   * @param token the owner token
-   * @param scope what the helpers read while the method runs
+   * @param target - the protected method
+   * @param storeKey - the scoped key
+   * @param token - the owner token
+   * @param scope - what the helpers read while the method runs
    */
   constructor(
     private readonly target: IdempotentTarget,

@@ -8,12 +8,7 @@ export type {
   StoredResponse,
   StoredResult,
 } from './idempotency-store';
-export {
-  DEFAULT_IDEMPOTENCY_LEASE_MS,
-  DEFAULT_IDEMPOTENCY_TTL_MS,
-  IdempotencyStore,
-  wallClock,
-} from './idempotency-store';
+export { DEFAULT_IDEMPOTENCY_LEASE_MS, DEFAULT_IDEMPOTENCY_TTL_MS, IdempotencyStore } from './idempotency-store';
 export type { MemoryIdempotencyStoreOptions } from './memory-idempotency-store';
 export { MemoryIdempotencyStore } from './memory-idempotency-store';
 export type { PostgresIdempotencyStoreOptions } from './postgres-idempotency-store';
@@ -22,9 +17,7 @@ export { DEFAULT_IDEMPOTENCY_TABLE, PostgresIdempotencyStore } from './postgres-
 export type { RedisIdempotencyStoreOptions, RedisScriptClient } from './redis-idempotency-store';
 export { DEFAULT_IDEMPOTENCY_REDIS_PREFIX, RedisIdempotencyStore } from './redis-idempotency-store';
 export type { PostgresPoolClient, TransactionalIdempotencyStore } from './transactional-store';
-export { isTransactionalStore } from './transactional-store';
 export { Idempotent } from './idempotent.decorator';
-export { IdempotencyInterceptor } from './idempotency.interceptor';
 export { IdempotencyRegistry } from './idempotency.registry';
 export type { IdempotencyOutcomeEvent } from './idempotency.registry';
 export type { IdempotencyOutcome, IdempotencyTransport } from './idempotent-target';
