@@ -43,8 +43,11 @@ export class LoadShedder {
    * @param clock - time for latency samples and the delay sampler
    * @param random - uniform [0, 1) source (Vegas's probe jitter)
    * @param probe - event-loop delay source, when `eventLoopDelay` is set
+   *
+   * @internal
    */
   constructor(
+    /** @internal */
     readonly options: ResolvedLoadSheddingOptions,
     private readonly clock: Clock,
     random: () => number,
