@@ -45,6 +45,7 @@ export class LoadShedder {
    * @param probe - event-loop delay source, when `eventLoopDelay` is set
    */
   constructor(
+    /** The validated `loadShedding` options it runs with (durations in ms). */
     readonly options: ResolvedLoadSheddingOptions,
     private readonly clock: Clock,
     random: () => number,
