@@ -3,6 +3,7 @@ export * from './errors';
 export type { EventSubscriber, Unsubscribe } from './events';
 export type { ErrorClass, ErrorClassOrName } from './error-matcher';
 export { parseDuration } from './config/duration';
+export type { PolicySection } from './config/schema';
 export type { Duration } from './config/duration';
 export { DEFAULT_ORDER } from './config/module-options';
 export { fromSpringConfig } from './config/spring-config';
@@ -19,7 +20,8 @@ export {
 } from './context';
 export type { Policy } from './policy';
 export { ResilienceModule } from './resilience.module';
-export { RESILIENCE_MODULE_OPTIONS } from './resilience.module-definition';
+export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './resilience.module-definition';
+export type { ResilienceModuleAsyncOptions } from './resilience.module-definition';
 export { ResilienceRegistry } from './resilience.registry';
 export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './resilience.registry';
 export type { JitterKind, RetryBudgetConfig, RetryConfig, RetryConfigInput } from './retry/retry.config';

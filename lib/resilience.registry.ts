@@ -62,7 +62,11 @@ const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
  * An instance not declared in the options is created from `configs.default`.
  */
 export class ResilienceRegistry {
-  /** The validated options. */
+  /**
+   * The validated options.
+   *
+   * @internal
+   */
   readonly options: ResolvedOptions;
   /** Where shared rate limiters keep their permits (module option `rateLimiterStore`). */
   readonly rateLimiterStore: RateLimiterStore | undefined;

@@ -48,7 +48,7 @@ export interface StoredResult {
 export type StoredResponse = StoredHttpResponse | StoredResult;
 
 /** Fields every record has. Times are absolute milliseconds on the store's clock. */
-interface RecordBase {
+export interface RecordBase {
   /** The scoped key (principal, method, route and client key, as the caller built it). */
   readonly key: string;
   /** Hash of the request the key was first used with. */

@@ -43,7 +43,11 @@ export interface IdempotencyOutcomeEvent {
  * `new IdempotencyRegistry(new ResilienceRegistry({ idempotency: { ... } }))`.
  */
 export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDestroy {
-  /** The module's `idempotency` section, validated. */
+  /**
+   * The module's `idempotency` section, validated.
+   *
+   * @internal
+   */
   readonly options: ResolvedIdempotencyOptions;
   private readonly events = new EventStream<IdempotencyOutcomeEvent>();
   private readonly methods = new Map<TrampolineInfo, IdempotentMethod>();
@@ -91,6 +95,8 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
    * @param info - the method's trampoline
    * @param options - the decorator's validated options
    * @param method - the method as found on the prototype (carries the route metadata)
+   *
+   * @internal
    */
   policyFor(info: TrampolineInfo, options: CheckedIdempotentOptions, method: unknown): IdempotentMethod {
     const name = info.target;
@@ -126,12 +132,20 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
     return layer;
   }
 
-  /** The layer made for a method at bootstrap, if any. */
+  /**
+   * The layer made for a method at bootstrap, if any.
+   *
+   * @internal
+   */
   methodOf(info: TrampolineInfo): IdempotentMethod | undefined {
     return this.methods.get(info);
   }
 
-  /** Reports one outcome to the subscribers of {@link IdempotencyRegistry.onOutcome}. */
+  /**
+   * Reports one outcome to the subscribers of {@link IdempotencyRegistry.onOutcome}.
+   *
+   * @internal
+   */
   emit(
     outcome: IdempotencyOutcome,
     method: IdempotentMethod,

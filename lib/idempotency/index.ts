@@ -4,6 +4,7 @@ export type {
   CompletedRecord,
   IdempotencyRecord,
   InProgressRecord,
+  RecordBase,
   StoredHttpResponse,
   StoredResponse,
   StoredResult,

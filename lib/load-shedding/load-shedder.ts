@@ -43,9 +43,11 @@ export class LoadShedder {
    * @param clock - time for latency samples and the delay sampler
    * @param random - uniform [0, 1) source (Vegas's probe jitter)
    * @param probe - event-loop delay source, when `eventLoopDelay` is set
+   *
+   * @internal
    */
   constructor(
-    /** The validated `loadShedding` options it runs with (durations in ms). */
+    /** @internal */
     readonly options: ResolvedLoadSheddingOptions,
     private readonly clock: Clock,
     random: () => number,

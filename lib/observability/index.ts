@@ -18,6 +18,7 @@ export type {
   CircuitBreakerHealthStatus,
   CircuitBreakersHealthData,
   FallbackShareHealthData,
+  LoadSheddingHealthData,
   RateLimiterHealth,
   RateLimiterHealthStatus,
   RateLimitersHealthData,

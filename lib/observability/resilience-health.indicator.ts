@@ -144,6 +144,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
   private fallbackShare: FallbackShare | undefined;
   private indicators: HealthIndicatorService | undefined;
 
+  /** @internal */
   constructor(
     private readonly catalog: InstanceCatalog,
     private readonly shedder: LoadShedder,

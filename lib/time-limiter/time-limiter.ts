@@ -67,6 +67,8 @@ export class TimeLimiter implements Policy {
   /**
    * Runs `next(arg)` within the time limit and settles with what `observer`
    * makes of the outcome, saving a composed pipeline a promise per call.
+   *
+   * @internal
    */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer: AttemptObserver<R>): Promise<unknown>;
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer?: AttemptObserver<R>): Promise<unknown> {
@@ -123,7 +125,11 @@ export class TimeLimiter implements Policy {
     return left < limit ? left : limit;
   }
 
-  /** @internal Expires `entry` on the shared timer, `limit` (the full `timeoutDuration`) from now. */
+  /**
+   * Expires `entry` on the shared timer, `limit` (the full `timeoutDuration`) from now.
+   *
+   * @internal
+   */
   enqueue(entry: TimedEntry, limit: number): void {
     this.queue.push(entry);
     if (this.queueTimer === undefined) this.queueTimer = this.clock.setTimeout(this.onQueueTimer, limit);
