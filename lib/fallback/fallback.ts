@@ -46,7 +46,7 @@ export class FallbackPolicy implements Policy {
    * Fires on each call of the method this policy guards, answered by the
    * method or by a handler: the share of fallback answers needs the calls,
    * which the policy itself never sees when the method succeeds. The
-   * method's pipeline reports them through {@link FallbackPolicy.countCall}.
+   * method's pipeline reports them through `countCall`.
    */
   readonly onCall: EventSubscriber<void> = this.calls.subscribe;
 
