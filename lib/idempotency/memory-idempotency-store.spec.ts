@@ -90,3 +90,18 @@ describe('MemoryIdempotencyStore under churn', () => {
     }
   });
 });
+
+describe('MemoryIdempotencyStore on any Clock', () => {
+  it('works on a clock whose timers return no handle (a TimerHandle may be any value)', async () => {
+    let now = 0;
+    const store = new MemoryIdempotencyStore({
+      clock: { now: () => now, setTimeout: () => undefined, clearTimeout: () => undefined },
+    });
+    const claim = await store.claim('k', 'f', { leaseMs: 1_000, ttlMs: 1_000 });
+    if (claim.outcome !== 'claimed') throw new Error(`expected a claim, got ${claim.outcome}`);
+    expect(await store.complete('k', claim.token, ANSWER, 1_000)).toBe(true);
+    now += 1_001;
+    expect((await store.claim('k', 'f')).outcome).toBe('claimed');
+    store.close();
+  });
+});
