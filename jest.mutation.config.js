@@ -18,6 +18,8 @@ module.exports = {
     '<rootDir>/test/idempotency/idempotent.spec.ts',
     '<rootDir>/test/idempotency/keyed-call.spec.ts',
     '<rootDir>/test/idempotency/store.contract.spec.ts',
+    // The HTTP path of the idempotency core (interceptor, held responses), on the in-memory store.
+    '<rootDir>/test/idempotency/*.e2e-spec.ts',
   ],
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/lib/observability/', '<rootDir>/lib/load-shedding/'],
   globalSetup: undefined,
