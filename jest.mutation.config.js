@@ -12,6 +12,8 @@ module.exports = {
   testMatch: [
     '<rootDir>/lib/**/*.spec.ts',
     '<rootDir>/test/scenarios/**/*.spec.ts',
+    // The Resilience4j conformance suites exercise the policies directly.
+    '<rootDir>/test/conformance/*.spec.ts',
     // The policies' option schemas (retry.config.ts and its siblings) are checked here.
     '<rootDir>/test/config/options.spec.ts',
     '<rootDir>/test/config/spring-config.spec.ts',

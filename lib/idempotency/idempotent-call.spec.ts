@@ -5,13 +5,18 @@ import { VirtualClock } from '../clock';
 import { IdempotencyKeyInProgressError, IdempotencyStoreUnavailableError } from '../errors';
 import { ResilienceModule } from '../resilience.module';
 import { fingerprintOf, scopedKey } from './idempotency-key';
-import { idempotencyTransaction } from './idempotency.context';
-import { IdempotencyReconciler } from './idempotency.options';
-import { IdempotencyOutcomeEvent, IdempotencyRegistry } from './idempotency.registry';
-import { IdempotencyStore, StoredResponse } from './idempotency-store';
-import { Idempotent } from './idempotent.decorator';
-import { MemoryIdempotencyStore } from './memory-idempotency-store';
-import { PostgresPoolClient, PostgresQueryable } from './postgres-idempotency-store';
+import {
+  Idempotent,
+  IdempotencyOutcomeEvent,
+  IdempotencyReconciler,
+  IdempotencyRegistry,
+  IdempotencyStore,
+  idempotencyTransaction,
+  MemoryIdempotencyStore,
+  PostgresPoolClient,
+  PostgresQueryable,
+  StoredResponse,
+} from './index';
 
 const START = Date.UTC(2025, 0, 1);
 const LEASE = 30_000;
