@@ -22,7 +22,7 @@ import { routePriorities } from './load-shedding/route-priorities';
 import { OBSERVABILITY_PROVIDERS } from './observability/observability.providers';
 import { ResilienceExplorer } from './resilience.explorer';
 import {
-  RESILIENCE_ASYNC_OPTIONS_TYPE,
+  ResilienceModuleAsyncOptions,
   RESILIENCE_MODULE_OPTIONS,
   ResilienceConfigurableModule,
 } from './resilience.module-definition';
@@ -120,7 +120,7 @@ export class ResilienceModule
   }
 
   /** Registers the module with options from a factory, e.g. `ConfigService`. */
-  static forRootAsync(options: typeof RESILIENCE_ASYNC_OPTIONS_TYPE): DynamicModule {
+  static forRootAsync(options: ResilienceModuleAsyncOptions): DynamicModule {
     return super.forRootAsync(options);
   }
 }

@@ -36,9 +36,9 @@ export class StandardPipeline {
   readonly bulkhead?: BulkheadPolicy;
 
   /**
-   * @param layers the method's policies
-   * @param invoke calls the method itself with its argument array
-   * @param clock the clock the breaker measures durations on
+   * @param layers - the method's policies
+   * @param invoke - calls the method itself with its argument array
+   * @param clock - the clock the breaker measures durations on
    */
   constructor(
     layers: StandardLayers,

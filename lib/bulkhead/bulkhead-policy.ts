@@ -85,9 +85,9 @@ export class BulkheadPolicy implements Policy {
   private depth = 0;
 
   /**
-   * @param name the instance name, carried by its errors and events
-   * @param config resolved settings (durations in ms)
-   * @param clock the source of time for wait limits
+   * @param name - the instance name, carried by its errors and events
+   * @param config - resolved settings (durations in ms)
+   * @param clock - the source of time for wait limits
    */
   constructor(
     readonly name: string,
@@ -153,7 +153,7 @@ export class BulkheadPolicy implements Policy {
   /**
    * Takes a free permit without waiting. Returns the entry time to pass to
    * {@link BulkheadPolicy.exit} (NaN when no one measures it), or
-   * {@link NO_PERMIT} when every permit is taken (nothing was taken then).
+   * `NO_PERMIT` when every permit is taken (nothing was taken then).
    */
   tryEnter(): number {
     if (this.available === 0) return NO_PERMIT;

@@ -141,7 +141,7 @@ function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): b
  * `permittedNumberOfCallsInHalfOpenState` trial calls run, later callers are
  * refused at once; once `min(minimumNumberOfCalls, permittedNumberOfCallsInHalfOpenState)`
  * trials are recorded, their rates decide between OPEN and CLOSED.
- * `maxWaitDurationInHalfOpenState` (when > 0) bounds that wait, then moves
+ * `maxWaitDurationInHalfOpenState` (when positive) bounds that wait, then moves
  * to `transitionToStateAfterWaitDuration` (OPEN by default).
  *
  * Manual transitions follow Resilience4j: CLOSED → HALF_OPEN and
@@ -191,10 +191,10 @@ export class CircuitBreakerPolicy implements Policy {
   private resetEvents: EventStream<CircuitBreakerResetEvent> | undefined;
 
   /**
-   * @param name the instance name, carried by its errors and events
-   * @param config resolved settings (durations in ms), as validated by the module's schema
-   * @param clock the source of time for durations, the open wait and timers
-   * @param random uniform [0, 1) source for the randomized open wait
+   * @param name - the instance name, carried by its errors and events
+   * @param config - resolved settings (durations in ms), as validated by the module's schema
+   * @param clock - the source of time for durations, the open wait and timers
+   * @param random - uniform [0, 1) source for the randomized open wait
    */
   constructor(
     readonly name: string,

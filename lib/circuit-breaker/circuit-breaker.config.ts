@@ -47,7 +47,7 @@ export interface CircuitBreakerConfig {
   recordExceptions: ErrorClassOrName[];
   /** Errors counted as neither success nor failure; wins over `recordExceptions`. */
   ignoreExceptions: ErrorClassOrName[];
-  /** A returned value counted as a failure (e.g. a response with status >= 500). */
+  /** A returned value counted as a failure (e.g. a response with status 500 or more). */
   recordResult?: (result: unknown) => boolean;
   /** Include this breaker in the health indicator. Default false. */
   registerHealthIndicator: boolean;

@@ -254,7 +254,7 @@ function readOrder(value: unknown): readonly PolicyKind[] {
   const expected = `a list naming each of ${DEFAULT_ORDER.map((k) => `'${k}'`).join(', ')} exactly once`;
   if (!Array.isArray(value) || value.length !== DEFAULT_ORDER.length)
     throw new Error(INVALID_VALUE('module options', 'order', expected, value));
-  const order = value.map((v) => (typeof v === 'string' ? (findKey(v, DEFAULT_ORDER) ?? v) : v));
+  const order = (value as unknown[]).map((v) => (typeof v === 'string' ? (findKey(v, DEFAULT_ORDER) ?? v) : v));
   const known = new Set<unknown>(DEFAULT_ORDER);
   if (new Set(order).size !== order.length || order.some((k) => !known.has(k)))
     throw new Error(INVALID_VALUE('module options', 'order', expected, value));

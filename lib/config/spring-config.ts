@@ -16,7 +16,7 @@ import { resolveOptions, withSectionNames } from './resolve-options';
  * properties that have no effect here are warned about once each when the
  * options are used (`forRoot`).
  *
- * @param document the file's text (`.yml` needs the optional peer `yaml`;
+ * @param document - the file's text (`.yml` needs the optional peer `yaml`;
  *   `.properties` text is read as it is), or the object a YAML parser made of it
  * @throws Error naming the key and value when the part is missing or invalid
  *

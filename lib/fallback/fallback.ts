@@ -45,8 +45,8 @@ export class FallbackPolicy implements Policy {
   private readonly resolved = new WeakMap<object, Choice | null>();
 
   /**
-   * @param name the name used in events and metrics
-   * @param specs the `@Fallback` entries of one method, in any order
+   * @param name - the name used in events and metrics
+   * @param specs - the `@Fallback` entries of one method, in any order
    * @throws Error when two entries name the same error class
    */
   constructor(

@@ -13,11 +13,11 @@ export class IdempotencyScope {
   started = false;
 
   /**
-   * @param owner the protected method's policy object
-   * @param target `Class.method`, for messages
-   * @param storeKey the scoped key in the store
-   * @param createdAt when the operation was first claimed (kept across takeovers)
-   * @param transaction the open transaction of a transactional method
+   * @param owner - the protected method's policy object
+   * @param target - `Class.method`, for messages
+   * @param storeKey - the scoped key in the store
+   * @param createdAt - when the operation was first claimed (kept across takeovers)
+   * @param transaction - the open transaction of a transactional method
    */
   constructor(
     readonly owner: object,

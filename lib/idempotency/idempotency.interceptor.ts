@@ -61,7 +61,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private readonly accessor = new ResilienceMetadataAccessor();
   private readonly writesItself = new WeakMap<IdempotentMethod, boolean>();
 
-  /** @param registry the application's idempotency settings, store and method layers */
+  /** @param registry - the application's idempotency settings, store and method layers */
   constructor(private readonly registry: IdempotencyRegistry) {}
 
   /** Protects a POST or PATCH request to an `@Idempotent` route; passes anything else through. */

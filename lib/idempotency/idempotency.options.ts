@@ -244,8 +244,8 @@ const STORE_METHODS = ['claim', 'complete', 'release', 'renew', 'get', 'cleanupE
  * Validates the module's `idempotency` section (keys in camelCase or
  * kebab-case); a bad value throws naming the key and the value.
  *
- * @param raw the section as given
- * @param clock the module clock: the default memory store follows an injected one
+ * @param raw - the section as given
+ * @param clock - the module clock: the default memory store follows an injected one
  */
 export function resolveIdempotencyOptions(raw: unknown, clock: Clock): ResolvedIdempotencyOptions {
   const place = IDEMPOTENCY_OPTIONS_PLACE;

@@ -112,10 +112,10 @@ const RUN_AGAIN: IdempotencyReconciler = () => ({ action: 'run' });
  */
 export class IdempotentMethod implements Policy {
   /**
-   * @param name `Class.method`, used in errors, events and messages
-   * @param settings the resolved options
-   * @param emit reports each outcome
-   * @param warn logs a message once
+   * @param name - `Class.method`, used in errors, events and messages
+   * @param settings - the resolved options
+   * @param emit - reports each outcome
+   * @param warn - logs a message once
    */
   constructor(
     readonly name: string,
@@ -239,7 +239,7 @@ export class IdempotentMethod implements Policy {
    * Claims `storeKey` and decides what to do: run, replay, or refuse. A
    * stale key goes to the reconciler first.
    *
-   * @param key the client's key, for the reconciler
+   * @param key - the client's key, for the reconciler
    */
   async begin(
     storeKey: string,
@@ -329,7 +329,7 @@ export class IdempotentMethod implements Policy {
    * Starts the owner's run: opens the transaction of a transactional method
    * and keeps the lease renewed until the run settles.
    *
-   * @param started true when the run calls the method itself (a keyed call), false when a pipeline will mark it
+   * @param started - true when the run calls the method itself (a keyed call), false when a pipeline will mark it
    */
   async open(storeKey: string, token: string, record: InProgressRecord, started: boolean): Promise<IdempotentRun> {
     let transaction: PostgresPoolClient | undefined;
@@ -398,11 +398,11 @@ export class IdempotentRun {
   private settled = false;
 
   /**
-   * @param settings the method's settings
-   * @param name `Class.method`
-   * @param storeKey the scoped key
-   * @param token the owner token
-   * @param scope what the helpers read while the method runs
+   * @param settings - the method's settings
+   * @param name - `Class.method`
+   * @param storeKey - the scoped key
+   * @param token - the owner token
+   * @param scope - what the helpers read while the method runs
    */
   constructor(
     private readonly settings: IdempotentMethodSettings,

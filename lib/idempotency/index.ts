@@ -4,16 +4,12 @@ export type {
   CompletedRecord,
   IdempotencyRecord,
   InProgressRecord,
+  RecordBase,
   StoredHttpResponse,
   StoredResponse,
   StoredResult,
 } from './idempotency-store';
-export {
-  DEFAULT_IDEMPOTENCY_LEASE_MS,
-  DEFAULT_IDEMPOTENCY_TTL_MS,
-  IdempotencyStore,
-  wallClock,
-} from './idempotency-store';
+export { DEFAULT_IDEMPOTENCY_LEASE_MS, DEFAULT_IDEMPOTENCY_TTL_MS, IdempotencyStore } from './idempotency-store';
 export type { MemoryIdempotencyStoreOptions } from './memory-idempotency-store';
 export { MemoryIdempotencyStore } from './memory-idempotency-store';
 export type {
@@ -25,9 +21,7 @@ export { DEFAULT_IDEMPOTENCY_TABLE, PostgresIdempotencyStore } from './postgres-
 export type { RedisIdempotencyStoreOptions, RedisScriptClient } from './redis-idempotency-store';
 export { DEFAULT_IDEMPOTENCY_REDIS_PREFIX, RedisIdempotencyStore } from './redis-idempotency-store';
 export type { PostgresPoolClient, TransactionalIdempotencyStore } from './postgres-idempotency-store';
-export { isTransactionalStore } from './postgres-idempotency-store';
 export { Idempotent } from './idempotent.decorator';
-export { IdempotencyInterceptor } from './idempotency.interceptor';
 export { IdempotencyRegistry } from './idempotency.registry';
 export type { IdempotencyOutcomeEvent } from './idempotency.registry';
 export type { IdempotencyOutcome, IdempotencyTransport } from './idempotent-method';

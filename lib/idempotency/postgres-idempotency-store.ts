@@ -75,7 +75,7 @@ export interface PostgresIdempotencyStoreOptions {
   readonly pool: PostgresQueryable;
   /** Table name, optionally schema-qualified; default {@link DEFAULT_IDEMPOTENCY_TABLE}. */
   readonly table?: string;
-  /** Source of wall-clock time shared by every process using the table; default {@link wallClock}. */
+  /** Source of wall-clock time shared by every process using the table; default the system clock (`Date.now`). */
   readonly clock?: Clock;
   /** Create the table on first use (default true); set false when migrations own it (see {@link PostgresIdempotencyStore.schemaSql}). */
   readonly createSchema?: boolean;
@@ -113,7 +113,7 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
   private schemaReady: Promise<void> | undefined;
   private readonly sql: ReturnType<typeof statements>;
 
-  /** @param options the pool, table and clock */
+  /** @param options - the pool, table and clock */
   constructor(options: PostgresIdempotencyStoreOptions) {
     this.pool = options.pool;
     this.clock = options.clock ?? wallClock;

@@ -208,8 +208,8 @@ export class ResilienceMetricsBinding {
   private closed = false;
 
   /**
-   * @param registry the instances to report on
-   * @param options the prom-client registry and histogram buckets
+   * @param registry - the instances to report on
+   * @param options - the prom-client registry and histogram buckets
    * @throws Error when a family's name is taken in the prom-client registry by a metric of someone else
    */
   constructor(registry: ResilienceRegistry, options: MetricsBindingOptions) {

@@ -125,6 +125,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
   private fallbackShare: FallbackShare | undefined;
   private indicators: HealthIndicatorService | undefined;
 
+  /** @internal */
   constructor(
     private readonly catalog: InstanceCatalog,
     private readonly shedder: LoadShedder,
@@ -176,10 +177,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       instances[label] = health;
     }
     const data: CircuitBreakersHealthData = { instances };
-    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<
-      Key,
-      CircuitBreakersHealthData
-    >;
+    return down ? session.down({ ...data }) : session.up({ ...data });
   }
 
   /**
@@ -203,10 +201,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       instances[label] = health;
     }
     const data: RateLimitersHealthData = { instances };
-    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<
-      Key,
-      RateLimitersHealthData
-    >;
+    return down ? session.down({ ...data }) : session.up({ ...data });
   }
 
   /**
@@ -233,10 +228,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       methods: snapshot.methods,
     };
     const down = snapshot.calls >= options.minimumNumberOfCalls && snapshot.share >= options.threshold;
-    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<
-      Key,
-      FallbackShareHealthData
-    >;
+    return down ? session.down({ ...data }) : session.up({ ...data });
   }
 
   /**
@@ -257,9 +249,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       inflight: this.shedder.inflight,
       eventLoopDelayMs: this.shedder.eventLoopDelayMs,
     };
-    return (this.shedder.overloaded
-      ? session.down({ ...data })
-      : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, LoadSheddingHealthData>;
+    return this.shedder.overloaded ? session.down({ ...data }) : session.up({ ...data });
   }
 
   private service(): HealthIndicatorService {

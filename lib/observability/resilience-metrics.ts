@@ -21,6 +21,7 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
   private detachLoadShedding: (() => void) | undefined;
   private readonly target: MetricsRegistry | undefined;
 
+  /** @internal */
   constructor(
     private readonly catalog: InstanceCatalog,
     private readonly idempotency: IdempotencyRegistry,

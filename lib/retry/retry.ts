@@ -90,10 +90,10 @@ export class RetryPolicy implements Policy {
   readonly onRetryStopped = this.stoppedStream.subscribe;
 
   /**
-   * @param name instance name
-   * @param config resolved settings
-   * @param clock time source for waits and deadlines
-   * @param random uniform [0, 1) source for jitter
+   * @param name - instance name
+   * @param config - resolved settings
+   * @param clock - time source for waits and deadlines
+   * @param random - uniform [0, 1) source for jitter
    */
   constructor(
     readonly name: string,
@@ -124,7 +124,7 @@ export class RetryPolicy implements Policy {
 
   /** Runs `fn` with retries. */
   execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call(invokeThunk, fn) as Promise<R>;
+    return this.call<() => R | PromiseLike<R>, R>(invokeThunk, fn);
   }
 
   /**

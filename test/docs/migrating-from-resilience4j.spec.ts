@@ -1,12 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  DEFAULT_ORDER,
-  fromSpringConfig,
-  JAVA_EXCEPTIONS,
-  ResilienceModuleOptions,
-  ResilienceRegistry,
-} from '../../lib';
+import { DEFAULT_ORDER, fromSpringConfig, ResilienceRegistry } from '../../lib';
+import { JAVA_EXCEPTIONS } from '../../lib/java-exceptions';
 import { ASPECT_ORDER_DIFFERS } from '../../lib/config/config.messages';
 import { POLICY_SCHEMAS } from '../../lib/config/resolve-options';
 import {
@@ -53,9 +48,7 @@ describe('docs/migrating-from-resilience4j.md', () => {
     const yaml = [...text.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]);
     expect(yaml).toHaveLength(1);
     const warnings: string[] = [];
-    const registry = new ResilienceRegistry(fromSpringConfig(yaml[0]) as ResilienceModuleOptions, (m) =>
-      warnings.push(m),
-    );
+    const registry = new ResilienceRegistry(fromSpringConfig(yaml[0]), (m) => warnings.push(m));
     const order = [
       'idempotent',
       'fallback',
