@@ -64,12 +64,12 @@ export class HeldResponse {
   ) {
     this.end = response.end;
     this.write = response.write;
-    this.writeHead = response.writeHead;
+    this.writeHead = response.writeHead.bind(response);
     for (const name of HOOKED) this.saved.push([name, Object.getOwnPropertyDescriptor(response, name)]);
     Object.assign(response, {
       writeHead: (status: number, reason?: unknown, headers?: unknown) => {
         // A substitute replacing a stream is written while the hooks stay; Node's end() sends its head through here.
-        if (this.discarding) return this.writeHead.call(response, status, reason, headers);
+        if (this.discarding) return this.writeHead(status, reason, headers);
         response.statusCode = status;
         if (typeof reason === 'string') response.statusMessage = reason;
         else headers = reason;

@@ -10,7 +10,6 @@ import {
   IdempotencyOutcomeEvent,
   IdempotencyReconciler,
   IdempotencyRegistry,
-  IdempotencyStore,
   idempotencyTransaction,
   MemoryIdempotencyStore,
   PostgresPoolClient,
@@ -141,7 +140,7 @@ describe('@Idempotent({ key }) calls through the idempotency core', () => {
         ResilienceModule.forRoot({
           clock,
           idempotency: {
-            store: store as IdempotencyStore,
+            store: store,
             lease: LEASE,
             reconciler: (stale) => (reconciler === undefined ? { action: 'wait' } : reconciler(stale)),
           },
