@@ -101,7 +101,7 @@ export class FallbackPolicy implements Policy {
     const proto = Object.getPrototypeOf(error) as object | null;
     if (proto === null) return undefined;
     let choice = this.resolved.get(proto);
-    // Stryker disable next-line ConditionalExpression: the cache only saves the walk; walking again finds the same handler
+    // Stryker disable next-line ConditionalExpression: the cache only saves the walk; a new walk finds the same handler
     if (choice === undefined) {
       choice = this.closest(proto);
       this.resolved.set(proto, choice);
