@@ -990,6 +990,39 @@ describe('CircuitBreakerPolicy', () => {
       expect(cb.metrics.numberOfNotPermittedCalls).toBe(1);
     });
 
+    it('never admits more trials than permitted, however many permissions are given back', () => {
+      const { cb } = setup({ permittedNumberOfCallsInHalfOpenState: 2 });
+      cb.transitionToOpenState();
+      cb.transitionToHalfOpenState();
+      cb.releasePermission();
+      expect([cb.tryAcquirePermission(), cb.tryAcquirePermission(), cb.tryAcquirePermission()]).toEqual([
+        true,
+        true,
+        false,
+      ]);
+      cb.releasePermission();
+      cb.releasePermission();
+      cb.releasePermission();
+      expect([cb.tryAcquirePermission(), cb.tryAcquirePermission(), cb.tryAcquirePermission()]).toEqual([
+        true,
+        true,
+        false,
+      ]);
+    });
+
+    it('records nothing reported by hand while FORCED_OPEN or DISABLED', () => {
+      const { cb } = setup({ slidingWindowSize: 2, minimumNumberOfCalls: 2 });
+      const recorded: string[] = [];
+      cb.onError(() => recorded.push('error'));
+      cb.transitionToForcedOpenState();
+      expect(() => cb.onResult(5, new IoError('late'))).not.toThrow();
+      expect(recorded).toEqual(['error']);
+      cb.transitionToDisabledState();
+      cb.onResult(5, new IoError('late'));
+      expect(recorded).toEqual(['error']);
+      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 0, failureRate: -1 });
+    });
+
     it('passes values and the original error through, and exposes its config', async () => {
       const settings = config({ slidingWindowSize: 7 });
       const cb = new CircuitBreakerPolicy('payments', settings, new VirtualClock());
