@@ -936,6 +936,16 @@ describe('CircuitBreakerPolicy', () => {
       expect(resolve(settings)).toThrow(message);
     });
 
+    it('bounds a TIME_BASED window at 3600 seconds, and only a TIME_BASED one', () => {
+      expect(resolve({ slidingWindowType: 'TIME_BASED', slidingWindowSize: 3601 })).toThrow(
+        INVALID_VALUE(place, 'slidingWindowSize', 'at most 3600 seconds for a TIME_BASED window', 3601),
+      );
+      expect(
+        resolve({ slidingWindowType: 'TIME_BASED', slidingWindowSize: 3600 })().instances.get('psp'),
+      ).toMatchObject({ slidingWindowType: 'TIME_BASED', slidingWindowSize: 3600 });
+      expect(resolve({ slidingWindowSize: 3601 })().instances.get('psp')).toMatchObject({ slidingWindowSize: 3601 });
+    });
+
     it('accepts the Resilience4j keys in kebab-case, a factor of 1 and a lower-case target state', () => {
       const { instances } = resolve({
         'enable-exponential-backoff': 'true',
