@@ -30,6 +30,7 @@ class TransactionalMemoryStore extends MemoryIdempotencyStore {
   owns = true;
   renewals = 0;
   renewError: Error | undefined;
+  completeError: Error | undefined;
   /** Renewals answer that another attempt owns the key. */
   taken = false;
   private pending: (() => Promise<boolean>) | undefined;
@@ -62,6 +63,11 @@ class TransactionalMemoryStore extends MemoryIdempotencyStore {
     if (!this.owns) return false;
     this.pending = () => this.complete(key, token, response, ttlMs);
     return true;
+  }
+
+  override async complete(key: string, token: string, response: StoredResponse, ttlMs?: number): Promise<boolean> {
+    if (this.completeError !== undefined) throw this.completeError;
+    return super.complete(key, token, response, ttlMs);
   }
 
   override async renew(key: string, token: string, leaseMs?: number): Promise<boolean> {
@@ -223,6 +229,20 @@ describe('@Idempotent({ key }) calls through the idempotency core', () => {
         retryAfterMs: LEASE,
       });
       expect(outcomes.at(-1)?.outcome).toBe('in_progress');
+    });
+  });
+
+  describe('a store that fails to record the answer', () => {
+    it('still returns the result, reports the key kept with the error, and keeps refusing the key', async () => {
+      const down = new Error('store down');
+      store.completeError = down;
+      await expect(ledger.plain('w-1')).resolves.toBe('done w-1');
+      expect(outcomes.at(-1)).toMatchObject({ outcome: 'kept_unknown', key: 'w-1' });
+      expect(outcomes.at(-1)?.error).toBeInstanceOf(IdempotencyStoreUnavailableError);
+      expect(outcomes.at(-1)?.error).toMatchObject({ cause: down });
+      store.completeError = undefined;
+      await expect(ledger.plain('w-1')).rejects.toBeInstanceOf(IdempotencyKeyInProgressError);
+      expect(ledger.runs).toEqual(['w-1']);
     });
   });
 
