@@ -5,10 +5,11 @@ export type { ErrorClass, ErrorClassOrName } from './error-matcher';
 export { parseDuration } from './config/duration';
 export type { PolicySection } from './config/schema';
 export type { Duration } from './config/duration';
-export { DEFAULT_ORDER } from './config/module-options';
-export { fromSpringConfig } from './config/spring-config';
-export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './config/thread-pool-bulkhead';
-export type { DeadlineOptions, PolicyKind, ResilienceModuleOptions } from './config/module-options';
+export { DEFAULT_ORDER } from './resilience.constants';
+export { fromSpringConfig } from './spring-config';
+export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './bulkhead/thread-pool-bulkhead.config';
+export type { PolicyKind } from './resilience.constants';
+export type { DeadlineOptions, ResilienceModuleOptions } from './resilience.options';
 export {
   currentContext,
   currentSignal,
@@ -89,18 +90,18 @@ export type {
 } from './filter/resilience-problems';
 export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 export { IllegalStateTransitionError } from './circuit-breaker/illegal-state-transition.error';
+export type { CircuitBreakerMetrics } from './circuit-breaker/circuit-breaker-policy';
 export type {
   CircuitBreakerCallNotPermittedEvent,
   CircuitBreakerErrorEvent,
   CircuitBreakerFailureRateExceededEvent,
   CircuitBreakerIgnoredErrorEvent,
-  CircuitBreakerMetrics,
   CircuitBreakerResetEvent,
   CircuitBreakerSlowCallRateExceededEvent,
   CircuitBreakerState,
   CircuitBreakerStateTransitionEvent,
   CircuitBreakerSuccessEvent,
-} from './circuit-breaker/circuit-breaker-policy';
+} from './circuit-breaker/circuit-breaker.events';
 export { LoadShedder } from './load-shedding/load-shedder';
 export type { Admission, Refusal, ShedReason } from './load-shedding/load-shedder';
 export type { EventLoopDelayProbe } from './load-shedding/event-loop-delay';

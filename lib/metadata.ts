@@ -8,8 +8,7 @@ import {
   UNWIRED_AFTER_BOOTSTRAP,
 } from './resilience.messages';
 import { Pipeline, plainReturnType, ReturnKind, returnKindOf } from './method-pipeline';
-import { RESILIENCE_LAYERS } from './resilience.constants';
-import { PolicyKind } from './config/module-options';
+import { PolicyKind, RESILIENCE_LAYERS } from './resilience.constants';
 import { Logger } from '@nestjs/common';
 
 /** One layer declared by a decorator on a method. */
@@ -88,7 +87,7 @@ export function addLayer(
   const plain = plainReturnType(declared);
   if (plain !== undefined) throw new TypeError(DECORATOR_ON_PLAIN_VALUE(layer.decorator, place, plain));
   const trampoline = ensureTrampoline(descriptor, place, declared);
-  const layers: LayerSpec[] = Reflect.getOwnMetadata(RESILIENCE_LAYERS, trampoline) ?? [];
+  const layers = (Reflect.getOwnMetadata(RESILIENCE_LAYERS, trampoline) ?? []) as LayerSpec[];
   if (layer.kind !== 'fallback' && layers.some((l) => l.kind === layer.kind)) {
     throw new TypeError(DECORATOR_TWICE(layer.decorator, place));
   }
@@ -154,6 +153,8 @@ export class ResilienceMetadataAccessor {
 
   /** The layers declared on the method, in declaration order. */
   layers(method: unknown): readonly LayerSpec[] {
-    return typeof method === 'function' ? (Reflect.getOwnMetadata(RESILIENCE_LAYERS, method) ?? []) : [];
+    return typeof method === 'function'
+      ? ((Reflect.getOwnMetadata(RESILIENCE_LAYERS, method) ?? []) as LayerSpec[])
+      : [];
   }
 }

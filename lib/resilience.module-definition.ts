@@ -1,5 +1,5 @@
 import { ConfigurableModuleAsyncOptions, ConfigurableModuleBuilder } from '@nestjs/common';
-import { ResilienceModuleOptions } from './config/module-options';
+import { ResilienceModuleOptions } from './resilience.options';
 
 /**
  * The Nest configurable-module base of {@link ResilienceModule} (`forRoot`, `forRootAsync`) and its options token.

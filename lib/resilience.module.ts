@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { NO_ASYNC_OPTIONS } from './config/config.messages';
-import { ResilienceModuleOptions } from './config/module-options';
+import { ResilienceModuleOptions } from './resilience.options';
 import { DeadlineInterceptor } from './deadline.interceptor';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { IdempotencyRegistry } from './idempotency/idempotency.registry';
@@ -21,6 +21,7 @@ import { DEFAULT_PRIORITY } from './load-shedding/priority.decorator';
 import { routePriorities } from './load-shedding/route-priorities';
 import { OBSERVABILITY_PROVIDERS } from './observability/observability.providers';
 import { ResilienceExplorer } from './resilience.explorer';
+import { MethodFallbacks } from './method-fallbacks';
 import {
   ResilienceModuleAsyncOptions,
   RESILIENCE_MODULE_OPTIONS,
@@ -70,6 +71,7 @@ import { ResilienceRegistry } from './resilience.registry';
         return new LoadShedder(options, clock, random, options.eventLoopDelay && nodeEventLoopDelayProbe());
       },
     },
+    MethodFallbacks,
     ResilienceExplorer,
     { provide: APP_INTERCEPTOR, useClass: DeadlineInterceptor },
     ...OBSERVABILITY_PROVIDERS,

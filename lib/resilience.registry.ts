@@ -1,7 +1,7 @@
 import { Clock } from './clock';
 import { describe, instancePlace, TOO_MANY_UNDECLARED_INSTANCES, UNKNOWN_INSTANCE } from './config/config.messages';
-import { ResilienceModuleOptions } from './config/module-options';
-import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './config/resolve-options';
+import { ResilienceModuleOptions } from './resilience.options';
+import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './resolve-options';
 import { applyOverrides } from './config/schema';
 import { EventStream } from './events';
 import { BulkheadPolicy } from './bulkhead/bulkhead-policy';

@@ -7,6 +7,7 @@ import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
 import { BoundedObservable } from './bulkhead.operator';
+import { NO_PERMIT } from './bulkhead.permits';
 
 /** A point-in-time view of a bulkhead's permits and queue. */
 export interface BulkheadMetrics {
@@ -50,9 +51,6 @@ interface Waiter {
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
 }
-
-/** What {@link BulkheadPolicy.tryEnter} returns when every permit is taken. */
-export const NO_PERMIT = -1;
 
 /**
  * A semaphore bulkhead with a bounded, FIFO wait queue: at most

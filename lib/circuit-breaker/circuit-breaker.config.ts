@@ -1,4 +1,4 @@
-import type { CircuitBreakerState } from './circuit-breaker-policy';
+import type { CircuitBreakerState } from './circuit-breaker.events';
 import { INVALID_VALUE } from '../config/config.messages';
 import { Duration } from '../config/duration';
 import { PolicySchema } from '../config/schema';

@@ -1,4 +1,4 @@
-import { PolicyKind } from './module-options';
+import type { PolicyKind } from '../resilience.constants';
 import { findKey, isPlainObject } from './relaxed-binding';
 
 /** The layers Resilience4j's Spring aspects order, with each aspect's default order (Ordered.LOWEST_PRECEDENCE - n). */

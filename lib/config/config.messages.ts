@@ -1,7 +1,7 @@
 /** Where a config value came from, e.g. `retry instance 'inventory'`. */
 export type ConfigPlace = string;
 
-export const PREFIX = 'resilience4nest';
+import { PREFIX } from '../resilience.messages';
 
 export const instancePlace = (policy: string, kind: 'instance' | 'config', name: string): ConfigPlace =>
   `${policy} ${kind} '${name}'`;

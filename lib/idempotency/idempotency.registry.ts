@@ -18,9 +18,10 @@ import {
   ResolvedIdempotencyOptions,
   storeName,
 } from './idempotency.options';
-import { DEFAULT_RELEASE_ON, IdempotencyOutcome, IdempotencyTransport, IdempotentMethod } from './idempotent-method';
+import { IdempotentMethod } from './idempotent-method';
+import { DEFAULT_RELEASE_ON, IdempotencyOutcome, IdempotencyTransport } from './idempotent-target';
 import { MemoryIdempotencyStore } from './memory-idempotency-store';
-import { isTransactionalStore } from './postgres-idempotency-store';
+import { isTransactionalStore } from './transactional-store';
 import { boundedStoreCall } from './store-call';
 
 /** One request or call through an `@Idempotent` method, and what became of it. */

@@ -76,7 +76,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   private readonly entries = new Map<string, Entry>();
   /** Min-heap of expiries, earliest first. */
   private readonly expiries: Expiry[] = [];
-  private timer: TimerHandle | undefined;
+  // undefined while no expiry is scheduled (TimerHandle admits it).
+  private timer: TimerHandle;
   private timerAt = Number.POSITIVE_INFINITY;
   private closed = false;
 

@@ -1,5 +1,6 @@
 import { BulkheadPolicy } from '../bulkhead/bulkhead-policy';
-import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
+import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
+import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
 import { Unsubscribe } from '../events';
 import { FallbackPolicy } from '../fallback/fallback';
 import { IdempotencyRegistry } from '../idempotency/idempotency.registry';

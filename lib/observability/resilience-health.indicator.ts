@@ -1,6 +1,7 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { HealthIndicatorService } from '@nestjs/terminus';
-import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
+import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
+import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
 import { Unsubscribe } from '../events';
 import { LoadShedder } from '../load-shedding/load-shedder';
 import { RateLimiterPolicy } from '../rate-limiter/rate-limiter-policy';
@@ -8,7 +9,8 @@ import { FallbackShare, FallbackShareCounts } from './fallback-share';
 import { InstanceCatalog } from './instance-catalog';
 import { FALLBACK_SHARE_NOT_CONFIGURED, LOAD_SHEDDING_NOT_CONFIGURED } from './observability.messages';
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
-import { loadOptionalPeer, TERMINUS } from './optional-peer';
+import { loadOptionalPeer } from '../optional-peer';
+import { TERMINUS } from './observability.peers';
 
 /**
  * A breaker's health, as Resilience4j's health indicator reports it: `UP`
@@ -143,9 +145,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
         if (observed.policy === 'circuitBreaker') this.breakers.push(observed.instance);
         else if (observed.policy === 'rateLimiter') this.rateLimiters.push(observed.instance);
         else if (observed.policy === 'fallback' && share !== undefined)
-          this.subscriptions.push(
-            share.track(observed.instance, (onCall) => this.catalog.countCalls(observed.instance, onCall)),
-          );
+          this.subscriptions.push(share.track(observed.instance, observed.instance.onCall));
       }),
     );
   }

@@ -11,7 +11,7 @@ import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
 import { RetryConfig } from './retry.config';
 import { isRetryableByDefault } from './retryable';
-import { RetriedObservable } from './retry.operator';
+import { NO_RETRY, RetriedObservable } from './retry.operator';
 
 /** A retry is about to wait and try again. */
 export interface RetryEvent {
@@ -51,8 +51,6 @@ export interface RetryMetrics {
   budgetDenied: number;
 }
 
-/** @internal What the wait functions return when no retry follows. */
-export const NO_RETRY = -1;
 /** No attempt of the call has reached the method yet. */
 const NOTHING_REACHED = Symbol('nothing reached');
 

@@ -6,7 +6,7 @@ import { invokeThunk, Policy } from '../policy';
 import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { TimeLimiterConfig } from './time-limiter.config';
-import { TimeLimitedObservable } from './time-limiter.operator';
+import { TimedEntry, TimeLimitedObservable } from './time-limiter.operator';
 
 /** The outcome of one time-limited call. */
 export interface TimeLimiterEvent {
@@ -208,15 +208,6 @@ export interface AttemptObserver<R> {
   fulfilled(value: R): unknown;
   /** What the attempt resolves with when it failed with `error`, a timeout included (may throw or return a promise). */
   rejected(error: unknown): unknown;
-}
-
-/** @internal What the shared timer expires: an attempt, or a time-limited subscription. */
-export interface TimedEntry {
-  /** When it expires; fixed while it is queued. */
-  readonly deadline: number;
-  /** True once it ended (in time or not): the timer skips it. */
-  readonly settled: boolean;
-  expire(): void;
 }
 
 /** One attempt racing its expiry; a class rather than closures keeps the per-call cost flat. */
