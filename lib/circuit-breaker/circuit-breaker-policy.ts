@@ -149,8 +149,10 @@ export class CircuitBreakerPolicy implements Policy {
    * @param random - uniform [0, 1) source for the randomized open wait
    */
   constructor(
+    /** The instance's name, as configured. */
     readonly name: string,
     private readonly settings: CircuitBreakerConfig,
+    /** The time source for call durations, the open wait and its timers. */
     readonly clock: Clock,
     private readonly random: () => number = Math.random,
   ) {

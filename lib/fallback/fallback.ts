@@ -10,7 +10,9 @@ import { DUPLICATE_FALLBACK } from './fallback.messages';
  * the error; it may return a value (or a promise) or throw.
  */
 export interface FallbackHandlerSpec {
+  /** The error classes this handler answers for (subclasses included, unless one has a handler of its own). */
   readonly errors: readonly ErrorClass[];
+  /** Answers instead of the method, given its original arguments and the error. */
   readonly handler: (args: unknown[], error: unknown) => unknown;
 }
 
@@ -60,6 +62,7 @@ export class FallbackPolicy implements Policy {
    * @throws Error when two entries name the same error class
    */
   constructor(
+    /** The fallback policy's name, used in events and metrics (usually the method it guards). */
     readonly name: string,
     specs: readonly FallbackHandlerSpec[],
   ) {

@@ -70,6 +70,7 @@ export interface StaleIdempotencyKey {
 
 /** An HTTP answer a reconciler found for a stale key: stored, then replayed. */
 export interface ReconciledHttpAnswer {
+  /** Always `'complete'`: the earlier attempt had its effect, and this is its answer. */
   readonly action: 'complete';
   /** Status code to replay. */
   readonly status: number;
@@ -81,6 +82,7 @@ export interface ReconciledHttpAnswer {
 
 /** The result a reconciler found for a stale key of a method call: stored, then returned. */
 export interface ReconciledResult {
+  /** Always `'complete'`: the earlier attempt had its effect, and this is its result. */
   readonly action: 'complete';
   /** What the method returns for this key from now on (JSON-serializable). */
   readonly value?: unknown;
