@@ -53,6 +53,17 @@ describe('MemoryIdempotencyStore housekeeping', () => {
     expect(clock.pendingTimers).toBe(0);
   });
 
+  it('lets cleanupExpired free exactly the expired keys once the sweeper is stopped', async () => {
+    store.close();
+    await fill(store, 3, 1_000, 'short');
+    await fill(store, 2, 60_000, 'long');
+    await clock.advance(1_000);
+    expect(store.size).toBe(5);
+    await expect(store.cleanupExpired()).resolves.toBe(3);
+    expect(store.size).toBe(2);
+    await expect(store.cleanupExpired()).resolves.toBe(0);
+  });
+
   it('refuses a new key once maxKeys live keys are held, naming the bound; expired keys make room', async () => {
     const bounded = new MemoryIdempotencyStore({ clock, maxKeys: 3 });
     try {
