@@ -19,6 +19,7 @@ type Next = (args: unknown[]) => unknown;
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
+// Widened to every layer kind, so any layer can be looked up in it.
 const STANDARD_KINDS: readonly PolicyKind[] = STANDARD_ORDER;
 
 /**

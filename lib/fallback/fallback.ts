@@ -122,6 +122,7 @@ export class FallbackPolicy implements Policy {
     const proto = Object.getPrototypeOf(error) as object | null;
     if (proto === null) return undefined;
     let choice = this.resolved.get(proto);
+    // Stryker disable next-line ConditionalExpression: the cache only saves the walk; a new walk finds the same handler
     if (choice === undefined) {
       choice = this.closest(proto);
       this.resolved.set(proto, choice);
@@ -147,6 +148,7 @@ export class FallbackPolicy implements Policy {
 /** A handler's answer as an Observable: its own values, a promise's value, or the value itself. */
 function answerOf(answer: unknown): Observable<unknown> {
   if (isObservable(answer)) return answer;
+  // Stryker disable next-line ConditionalExpression: null?.then is undefined, so null reaches of() without this check
   if (answer !== null && typeof (answer as PromiseLike<unknown> | undefined)?.then === 'function')
     return from(answer as PromiseLike<unknown>);
   return of(answer);

@@ -47,6 +47,7 @@ export class HeldResponse {
   private readonly saved: Array<[string, PropertyDescriptor | undefined]> = [];
   private readonly end: Writer;
   private readonly write: Writer;
+  private readonly writeHead: Writer;
   private callback: (() => void) | undefined;
   private done = false;
   /** Parts of a streamed answer written while `settle` decides, and its end if it came. */
@@ -67,10 +68,13 @@ export class HeldResponse {
     /* eslint-disable @typescript-eslint/unbound-method */
     this.end = response.end;
     this.write = response.write;
+    this.writeHead = response.writeHead;
     /* eslint-enable @typescript-eslint/unbound-method */
     for (const name of HOOKED) this.saved.push([name, Object.getOwnPropertyDescriptor(response, name)]);
     Object.assign(response, {
       writeHead: (status: number, reason?: unknown, headers?: unknown) => {
+        // A substitute replacing a stream is written while the hooks stay; Node's end() sends its head through here.
+        if (this.discarding) return this.writeHead.call(response, status, reason, headers);
         response.statusCode = status;
         if (typeof reason === 'string') response.statusMessage = reason;
         else headers = reason;

@@ -252,7 +252,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const wait = Math.min(Math.max(0, due - this.clock.now()), MAX_TIMER_MS);
     this.timer = this.clock.setTimeout(() => this.onTimer(), wait);
     // Housekeeping never keeps a process alive on its own.
-    (this.timer as { unref?: () => void }).unref?.();
+    (this.timer as { unref?: () => void } | undefined)?.unref?.();
   }
 
   private onTimer(): void {
