@@ -59,10 +59,11 @@ describe('backoffDelay (properties)', () => {
           const interval = config.enableExponentialBackoff
             ? bound({ ...config, exponentialMaxWaitDuration: Number.POSITIVE_INFINITY }, attempt)
             : b;
-          // Whole ms drawn over [min, max + 1) and truncated: floating-point rounding may land 1 ms past either end
-          // for huge intervals (interval - factor × interval and interval × (1 - factor) differ in the last bit).
-          const upper = Math.max(1, Math.ceil(interval * (1 + config.randomizedWaitFactor))) + 1;
-          const lower = Math.max(1, Math.floor(interval * (1 - config.randomizedWaitFactor)) - 1);
+          // Whole ms drawn over [min, max + 1) and truncated. interval - factor × interval and interval × (1 - factor)
+          // round differently in the last bits, which past 2^53 ms are whole ms or more: allow that much either side.
+          const slack = 1 + Math.ceil(interval * Number.EPSILON * 4);
+          const upper = Math.max(1, Math.ceil(interval * (1 + config.randomizedWaitFactor))) + slack;
+          const lower = Math.max(1, Math.floor(interval * (1 - config.randomizedWaitFactor)) - slack);
           expect(wait).toBeGreaterThanOrEqual(Math.min(config.enableExponentialBackoff ? cap : Infinity, lower));
           expect(wait).toBeLessThanOrEqual(config.enableExponentialBackoff ? Math.min(cap, upper) : upper);
           return;
