@@ -59,7 +59,7 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
     const retryOnResult = this.policy.config.retryOnResult;
     if (retryOnResult !== undefined && !this.exhausted) {
       try {
-        if (retryOnResult(value)) {
+        if (this.policy.retriesResult(value, this.attempt)) {
           const wait = this.policy.waitForResult(this.attempt, this.wait, this.scope);
           if (wait !== NO_RETRY) {
             this.inner?.unsubscribe();
