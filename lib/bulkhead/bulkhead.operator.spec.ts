@@ -128,6 +128,23 @@ describe('BulkheadPolicy.observe', () => {
     expect(b.metrics.availableConcurrentCalls).toBe(1);
   });
 
+  it('tears down a synchronous source the subscriber left after its first value, once served from the queue', async () => {
+    const b = bulkhead({ maxWaitDuration: 1000 });
+    let teardowns = 0;
+    // The source never completes: only the bulkhead can tear it down.
+    const sync = new Observable<number>((subscriber) => {
+      for (let i = 0; i < 3; i++) subscriber.next(i);
+      return () => teardowns++;
+    });
+    watch(b.observe(new Source(clock, 10).observable));
+    const { seen } = watch(b.observe(sync).pipe(take(1)));
+    expect(b.metrics.queueDepth).toBe(1);
+    await clock.advance(10);
+    expect(seen).toEqual({ values: [0], completed: true });
+    expect(teardowns).toBe(1);
+    expect(b.metrics).toEqual({ availableConcurrentCalls: 1, maxAllowedConcurrentCalls: 1, queueDepth: 0 });
+  });
+
   it('refuses on subscribe with a BulkheadFullError (a refusal) when the queue is full, without subscribing the source', () => {
     const b = bulkhead({});
     const rejected: BulkheadCallRejectedEvent[] = [];

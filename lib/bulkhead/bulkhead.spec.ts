@@ -445,6 +445,16 @@ describe('BulkheadPolicy', () => {
     expect(b.metrics).toEqual({ availableConcurrentCalls: 1, maxAllowedConcurrentCalls: 1, queueDepth: 0 });
   });
 
+  it('runs a call at once whatever the clock reads when it enters, 1 ms included', async () => {
+    // The entry time is returned where "no permit" is signalled: no clock reading may be mistaken for it.
+    const b = new BulkheadPolicy('reports', { maxConcurrentCalls: 1, maxWaitDuration: 0 }, new VirtualClock(1));
+    const finished: number[] = [];
+    b.onCallFinished((e) => finished.push(e.durationMs));
+    await expect(b.execute(() => 'ran')).resolves.toBe('ran');
+    expect(finished).toEqual([0]);
+    expect(b.metrics.availableConcurrentCalls).toBe(1);
+  });
+
   it('exposes its config', () => {
     const b = bulkhead(clock, { maxConcurrentCalls: 3, maxWaitDuration: 20, queueCapacity: 4 });
     expect(b.config).toEqual({ maxConcurrentCalls: 3, maxWaitDuration: 20, queueCapacity: 4 });
