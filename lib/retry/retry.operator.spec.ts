@@ -1,4 +1,4 @@
-import { defer, firstValueFrom, lastValueFrom, Observable, of, Subscription } from 'rxjs';
+import { defer, firstValueFrom, lastValueFrom, Observable, of, Subscriber, Subscription } from 'rxjs';
 import { VirtualClock } from '../clock';
 import { contextStorage, currentContext, ResilienceContext } from '../context';
 import { BulkheadFullError, MaxRetriesExceededError } from '../errors';
@@ -419,5 +419,65 @@ describe('RetryPolicy.observe', () => {
       expect(teardowns).toBe(1);
       expect(policy.metrics).toMatchObject({ failedCallsWithoutRetry: 1 });
     });
+  });
+});
+
+describe('RetryPolicy.observe with a synchronous source that goes on after a retried value', () => {
+  let clock: VirtualClock;
+  beforeEach(() => (clock = new VirtualClock()));
+
+  /** The first subscription emits PENDING then `after` at once; the next ones answer 'fresh' after 10 ms. */
+  function source(after: (subscriber: Subscriber<unknown>) => void): Observable<unknown> {
+    let subscriptions = 0;
+    return new Observable<unknown>((subscriber) => {
+      if (subscriptions++ === 0) {
+        subscriber.next({ status: 'PENDING' });
+        after(subscriber);
+        return;
+      }
+      const timer = clock.setTimeout(() => {
+        subscriber.next('fresh');
+        subscriber.complete();
+      }, 10);
+      return () => clock.clearTimeout(timer);
+    });
+  }
+
+  const policy = () => new RetryPolicy('poll', config({ maxAttempts: 3, waitDuration: 0, retryOnResult }), clock);
+
+  it('ignores later values of the replaced attempt', async () => {
+    const { seen } = watch(policy().observe(source((s) => s.next('stale'))));
+    await clock.advance(10);
+    expect(seen).toEqual({ values: ['fresh'], completed: true });
+  });
+
+  it('ignores the completion of the replaced attempt', async () => {
+    const { seen } = watch(policy().observe(source((s) => s.complete())));
+    expect(seen.completed).toBe(false);
+    await clock.advance(10);
+    expect(seen).toEqual({ values: ['fresh'], completed: true });
+  });
+
+  it('ignores an error of the replaced attempt', async () => {
+    const retry = policy();
+    const retried: number[] = [];
+    retry.onRetry((e) => retried.push(e.attempt));
+    const { seen } = watch(retry.observe(source((s) => s.error(new Unavailable('stale failure')))));
+    await clock.advance(10);
+    expect(seen).toEqual({ values: ['fresh'], completed: true });
+    expect(retried).toEqual([1]);
+    expect(retry.metrics).toMatchObject({ successfulCallsWithRetry: 1, failedCallsWithRetry: 0 });
+  });
+
+  it('asks a throwing retryOnResult once, and fails with its error, when the source goes on emitting', () => {
+    const oops = new Error('predicate failed');
+    const predicate = jest.fn(() => {
+      throw oops;
+    });
+    const retry = new RetryPolicy('poll', config({ retryOnResult: predicate }), clock);
+    const { seen } = watch(retry.observe(of('v', 'w')));
+    expect(seen).toEqual({ values: [], error: oops, completed: false });
+    expect(predicate).toHaveBeenCalledTimes(1);
+    expect(retry.metrics).toMatchObject({ failedCallsWithoutRetry: 1 });
   });
 });
