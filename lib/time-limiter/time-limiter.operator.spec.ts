@@ -235,4 +235,24 @@ describe('TimeLimiter.observe', () => {
     expect(seen.map((s) => s.at)).toEqual([100, 130, 160]);
     expect(seen.every((s) => s.error instanceof TimeoutExceededError)).toBe(true);
   });
+  it('shares one timer among subscriptions limited by timeoutDuration alone', () => {
+    const tl = limiter(100);
+    const subscriptions = [0, 1, 2].map(() => watch(tl.observe(new Source(clock, []).observable)).subscription);
+    expect(clock.pendingTimers).toBe(1);
+    for (const subscription of subscriptions) subscription.unsubscribe();
+  });
+
+  it('leaves no timer behind for a subscription cut short by the request deadline that completes in time', async () => {
+    const tl = limiter(100);
+    const request = new ResilienceContext(clock, 50);
+    const quick = new Observable<number>((subscriber) => {
+      const timer = clock.setTimeout(() => (subscriber.next(0), subscriber.complete()), 10);
+      return () => clock.clearTimeout(timer);
+    });
+    const { seen } = contextStorage.run(request, () => watch(tl.observe(quick)));
+    expect(clock.pendingTimers).toBe(2);
+    await clock.advance(10);
+    expect(seen).toEqual({ values: [0], completed: true, at: 10 });
+    expect(clock.pendingTimers).toBe(0);
+  });
 });

@@ -407,6 +407,32 @@ describe('TimeLimiter: limits, scopes and the shared timer', () => {
     expect(error).toBeInstanceOf(TimeoutExceededError);
   });
 
+  it('reports a timed-out call once, whether its work later succeeds or fails', async () => {
+    const tl = limiter(100);
+    const kinds: string[] = [];
+    tl.onSuccess((e) => kinds.push(e.kind));
+    tl.onError((e) => kinds.push(e.kind));
+    tl.onTimeout((e) => kinds.push(e.kind));
+    const late = tl.execute(() => new Promise((resolve) => clock.setTimeout(() => resolve('late'), 300)));
+    const failing = tl.execute(() => new Promise((_, reject) => clock.setTimeout(() => reject(new Error('x')), 300)));
+    const outcomes = Promise.allSettled([late, failing]);
+    await clock.advance(300);
+    expect((await outcomes).map((o) => o.status)).toEqual(['rejected', 'rejected']);
+    expect(kinds).toEqual(['timeout', 'timeout']);
+  });
+
+  it('leaves no timer behind for a call cut short by the request deadline that finishes in time', async () => {
+    const tl = limiter(100);
+    const request = new ResilienceContext(clock, 50);
+    const outcome = contextStorage.run(request, () =>
+      tl.execute(() => new Promise<string>((resolve) => clock.setTimeout(() => resolve('fast'), 10))),
+    );
+    expect(clock.pendingTimers).toBe(2);
+    await clock.advance(10);
+    await expect(outcome).resolves.toBe('fast');
+    expect(clock.pendingTimers).toBe(0);
+  });
+
   it('re-arms the shared timer for the next pending call once the earliest settled in time', async () => {
     const tl = limiter(100);
     const first = tl.execute(() => new Promise<string>((resolve) => clock.setTimeout(() => resolve('first'), 10)));
