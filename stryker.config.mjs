@@ -5,7 +5,7 @@
  * folder and names its report after it; see CONTRIBUTING.md ("Mutation testing").
  */
 
-/** What each scope mutates. The idempotency core is the keys, the method layer, held responses and the in-memory store; not the PostgreSQL/Redis adapters nor the Nest wiring. */
+/** What each scope mutates. The idempotency core is the keys, the method layer, the run, reconciliation, held responses and the in-memory store; not the PostgreSQL/Redis adapters nor the Nest wiring. */
 const SCOPES = {
   retry: ['lib/retry/**/*.ts'],
   'circuit-breaker': ['lib/circuit-breaker/**/*.ts'],
@@ -16,6 +16,8 @@ const SCOPES = {
   idempotency: [
     'lib/idempotency/idempotency-key.ts',
     'lib/idempotency/idempotent-method.ts',
+    'lib/idempotency/idempotent-run.ts',
+    'lib/idempotency/idempotency.reconciliation.ts',
     'lib/idempotency/held-response.ts',
     'lib/idempotency/memory-idempotency-store.ts',
   ],

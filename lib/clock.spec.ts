@@ -6,7 +6,8 @@ import { contextStorage, ResilienceContext } from './context';
 import { BulkheadFullError, DeadlineExceededError } from './errors';
 import { MemoryIdempotencyStore } from './idempotency/memory-idempotency-store';
 import { IdempotencyScope } from './idempotency/idempotency.context';
-import { IdempotentMethodSettings, IdempotentRun } from './idempotency/idempotent-method';
+import { IdempotentRun } from './idempotency/idempotent-run';
+import { IdempotentMethodSettings, IdempotentTarget } from './idempotency/idempotent-target';
 
 const DAY = 24 * 60 * 60 * 1000;
 /** Node's (and the fake timers') longest delay; a longer one fires after 1 ms. */
@@ -116,9 +117,9 @@ describe('systemClock: durations longer than a Node timer holds', () => {
       ttlMs: 180 * DAY,
       storeTimeoutMs: 2000,
     } as unknown as IdempotentMethodSettings;
+    const target: IdempotentTarget = { name: 'Payments.pay', settings, report: () => undefined, warn: () => undefined };
     const run = new IdempotentRun(
-      settings,
-      'Payments.pay',
+      target,
       'k',
       claim.token,
       new IdempotencyScope({}, 'Payments.pay', 'k', 0, undefined),

@@ -100,7 +100,7 @@ export class VirtualClock implements Clock {
   private seq = 0;
   private readonly heap: VirtualTimer[] = [];
 
-  /** @param start the initial reading of {@link VirtualClock.now}, in ms. */
+  /** @param start - the initial reading of {@link VirtualClock.now}, in ms. */
   constructor(start = 0) {
     this.current = start;
   }

@@ -20,11 +20,11 @@ export class ResilienceContext {
   private onParentAbort?: () => void;
 
   /**
-   * @param clock the clock the deadline is measured on
-   * @param deadline absolute time (on `clock`) the work must finish by; `Infinity` for none
-   * @param header name of the header that carries the remaining time downstream
-   * @param parent the enclosing scope, whose cancellation this one follows
-   * @param abortsAtDeadline whether the signal aborts by itself when the deadline passes
+   * @param clock - the clock the deadline is measured on
+   * @param deadline - absolute time (on `clock`) the work must finish by; `Infinity` for none
+   * @param header - name of the header that carries the remaining time downstream
+   * @param parent - the enclosing scope, whose cancellation this one follows
+   * @param abortsAtDeadline - whether the signal aborts by itself when the deadline passes
    *   (a request scope); an attempt scope is aborted by its time limiter instead
    */
   constructor(

@@ -1,20 +1,20 @@
 import { javaException } from './java-exceptions';
 
 /** An error class, as accepted by exception lists and `@Fallback`. */
-export type ErrorClass<E = unknown> = abstract new (...args: any[]) => E;
+export type ErrorClass<E = unknown> = abstract new (...args: never[]) => E;
 
 /**
  * An entry of `retryExceptions`, `ignoreExceptions` or `recordExceptions`:
  * a class, or a class name (a dotted Java name matches on its last segment,
  * and a well-known Java name also matches the Node errors it stands for: see
- * {@link JAVA_EXCEPTIONS}).
+ * its table of Java exceptions).
  */
 export type ErrorClassOrName = ErrorClass | string;
 
 /**
  * Matches errors against a list of classes and class names. A name matches
  * an error whose class, or any ancestor class, has that name; a Java name of
- * {@link JAVA_EXCEPTIONS} (`java.io.IOException`) also matches the errors of
+ * its table of Java exceptions (`java.io.IOException`) also matches the errors of
  * the condition it stands for (connection errors).
  */
 export class ErrorMatcher {
@@ -25,7 +25,7 @@ export class ErrorMatcher {
   /** True when the list was empty. */
   readonly empty: boolean;
 
-  /** @param entries classes or class names */
+  /** @param entries - classes or class names */
   constructor(entries: readonly ErrorClassOrName[] = []) {
     this.classes = new Set(entries.filter((e) => typeof e === 'function'));
     this.names = new Set(
@@ -45,9 +45,9 @@ export class ErrorMatcher {
   matches(error: unknown): boolean {
     if (this.empty || error === null || typeof error !== 'object') return false;
     for (
-      let proto = Object.getPrototypeOf(error);
+      let proto = Object.getPrototypeOf(error) as { constructor: unknown } | null;
       proto && proto !== Object.prototype;
-      proto = Object.getPrototypeOf(proto)
+      proto = Object.getPrototypeOf(proto) as { constructor: unknown } | null
     ) {
       const ctor = proto.constructor;
       if (this.classes.has(ctor) || (typeof ctor === 'function' && this.names.has(ctor.name))) return true;

@@ -68,7 +68,7 @@ export function retryAfterOf(error: unknown, now: () => number = Date.now): numb
 function headerValue(headers: unknown, name: string): string | undefined {
   if (!headers || typeof headers !== 'object') return undefined;
   const get = (headers as { get?: unknown }).get;
-  const raw =
+  const raw: unknown =
     typeof get === 'function'
       ? get.call(headers, name)
       : ((headers as Record<string, unknown>)[name] ?? findCaseless(headers as Record<string, unknown>, name));

@@ -10,7 +10,7 @@ export abstract class ResilienceError extends Error {
   /** The policy instance (or route, or handler) that raised the error. */
   readonly instance: string;
 
-  /** @param instance the policy instance that raised the error. */
+  /** @param instance - the policy instance that raised the error. */
   constructor(instance: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.instance = instance;
@@ -33,9 +33,9 @@ export class CallNotPermittedError extends ResilienceError {
   readonly code = 'CALL_NOT_PERMITTED';
 
   /**
-   * @param instance the circuit breaker's name
-   * @param state the breaker state that refused the call
-   * @param retryAfterMs ms until the breaker may admit calls again (`undefined` when unknown, e.g. FORCED_OPEN)
+   * @param instance - the circuit breaker's name
+   * @param state - the breaker state that refused the call
+   * @param retryAfterMs - ms until the breaker may admit calls again (`undefined` when unknown, e.g. FORCED_OPEN)
    */
   constructor(
     instance: string,
@@ -51,9 +51,9 @@ export class BulkheadFullError extends ResilienceError {
   readonly code = 'BULKHEAD_FULL';
 
   /**
-   * @param instance the bulkhead's name
-   * @param reason why the call was refused
-   * @param retryAfterMs a hint for the caller, in ms
+   * @param instance - the bulkhead's name
+   * @param reason - why the call was refused
+   * @param retryAfterMs - a hint for the caller, in ms
    */
   constructor(
     instance: string,
@@ -68,7 +68,7 @@ export class BulkheadFullError extends ResilienceError {
 export class TimeoutExceededError extends ResilienceError {
   readonly code = 'TIMEOUT_EXCEEDED';
 
-  /** @param instance the time limiter's name @param timeoutMs the limit that was exceeded */
+  /** @param instance - the time limiter's name @param timeoutMs - the limit that was exceeded */
   constructor(
     instance: string,
     readonly timeoutMs: number,
@@ -81,7 +81,7 @@ export class TimeoutExceededError extends ResilienceError {
 export class DeadlineExceededError extends ResilienceError {
   readonly code = 'DEADLINE_EXCEEDED';
 
-  /** @param instance the policy instance that found no time left (or `deadline`) */
+  /** @param instance - the policy instance that found no time left (or `deadline`) */
   constructor(instance = 'deadline', detail = 'the request deadline has passed') {
     super(instance, `Deadline exceeded at '${instance}': ${detail}`);
   }
@@ -92,9 +92,9 @@ export class RateLimitedError extends ResilienceError {
   readonly code = 'RATE_LIMITED';
 
   /**
-   * @param instance the rate limiter's name
-   * @param retryAfterMs ms until the limiter's next period starts
-   * @param options `cause` (a store failure) and `message`, when the refusal has another reason than a spent limit
+   * @param instance - the rate limiter's name
+   * @param retryAfterMs - ms until the limiter's next period starts
+   * @param options - `cause` (a store failure) and `message`, when the refusal has another reason than a spent limit
    */
   constructor(
     instance: string,
@@ -114,9 +114,9 @@ export class OverloadedError extends ResilienceError {
   readonly code = 'OVERLOADED';
 
   /**
-   * @param reason the signal that refused it: `concurrency`, `event-loop-delay` or `priority`
-   * @param priority the request's load-shedding class
-   * @param retryAfterMs a hint for the client, in ms
+   * @param reason - the signal that refused it: `concurrency`, `event-loop-delay` or `priority`
+   * @param priority - the request's load-shedding class
+   * @param retryAfterMs - a hint for the client, in ms
    */
   constructor(
     readonly reason: string,
@@ -134,7 +134,7 @@ export class OverloadedError extends ResilienceError {
 export class MaxRetriesExceededError extends ResilienceError {
   readonly code = 'MAX_RETRIES_EXCEEDED';
 
-  /** @param instance the retry's name @param attempts attempts made @param lastResult the last returned value */
+  /** @param instance - the retry's name @param attempts - attempts made @param lastResult - the last returned value */
   constructor(
     instance: string,
     readonly attempts: number,
@@ -148,7 +148,7 @@ export class MaxRetriesExceededError extends ResilienceError {
 export class IdempotencyKeyMissingError extends ResilienceError {
   readonly code = 'IDEMPOTENCY_KEY_MISSING';
 
-  /** @param instance the route or handler @param detail what was wrong with the key */
+  /** @param instance - the route or handler @param detail - what was wrong with the key */
   constructor(instance: string, detail: string) {
     super(instance, detail);
   }
@@ -158,7 +158,7 @@ export class IdempotencyKeyMissingError extends ResilienceError {
 export class IdempotencyKeyInProgressError extends ResilienceError {
   readonly code = 'IDEMPOTENCY_KEY_IN_PROGRESS';
 
-  /** @param instance the route or handler @param retryAfterMs when to try again */
+  /** @param instance - the route or handler @param retryAfterMs - when to try again */
   constructor(
     instance: string,
     readonly retryAfterMs?: number,
@@ -171,7 +171,7 @@ export class IdempotencyKeyInProgressError extends ResilienceError {
 export class IdempotencyKeyReuseError extends ResilienceError {
   readonly code = 'IDEMPOTENCY_KEY_REUSE';
 
-  /** @param instance the route or handler */
+  /** @param instance - the route or handler */
   constructor(instance: string) {
     super(instance, `This idempotency key was already used with a different request payload at '${instance}'`);
   }
@@ -186,10 +186,10 @@ export class IdempotencyStoreUnavailableError extends ResilienceError {
   readonly code = 'IDEMPOTENCY_STORE_UNAVAILABLE';
 
   /**
-   * @param instance the route or handler
-   * @param detail what the store did (failed, or did not answer in time)
-   * @param retryAfterMs when to try again
-   * @param cause the store's error, if it gave one
+   * @param instance - the route or handler
+   * @param detail - what the store did (failed, or did not answer in time)
+   * @param retryAfterMs - when to try again
+   * @param cause - the store's error, if it gave one
    */
   constructor(
     instance: string,

@@ -1,18 +1,15 @@
 export * from './clock';
 export * from './errors';
-export { EventStream } from './events';
 export type { EventSubscriber, Unsubscribe } from './events';
-export { ErrorMatcher } from './error-matcher';
 export type { ErrorClass, ErrorClassOrName } from './error-matcher';
 export { parseDuration } from './config/duration';
-export type { Duration } from './config/duration';
 export type { PolicySection } from './config/schema';
-export { DEFAULT_ORDER } from './config/module-options';
-export { fromSpringConfig } from './config/spring-config';
-export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './config/thread-pool-bulkhead';
-export { JAVA_EXCEPTIONS } from './java-exceptions';
-export type { JavaException } from './java-exceptions';
-export type { DeadlineOptions, PolicyKind, ResilienceModuleOptions } from './config/module-options';
+export type { Duration } from './config/duration';
+export { DEFAULT_ORDER } from './resilience.constants';
+export { fromSpringConfig } from './spring-config';
+export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './bulkhead/thread-pool-bulkhead.config';
+export type { PolicyKind } from './resilience.constants';
+export type { DeadlineOptions, ResilienceModuleOptions } from './resilience.options';
 export {
   currentContext,
   currentSignal,
@@ -24,29 +21,25 @@ export {
 } from './context';
 export type { Policy } from './policy';
 export { ResilienceModule } from './resilience.module';
-export { RESILIENCE_MODULE_OPTIONS } from './resilience.module-definition';
+export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './resilience.module-definition';
+export type { ResilienceModuleAsyncOptions } from './resilience.module-definition';
 export { ResilienceRegistry } from './resilience.registry';
 export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './resilience.registry';
-export { DeadlineInterceptor } from './deadline.interceptor';
-export { RETRY_SCHEMA } from './retry/retry.config';
 export type { JitterKind, RetryBudgetConfig, RetryConfig, RetryConfigInput } from './retry/retry.config';
 export { RetryPolicy } from './retry/retry';
 export type { RetryEvent, RetryMetrics, RetryOutcomeEvent, RetryStopReason, RetryStoppedEvent } from './retry/retry';
 export { RetryBudget } from './retry/retry-budget';
 export { Retry } from './retry/retry.decorator';
-export { TIME_LIMITER_SCHEMA } from './time-limiter/time-limiter.config';
 export type { TimeLimiterConfig, TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
 export { TimeLimiter } from './time-limiter/time-limiter';
 export type { TimeLimiterEvent } from './time-limiter/time-limiter';
 export { Timeout } from './time-limiter/timeout.decorator';
-export { CIRCUIT_BREAKER_SCHEMA } from './circuit-breaker/circuit-breaker.config';
 export type {
   CircuitBreakerConfig,
   CircuitBreakerConfigInput,
   SlidingWindowType,
 } from './circuit-breaker/circuit-breaker.config';
 export { CircuitBreaker } from './circuit-breaker/circuit-breaker.decorator';
-export { BULKHEAD_SCHEMA } from './bulkhead/bulkhead.config';
 export type { BulkheadConfig, BulkheadConfigInput } from './bulkhead/bulkhead.config';
 export { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 export type {
@@ -56,7 +49,6 @@ export type {
   BulkheadMetrics,
 } from './bulkhead/bulkhead-policy';
 export { Bulkhead } from './bulkhead/bulkhead.decorator';
-export { RATE_LIMITER_SCHEMA } from './rate-limiter/rate-limiter.config';
 export type {
   RateLimitedCallOutcome,
   RateLimiterConfig,
@@ -98,18 +90,18 @@ export type {
 } from './filter/resilience-problems';
 export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 export { IllegalStateTransitionError } from './circuit-breaker/illegal-state-transition.error';
+export type { CircuitBreakerMetrics } from './circuit-breaker/circuit-breaker-policy';
 export type {
   CircuitBreakerCallNotPermittedEvent,
   CircuitBreakerErrorEvent,
   CircuitBreakerFailureRateExceededEvent,
   CircuitBreakerIgnoredErrorEvent,
-  CircuitBreakerMetrics,
   CircuitBreakerResetEvent,
   CircuitBreakerSlowCallRateExceededEvent,
   CircuitBreakerState,
   CircuitBreakerStateTransitionEvent,
   CircuitBreakerSuccessEvent,
-} from './circuit-breaker/circuit-breaker-policy';
+} from './circuit-breaker/circuit-breaker.events';
 export { LoadShedder } from './load-shedding/load-shedder';
 export type { Admission, Refusal, ShedReason } from './load-shedding/load-shedder';
 export type { EventLoopDelayProbe } from './load-shedding/event-loop-delay';

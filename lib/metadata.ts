@@ -8,8 +8,7 @@ import {
   UNWIRED_AFTER_BOOTSTRAP,
 } from './resilience.messages';
 import { Pipeline, plainReturnType, ReturnKind, returnKindOf } from './method-pipeline';
-import { RESILIENCE_LAYERS } from './resilience.constants';
-import { PolicyKind } from './config/module-options';
+import { PolicyKind, RESILIENCE_LAYERS } from './resilience.constants';
 import { Logger } from '@nestjs/common';
 
 /** One layer declared by a decorator on a method. */

@@ -39,10 +39,10 @@ export function returnKindOf(declared: unknown, method: (...args: unknown[]) => 
  * and an Observable it returns goes through `observe` (Observable in,
  * Observable out), anything else through the promise pipeline.
  *
- * @param kind what the method is known to return
- * @param call calls the method itself with its argument array
- * @param promise builds the promise pipeline over the given way to call the method
- * @param observe runs an Observable's subscriptions through the layers
+ * @param kind - what the method is known to return
+ * @param call - calls the method itself with its argument array
+ * @param promise - builds the promise pipeline over the given way to call the method
+ * @param observe - runs an Observable's subscriptions through the layers
  */
 export function methodPipeline(
   kind: ReturnKind,

@@ -1,2 +1,16 @@
 /** Metadata key holding the policy layers a method's decorators declared. */
 export const RESILIENCE_LAYERS = 'resilience4nest:layers';
+
+/** The policies a method pipeline is composed of, in the default order (outermost first). */
+export const DEFAULT_ORDER = [
+  'idempotent',
+  'fallback',
+  'retry',
+  'circuitBreaker',
+  'rateLimiter',
+  'timeLimiter',
+  'bulkhead',
+] as const;
+
+/** One layer of a method pipeline. */
+export type PolicyKind = (typeof DEFAULT_ORDER)[number];

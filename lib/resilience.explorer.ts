@@ -1,8 +1,8 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { overridePlace } from './config/config.messages';
-import { DEFAULT_ORDER, PolicyKind } from './config/module-options';
-import { StandardLayers, StandardPipeline } from './standard-pipeline';
+import { PolicyKind } from './resilience.constants';
+import { STANDARD_ORDER, StandardLayers, StandardPipeline } from './standard-pipeline';
 import { countRunningModule, LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
 import { FallbackLayerOptions } from './fallback/fallback.decorator';
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
@@ -13,21 +13,31 @@ import { observeUnder, Policy } from './policy';
 import { methodPipeline, ObservablePipeline } from './method-pipeline';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from './resilience.messages';
-import { EventStream, Unsubscribe } from './events';
+import { MethodFallbacks } from './method-fallbacks';
 
 type Next = (args: unknown[]) => unknown;
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
-/** The layers the standard pipeline runs when the pipeline order is the default one. */
-const STANDARD_KINDS = new Set<PolicyKind>([
-  'fallback',
-  'retry',
-  'circuitBreaker',
-  'rateLimiter',
-  'timeLimiter',
-  'bulkhead',
-]);
+const STANDARD_KINDS: readonly PolicyKind[] = STANDARD_ORDER;
+
+/**
+ * How many of a method's layers (innermost first) the fused pipeline runs:
+ * all its standard layers when they are the innermost ones and nest in the
+ * pipeline's order, whatever order put them there; otherwise none, and every
+ * layer is nested.
+ */
+export function fusedDepth(layers: readonly { readonly kind: PolicyKind }[]): number {
+  let depth = 0;
+  let rank = STANDARD_KINDS.length;
+  for (; depth < layers.length; depth++) {
+    const next = STANDARD_KINDS.indexOf(layers[depth].kind);
+    if (next < 0 || next >= rank) break;
+    rank = next;
+  }
+  for (let i = depth; i < layers.length; i++) if (STANDARD_KINDS.includes(layers[i].kind)) return 0;
+  return depth;
+}
 
 /**
  * Finds every decorated method of providers and controllers at
@@ -39,17 +49,13 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly accessor = new ResilienceMetadataAccessor();
   private readonly logger = new Logger('ResilienceModule');
   private running = false;
-  // The method each fallback policy guards: where its composed pipeline is stored, and who counts its calls.
-  private readonly guarded = new Map<
-    FallbackPolicy,
-    { readonly instance: object; readonly slot: symbol; calls?: EventStream<void> }
-  >();
 
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly registry: ResilienceRegistry,
     private readonly idempotency: IdempotencyRegistry,
+    private readonly methodFallbacks: MethodFallbacks,
   ) {}
 
   onModuleInit(): void {
@@ -108,15 +114,15 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     }));
     const original = info.original;
     const call: Pipeline = (args) => original.apply(instance, args);
+    const fused = fusedDepth(policies);
     const promise = (invoke: Pipeline): Pipeline => {
       let next: Next = invoke;
       let outer = policies;
-      if (order === DEFAULT_ORDER) {
-        const standard = policies.filter((layer) => STANDARD_KINDS.has(layer.kind));
+      if (fused > 0) {
         const byKind: Record<string, unknown> = {};
-        for (const layer of standard) byKind[layer.kind] = layer.policy;
+        for (const layer of policies.slice(0, fused)) byKind[layer.kind] = layer.policy;
         next = new StandardPipeline(byKind as StandardLayers, next, this.registry.clock).run;
-        outer = policies.slice(standard.length);
+        outer = policies.slice(fused);
       }
       for (const { policy } of outer) {
         const inner = next;
@@ -129,7 +135,13 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       for (const { policy } of policies) observed = observeUnder(policy, observed, args);
       return observed;
     };
-    return methodPipeline(info.kind, call, promise, observe);
+    const pipeline = methodPipeline(info.kind, call, promise, observe);
+    const fallback = policies.find((layer) => layer.kind === 'fallback')?.policy as FallbackPolicy | undefined;
+    if (fallback === undefined) return pipeline;
+    return (args) => {
+      fallback.countCall();
+      return pipeline(args);
+    };
   }
 
   private fallbackFor(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): FallbackPolicy {
@@ -140,34 +152,8 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       return { errors, handler: (args, error) => fn.call(instance, ...args, error) };
     });
     const policy = new FallbackPolicy(info.target, specs);
-    this.guarded.set(policy, { instance, slot: info.slot });
+    this.methodFallbacks.add(policy);
     return policy;
-  }
-
-  /** The fallback policy of every decorated method, made at `onModuleInit` (the registry does not hold them). */
-  get fallbacks(): readonly FallbackPolicy[] {
-    return [...this.guarded.keys()];
-  }
-
-  /**
-   * Calls `onCall` on each call of the method `policy` guards, until the
-   * returned function is called (the share of fallback answers needs the
-   * calls, which the fallback never sees when the method succeeds). The
-   * method's pipeline is wrapped on the first subscription only.
-   */
-  countCalls(policy: FallbackPolicy, onCall: () => void): Unsubscribe {
-    const method = this.guarded.get(policy);
-    if (method === undefined) return () => undefined;
-    if (method.calls === undefined) {
-      const calls = (method.calls = new EventStream<void>());
-      const pipeline = (method.instance as Record<symbol, Pipeline>)[method.slot];
-      const counted: Pipeline = (args) => {
-        if (calls.active) calls.emit();
-        return pipeline(args);
-      };
-      Object.defineProperty(method.instance, method.slot, { value: counted, configurable: true });
-    }
-    return method.calls.subscribe(onCall);
   }
 
   private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {

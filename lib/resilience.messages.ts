@@ -1,4 +1,11 @@
-import { PREFIX } from './config/config.messages';
+/** Starts every message of the package, so a log line says where it came from. */
+export const PREFIX = 'resilience4nest';
+
+/** An optional peer a feature needs cannot be loaded; `explicitly` says how to pass it instead, where there is a way. */
+export const MISSING_PEER = (peer: string, feature: string, cause: string, explicitly?: string): string =>
+  `${PREFIX}: ${feature} needs the optional peer dependency '${peer}', which cannot be loaded (install it: npm install ${peer}; ` +
+  `in a bundled app, let the bundler include '${peer}' or ship it in node_modules beside the bundle` +
+  `${explicitly === undefined ? '' : `; or ${explicitly}`}): ${cause}`;
 
 export const DECORATOR_ON_NON_METHOD = (decorator: string, target: string): string =>
   `${PREFIX}: @${decorator} can only decorate a method, but was applied to ${target}`;

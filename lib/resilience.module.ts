@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { NO_ASYNC_OPTIONS } from './config/config.messages';
-import { ResilienceModuleOptions } from './config/module-options';
+import { ResilienceModuleOptions } from './resilience.options';
 import { DeadlineInterceptor } from './deadline.interceptor';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { IdempotencyRegistry } from './idempotency/idempotency.registry';
@@ -21,8 +21,9 @@ import { DEFAULT_PRIORITY } from './load-shedding/priority.decorator';
 import { routePriorities } from './load-shedding/route-priorities';
 import { OBSERVABILITY_PROVIDERS } from './observability/observability.providers';
 import { ResilienceExplorer } from './resilience.explorer';
+import { MethodFallbacks } from './method-fallbacks';
 import {
-  RESILIENCE_ASYNC_OPTIONS_TYPE,
+  ResilienceModuleAsyncOptions,
   RESILIENCE_MODULE_OPTIONS,
   ResilienceConfigurableModule,
 } from './resilience.module-definition';
@@ -70,6 +71,7 @@ import { ResilienceRegistry } from './resilience.registry';
         return new LoadShedder(options, clock, random, options.eventLoopDelay && nodeEventLoopDelayProbe());
       },
     },
+    MethodFallbacks,
     ResilienceExplorer,
     { provide: APP_INTERCEPTOR, useClass: DeadlineInterceptor },
     ...OBSERVABILITY_PROVIDERS,
@@ -120,7 +122,7 @@ export class ResilienceModule
   }
 
   /** Registers the module with options from a factory, e.g. `ConfigService`. */
-  static forRootAsync(options: typeof RESILIENCE_ASYNC_OPTIONS_TYPE): DynamicModule {
+  static forRootAsync(options: ResilienceModuleAsyncOptions): DynamicModule {
     return super.forRootAsync(options);
   }
 }

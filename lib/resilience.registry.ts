@@ -1,7 +1,7 @@
 import { Clock } from './clock';
 import { describe, instancePlace, TOO_MANY_UNDECLARED_INSTANCES, UNKNOWN_INSTANCE } from './config/config.messages';
-import { ResilienceModuleOptions } from './config/module-options';
-import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './config/resolve-options';
+import { ResilienceModuleOptions } from './resilience.options';
+import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './resolve-options';
 import { applyOverrides } from './config/schema';
 import { EventStream } from './events';
 import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
@@ -54,7 +54,11 @@ const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
  * An instance not declared in the options is created from `configs.default`.
  */
 export class ResilienceRegistry {
-  /** The validated options. */
+  /**
+   * The validated options.
+   *
+   * @internal
+   */
   readonly options: ResolvedOptions;
   /** Where shared rate limiters keep their permits (module option `rateLimiterStore`). */
   readonly rateLimiterStore: RateLimiterStore | undefined;
@@ -80,8 +84,8 @@ export class ResilienceRegistry {
   readonly onInstanceCreated = this.createdStream.subscribe;
 
   /**
-   * @param options module options; validated here, so a bad value throws
-   * @param warn receives each one-time warning (unsupported Resilience4j properties)
+   * @param options - module options; validated here, so a bad value throws
+   * @param warn - receives each one-time warning (unsupported Resilience4j properties)
    */
   constructor(
     options: ResilienceModuleOptions = {},
@@ -168,9 +172,7 @@ export class ResilienceRegistry {
     where: string,
     anonymous = false,
   ): PolicyInstances[P] {
-    const base = anonymous
-      ? (this.options.sections[policy].defaultConfig as PolicyConfigs[P])
-      : this.configOf(policy, name, where);
+    const base = anonymous ? this.options.sections[policy].defaultConfig : this.configOf(policy, name, where);
     const config = applyOverrides(POLICY_SCHEMAS[policy], base, overrides, place, (m) => this.warnOnce(m));
     if (policy === 'rateLimiter' && (config as PolicyConfigs['rateLimiter']).shared)
       requireStore(this.rateLimiterStore, place);
@@ -182,7 +184,7 @@ export class ResilienceRegistry {
     const section = this.options.sections[policy];
     const declared = section.instances.get(name);
     if (declared === undefined && this.options.strict) throw new Error(UNKNOWN_INSTANCE(policy, name, where));
-    return (declared ?? section.defaultConfig) as PolicyConfigs[P];
+    return declared ?? section.defaultConfig;
   }
 
   private create<P extends RegistryPolicy>(

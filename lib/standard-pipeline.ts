@@ -1,4 +1,5 @@
-import { BulkheadPolicy, NO_PERMIT } from './bulkhead/bulkhead-policy';
+import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
+import { NO_PERMIT } from './bulkhead/bulkhead.permits';
 import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 import { Clock } from './clock';
 import { FallbackPolicy } from './fallback/fallback';
@@ -15,6 +16,16 @@ export interface StandardLayers {
   readonly timeLimiter?: TimeLimiter;
   readonly bulkhead?: BulkheadPolicy;
 }
+
+/** The layers the standard pipeline runs, outermost first: the nesting it implements. */
+export const STANDARD_ORDER = [
+  'fallback',
+  'retry',
+  'circuitBreaker',
+  'rateLimiter',
+  'timeLimiter',
+  'bulkhead',
+] as const satisfies readonly (keyof StandardLayers)[];
 
 /**
  * Runs a method under Fallback → Retry → CircuitBreaker → RateLimiter →
@@ -36,9 +47,9 @@ export class StandardPipeline {
   readonly bulkhead?: BulkheadPolicy;
 
   /**
-   * @param layers the method's policies
-   * @param invoke calls the method itself with its argument array
-   * @param clock the clock the breaker measures durations on
+   * @param layers - the method's policies
+   * @param invoke - calls the method itself with its argument array
+   * @param clock - the clock the breaker measures durations on
    */
   constructor(
     layers: StandardLayers,

@@ -7,6 +7,7 @@ import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
 import { BoundedObservable } from './bulkhead.operator';
+import { NO_PERMIT } from './bulkhead.permits';
 
 /** A point-in-time view of a bulkhead's permits and queue. */
 export interface BulkheadMetrics {
@@ -51,9 +52,6 @@ interface Waiter {
   onAbort: (() => void) | undefined;
 }
 
-/** What {@link BulkheadPolicy.tryEnter} returns when every permit is taken. */
-export const NO_PERMIT = -1;
-
 /**
  * A semaphore bulkhead with a bounded, FIFO wait queue: at most
  * `maxConcurrentCalls` calls run at once, at most `queueCapacity` wait for a
@@ -85,9 +83,9 @@ export class BulkheadPolicy implements Policy {
   private depth = 0;
 
   /**
-   * @param name the instance name, carried by its errors and events
-   * @param config resolved settings (durations in ms)
-   * @param clock the source of time for wait limits
+   * @param name - the instance name, carried by its errors and events
+   * @param config - resolved settings (durations in ms)
+   * @param clock - the source of time for wait limits
    */
   constructor(
     readonly name: string,
@@ -153,7 +151,7 @@ export class BulkheadPolicy implements Policy {
   /**
    * Takes a free permit without waiting. Returns the entry time to pass to
    * {@link BulkheadPolicy.exit} (NaN when no one measures it), or
-   * {@link NO_PERMIT} when every permit is taken (nothing was taken then).
+   * `NO_PERMIT` when every permit is taken (nothing was taken then).
    */
   tryEnter(): number {
     if (this.available === 0) return NO_PERMIT;

@@ -1,11 +1,12 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
 import { contextStorage, ResilienceContext } from '../context';
-import { NO_PERMIT, type BulkheadPolicy } from './bulkhead-policy';
+
+import { NO_PERMIT, PermitSource } from './bulkhead.permits';
 
 /** @internal `upstream` with each subscription holding a bulkhead permit; see {@link BulkheadPolicy.observe}. */
 export class BoundedObservable<T> extends Observable<T> {
   constructor(
-    readonly bulkhead: BulkheadPolicy,
+    readonly bulkhead: PermitSource,
     readonly upstream: Observable<T>,
   ) {
     super(subscribeBounded);
@@ -27,7 +28,7 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
   private inner?: Subscription;
 
   constructor(
-    private readonly bulkhead: BulkheadPolicy,
+    private readonly bulkhead: PermitSource,
     private readonly upstream: Observable<T>,
     private readonly downstream: Subscriber<T>,
   ) {}

@@ -8,17 +8,20 @@ import { Policy, invokeThunk } from '../policy';
 import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
+import {
+  CircuitBreakerCallNotPermittedEvent,
+  CircuitBreakerErrorEvent,
+  CircuitBreakerFailureRateExceededEvent,
+  CircuitBreakerIgnoredErrorEvent,
+  CircuitBreakerResetEvent,
+  CircuitBreakerSlowCallRateExceededEvent,
+  CircuitBreakerState,
+  CircuitBreakerStateTransitionEvent,
+  CircuitBreakerSuccessEvent,
+} from './circuit-breaker.events';
 import { GuardedObservable } from './circuit-breaker.operator';
 import { IllegalStateTransitionError } from './illegal-state-transition.error';
 import { CountSlidingWindow, SlidingWindow, createSlidingWindow } from './sliding-window';
-
-/**
- * The states of a circuit breaker, as Resilience4j names them. CLOSED, OPEN
- * and HALF_OPEN follow the calls; DISABLED (always permit, record nothing),
- * FORCED_OPEN (permit nothing) and METRICS_ONLY (always permit, record and
- * report, never open) are entered only by hand.
- */
-export type CircuitBreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN' | 'DISABLED' | 'FORCED_OPEN' | 'METRICS_ONLY';
 
 /**
  * A snapshot of the breaker's current sliding window. Rates are in percent,
@@ -43,58 +46,6 @@ export interface CircuitBreakerMetrics {
   readonly numberOfSlowSuccessfulCalls: number;
   /** Calls refused since the current metrics began (as Resilience4j, they restart with each new window). */
   readonly numberOfNotPermittedCalls: number;
-}
-
-/** The breaker moved from one state to another. */
-export interface CircuitBreakerStateTransitionEvent {
-  readonly name: string;
-  readonly from: CircuitBreakerState;
-  readonly to: CircuitBreakerState;
-}
-
-/** A call was refused with {@link CallNotPermittedError}. */
-export interface CircuitBreakerCallNotPermittedEvent {
-  readonly name: string;
-  /** The state that refused it. */
-  readonly state: CircuitBreakerState;
-}
-
-/** A call was recorded as a success (including a not-recorded error). */
-export interface CircuitBreakerSuccessEvent {
-  readonly name: string;
-  readonly durationMs: number;
-}
-
-/** A call was recorded as a failure. */
-export interface CircuitBreakerErrorEvent {
-  readonly name: string;
-  readonly durationMs: number;
-  /** The thrown error, or the returned value that `recordResult` marked as a failure. */
-  readonly error: unknown;
-}
-
-/** A call ended with an error that counts as neither success nor failure. */
-export interface CircuitBreakerIgnoredErrorEvent {
-  readonly name: string;
-  readonly durationMs: number;
-  readonly error: unknown;
-}
-
-/** The failure rate reached `failureRateThreshold`. */
-export interface CircuitBreakerFailureRateExceededEvent {
-  readonly name: string;
-  readonly failureRate: number;
-}
-
-/** The slow-call rate reached `slowCallRateThreshold`. */
-export interface CircuitBreakerSlowCallRateExceededEvent {
-  readonly name: string;
-  readonly slowCallRate: number;
-}
-
-/** The breaker was reset to a fresh CLOSED state. */
-export interface CircuitBreakerResetEvent {
-  readonly name: string;
 }
 
 const SUCCESS = 0;
@@ -141,7 +92,7 @@ function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): b
  * `permittedNumberOfCallsInHalfOpenState` trial calls run, later callers are
  * refused at once; once `min(minimumNumberOfCalls, permittedNumberOfCallsInHalfOpenState)`
  * trials are recorded, their rates decide between OPEN and CLOSED.
- * `maxWaitDurationInHalfOpenState` (when > 0) bounds that wait, then moves
+ * `maxWaitDurationInHalfOpenState` (when positive) bounds that wait, then moves
  * to `transitionToStateAfterWaitDuration` (OPEN by default).
  *
  * Manual transitions follow Resilience4j: CLOSED → HALF_OPEN and
@@ -191,10 +142,10 @@ export class CircuitBreakerPolicy implements Policy {
   private resetEvents: EventStream<CircuitBreakerResetEvent> | undefined;
 
   /**
-   * @param name the instance name, carried by its errors and events
-   * @param config resolved settings (durations in ms), as validated by the module's schema
-   * @param clock the source of time for durations, the open wait and timers
-   * @param random uniform [0, 1) source for the randomized open wait
+   * @param name - the instance name, carried by its errors and events
+   * @param config - resolved settings (durations in ms), as validated by the module's schema
+   * @param clock - the source of time for durations, the open wait and timers
+   * @param random - uniform [0, 1) source for the randomized open wait
    */
   constructor(
     readonly name: string,

@@ -1,4 +1,4 @@
-import type { CircuitBreakerState } from './circuit-breaker-policy';
+import type { CircuitBreakerState } from './circuit-breaker.events';
 import { INVALID_VALUE } from '../config/config.messages';
 import { Duration } from '../config/duration';
 import { PolicySchema } from '../config/schema';
@@ -47,7 +47,7 @@ export interface CircuitBreakerConfig {
   recordExceptions: ErrorClassOrName[];
   /** Errors counted as neither success nor failure; wins over `recordExceptions`. */
   ignoreExceptions: ErrorClassOrName[];
-  /** A returned value counted as a failure (e.g. a response with status >= 500). */
+  /** A returned value counted as a failure (e.g. a response with status 500 or more). */
   recordResult?: (result: unknown) => boolean;
   /** Include this breaker in the health indicator. Default false. */
   registerHealthIndicator: boolean;

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { VirtualClock } from '../clock';
 import { BulkheadFullError, TimeoutExceededError } from '../errors';
-import { CircuitBreakerPolicy, CircuitBreakerState } from './circuit-breaker-policy';
+import { CircuitBreakerPolicy } from './circuit-breaker-policy';
+import type { CircuitBreakerState } from './circuit-breaker.events';
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker.config';
 import { IllegalStateTransitionError } from './illegal-state-transition.error';
 

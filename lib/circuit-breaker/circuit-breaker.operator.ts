@@ -1,10 +1,20 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
-import type { CircuitBreakerPolicy } from './circuit-breaker-policy';
+import type { Clock } from '../clock';
+
+/** @internal What a guarded subscription asks of its breaker (the policy, without a cycle back to it). */
+export interface GuardingBreaker {
+  readonly clock: Clock;
+  readonly callEpoch: number;
+  tryAcquirePermission(): boolean;
+  notPermittedError(): Error;
+  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown, end?: number): void;
+  releasePermission(): void;
+}
 
 /** @internal `upstream` with each subscription as one call of a breaker; see {@link CircuitBreakerPolicy.observe}. */
 export class GuardedObservable<T> extends Observable<T> {
   constructor(
-    readonly breaker: CircuitBreakerPolicy,
+    readonly breaker: GuardingBreaker,
     readonly upstream: Observable<T>,
   ) {
     super(subscribeGuarded);
@@ -31,7 +41,7 @@ class GuardedSubscription<T> implements Observer<T>, Unsubscribable {
   private inner?: Subscription;
 
   constructor(
-    private readonly breaker: CircuitBreakerPolicy,
+    private readonly breaker: GuardingBreaker,
     private readonly downstream: Subscriber<T>,
   ) {
     this.epoch = breaker.callEpoch;

@@ -3,7 +3,8 @@ import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '
 import { INVALID_VALUE } from '../config/config.messages';
 import { resolveSection } from '../config/schema';
 import { StandardPipeline } from '../standard-pipeline';
-import { CircuitBreakerPolicy, CircuitBreakerState } from './circuit-breaker-policy';
+import { CircuitBreakerPolicy } from './circuit-breaker-policy';
+import type { CircuitBreakerState } from './circuit-breaker.events';
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker.config';
 import { IllegalStateTransitionError } from './illegal-state-transition.error';
 

@@ -5,9 +5,9 @@
  */
 export class IllegalStateTransitionError extends Error {
   /**
-   * @param instance the circuit breaker's name
-   * @param from the state the breaker is in
-   * @param to the state it was asked to move to
+   * @param instance - the circuit breaker's name
+   * @param from - the state the breaker is in
+   * @param to - the state it was asked to move to
    */
   constructor(
     readonly instance: string,

@@ -40,7 +40,7 @@ export class CountSlidingWindow implements SlidingWindow {
   private readonly outcomes: Uint8Array;
   private next = 0;
 
-  /** @param size how many calls the window holds (at least 1) */
+  /** @param size - how many calls the window holds (at least 1) */
   constructor(private readonly size: number) {
     const buffer = new ArrayBuffer(size * 9);
     this.durations = new Float64Array(buffer, 0, size);
@@ -104,7 +104,7 @@ export class TimeSlidingWindow implements SlidingWindow {
   private headSecond = -Infinity;
   private headIndex = 0;
 
-  /** @param size the window's length in seconds (at least 1) */
+  /** @param size - the window's length in seconds (at least 1) */
   constructor(private readonly size: number) {
     const buffer = new ArrayBuffer(size * (1 + BUCKET_FIELDS) * 4);
     this.counts = new Int32Array(buffer, 0, size * BUCKET_FIELDS);

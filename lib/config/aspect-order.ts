@@ -1,4 +1,4 @@
-import { PolicyKind } from './module-options';
+import type { PolicyKind } from '../resilience.constants';
 import { findKey, isPlainObject } from './relaxed-binding';
 
 /** The layers Resilience4j's Spring aspects order, with each aspect's default order (Ordered.LOWEST_PRECEDENCE - n). */
@@ -16,8 +16,8 @@ const SPRING_DEFAULTS: ReadonlyArray<readonly [PolicyKind, string, number]> = [
  * other layers where `order` has them; `undefined` when the file sets none
  * or they keep `order`'s relative order of those layers.
  *
- * @param sections the raw policy sections, by layer
- * @param order the module's layer order
+ * @param sections - the raw policy sections, by layer
+ * @param order - the module's layer order
  */
 export function orderFromAspectOrders(
   sections: Partial<Record<PolicyKind, unknown>>,

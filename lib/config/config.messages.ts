@@ -1,7 +1,7 @@
 /** Where a config value came from, e.g. `retry instance 'inventory'`. */
 export type ConfigPlace = string;
 
-export const PREFIX = 'resilience4nest';
+import { PREFIX } from '../resilience.messages';
 
 export const instancePlace = (policy: string, kind: 'instance' | 'config', name: string): ConfigPlace =>
   `${policy} ${kind} '${name}'`;
@@ -109,6 +109,8 @@ export function describe(value: unknown): string {
     const text = JSON.stringify(value);
     return text.length > 80 ? `${text.slice(0, 77)}...` : text;
   } catch {
+    // Only what JSON cannot encode (a bigint, a cycle) gets here, and String gives its best text.
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string
     return String(value);
   }
 }

@@ -18,7 +18,7 @@ export function findKey<K extends string>(key: string, names: readonly K[]): K |
 /** A plain object (a YAML map or an object literal), not a class instance. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
+  const proto = Object.getPrototypeOf(value) as object | null;
   // Any realm's Object.prototype (its own prototype is null), so objects from a vm context count too.
   return proto === null || Object.getPrototypeOf(proto) === null;
 }
@@ -109,7 +109,7 @@ function listOrMap(next: Segment): Record<string, unknown> {
 function toIndexed(list: unknown[]): Record<string, unknown> {
   const out: Record<string | symbol, unknown> = { [INDEXED]: true };
   list.forEach((item, i) => (out[i] = item));
-  return out as Record<string, unknown>;
+  return out;
 }
 
 function mergeValues(existing: unknown, value: unknown, where: string): unknown {
@@ -132,7 +132,7 @@ function isMergeable(value: unknown): boolean {
 function finishLists(node: Record<string, unknown>, path: string): Record<string, unknown> {
   for (const [key, value] of Object.entries(node)) {
     if (value !== null && typeof value === 'object' && INDEXED in value) {
-      const indexed = finishLists(value as Record<string, unknown>, `${path}.${key}`);
+      const indexed = finishLists(value, `${path}.${key}`);
       const keys = Object.keys(indexed);
       if (!keys.every((k, i) => k === String(i))) {
         throw new Error(

@@ -14,7 +14,20 @@ import {
   UNSUPPORTED_PROPERTY,
   instancePlace,
 } from './config.messages';
-import { parseDuration } from './duration';
+import {
+  booleanOption,
+  durationOption,
+  enumOption,
+  errorListOption,
+  functionOption,
+  GivenOptions,
+  integerOption,
+  invalidOption,
+  numberOption,
+  objectOption,
+  OptionReader,
+  percentOption,
+} from './option-readers';
 import { findKey, isPlainObject } from './relaxed-binding';
 import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, LEGACY_PROPERTIES } from './resilience4j-properties';
 
@@ -54,11 +67,6 @@ export interface PolicySection<I> {
 export interface ResolvedSection<T> {
   readonly defaultConfig: T;
   readonly instances: ReadonlyMap<string, T>;
-}
-
-/** `max-attempts` → `maxAttempts`. */
-export function camelKey(key: string): string {
-  return key.replace(/[-_.]([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
 }
 
 const BASE_CONFIG = 'baseConfig';
@@ -111,7 +119,7 @@ function handleResilience4jKey(
 
 /**
  * Reads the partial settings of one config or instance: every key is
- * normalised to camelCase and checked against the schema.
+ * matched to the schema in Spring's relaxed form and its value checked.
  */
 export function readPartial<T extends object>(
   schema: PolicySchema<T>,
@@ -121,117 +129,59 @@ export function readPartial<T extends object>(
   allowBase = true,
 ): Partial<T> & { baseConfig?: string } {
   if (raw === null || raw === undefined) return {};
-  if (!isPlainObject(raw)) throw new Error(NOT_AN_OBJECT(place, raw));
-  const out: Record<string, unknown> = {};
   const fields = schema.fields as Record<string, FieldSpec>;
   const known = allowBase ? [...Object.keys(fields), BASE_CONFIG] : Object.keys(fields);
-  for (const [rawKey, value] of Object.entries(raw)) {
-    const key = findKey(rawKey, known);
-    if (key === BASE_CONFIG) {
-      if (typeof value !== 'string' || value.length === 0)
-        throw new Error(INVALID_VALUE(place, rawKey, 'a config name', value));
-      out.baseConfig = value;
-      continue;
-    }
-    if (key === undefined) {
-      if (handleResilience4jKey(schema.policy, rawKey, place, warn)) continue;
+  const given = new GivenOptions(raw, place, known, {
+    onUnknown: (rawKey, value) => {
+      if (handleResilience4jKey(schema.policy, rawKey, place, warn)) return true;
       if (findKey(rawKey, schema.unsupported) !== undefined) {
         warn(UNSUPPORTED_PROPERTY(place, rawKey));
-        continue;
+        return true;
       }
       // Spring splits a dotted map key too, so 'payments.v2' arrives as instance 'payments' with a key 'v2'.
       throw new Error(UNKNOWN_KEY(place, rawKey, known) + (isPlainObject(value) ? DOTTED_NAME_HINT : ''));
+    },
+  });
+  const out: Record<string, unknown> = {};
+  for (const key of given.keys()) {
+    if (key === BASE_CONFIG) {
+      out.baseConfig = given.read(key, configName);
+      continue;
     }
-    if (key in out)
-      throw new Error(INVALID_VALUE(place, rawKey, `given once (also given as another spelling of '${key}')`, value));
-    if (value === undefined) continue;
     const spec = fields[key];
-    out[key] = readField(spec, value, place, rawKey);
-    if (spec.kind === 'errors') checkExceptionNames(out[key] as ErrorClassOrName[], place, key, rawKey, warn);
+    out[key] = given.read(key, readerOf(spec));
+    if (spec.kind === 'errors' && out[key] !== undefined)
+      checkExceptionNames(out[key] as ErrorClassOrName[], place, key, given.written(key), warn);
   }
   return out as Partial<T> & { baseConfig?: string };
 }
 
-function readField(spec: FieldSpec, value: unknown, place: ConfigPlace, key: string): unknown {
-  const bad = (expected: string): never => {
-    throw new Error(INVALID_VALUE(place, key, expected, value));
-  };
+const configName: OptionReader<string> = (value, place, key) =>
+  typeof value === 'string' && value.length > 0 ? value : invalidOption(place, key, 'a config name', value);
+
+/** The reader of one kind of field. */
+function readerOf(spec: FieldSpec): OptionReader<unknown> {
   switch (spec.kind) {
-    case 'duration': {
-      const ms = parseDuration(value);
-      if (ms === undefined) return bad('a non-negative duration (ms number or "250ms", "2s", "1m", "24h")');
-      if (spec.positive && ms === 0) return bad('a positive duration');
-      return ms;
-    }
-    case 'integer': {
-      const n = typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
-      const range = spec.max === undefined ? `>= ${spec.min}` : `between ${spec.min} and ${spec.max}`;
-      if (
-        typeof n !== 'number' ||
-        !Number.isSafeInteger(n) ||
-        n < spec.min ||
-        (spec.max !== undefined && n > spec.max)
-      ) {
-        return bad(`an integer ${range}`);
-      }
-      return n;
-    }
-    case 'number': {
-      const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-      const low = spec.exclusiveMin ? `> ${spec.min}` : `>= ${spec.min}`;
-      const expected = spec.max === undefined ? `a number ${low}` : `a number ${low} and <= ${spec.max}`;
-      if (typeof n !== 'number' || !Number.isFinite(n)) return bad(expected);
-      if (spec.exclusiveMin ? n <= spec.min : n < spec.min) return bad(expected);
-      if (spec.max !== undefined && n > spec.max) return bad(expected);
-      return n;
-    }
-    case 'percent': {
-      const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-      if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || n > 100) return bad('a percentage in (0, 100]');
-      return n;
-    }
-    case 'boolean': {
-      const text = typeof value === 'string' ? value.trim().toLowerCase() : value;
-      if (text === true || text === 'true') return true;
-      if (text === false || text === 'false') return false;
-      return bad('true or false');
-    }
-    case 'enum': {
-      const match = typeof value === 'string' ? findKey(value.trim(), spec.values) : undefined;
-      if (match === undefined) return bad(`one of ${spec.values.map((v) => `'${v}'`).join(', ')}`);
-      return match;
-    }
-    case 'errors': {
-      // Spring binds a comma-separated string to a list.
-      const list =
-        typeof value === 'string'
-          ? value.split(',').filter((e) => e.trim() !== '')
-          : typeof value === 'function'
-            ? [value]
-            : value;
-      if (
-        !Array.isArray(list) ||
-        list.some((e) => !(typeof e === 'function' || (typeof e === 'string' && e.trim() !== '')))
-      ) {
-        return bad('a list of error classes or class names');
-      }
-      return list.map((e) => (typeof e === 'string' ? e.trim() : e)) as ErrorClassOrName[];
-    }
-    case 'function': {
-      if (typeof value !== 'function') return bad('a function');
-      return value;
-    }
+    case 'duration':
+      return durationOption({ positive: spec.positive });
+    case 'integer':
+      return integerOption(spec.min, spec.max);
+    case 'number':
+      return numberOption(spec);
+    case 'percent':
+      return percentOption;
+    case 'boolean':
+      return booleanOption;
+    case 'enum':
+      return enumOption(spec.values);
+    case 'errors':
+      return errorListOption(true);
+    case 'function':
+      return functionOption();
     case 'object': {
-      if (!isPlainObject(value)) return bad('an object');
-      const out: Record<string, unknown> = {};
-      const known = Object.keys(spec.fields);
-      for (const [rawSub, sub] of Object.entries(value)) {
-        const subKey = findKey(rawSub, known);
-        if (subKey === undefined) throw new Error(UNKNOWN_KEY(place, `${key}.${rawSub}`, known));
-        out[subKey] = readField(spec.fields[subKey], sub, place, `${key}.${rawSub}`);
-      }
-      for (const k of known) if (!(k in out)) bad(`an object with '${k}'`);
-      return out;
+      const fields: Record<string, OptionReader<unknown>> = {};
+      for (const [key, field] of Object.entries(spec.fields)) fields[key] = readerOf(field);
+      return objectOption(fields);
     }
   }
 }

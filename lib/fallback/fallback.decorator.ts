@@ -6,6 +6,8 @@ import { FALLBACK_BAD_ERRORS, FALLBACK_BAD_HANDLER } from './fallback.messages';
  * A fallback function: gets the method's original arguments, then the
  * error, with `this` bound to the instance.
  */
+// Parameters stay `any` so that a handler typed with the method's own parameters is accepted.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type FallbackFn = (this: any, ...argsThenError: any[]) => unknown;
 
 /** What `@Fallback` records; the explorer turns it into a `FallbackPolicy` entry. */

@@ -1,4 +1,5 @@
-import { describe, PREFIX } from '../config/config.messages';
+import { describe } from '../config/config.messages';
+import { PREFIX } from '../resilience.messages';
 
 /** Bootstrap error: two `@Fallback` entries on one method name the same error class. */
 export const DUPLICATE_FALLBACK = (name: string, errorClass: string): string =>

@@ -160,4 +160,16 @@ describe('FallbackPolicy', () => {
         ]),
     ).toThrow(DUPLICATE_FALLBACK('charge', 'PaymentError'));
   });
+
+  it('reports each counted call to onCall listeners until they unsubscribe', () => {
+    const policy = new FallbackPolicy('charge', []);
+    policy.countCall();
+    let calls = 0;
+    const stop = policy.onCall(() => calls++);
+    policy.countCall();
+    policy.countCall();
+    stop();
+    policy.countCall();
+    expect(calls).toBe(2);
+  });
 });

@@ -40,13 +40,23 @@ export class FallbackPolicy implements Policy {
   /** Fires each time a handler is chosen, before it runs. */
   readonly onFallback: EventSubscriber<FallbackEvent> = this.events.subscribe;
 
+  private readonly calls = new EventStream<void>();
+
+  /**
+   * Fires on each call of the method this policy guards, answered by the
+   * method or by a handler: the share of fallback answers needs the calls,
+   * which the policy itself never sees when the method succeeds. The
+   * method's pipeline reports them through {@link FallbackPolicy.countCall}.
+   */
+  readonly onCall: EventSubscriber<void> = this.calls.subscribe;
+
   private readonly declared = new Map<unknown, Choice>();
   // Keyed by prototype: one entry per thrown class, and it lets classes made at run time be collected.
   private readonly resolved = new WeakMap<object, Choice | null>();
 
   /**
-   * @param name the name used in events and metrics
-   * @param specs the `@Fallback` entries of one method, in any order
+   * @param name - the name used in events and metrics
+   * @param specs - the `@Fallback` entries of one method, in any order
    * @throws Error when two entries name the same error class
    */
   constructor(
@@ -59,6 +69,14 @@ export class FallbackPolicy implements Policy {
         this.declared.set(errorClass, { errorClass, handler });
       }
     }
+  }
+
+  /**
+   * @internal Reports one call of the guarded method to
+   * {@link FallbackPolicy.onCall}; the method's pipeline calls it on entry.
+   */
+  countCall(): void {
+    if (this.calls.active) this.calls.emit();
   }
 
   /**

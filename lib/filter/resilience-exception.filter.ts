@@ -38,7 +38,7 @@ interface PlatformReply {
  */
 @Catch(ResilienceError)
 export class ResilienceExceptionFilter implements ExceptionFilter<ResilienceError> {
-  /** @param adapterHost the application's `HttpAdapterHost` (injected when Nest creates the filter) */
+  /** @param adapterHost - the application's `HttpAdapterHost` (injected when Nest creates the filter) */
   constructor(@Optional() private readonly adapterHost?: HttpAdapterHost) {}
 
   /** Answers for `error` in the context `host` is of. */
@@ -57,7 +57,10 @@ export class ResilienceExceptionFilter implements ExceptionFilter<ResilienceErro
     const adapter: HttpServer | undefined = this.adapterHost?.httpAdapter;
     if (adapter !== undefined) {
       // A streamed answer has already begun; ending it is all that is left to do.
-      if (adapter.isHeadersSent(response)) return adapter.end(response);
+      if (adapter.isHeadersSent(response)) {
+        adapter.end(response);
+        return;
+      }
       for (const header in problem.headers) adapter.setHeader(response, header, problem.headers[header]);
       adapter.reply(response, body, problem.status);
       return;

@@ -129,7 +129,7 @@ export interface ProblemResponse {
 
 /**
  * Whole seconds for `Retry-After`: rounded up (never invite a client back
- * early), at least 1, {@link DEFAULT_RETRY_AFTER_SECONDS} without a hint.
+ * early), at least 1, `DEFAULT_RETRY_AFTER_SECONDS` (1) without a hint.
  */
 export function retryAfterSeconds(ms: number | undefined): number {
   return ms === undefined ? DEFAULT_RETRY_AFTER_SECONDS : Math.max(1, Math.ceil(ms / 1000));
@@ -138,8 +138,8 @@ export function retryAfterSeconds(ms: number | undefined): number {
 /**
  * The `application/problem+json` answer for `error`.
  *
- * @param error the error to answer for
- * @param instance the request path, reported as the problem's `instance`
+ * @param error - the error to answer for
+ * @param instance - the request path, reported as the problem's `instance`
  */
 export function resilienceProblem(error: ResilienceError, instance?: string): ProblemResponse {
   const problem = Object.prototype.hasOwnProperty.call(RESILIENCE_PROBLEMS, error.code)
@@ -162,7 +162,7 @@ export function resilienceProblem(error: ResilienceError, instance?: string): Pr
  * The error a microservice client receives for a `ResilienceError` (the
  * RPC counterpart of the problem answer): the same `code` as the error,
  * its message, and, for the kinds answered over HTTP with `Retry-After`,
- * the delay in ms (the error's own hint, else {@link DEFAULT_RETRY_AFTER_SECONDS}).
+ * the delay in ms (the error's own hint, else `DEFAULT_RETRY_AFTER_SECONDS` (1)).
  */
 export interface ResilienceRpcError {
   /** Always `'error'`, as in Nest's own RPC errors. */

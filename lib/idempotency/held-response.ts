@@ -54,8 +54,8 @@ export class HeldResponse {
   private discarding = false;
 
   /**
-   * @param response the Node response (Express's `res`, or Fastify's `reply.raw`)
-   * @param settle decides what is sent
+   * @param response - the Node response (Express's `res`, or Fastify's `reply.raw`)
+   * @param settle - decides what is sent
    */
   constructor(
     private readonly response: ServerResponse,

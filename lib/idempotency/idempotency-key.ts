@@ -17,7 +17,7 @@ const PRINTABLE = /^[\x20-\x7e]+$/;
  * `\\` escapes). The key is 1–255 printable ASCII characters. A header given
  * twice is invalid: which of the two the client meant is anyone's guess.
  *
- * @param values the header's field values, one per line received (`undefined` when absent)
+ * @param values - the header's field values, one per line received (`undefined` when absent)
  */
 export function parseIdempotencyKey(values: readonly string[] | undefined): ParsedIdempotencyKey {
   if (values === undefined || values.length === 0) return { kind: 'absent' };
@@ -69,7 +69,7 @@ export function scopedKey(principal: string | undefined, method: string, route: 
  * SHA-256 (hex) of the canonical JSON of `value`: object keys sorted at
  * every level, so two requests that differ only in key order match.
  *
- * @param onCycle the message to throw when `value` refers to itself
+ * @param onCycle - the message to throw when `value` refers to itself
  */
 export function fingerprintOf(value: unknown, onCycle: () => string): string {
   return createHash('sha256').update(canonicalJson(value, onCycle)).digest('hex');

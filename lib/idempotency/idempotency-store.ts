@@ -48,7 +48,7 @@ export interface StoredResult {
 export type StoredResponse = StoredHttpResponse | StoredResult;
 
 /** Fields every record has. Times are absolute milliseconds on the store's clock. */
-interface RecordBase {
+export interface RecordBase {
   /** The scoped key (principal, method, route and client key, as the caller built it). */
   readonly key: string;
   /** Hash of the request the key was first used with. */
@@ -77,7 +77,7 @@ export interface CompletedRecord extends RecordBase {
 export type IdempotencyRecord = InProgressRecord | CompletedRecord;
 
 /**
- * The answer to {@link IdempotencyStore.claim}. Only `claimed` and `stale`
+ * The answer to {@link (IdempotencyStore:interface).claim}. Only `claimed` and `stale`
  * hand out an owner token; every other outcome leaves the record untouched.
  */
 export type ClaimResult =
@@ -146,7 +146,7 @@ export interface IdempotencyStore {
 }
 
 /**
- * Injection token of the {@link IdempotencyStore} in use; the interface and
+ * Injection token of the {@link (IdempotencyStore:interface)} in use; the interface and
  * the token share one name, as `ThrottlerStorage` does in `@nestjs/throttler`.
  */
 export const IdempotencyStore = Symbol('IdempotencyStore');

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { deriveDownstreamKey } from './idempotency-key';
 import { NOT_TRANSACTIONAL, OUTSIDE_IDEMPOTENT_CALL } from './idempotency.messages';
-import { PostgresPoolClient } from './postgres-idempotency-store';
+import { PostgresPoolClient } from './transactional-store';
 
 /**
  * One claimed run of a protected method: what the helpers below read while
@@ -9,15 +9,30 @@ import { PostgresPoolClient } from './postgres-idempotency-store';
  * opened for, so a nested protected call is not mistaken for it.
  */
 export class IdempotencyScope {
-  /** Set by the method's pipeline layer when the method itself starts (pipes and guards passed). */
+  /**
+   * Whether the protected method was entered in this run: the handshake
+   * that tells a failure of the method from a failure before it.
+   *
+   * - Set: by `IdempotentRun.open`, true for a keyed call (the run calls the
+   *   method itself); false over HTTP, where the interceptor opens the run
+   *   before Nest's pipes and later interceptors. The method's pipeline
+   *   layer (`IdempotentMethod.call` / `observe`) then sets it once, on the
+   *   first entry whose scope it owns; a later entry (a recursive call, a
+   *   retry placed outside this layer) finds it set and does not take the
+   *   start again.
+   * - Read: by `IdempotentRun.settlementForAnswer`, when the run failed.
+   * - Guarantees: false means the method was never entered, so it had no
+   *   effect and the key is released for a retry; true means it may have
+   *   had its effect, so `releaseOn` and the answer's status decide.
+   */
   started = false;
 
   /**
-   * @param owner the protected method's policy object
-   * @param target `Class.method`, for messages
-   * @param storeKey the scoped key in the store
-   * @param createdAt when the operation was first claimed (kept across takeovers)
-   * @param transaction the open transaction of a transactional method
+   * @param owner - the protected method's policy object
+   * @param target - `Class.method`, for messages
+   * @param storeKey - the scoped key in the store
+   * @param createdAt - when the operation was first claimed (kept across takeovers)
+   * @param transaction - the open transaction of a transactional method
    */
   constructor(
     readonly owner: object,

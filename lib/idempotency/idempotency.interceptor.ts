@@ -29,7 +29,9 @@ import { IDEMPOTENT_BODY_OMITTED_HEADER, IDEMPOTENT_REPLAYED_HEADER, storeName }
 import { IdempotencyRegistry } from './idempotency.registry';
 import { matchedRoute } from './matched-route';
 import { CapturedAnswer, HeldResponse, SubstituteAnswer, writeAnswer } from './held-response';
-import { IdempotencyOutcome, IdempotentMethod, IdempotentRun } from './idempotent-method';
+import { IdempotentMethod } from './idempotent-method';
+import { claimKey, IdempotentRun } from './idempotent-run';
+import { IdempotencyOutcome } from './idempotent-target';
 
 /** Methods the header applies to: the ones that are not idempotent by themselves (IETF draft). */
 const PROTECTED_METHODS = new Set(['POST', 'PATCH']);
@@ -61,7 +63,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private readonly accessor = new ResilienceMetadataAccessor();
   private readonly writesItself = new WeakMap<IdempotentMethod, boolean>();
 
-  /** @param registry the application's idempotency settings, store and method layers */
+  /** @param registry - the application's idempotency settings, store and method layers */
   constructor(private readonly registry: IdempotencyRegistry) {}
 
   /** Protects a POST or PATCH request to an `@Idempotent` route; passes anything else through. */
@@ -151,7 +153,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     );
     let run: IdempotentRun;
     try {
-      const start = await method.begin(storeKey, fingerprint, key, { transport: 'http', request });
+      const start = await claimKey(method, storeKey, fingerprint, key, { transport: 'http', request });
       if (start.kind === 'replay') {
         if (start.response.kind !== 'http') throw new Error(CORRUPT_RECORD(storeName(this.registry.store), storeKey));
         return this.answer(
@@ -165,7 +167,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }
       if (start.kind === 'refuse')
         return this.answer(response, handled, problem(start.error, path), method, start.outcome, key);
-      run = await method.open(storeKey, start.token, start.record, false);
+      run = await IdempotentRun.open(method, storeKey, start.token, start.record, false);
     } catch (error) {
       // Nothing ran: the client may retry with the same key once the store answers again.
       if (error instanceof IdempotencyStoreUnavailableError)
@@ -247,7 +249,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     captured: CapturedAnswer | undefined,
     path: string,
   ): Promise<SubstituteAnswer | undefined> {
-    const decision = method.decideForAnswer(run, captured?.status);
+    const decision = run.settlementForAnswer(captured?.status);
     const { replayHeaders, maxStoredBytes } = this.registry.options;
     const stored =
       decision === 'store' && captured !== undefined

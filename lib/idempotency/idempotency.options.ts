@@ -1,7 +1,18 @@
 import { Clock, systemClock } from '../clock';
-import { describe, INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from '../config/config.messages';
-import { Duration, parseDuration } from '../config/duration';
-import { camelKey } from '../config/schema';
+import { describe } from '../config/config.messages';
+import { Duration } from '../config/duration';
+import {
+  booleanOption,
+  durationOption,
+  errorListOption,
+  functionOption,
+  GivenOptions,
+  headerNameOption,
+  integerOption,
+  invalidOption,
+  isHeaderName,
+  OptionReader,
+} from '../config/option-readers';
 import { ErrorClassOrName } from '../error-matcher';
 import {
   DEFAULT_IDEMPOTENCY_LEASE_MS,
@@ -237,44 +248,40 @@ const DECORATOR_KEYS = [
   'transactional',
   'reconciler',
 ];
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const STORE_METHODS = ['claim', 'complete', 'release', 'renew', 'get', 'cleanupExpired'] as const;
 
+/** Durations are whole ms here: stores keep absolute times in ms. */
+const positiveDuration = durationOption({
+  positive: true,
+  expected: 'a positive duration (ms, or a string such as "30s" or "24h")',
+});
+const wholeMs: OptionReader<number> = (value, place, key) => Math.ceil(positiveDuration(value, place, key));
+const byteCount = integerOption(0, undefined, 'a whole number of bytes (0 or more)');
+
 /**
- * Validates the module's `idempotency` section (keys in camelCase or
- * kebab-case); a bad value throws naming the key and the value.
+ * Validates the module's `idempotency` section (keys in any of Spring's
+ * spellings); a bad value throws naming the key and the value.
  *
- * @param raw the section as given
- * @param clock the module clock: the default memory store follows an injected one
+ * @param raw - the section as given
+ * @param clock - the module clock: the default memory store follows an injected one
  */
 export function resolveIdempotencyOptions(raw: unknown, clock: Clock): ResolvedIdempotencyOptions {
-  const place = IDEMPOTENCY_OPTIONS_PLACE;
-  const section = raw ?? {};
-  if (typeof section !== 'object' || Array.isArray(section)) throw new Error(NOT_AN_OBJECT(place, raw));
-  const given: Record<string, { rawKey: string; value: unknown }> = {};
-  for (const [rawKey, value] of Object.entries(section)) {
-    const key = camelKey(rawKey);
-    if (!MODULE_KEYS.includes(key)) throw new Error(UNKNOWN_KEY(place, rawKey, MODULE_KEYS));
-    given[key] = { rawKey, value };
-  }
-  const ttlMs = readDuration(place, given.ttl, DEFAULT_IDEMPOTENCY_TTL_MS);
-  const leaseMs = readDuration(place, given.lease, DEFAULT_IDEMPOTENCY_LEASE_MS);
-  if (ttlMs < leaseMs) throw new Error(TTL_SHORTER_THAN_LEASE(place, ttlMs, leaseMs));
-  const headerLabel =
-    given.header === undefined
-      ? DEFAULT_IDEMPOTENCY_HEADER
-      : readHeaderName(place, given.header.rawKey, given.header.value);
+  const given = new GivenOptions(raw ?? {}, IDEMPOTENCY_OPTIONS_PLACE, MODULE_KEYS);
+  const ttlMs = given.read('ttl', wholeMs) ?? DEFAULT_IDEMPOTENCY_TTL_MS;
+  const leaseMs = given.read('lease', wholeMs) ?? DEFAULT_IDEMPOTENCY_LEASE_MS;
+  if (ttlMs < leaseMs) throw new Error(TTL_SHORTER_THAN_LEASE(given.place, ttlMs, leaseMs));
+  const headerLabel = given.read('header', headerNameOption) ?? DEFAULT_IDEMPOTENCY_HEADER;
   return {
-    store: readStore(place, given.store, clock),
+    store: given.read('store', storeOption) ?? defaultStore(clock),
     ttlMs,
     leaseMs,
-    storeTimeoutMs: readDuration(place, given.storeTimeout, DEFAULT_STORE_TIMEOUT_MS),
-    maxStoredBytes: readByteCount(place, given.maxStoredBytes, DEFAULT_MAX_STORED_BYTES),
+    storeTimeoutMs: given.read('storeTimeout', wholeMs) ?? DEFAULT_STORE_TIMEOUT_MS,
+    maxStoredBytes: given.read('maxStoredBytes', byteCount) ?? DEFAULT_MAX_STORED_BYTES,
     header: headerLabel.toLowerCase(),
     headerLabel,
-    principal: readPrincipal(place, given.principal),
-    replayHeaders: readReplayHeaders(place, given.replayHeaders),
-    reconciler: readFunction(place, given.reconciler) as IdempotencyReconciler | undefined,
+    principal: given.read('principal', principalOption),
+    replayHeaders: given.read('replayHeaders', replayHeaderNames) ?? DEFAULT_REPLAY_HEADERS,
+    reconciler: given.read('reconciler', functionOption<IdempotencyReconciler>()),
   };
 }
 
@@ -295,116 +302,50 @@ export interface CheckedIdempotentOptions {
 /** Validates the options of one `@Idempotent` at decoration time; `place` names it in messages. */
 export function checkIdempotentOptions(options: unknown, place: string): CheckedIdempotentOptions {
   if (options === undefined) return { required: true, transactional: false };
-  if (options === null || typeof options !== 'object' || Array.isArray(options))
-    throw new TypeError(NOT_AN_OBJECT(place, options));
-  const given: Record<string, { rawKey: string; value: unknown }> = {};
-  for (const [rawKey, value] of Object.entries(options)) {
-    if (!DECORATOR_KEYS.includes(rawKey)) throw new TypeError(UNKNOWN_KEY(place, rawKey, DECORATOR_KEYS));
-    given[rawKey] = { rawKey, value };
-  }
-  const ttlMs = given.ttl === undefined ? undefined : readDuration(place, given.ttl, 0);
-  const leaseMs = given.lease === undefined ? undefined : readDuration(place, given.lease, 0);
+  const given = new GivenOptions(options, place, DECORATOR_KEYS);
+  const ttlMs = given.read('ttl', wholeMs);
+  const leaseMs = given.read('lease', wholeMs);
   if (ttlMs !== undefined && leaseMs !== undefined && ttlMs < leaseMs)
-    throw new TypeError(TTL_SHORTER_THAN_LEASE(place, ttlMs, leaseMs));
-  const releaseOn = given.releaseOn?.value;
-  if (
-    releaseOn !== undefined &&
-    (!Array.isArray(releaseOn) || releaseOn.some((e) => typeof e !== 'function' && (typeof e !== 'string' || e === '')))
-  ) {
-    throw new TypeError(INVALID_VALUE(place, 'releaseOn', 'a list of error classes or class names', releaseOn));
-  }
+    throw new Error(TTL_SHORTER_THAN_LEASE(place, ttlMs, leaseMs));
   return {
-    required: readBoolean(place, given.required, true),
-    key: readFunction(place, given.key) as CheckedIdempotentOptions['key'],
-    fingerprint: readFunction(place, given.fingerprint) as CheckedIdempotentOptions['fingerprint'],
-    principal: readPrincipal(place, given.principal),
+    required: given.read('required', booleanOption) ?? true,
+    key: given.read('key', functionOption<NonNullable<CheckedIdempotentOptions['key']>>()),
+    fingerprint: given.read('fingerprint', functionOption<NonNullable<CheckedIdempotentOptions['fingerprint']>>()),
+    principal: given.read('principal', principalOption),
     ttlMs,
     leaseMs,
-    onStatus: readFunction(place, given.onStatus) as CheckedIdempotentOptions['onStatus'],
-    releaseOn: releaseOn as readonly ErrorClassOrName[] | undefined,
-    transactional: readBoolean(place, given.transactional, false),
-    reconciler: readFunction(place, given.reconciler) as IdempotencyReconciler | undefined,
+    onStatus: given.read('onStatus', functionOption<NonNullable<CheckedIdempotentOptions['onStatus']>>()),
+    releaseOn: given.read('releaseOn', errorListOption(false)),
+    transactional: given.read('transactional', booleanOption) ?? false,
+    reconciler: given.read('reconciler', functionOption<IdempotencyReconciler>()),
   };
 }
 
-type Given = { rawKey: string; value: unknown } | undefined;
-
-function readDuration(place: string, given: Given, fallback: number): number {
-  if (given === undefined) return fallback;
-  const ms = parseDuration(given.value);
-  if (ms === undefined || ms <= 0)
-    throw new TypeError(
-      INVALID_VALUE(place, given.rawKey, 'a positive duration (ms, or a string such as "30s" or "24h")', given.value),
-    );
-  return Math.ceil(ms);
+function principalOption(value: unknown, place: string, key: string): IdempotencyPrincipal {
+  return value === 'shared' || typeof value === 'function'
+    ? (value as IdempotencyPrincipal)
+    : invalidOption(place, key, PRINCIPAL_EXPECTED, value);
 }
-
-function readByteCount(place: string, given: Given, fallback: number): number {
-  if (given === undefined || given.value === undefined) return fallback;
-  if (!Number.isSafeInteger(given.value) || (given.value as number) < 0)
-    throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a whole number of bytes (0 or more)', given.value));
-  return given.value as number;
-}
-
-function readBoolean(place: string, given: Given, fallback: boolean): boolean {
-  if (given === undefined) return fallback;
-  if (typeof given.value !== 'boolean')
-    throw new TypeError(INVALID_VALUE(place, given.rawKey, 'true or false', given.value));
-  return given.value;
-}
-
-function readFunction(place: string, given: Given): ((...args: unknown[]) => unknown) | undefined {
-  if (given === undefined || given.value === undefined) return undefined;
-  if (typeof given.value !== 'function')
-    throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a function', given.value));
-  return given.value as (...args: unknown[]) => unknown;
-}
-
-function readPrincipal(place: string, given: Given): IdempotencyPrincipal | undefined {
-  if (given === undefined || given.value === undefined) return undefined;
-  if (given.value !== 'shared' && typeof given.value !== 'function')
-    throw new TypeError(INVALID_VALUE(place, given.rawKey, PRINCIPAL_EXPECTED, given.value));
-  return given.value as IdempotencyPrincipal;
-}
-
-function readHeaderName(place: string, rawKey: string, value: unknown): string {
-  if (typeof value !== 'string' || !TOKEN.test(value))
-    throw new TypeError(INVALID_VALUE(place, rawKey, 'an HTTP header name', value));
-  return value;
-}
-
-function readReplayHeaders(place: string, given: Given): readonly string[] {
-  if (given === undefined) return DEFAULT_REPLAY_HEADERS;
-  const value = given.value;
-  if (!Array.isArray(value) || value.some((h) => typeof h !== 'string' || !TOKEN.test(h))) {
-    throw new TypeError(INVALID_VALUE(place, given.rawKey, 'a list of HTTP header names', value));
-  }
+function replayHeaderNames(value: unknown, place: string, key: string): readonly string[] {
+  if (!Array.isArray(value) || !value.every(isHeaderName))
+    return invalidOption(place, key, 'a list of HTTP header names', value);
   const names = value.map((h: string) => h.toLowerCase());
   // A cookie belongs to the client that got the first answer; replaying it would hand one client's session to another.
   if (names.includes('set-cookie'))
-    throw new TypeError(
-      INVALID_VALUE(place, given.rawKey, 'a list of header names without Set-Cookie, which is never replayed', value),
-    );
+    invalidOption(place, key, 'a list of header names without Set-Cookie, which is never replayed', value);
   return [...new Set(names)];
 }
 
-function readStore(place: string, given: Given, clock: Clock): IdempotencyStore {
-  if (given === undefined || given.value === undefined) {
-    // The default store lives in this process only, so any clock works; an injected one lets tests drive leases and TTLs.
-    return new MemoryIdempotencyStore({ clock: clock === systemClock ? wallClock : clock });
-  }
-  const store = given.value as Record<string, unknown> | null;
-  if (store === null || typeof store !== 'object' || STORE_METHODS.some((m) => typeof store[m] !== 'function')) {
-    throw new TypeError(
-      INVALID_VALUE(
-        place,
-        given.rawKey,
-        `an IdempotencyStore (an object with ${STORE_METHODS.join(', ')})`,
-        describeStore(given.value),
-      ),
-    );
-  }
+function storeOption(value: unknown, place: string, key: string): IdempotencyStore {
+  const store = value as Record<string, unknown> | null;
+  if (store === null || typeof store !== 'object' || STORE_METHODS.some((m) => typeof store[m] !== 'function'))
+    invalidOption(place, key, `an IdempotencyStore (an object with ${STORE_METHODS.join(', ')})`, describeStore(value));
   return store as unknown as IdempotencyStore;
+}
+
+/** The default store lives in this process only, so any clock works; an injected one lets tests drive leases and TTLs. */
+function defaultStore(clock: Clock): IdempotencyStore {
+  return new MemoryIdempotencyStore({ clock: clock === systemClock ? wallClock : clock });
 }
 
 function describeStore(value: unknown): unknown {

@@ -18,9 +18,10 @@ import {
   ResolvedIdempotencyOptions,
   storeName,
 } from './idempotency.options';
-import { DEFAULT_RELEASE_ON, IdempotencyOutcome, IdempotencyTransport, IdempotentMethod } from './idempotent-method';
+import { IdempotentMethod } from './idempotent-method';
+import { DEFAULT_RELEASE_ON, IdempotencyOutcome, IdempotencyTransport } from './idempotent-target';
 import { MemoryIdempotencyStore } from './memory-idempotency-store';
-import { isTransactionalStore } from './postgres-idempotency-store';
+import { isTransactionalStore } from './transactional-store';
 import { boundedStoreCall } from './store-call';
 
 /** One request or call through an `@Idempotent` method, and what became of it. */
@@ -43,7 +44,11 @@ export interface IdempotencyOutcomeEvent {
  * `new IdempotencyRegistry(new ResilienceRegistry({ idempotency: { ... } }))`.
  */
 export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDestroy {
-  /** The module's `idempotency` section, validated. */
+  /**
+   * The module's `idempotency` section, validated.
+   *
+   * @internal
+   */
   readonly options: ResolvedIdempotencyOptions;
   private readonly events = new EventStream<IdempotencyOutcomeEvent>();
   private readonly methods = new Map<TrampolineInfo, IdempotentMethod>();
@@ -51,7 +56,7 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
   /** One event per request or call through an `@Idempotent` method. */
   readonly onOutcome: EventSubscriber<IdempotencyOutcomeEvent> = this.events.subscribe;
 
-  /** @param resilience the application's registry: its module options, clock and warnings */
+  /** @param resilience - the application's registry: its module options, clock and warnings */
   constructor(private readonly resilience: ResilienceRegistry) {
     this.options = resolveIdempotencyOptions(resilience.options.extras.idempotency, resilience.clock);
   }
@@ -88,9 +93,11 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
    * header and needs a principal choice, any other method needs `key`, and
    * transactional mode needs a store that takes part in transactions.
    *
-   * @param info the method's trampoline
-   * @param options the decorator's validated options
-   * @param method the method as found on the prototype (carries the route metadata)
+   * @param info - the method's trampoline
+   * @param options - the decorator's validated options
+   * @param method - the method as found on the prototype (carries the route metadata)
+   *
+   * @internal
    */
   policyFor(info: TrampolineInfo, options: CheckedIdempotentOptions, method: unknown): IdempotentMethod {
     const name = info.target;
@@ -126,12 +133,20 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
     return layer;
   }
 
-  /** The layer made for a method at bootstrap, if any. */
+  /**
+   * The layer made for a method at bootstrap, if any.
+   *
+   * @internal
+   */
   methodOf(info: TrampolineInfo): IdempotentMethod | undefined {
     return this.methods.get(info);
   }
 
-  /** Reports one outcome to the subscribers of {@link IdempotencyRegistry.onOutcome}. */
+  /**
+   * Reports one outcome to the subscribers of {@link IdempotencyRegistry.onOutcome}.
+   *
+   * @internal
+   */
   emit(
     outcome: IdempotencyOutcome,
     method: IdempotentMethod,

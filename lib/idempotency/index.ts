@@ -4,33 +4,24 @@ export type {
   CompletedRecord,
   IdempotencyRecord,
   InProgressRecord,
+  RecordBase,
   StoredHttpResponse,
   StoredResponse,
   StoredResult,
 } from './idempotency-store';
-export {
-  DEFAULT_IDEMPOTENCY_LEASE_MS,
-  DEFAULT_IDEMPOTENCY_TTL_MS,
-  IdempotencyStore,
-  wallClock,
-} from './idempotency-store';
+export { DEFAULT_IDEMPOTENCY_LEASE_MS, DEFAULT_IDEMPOTENCY_TTL_MS, IdempotencyStore } from './idempotency-store';
 export type { MemoryIdempotencyStoreOptions } from './memory-idempotency-store';
 export { MemoryIdempotencyStore } from './memory-idempotency-store';
-export type {
-  PostgresIdempotencyStoreOptions,
-  PostgresQueryable,
-  PostgresQueryResult,
-} from './postgres-idempotency-store';
+export type { PostgresIdempotencyStoreOptions } from './postgres-idempotency-store';
+export type { PostgresQueryable, PostgresQueryResult } from './transactional-store';
 export { DEFAULT_IDEMPOTENCY_TABLE, PostgresIdempotencyStore } from './postgres-idempotency-store';
 export type { RedisIdempotencyStoreOptions, RedisScriptClient } from './redis-idempotency-store';
 export { DEFAULT_IDEMPOTENCY_REDIS_PREFIX, RedisIdempotencyStore } from './redis-idempotency-store';
-export type { PostgresPoolClient, TransactionalIdempotencyStore } from './postgres-idempotency-store';
-export { isTransactionalStore } from './postgres-idempotency-store';
+export type { PostgresPoolClient, TransactionalIdempotencyStore } from './transactional-store';
 export { Idempotent } from './idempotent.decorator';
-export { IdempotencyInterceptor } from './idempotency.interceptor';
 export { IdempotencyRegistry } from './idempotency.registry';
 export type { IdempotencyOutcomeEvent } from './idempotency.registry';
-export type { IdempotencyOutcome, IdempotencyTransport } from './idempotent-method';
+export type { IdempotencyOutcome, IdempotencyTransport } from './idempotent-target';
 export { downstreamIdempotencyKey, idempotencyTransaction } from './idempotency.context';
 export {
   DEFAULT_IDEMPOTENCY_HEADER,

@@ -17,8 +17,8 @@ interface RoutedRequest {
  * Express and Fastify both say; for any other platform the handler stands
  * for its route (`Class.method`), which every path reaching it shares too.
  *
- * @param request the platform's request object
- * @param handler `Class.method` of the route handler
+ * @param request - the platform's request object
+ * @param handler - `Class.method` of the route handler
  */
 export function matchedRoute(
   request: unknown,

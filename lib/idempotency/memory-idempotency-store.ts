@@ -50,7 +50,7 @@ interface Expiry {
 
 /** Options of {@link MemoryIdempotencyStore}. */
 export interface MemoryIdempotencyStoreOptions {
-  /** Source of time; default {@link wallClock}. Pass a `VirtualClock` in tests. */
+  /** Source of time; default the system clock (`Date.now`). Pass a `VirtualClock` in tests. */
   readonly clock?: Clock;
   /**
    * Most live keys held at once; default {@link DEFAULT_MEMORY_STORE_MAX_KEYS}.
@@ -80,7 +80,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   private timerAt = Number.POSITIVE_INFINITY;
   private closed = false;
 
-  /** @param options the clock to read time from and the bound on live keys */
+  /** @param options - the clock to read time from and the bound on live keys */
   constructor(options: MemoryIdempotencyStoreOptions = {}) {
     this.clock = options.clock ?? wallClock;
     const maxKeys = options.maxKeys ?? DEFAULT_MEMORY_STORE_MAX_KEYS;

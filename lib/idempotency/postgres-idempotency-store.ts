@@ -9,11 +9,11 @@ import {
   DEFAULT_IDEMPOTENCY_TTL_MS,
   encodeResponse,
   IdempotencyRecord,
-  IdempotencyStore,
   StoredResponse,
   storeDuration,
   wallClock,
 } from './idempotency-store';
+import { PostgresPoolClient, PostgresQueryable, TransactionalIdempotencyStore } from './transactional-store';
 import { CLAIM_DID_NOT_SETTLE, CORRUPT_RECORD, INVALID_TABLE_NAME, POOL_CANNOT_CONNECT } from './idempotency.messages';
 
 const STORE = 'PostgresIdempotencyStore';
@@ -26,56 +26,13 @@ const MAX_CLAIM_ROUNDS = 5;
 
 const CLEANUP_BATCH = 1000;
 
-/** The part of a `pg` query result the store reads. */
-export interface PostgresQueryResult {
-  /** Result rows keyed by column name. */
-  readonly rows: ReadonlyArray<Record<string, unknown>>;
-  /** Rows inserted, updated or deleted. */
-  readonly rowCount: number | null;
-}
-
-/** Anything that runs a parameterized query: a `pg` `Pool`, `Client` or `PoolClient`. */
-export interface PostgresQueryable {
-  /** Runs `text` with `$1…$n` bound to `values`. */
-  query(text: string, values?: unknown[]): Promise<PostgresQueryResult>;
-}
-
-/** A connection checked out of a pool (a `pg` `PoolClient`). */
-export interface PostgresPoolClient extends PostgresQueryable {
-  /** Returns the connection to its pool; with an error (or `true`) the pool discards it instead. */
-  release(error?: Error | boolean): void;
-}
-
-/**
- * A store that can complete a key on a connection inside the caller's
- * transaction, which transactional `@Idempotent` methods need.
- */
-export interface TransactionalIdempotencyStore extends IdempotencyStore {
-  /** Checks out a connection for one transaction. */
-  connect(): Promise<PostgresPoolClient>;
-  /** Completes the key on `client`, so it commits (or rolls back) with the transaction. */
-  completeInTransaction(
-    client: PostgresQueryable,
-    key: string,
-    token: string,
-    response: StoredResponse,
-    ttlMs?: number,
-  ): Promise<boolean>;
-}
-
-/** True when `store` can take part in a caller's transaction. */
-export function isTransactionalStore(store: IdempotencyStore): store is TransactionalIdempotencyStore {
-  const candidate = store as Partial<TransactionalIdempotencyStore>;
-  return typeof candidate.connect === 'function' && typeof candidate.completeInTransaction === 'function';
-}
-
 /** Options of {@link PostgresIdempotencyStore}. */
 export interface PostgresIdempotencyStoreOptions {
   /** A `pg` `Pool` (or any {@link PostgresQueryable} that is not inside a transaction). */
   readonly pool: PostgresQueryable;
   /** Table name, optionally schema-qualified; default {@link DEFAULT_IDEMPOTENCY_TABLE}. */
   readonly table?: string;
-  /** Source of wall-clock time shared by every process using the table; default {@link wallClock}. */
+  /** Source of wall-clock time shared by every process using the table; default the system clock (`Date.now`). */
   readonly clock?: Clock;
   /** Create the table on first use (default true); set false when migrations own it (see {@link PostgresIdempotencyStore.schemaSql}). */
   readonly createSchema?: boolean;
@@ -113,7 +70,7 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
   private schemaReady: Promise<void> | undefined;
   private readonly sql: ReturnType<typeof statements>;
 
-  /** @param options the pool, table and clock */
+  /** @param options - the pool, table and clock */
   constructor(options: PostgresIdempotencyStoreOptions) {
     this.pool = options.pool;
     this.clock = options.clock ?? wallClock;

@@ -51,7 +51,7 @@ export interface RedisIdempotencyStoreOptions {
   readonly client: RedisScriptClient;
   /** Prefix of every key the store writes; default {@link DEFAULT_IDEMPOTENCY_REDIS_PREFIX}. */
   readonly prefix?: string;
-  /** Source of wall-clock time shared by every process using the keys; default {@link wallClock}. */
+  /** Source of wall-clock time shared by every process using the keys; default the system clock (`Date.now`). */
   readonly clock?: Clock;
 }
 
@@ -163,7 +163,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   private readonly prefix: string;
   private readonly clock: Clock;
 
-  /** @param options the client, key prefix and clock */
+  /** @param options - the client, key prefix and clock */
   constructor(options: RedisIdempotencyStoreOptions) {
     this.client = options.client;
     this.prefix = options.prefix ?? DEFAULT_IDEMPOTENCY_REDIS_PREFIX;
@@ -257,7 +257,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   /**
-   * {@inheritDoc IdempotencyStore.cleanupExpired}
+   * Deletes the expired records and returns how many there were.
    * Walks the prefix with `SCAN`; Redis also drops records on its own once
    * their `PX` runs out, so this matters only when the clock runs ahead of
    * Redis's (tests) or memory must be freed at once.

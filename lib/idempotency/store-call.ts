@@ -17,9 +17,9 @@ export interface StoreCallBounds {
  * (the store's error as its `cause`); a call still running when the bound
  * passes is left to finish on its own, its answer ignored.
  *
- * @param target `Class.method` of the protected method, for the error
- * @param operation what was asked of the store, for the error (`claim`, `complete`…)
- * @param withinDeadline also bound the call by the request deadline
+ * @param target - `Class.method` of the protected method, for the error
+ * @param operation - what was asked of the store, for the error (`claim`, `complete`…)
+ * @param withinDeadline - also bound the call by the request deadline
  */
 export function boundedStoreCall<T>(
   bounds: StoreCallBounds,

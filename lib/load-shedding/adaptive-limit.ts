@@ -8,9 +8,9 @@ export interface AdaptiveLimit {
   /**
    * Records one finished request.
    *
-   * @param rttMs how long it took, from admission to the end of the answer
-   * @param inflight requests in flight when it was admitted (itself included)
-   * @param dropped whether it ended as an overload answer (a 503 or 504) or was abandoned by the client
+   * @param rttMs - how long it took, from admission to the end of the answer
+   * @param inflight - requests in flight when it was admitted (itself included)
+   * @param dropped - whether it ended as an overload answer (a 503 or 504) or was abandoned by the client
    */
   onSample(rttMs: number, inflight: number, dropped: boolean): void;
 }

@@ -34,7 +34,8 @@ export function nodeEventLoopDelayProbe(): EventLoopDelayProbe {
  */
 export class EventLoopDelaySignal {
   private lastMaxMs = 0;
-  private timer: TimerHandle | undefined;
+  // undefined while stopped (TimerHandle admits it).
+  private timer: TimerHandle;
 
   constructor(
     private readonly probe: EventLoopDelayProbe,

@@ -39,12 +39,15 @@ export class LoadShedder {
   private readonly shedCounts = new Float64Array(SHED_REASONS.length * PRIORITY_LEVELS.length);
 
   /**
-   * @param options validated `loadShedding` options
-   * @param clock time for latency samples and the delay sampler
-   * @param random uniform [0, 1) source (Vegas's probe jitter)
-   * @param probe event-loop delay source, when `eventLoopDelay` is set
+   * @param options - validated `loadShedding` options
+   * @param clock - time for latency samples and the delay sampler
+   * @param random - uniform [0, 1) source (Vegas's probe jitter)
+   * @param probe - event-loop delay source, when `eventLoopDelay` is set
+   *
+   * @internal
    */
   constructor(
+    /** @internal */
     readonly options: ResolvedLoadSheddingOptions,
     private readonly clock: Clock,
     random: () => number,
@@ -116,7 +119,7 @@ export class LoadShedder {
   /**
    * Gives back the place of a request that has ended.
    *
-   * @param dropped whether it ended as an overload answer (503, 504) or was abandoned: the adaptive limit shrinks
+   * @param dropped - whether it ended as an overload answer (503, 504) or was abandoned: the adaptive limit shrinks
    */
   release(admission: Admission, dropped: boolean): void {
     this.active--;

@@ -1,6 +1,13 @@
-import { INVALID_VALUE } from '../config/config.messages';
-import { Duration, parseDuration } from '../config/duration';
-import { entries } from '../observability/observability.options';
+import { Duration } from '../config/duration';
+import {
+  durationOption,
+  enumOption,
+  GivenOptions,
+  headerNameOption,
+  integerOption,
+  invalidOption,
+  numberOption,
+} from '../config/option-readers';
 import { PRIORITY_LEVELS, PriorityLevel } from './priority.decorator';
 
 /** The adaptive concurrency-limit algorithms. */
@@ -101,135 +108,87 @@ const ADAPTIVE_DEFAULTS: Readonly<Record<AdaptiveAlgorithm, Omit<ResolvedAdaptiv
   },
 };
 
+const positiveDuration = durationOption({ positive: true, expected: 'a positive duration' });
+const positiveInteger = integerOption(1, undefined, 'a positive whole number');
+const share = numberOption({ min: 0, max: 1, exclusiveMax: true }, 'a share in [0, 1)');
+const ADAPTIVE_KEYS = [
+  'algorithm',
+  'initialLimit',
+  'minLimit',
+  'maxLimit',
+  'smoothing',
+  'queueSize',
+  'longWindow',
+  'probeMultiplier',
+] as const;
+const LIMIT_KEYS = ['initialLimit', 'minLimit', 'maxLimit', 'longWindow', 'probeMultiplier'] as const;
+
 /**
  * Validates module option `loadShedding`; absent, it sets no signal (every request is let in).
  *
  * @throws Error naming the key and the value when a setting is invalid
  */
 export function readLoadSheddingOptions(raw: unknown): ResolvedLoadSheddingOptions {
-  let maxConcurrentRequests: number | undefined;
-  let adaptive: ResolvedAdaptiveOptions | undefined;
-  let eventLoopDelay: ResolvedLoadSheddingOptions['eventLoopDelay'];
-  let shares = NO_SHARES;
-  let priorityHeader: string | undefined;
-  let retryAfterMs = DEFAULT_RETRY_AFTER_MS;
-  const known = ['maxConcurrentRequests', 'adaptive', 'eventLoopDelay', 'priorities', 'priorityHeader', 'retryAfter'];
-  for (const [key, rawKey, value] of entries(raw ?? {}, PLACE, known)) {
-    if (key === 'maxConcurrentRequests') maxConcurrentRequests = positiveInteger(value, PLACE, rawKey);
-    else if (key === 'adaptive') adaptive = readAdaptive(value);
-    else if (key === 'eventLoopDelay') eventLoopDelay = readEventLoopDelay(value);
-    else if (key === 'priorities') shares = readShares(value);
-    else if (key === 'priorityHeader') priorityHeader = headerName(value, rawKey);
-    else retryAfterMs = duration(value, PLACE, rawKey);
-  }
-  return { maxConcurrentRequests, adaptive, eventLoopDelay, shares, priorityHeader, retryAfterMs };
+  const given = new GivenOptions(raw ?? {}, PLACE, [
+    'maxConcurrentRequests',
+    'adaptive',
+    'eventLoopDelay',
+    'priorities',
+    'priorityHeader',
+    'retryAfter',
+  ]);
+  return {
+    maxConcurrentRequests: given.read('maxConcurrentRequests', positiveInteger),
+    adaptive: given.read('adaptive', readAdaptive),
+    eventLoopDelay: given.read('eventLoopDelay', readEventLoopDelay),
+    shares: given.read('priorities', readShares) ?? NO_SHARES,
+    priorityHeader: given.read('priorityHeader', headerNameOption)?.toLowerCase(),
+    retryAfterMs: given.read('retryAfter', positiveDuration) ?? DEFAULT_RETRY_AFTER_MS,
+  };
 }
 
 function readAdaptive(raw: unknown): ResolvedAdaptiveOptions {
   const place = `${PLACE} 'adaptive'`;
-  const fields = entries(raw, place, [
-    'algorithm',
-    'initialLimit',
-    'minLimit',
-    'maxLimit',
-    'smoothing',
-    'queueSize',
-    'longWindow',
-    'probeMultiplier',
-  ]);
-  const algorithmField = fields.find(([key]) => key === 'algorithm');
+  const given = new GivenOptions(raw, place, ADAPTIVE_KEYS);
   const algorithm =
-    algorithmField === undefined ? 'gradient2' : readAlgorithm(algorithmField[2], place, algorithmField[1]);
+    given.read('algorithm', enumOption<AdaptiveAlgorithm>(['gradient2', 'vegas'], "'gradient2' or 'vegas'")) ??
+    'gradient2';
   const settings = { ...ADAPTIVE_DEFAULTS[algorithm] };
-  for (const [key, rawKey, value] of fields) {
-    if (key === 'algorithm') continue;
-    if (key === 'smoothing') settings.smoothing = fraction(value, place, rawKey);
-    else if (key === 'queueSize') settings.queueSize = nonNegativeNumber(value, place, rawKey);
-    else
-      settings[key as 'initialLimit' | 'minLimit' | 'maxLimit' | 'longWindow' | 'probeMultiplier'] = positiveInteger(
-        value,
-        place,
-        rawKey,
-      );
-  }
-  const explicit = new Set(fields.map(([key]) => key));
+  for (const key of LIMIT_KEYS) settings[key] = given.read(key, positiveInteger) ?? settings[key];
+  settings.smoothing =
+    given.read('smoothing', numberOption({ min: 0, exclusiveMin: true, max: 1 }, 'a number in (0, 1]')) ??
+    settings.smoothing;
+  settings.queueSize = given.read('queueSize', numberOption({ min: 0 }, 'a number ≥ 0')) ?? settings.queueSize;
   // A minLimit or maxLimit set alone moves the other default out of its way rather than contradicting it.
-  if (!explicit.has('minLimit'))
-    settings.minLimit = Math.min(settings.minLimit, settings.initialLimit, settings.maxLimit);
-  if (!explicit.has('maxLimit'))
-    settings.maxLimit = Math.max(settings.maxLimit, settings.initialLimit, settings.minLimit);
+  if (!given.has('minLimit')) settings.minLimit = Math.min(settings.minLimit, settings.initialLimit, settings.maxLimit);
+  if (!given.has('maxLimit')) settings.maxLimit = Math.max(settings.maxLimit, settings.initialLimit, settings.minLimit);
   if (settings.minLimit > settings.maxLimit)
-    throw new Error(INVALID_VALUE(place, 'minLimit', `at most maxLimit (${settings.maxLimit})`, settings.minLimit));
-  if (settings.initialLimit < settings.minLimit || settings.initialLimit > settings.maxLimit) {
-    throw new Error(
-      INVALID_VALUE(
-        place,
-        'initialLimit',
-        `between minLimit (${settings.minLimit}) and maxLimit (${settings.maxLimit})`,
-        settings.initialLimit,
-      ),
+    invalidOption(place, 'minLimit', `at most maxLimit (${settings.maxLimit})`, settings.minLimit);
+  if (settings.initialLimit < settings.minLimit || settings.initialLimit > settings.maxLimit)
+    invalidOption(
+      place,
+      'initialLimit',
+      `between minLimit (${settings.minLimit}) and maxLimit (${settings.maxLimit})`,
+      settings.initialLimit,
     );
-  }
   return { algorithm, ...settings };
 }
 
-function readAlgorithm(value: unknown, place: string, rawKey: string): AdaptiveAlgorithm {
-  const normalized = typeof value === 'string' ? value.toLowerCase() : value;
-  if (normalized === 'gradient2' || normalized === 'vegas') return normalized;
-  throw new Error(INVALID_VALUE(place, rawKey, "'gradient2' or 'vegas'", value));
-}
-
-function readEventLoopDelay(raw: unknown): ResolvedLoadSheddingOptions['eventLoopDelay'] {
+function readEventLoopDelay(raw: unknown): NonNullable<ResolvedLoadSheddingOptions['eventLoopDelay']> {
   const place = `${PLACE} 'eventLoopDelay'`;
-  let thresholdMs: number | undefined;
-  let sampleIntervalMs = DEFAULT_SAMPLE_INTERVAL_MS;
-  for (const [key, rawKey, value] of entries(raw, place, ['threshold', 'sampleInterval'])) {
-    if (key === 'threshold') thresholdMs = duration(value, place, rawKey);
-    else sampleIntervalMs = duration(value, place, rawKey);
-  }
-  if (thresholdMs === undefined)
-    throw new Error(INVALID_VALUE(place, 'threshold', 'a positive duration (it is required)', undefined));
-  return { thresholdMs, sampleIntervalMs };
+  const given = new GivenOptions(raw, place, ['threshold', 'sampleInterval']);
+  const thresholdMs =
+    given.read('threshold', positiveDuration) ??
+    invalidOption(place, 'threshold', 'a positive duration (it is required)', undefined);
+  return {
+    thresholdMs,
+    sampleIntervalMs: given.read('sampleInterval', positiveDuration) ?? DEFAULT_SAMPLE_INTERVAL_MS,
+  };
 }
 
 function readShares(raw: unknown): Readonly<Record<PriorityLevel, number>> {
-  const place = `${PLACE} 'priorities'`;
+  const given = new GivenOptions(raw, `${PLACE} 'priorities'`, PRIORITY_LEVELS);
   const shares = { ...NO_SHARES };
-  for (const [key, rawKey, value] of entries(raw, place, PRIORITY_LEVELS)) {
-    if (typeof value !== 'number' || !(value >= 0 && value < 1))
-      throw new Error(INVALID_VALUE(place, rawKey, 'a share in [0, 1)', value));
-    shares[key as PriorityLevel] = value;
-  }
+  for (const level of PRIORITY_LEVELS) shares[level] = given.read(level, share) ?? shares[level];
   return shares;
-}
-
-function headerName(value: unknown, rawKey: string): string {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(value))
-    throw new Error(INVALID_VALUE(PLACE, rawKey, 'an HTTP header name', value));
-  return value.toLowerCase();
-}
-
-function positiveInteger(value: unknown, place: string, rawKey: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
-    throw new Error(INVALID_VALUE(place, rawKey, 'a positive whole number', value));
-  return value;
-}
-
-function nonNegativeNumber(value: unknown, place: string, rawKey: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
-    throw new Error(INVALID_VALUE(place, rawKey, 'a number ≥ 0', value));
-  return value;
-}
-
-function fraction(value: unknown, place: string, rawKey: string): number {
-  if (typeof value !== 'number' || !(value > 0 && value <= 1))
-    throw new Error(INVALID_VALUE(place, rawKey, 'a number in (0, 1]', value));
-  return value;
-}
-
-function duration(value: unknown, place: string, rawKey: string): number {
-  const ms = parseDuration(value);
-  if (ms === undefined || !Number.isFinite(ms) || ms <= 0)
-    throw new Error(INVALID_VALUE(place, rawKey, 'a positive duration', value));
-  return ms;
 }

@@ -11,7 +11,7 @@ export class DurationHistogram {
   /** Number of recorded durations. */
   count = 0;
 
-  /** @param boundsMs the buckets' upper bounds in ms, increasing */
+  /** @param boundsMs - the buckets' upper bounds in ms, increasing */
   constructor(private readonly boundsMs: Float64Array) {
     this.counts = new Float64Array(boundsMs.length + 1);
   }

@@ -130,8 +130,8 @@ export class EventJournal {
   private readonly counter = { value: 0 };
 
   /**
-   * @param capacity events kept per instance
-   * @param withMessages serve error messages too (they may hold request data)
+   * @param capacity - events kept per instance
+   * @param withMessages - serve error messages too (they may hold request data)
    */
   constructor(
     private readonly capacity: number,
@@ -144,7 +144,7 @@ export class EventJournal {
     const list = this.rings.get(observed.policy) ?? [];
     list.push(ring);
     this.rings.set(observed.policy, list);
-    const on = (type: string) => (event: object) => ring.push(type, event as RawEvent);
+    const on = (type: string) => (event: object) => ring.push(type, event);
     switch (observed.policy) {
       case 'circuitBreaker': {
         const b = observed.instance;

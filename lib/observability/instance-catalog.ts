@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Unsubscribe } from '../events';
 import { FallbackPolicy } from '../fallback/fallback';
-import { ResilienceExplorer } from '../resilience.explorer';
+import { MethodFallbacks } from '../method-fallbacks';
 import { InstanceCreatedEvent, RegistryPolicy, ResilienceRegistry } from '../resilience.registry';
 
 /** A method's fallback policy, in the shape of the registry's instances. */
@@ -52,28 +52,24 @@ export function watchInstances(
  * The instances of one application — the registry's and the fallback
  * policies the explorer made for decorated methods — for the metrics,
  * logs, health and status endpoints. Watch from `onApplicationBootstrap`,
- * once the explorer has composed every pipeline.
+ * once the explorer has composed every pipeline. A fallback policy's calls
+ * come from its {@link FallbackPolicy.onCall} event.
  */
 @Injectable()
 export class InstanceCatalog {
   constructor(
     /** The application's registry. */
     readonly registry: ResilienceRegistry,
-    private readonly explorer: ResilienceExplorer,
+    private readonly methodFallbacks: MethodFallbacks,
   ) {}
 
   /** See {@link watchInstances}. */
   watch(visit: (observed: ObservedInstance) => void): Unsubscribe {
-    return watchInstances(this.registry, this.explorer.fallbacks, visit);
+    return watchInstances(this.registry, this.methodFallbacks.all, visit);
   }
 
   /** The fallback policies of the decorated methods. */
   get fallbacks(): readonly FallbackPolicy[] {
-    return this.explorer.fallbacks;
-  }
-
-  /** Calls `onCall` on each call of the method `policy` guards, until the returned function is called. */
-  countCalls(policy: FallbackPolicy, onCall: () => void): Unsubscribe {
-    return this.explorer.countCalls(policy, onCall);
+    return this.methodFallbacks.all;
   }
 }

@@ -98,7 +98,7 @@ export function attachCollectors(
   buckets: readonly number[],
 ): () => void {
   let families = shared.get(registry);
-  if (families === undefined) shared.set(registry, (families = new Map()));
+  if (families === undefined) shared.set(registry, (families = new Map<string, ResilienceMetricFamily>()));
   const plan: Array<[ResilienceMetricFamily, Collector]> = [];
   for (const [definition, collect] of collectors) {
     const registered = registry.getSingleMetric(definition.name);

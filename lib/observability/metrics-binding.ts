@@ -1,5 +1,6 @@
 import { BulkheadPolicy } from '../bulkhead/bulkhead-policy';
-import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
+import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
+import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
 import { Unsubscribe } from '../events';
 import { FallbackPolicy } from '../fallback/fallback';
 import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
@@ -208,8 +209,8 @@ export class ResilienceMetricsBinding {
   private closed = false;
 
   /**
-   * @param registry the instances to report on
-   * @param options the prom-client registry and histogram buckets
+   * @param registry - the instances to report on
+   * @param options - the prom-client registry and histogram buckets
    * @throws Error when a family's name is taken in the prom-client registry by a metric of someone else
    */
   constructor(registry: ResilienceRegistry, options: MetricsBindingOptions) {

@@ -1,11 +1,6 @@
-import { PREFIX } from '../config/config.messages';
-import { CircuitBreakerMetrics, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
-
-/** An optional peer a feature needs cannot be loaded; `explicitly` says how to pass it instead, where there is a way. */
-export const MISSING_PEER = (peer: string, feature: string, cause: string, explicitly?: string): string =>
-  `${PREFIX}: ${feature} needs the optional peer dependency '${peer}', which cannot be loaded (install it: npm install ${peer}; ` +
-  `in a bundled app, let the bundler include '${peer}' or ship it in node_modules beside the bundle` +
-  `${explicitly === undefined ? '' : `; or ${explicitly}`}): ${cause}`;
+import { PREFIX } from '../resilience.messages';
+import { CircuitBreakerMetrics } from '../circuit-breaker/circuit-breaker-policy';
+import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
 
 /** A family's name is taken in the prom-client registry by a metric of someone else. */
 export const FOREIGN_METRIC = (metric: string): string =>

@@ -1,7 +1,14 @@
 import { CanActivate, Type } from '@nestjs/common';
-import { INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from '../config/config.messages';
-import { Duration, parseDuration } from '../config/duration';
-import { camelKey } from '../config/schema';
+import { Duration } from '../config/duration';
+import {
+  booleanOption,
+  durationOption,
+  GivenOptions,
+  integerOption,
+  invalidOption,
+  OptionReader,
+  percentOption,
+} from '../config/option-readers';
 
 /**
  * What resilience4nest needs of a prom-client `Registry` (v15): a prom-client
@@ -129,135 +136,97 @@ const HEALTH = 'health options';
 const LOGGING = 'logging options';
 const ENDPOINTS = 'ResilienceEndpointsModule options';
 
+const positiveDuration = durationOption({
+  positive: true,
+  expected: 'a positive duration (ms number or "250ms", "2s", "1m")',
+});
+const atLeastOne = integerOption(1);
+
 /** Validates module option `metrics` (an object, or a boolean for `enabled`). */
 export function readMetricsOptions(raw: unknown): ResolvedMetricsOptions {
   if (raw === undefined || raw === null) return { enabled: 'auto', buckets: DEFAULT_BUCKETS };
   if (typeof raw === 'boolean') return { enabled: raw, buckets: DEFAULT_BUCKETS };
-  const fields = entries(raw, METRICS, ['enabled', 'registry', 'buckets']);
-  let enabled: boolean | 'auto' = 'auto';
-  let registry: MetricsRegistry | undefined;
-  let buckets = DEFAULT_BUCKETS;
-  for (const [key, rawKey, value] of fields) {
-    if (key === 'enabled') enabled = readBoolean(value, METRICS, rawKey);
-    else if (key === 'registry') registry = readRegistry(value, rawKey);
-    else buckets = readBuckets(value, rawKey);
-  }
-  return { enabled, registry, buckets };
+  const given = new GivenOptions(raw, METRICS, ['enabled', 'registry', 'buckets']);
+  return {
+    enabled: given.read('enabled', booleanOption) ?? 'auto',
+    registry: given.read('registry', registryOption),
+    buckets: given.read('buckets', bucketsOption) ?? DEFAULT_BUCKETS,
+  };
 }
 
 /** Validates module option `health`. */
 export function readHealthOptions(raw: unknown): ResolvedHealthOptions {
   if (raw === undefined || raw === null) return {};
-  const fields = entries(raw, HEALTH, ['fallbackShare']);
-  let fallbackShare: ResolvedHealthOptions['fallbackShare'];
-  for (const [, rawKey, value] of fields) {
-    if (value === undefined) continue;
-    const place = `${HEALTH} '${rawKey}'`;
-    let threshold: number | undefined;
-    let windowMs = DEFAULT_FALLBACK_WINDOW_MS;
-    let minimumNumberOfCalls = DEFAULT_FALLBACK_MINIMUM_CALLS;
-    for (const [sub, rawSub, v] of entries(value, place, ['threshold', 'window', 'minimumNumberOfCalls'])) {
-      if (sub === 'threshold') threshold = readPercent(v, place, rawSub);
-      else if (sub === 'window') windowMs = readPositiveDuration(v, place, rawSub);
-      else minimumNumberOfCalls = readInteger(v, place, rawSub, 1);
-    }
-    if (threshold === undefined)
-      throw new Error(INVALID_VALUE(place, 'threshold', 'a percentage in (0, 100]', undefined));
-    fallbackShare = { threshold, windowMs, minimumNumberOfCalls };
-  }
-  return { fallbackShare };
+  const share = new GivenOptions(raw, HEALTH, ['fallbackShare']).nested('fallbackShare', [
+    'threshold',
+    'window',
+    'minimumNumberOfCalls',
+  ]);
+  if (share === undefined) return { fallbackShare: undefined };
+  const threshold =
+    share.read('threshold', percentOption) ??
+    invalidOption(share.place, 'threshold', 'a percentage in (0, 100]', undefined);
+  return {
+    fallbackShare: {
+      threshold,
+      windowMs: share.read('window', positiveDuration) ?? DEFAULT_FALLBACK_WINDOW_MS,
+      minimumNumberOfCalls: share.read('minimumNumberOfCalls', atLeastOne) ?? DEFAULT_FALLBACK_MINIMUM_CALLS,
+    },
+  };
 }
 
 /** Validates module option `logging` (an object, or a boolean for `enabled`). */
 export function readLoggingOptions(raw: unknown): ResolvedLoggingOptions {
   if (raw === undefined || raw === null) return { enabled: true, quietPeriodMs: DEFAULT_QUIET_PERIOD_MS };
   if (typeof raw === 'boolean') return { enabled: raw, quietPeriodMs: DEFAULT_QUIET_PERIOD_MS };
-  let enabled = true;
-  let quietPeriodMs = DEFAULT_QUIET_PERIOD_MS;
-  for (const [key, rawKey, value] of entries(raw, LOGGING, ['enabled', 'quietPeriod'])) {
-    if (key === 'enabled') enabled = readBoolean(value, LOGGING, rawKey);
-    else quietPeriodMs = readPositiveDuration(value, LOGGING, rawKey);
-  }
-  return { enabled, quietPeriodMs };
+  const given = new GivenOptions(raw, LOGGING, ['enabled', 'quietPeriod']);
+  return {
+    enabled: given.read('enabled', booleanOption) ?? true,
+    quietPeriodMs: given.read('quietPeriod', positiveDuration) ?? DEFAULT_QUIET_PERIOD_MS,
+  };
 }
 
 /** Validates the options of `ResilienceEndpointsModule.forRoot`. */
 export function readEndpointsOptions(raw: unknown): ResolvedEndpointsOptions {
   if (raw === undefined || raw === null) return {};
-  let metrics: ResolvedEndpointsOptions['metrics'];
-  let status: ResolvedEndpointsOptions['status'];
-  for (const [key, rawKey, value] of entries(raw, ENDPOINTS, ['metrics', 'status'])) {
-    if (value === undefined || value === false) continue;
-    if (key === 'metrics') {
-      let path = 'metrics';
-      if (value !== true)
-        for (const [, rawSub, v] of entries(value, `${ENDPOINTS} '${rawKey}'`, ['path']))
-          path = readPath(v, rawKey, rawSub);
-      metrics = { path };
-    } else {
-      status = readStatus(value, rawKey);
-    }
-  }
-  return { metrics, status };
+  const given = new GivenOptions(raw, ENDPOINTS, ['metrics', 'status']);
+  return { metrics: readMetricsRoute(given), status: readStatus(given) };
 }
 
-function readStatus(value: unknown, rawKey: string): NonNullable<ResolvedEndpointsOptions['status']> {
-  const place = `${ENDPOINTS} '${rawKey}'`;
-  let path = 'actuator';
-  let eventBufferSize = DEFAULT_EVENT_BUFFER_SIZE;
-  let errorMessages = false;
-  let guards: readonly GuardLike[] = [];
-  let writableGuards: readonly GuardLike[] | undefined;
-  if (value !== true) {
-    for (const [key, rawSub, v] of entries(value, place, [
-      'path',
-      'eventBufferSize',
-      'errorMessages',
-      'guards',
-      'writable',
-    ])) {
-      if (key === 'path') path = readPath(v, rawKey, rawSub);
-      else if (key === 'eventBufferSize') eventBufferSize = readInteger(v, place, rawSub, 1);
-      else if (key === 'errorMessages') errorMessages = readBoolean(v, place, rawSub);
-      else if (key === 'guards') guards = readGuards(v, place, rawSub, false);
-      else if (v !== undefined && v !== false) {
-        const writablePlace = `${place} '${rawSub}'`;
-        let found: readonly GuardLike[] | undefined;
-        for (const [, rawGuards, g] of entries(v, writablePlace, ['guards']))
-          found = readGuards(g, writablePlace, rawGuards, true);
-        if (found === undefined)
-          throw new Error(
-            INVALID_VALUE(writablePlace, 'guards', 'a non-empty list of guards (classes or instances)', undefined),
-          );
-        writableGuards = found;
-      }
-    }
-  }
-  return { path, eventBufferSize, errorMessages, guards, writableGuards };
+function readMetricsRoute(endpoints: GivenOptions): ResolvedEndpointsOptions['metrics'] {
+  const value = endpoints.raw('metrics');
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { path: 'metrics' };
+  return { path: endpoints.nested('metrics', ['path'])?.read('path', pathOption) ?? 'metrics' };
 }
 
-/** The object's entries as [camelCase key, key as written, value], each checked against `known`. */
-/**
- * The settings of an options object as `[camelCase key, key as written, value]`.
- *
- * @throws Error naming `place` when `raw` is not an object or a key is not in `known`
- */
-export function entries(raw: unknown, place: string, known: readonly string[]): Array<[string, string, unknown]> {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error(NOT_AN_OBJECT(place, raw));
-  return Object.entries(raw).map(([rawKey, value]) => {
-    const key = camelKey(rawKey);
-    if (!known.includes(key)) throw new Error(UNKNOWN_KEY(place, rawKey, known));
-    return [key, rawKey, value];
-  });
+function readStatus(endpoints: GivenOptions): ResolvedEndpointsOptions['status'] {
+  const value = endpoints.raw('status');
+  if (value === undefined || value === false) return undefined;
+  const status =
+    value === true
+      ? undefined
+      : endpoints.nested('status', ['path', 'eventBufferSize', 'errorMessages', 'guards', 'writable']);
+  return {
+    path: status?.read('path', pathOption) ?? 'actuator',
+    eventBufferSize: status?.read('eventBufferSize', atLeastOne) ?? DEFAULT_EVENT_BUFFER_SIZE,
+    errorMessages: status?.read('errorMessages', booleanOption) ?? false,
+    guards: status?.read('guards', guardsOption(false)) ?? [],
+    writableGuards: status === undefined ? undefined : readWritable(status),
+  };
 }
 
-function readBoolean(value: unknown, place: string, key: string): boolean {
-  if (value === true || value === 'true') return true;
-  if (value === false || value === 'false') return false;
-  throw new Error(INVALID_VALUE(place, key, 'true or false', value));
+function readWritable(status: GivenOptions): readonly GuardLike[] | undefined {
+  const value = status.raw('writable');
+  if (value === undefined || value === false) return undefined;
+  const writable = status.nested('writable', ['guards']) as GivenOptions;
+  return (
+    writable.read('guards', guardsOption(true)) ??
+    invalidOption(writable.place, 'guards', 'a non-empty list of guards (classes or instances)', undefined)
+  );
 }
 
-function readRegistry(value: unknown, key: string): MetricsRegistry {
+function registryOption(value: unknown, place: string, key: string): MetricsRegistry {
   const r = value as Partial<Record<keyof MetricsRegistry, unknown>> | null;
   const ok =
     r !== null &&
@@ -266,60 +235,40 @@ function readRegistry(value: unknown, key: string): MetricsRegistry {
     typeof r.getSingleMetric === 'function' &&
     typeof r.removeSingleMetric === 'function' &&
     typeof r.metrics === 'function';
-  if (!ok) throw new Error(INVALID_VALUE(METRICS, key, 'a prom-client Registry', value));
-  return value as MetricsRegistry;
+  return ok ? (value as MetricsRegistry) : invalidOption(place, key, 'a prom-client Registry', value);
 }
 
-function readBuckets(value: unknown, key: string): readonly number[] {
+function bucketsOption(value: unknown, place: string, key: string): readonly number[] {
   const expected = 'a non-empty list of increasing positive numbers (seconds)';
-  if (!Array.isArray(value) || value.length === 0) throw new Error(INVALID_VALUE(METRICS, key, expected, value));
+  if (!Array.isArray(value) || value.length === 0) invalidOption(place, key, expected, value);
   for (let i = 0; i < value.length; i++) {
     const b: unknown = value[i];
-    if (typeof b !== 'number' || !Number.isFinite(b) || b <= 0 || (i > 0 && b <= (value[i - 1] as number))) {
-      throw new Error(INVALID_VALUE(METRICS, key, expected, value));
-    }
+    if (typeof b !== 'number' || !Number.isFinite(b) || b <= 0 || (i > 0 && b <= (value[i - 1] as number)))
+      invalidOption(place, key, expected, value);
   }
   return Object.freeze([...(value as number[])]);
 }
 
-function readPercent(value: unknown, place: string, key: string): number {
-  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || n > 100)
-    throw new Error(INVALID_VALUE(place, key, 'a percentage in (0, 100]', value));
-  return n;
-}
-
-function readPositiveDuration(value: unknown, place: string, key: string): number {
-  const ms = parseDuration(value);
-  if (ms === undefined || ms === 0)
-    throw new Error(INVALID_VALUE(place, key, 'a positive duration (ms number or "250ms", "2s", "1m")', value));
-  return ms;
-}
-
-function readInteger(value: unknown, place: string, key: string, min: number): number {
-  const n = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min)
-    throw new Error(INVALID_VALUE(place, key, `an integer >= ${min}`, value));
-  return n;
-}
-
-function readPath(value: unknown, section: string, key: string): string {
-  if (typeof value !== 'string' || !/^\/?[\w.~:-]+(\/[\w.~:-]+)*\/?$/.test(value)) {
-    throw new Error(
-      INVALID_VALUE(`${ENDPOINTS} '${section}'`, key, 'a route path such as "metrics" or "/ops/metrics"', value),
-    );
-  }
+function pathOption(value: unknown, place: string, key: string): string {
+  if (typeof value !== 'string' || !/^\/?[\w.~:-]+(\/[\w.~:-]+)*\/?$/.test(value))
+    invalidOption(place, key, 'a route path such as "metrics" or "/ops/metrics"', value);
   return value.replace(/^\/+|\/+$/g, '');
 }
 
-function readGuards(value: unknown, place: string, key: string, required: boolean): readonly GuardLike[] {
-  const isGuard = (g: unknown): boolean =>
-    typeof g === 'function' ||
-    (g !== null && typeof g === 'object' && typeof (g as CanActivate).canActivate === 'function');
+function guardsOption(required: boolean): OptionReader<readonly GuardLike[]> {
   const expected = required
     ? 'a non-empty list of guards (classes or instances)'
     : 'a list of guards (classes or instances)';
-  if (!Array.isArray(value) || (required && value.length === 0) || !value.every(isGuard))
-    throw new Error(INVALID_VALUE(place, key, expected, value));
-  return [...(value as GuardLike[])];
+  return (value, place, key) => {
+    if (!Array.isArray(value) || (required && value.length === 0) || !value.every(isGuard))
+      invalidOption(place, key, expected, value);
+    return [...(value as GuardLike[])];
+  };
+}
+
+function isGuard(g: unknown): boolean {
+  return (
+    typeof g === 'function' ||
+    (g !== null && typeof g === 'object' && typeof (g as CanActivate).canActivate === 'function')
+  );
 }

@@ -24,8 +24,8 @@ import { createStatusAdminController, createStatusController } from './status.co
 @Module({})
 export class ResilienceEndpointsModule {
   /**
-   * @param options which endpoints to serve; all are off by default
-   * @param imports modules whose providers the given guard classes need
+   * @param options - which endpoints to serve; all are off by default
+   * @param imports - modules whose providers the given guard classes need
    * @throws Error naming the key and value when an option is invalid
    */
   static forRoot(options: ResilienceEndpointsOptions = {}, imports: ModuleMetadata['imports'] = []): DynamicModule {

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { VirtualClock } from '../clock';
-import { ResilienceModuleOptions } from '../config/module-options';
-import { ResilienceExplorer } from '../resilience.explorer';
+import { ResilienceModuleOptions } from '../resilience.options';
+import { MethodFallbacks } from '../method-fallbacks';
 import { ResilienceRegistry } from '../resilience.registry';
 import { InstanceCatalog } from './instance-catalog';
 import {
@@ -20,8 +20,7 @@ class Unavailable extends Error {
 function start(options: ResilienceModuleOptions) {
   const clock = new VirtualClock();
   const registry = new ResilienceRegistry({ clock, ...options });
-  const explorer = { fallbacks: [] } as unknown as ResilienceExplorer;
-  const logger = new ResilienceEventLogger(new InstanceCatalog(registry, explorer));
+  const logger = new ResilienceEventLogger(new InstanceCatalog(registry, new MethodFallbacks()));
   const lines: Array<[string, string]> = [];
   jest
     .spyOn(Logger.prototype, 'warn')

@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { CircuitBreakerPolicy, CircuitBreakerStateTransitionEvent } from '../circuit-breaker/circuit-breaker-policy';
+import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
+import type { CircuitBreakerStateTransitionEvent } from '../circuit-breaker/circuit-breaker.events';
 import { Clock } from '../clock';
 import { Unsubscribe } from '../events';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';

@@ -1,6 +1,7 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { HealthIndicatorService } from '@nestjs/terminus';
-import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
+import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
+import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
 import { Unsubscribe } from '../events';
 import { LoadShedder } from '../load-shedding/load-shedder';
 import { RateLimiterPolicy } from '../rate-limiter/rate-limiter-policy';
@@ -8,7 +9,8 @@ import { FallbackShare, FallbackShareCounts } from './fallback-share';
 import { InstanceCatalog } from './instance-catalog';
 import { FALLBACK_SHARE_NOT_CONFIGURED, LOAD_SHEDDING_NOT_CONFIGURED } from './observability.messages';
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
-import { loadOptionalPeer, TERMINUS } from './optional-peer';
+import { loadOptionalPeer } from '../optional-peer';
+import { TERMINUS } from './observability.peers';
 
 /**
  * A breaker's health, as Resilience4j's health indicator reports it: `UP`
@@ -125,6 +127,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
   private fallbackShare: FallbackShare | undefined;
   private indicators: HealthIndicatorService | undefined;
 
+  /** @internal */
   constructor(
     private readonly catalog: InstanceCatalog,
     private readonly shedder: LoadShedder,
@@ -142,9 +145,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
         if (observed.policy === 'circuitBreaker') this.breakers.push(observed.instance);
         else if (observed.policy === 'rateLimiter') this.rateLimiters.push(observed.instance);
         else if (observed.policy === 'fallback' && share !== undefined)
-          this.subscriptions.push(
-            share.track(observed.instance, (onCall) => this.catalog.countCalls(observed.instance, onCall)),
-          );
+          this.subscriptions.push(share.track(observed.instance, observed.instance.onCall));
       }),
     );
   }
@@ -176,10 +177,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       instances[label] = health;
     }
     const data: CircuitBreakersHealthData = { instances };
-    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<
-      Key,
-      CircuitBreakersHealthData
-    >;
+    return down ? session.down({ ...data }) : session.up({ ...data });
   }
 
   /**
@@ -203,10 +201,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       instances[label] = health;
     }
     const data: RateLimitersHealthData = { instances };
-    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<
-      Key,
-      RateLimitersHealthData
-    >;
+    return down ? session.down({ ...data }) : session.up({ ...data });
   }
 
   /**
@@ -233,10 +228,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       methods: snapshot.methods,
     };
     const down = snapshot.calls >= options.minimumNumberOfCalls && snapshot.share >= options.threshold;
-    return (down ? session.down({ ...data }) : session.up({ ...data })) as unknown as ResilienceHealthResult<
-      Key,
-      FallbackShareHealthData
-    >;
+    return down ? session.down({ ...data }) : session.up({ ...data });
   }
 
   /**
@@ -257,9 +249,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       inflight: this.shedder.inflight,
       eventLoopDelayMs: this.shedder.eventLoopDelayMs,
     };
-    return (this.shedder.overloaded
-      ? session.down({ ...data })
-      : session.up({ ...data })) as unknown as ResilienceHealthResult<Key, LoadSheddingHealthData>;
+    return this.shedder.overloaded ? session.down({ ...data }) : session.up({ ...data });
   }
 
   private service(): HealthIndicatorService {

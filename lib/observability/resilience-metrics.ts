@@ -7,7 +7,8 @@ import { attachCollectors } from './metric-family';
 import { ResilienceMetricsBinding } from './metrics-binding';
 import { METRICS_DISABLED } from './observability.messages';
 import { MetricsRegistry, readMetricsOptions, ResolvedMetricsOptions } from './observability.options';
-import { loadOptionalPeer, PROM_CLIENT, tryLoadOptionalPeer } from './optional-peer';
+import { loadOptionalPeer, tryLoadOptionalPeer } from '../optional-peer';
+import { PROM_CLIENT } from './observability.peers';
 
 /**
  * Binds the application's instances to Prometheus series at bootstrap
@@ -21,6 +22,7 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
   private detachLoadShedding: (() => void) | undefined;
   private readonly target: MetricsRegistry | undefined;
 
+  /** @internal */
   constructor(
     private readonly catalog: InstanceCatalog,
     private readonly idempotency: IdempotencyRegistry,
@@ -49,7 +51,7 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
       registry: this.target,
       buckets: this.options.buckets,
       fallbacks: this.catalog.fallbacks,
-      countCalls: (policy, onCall) => this.catalog.countCalls(policy, onCall),
+      countCalls: (policy, onCall) => policy.onCall(onCall),
       idempotency: this.idempotency,
     });
     if (this.catalog.registry.options.extras.loadShedding !== undefined) {

@@ -1,5 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { CircuitBreakerPolicy, CircuitBreakerState } from '../circuit-breaker/circuit-breaker-policy';
+import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
+import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
 import { Unsubscribe } from '../events';
 import { EventJournal, RecordedEvent, StatusPolicy } from './event-journal';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';

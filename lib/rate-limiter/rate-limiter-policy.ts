@@ -94,10 +94,10 @@ export class RateLimiterPolicy implements Policy {
   private sharedPeriodEndsAt = Number.NEGATIVE_INFINITY;
 
   /**
-   * @param name the instance name, carried by its errors and events (and the store key when shared)
-   * @param config resolved settings (durations in ms)
-   * @param clock the source of time; periods count from its reading now
-   * @param store where a `shared` instance keeps its permits
+   * @param name - the instance name, carried by its errors and events (and the store key when shared)
+   * @param config - resolved settings (durations in ms)
+   * @param clock - the source of time; periods count from its reading now
+   * @param store - where a `shared` instance keeps its permits
    */
   constructor(
     readonly name: string,
@@ -214,7 +214,7 @@ export class RateLimiterPolicy implements Policy {
    * Takes a free permit of the current period without waiting; false when
    * there is none (nothing is reserved then) or the instance is shared.
    *
-   * @param now the clock's reading, when the caller has just taken one
+   * @param now - the clock's reading, when the caller has just taken one
    */
   tryAcquire(now = this.clock.now()): boolean {
     if (this.store !== undefined) return false;

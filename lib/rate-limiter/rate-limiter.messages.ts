@@ -1,4 +1,4 @@
-import { PREFIX } from '../config/config.messages';
+import { PREFIX } from '../resilience.messages';
 
 export const SHARED_WITHOUT_STORE = (place: string): string =>
   `${PREFIX}: invalid configuration of ${place}: key 'shared' is true, but the module option 'rateLimiterStore' is not set (e.g. rateLimiterStore: new RedisRateLimiterStore({ client }))`;

@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import { Bulkhead } from '../bulkhead/bulkhead.decorator';
 import { CircuitBreaker } from '../circuit-breaker/circuit-breaker.decorator';
 import { VirtualClock } from '../clock';
-import { ResilienceModuleOptions } from '../config/module-options';
+import { ResilienceModuleOptions } from '../resilience.options';
 import { contextStorage, ResilienceContext } from '../context';
 import { DeadlineExceededError, RateLimitedError } from '../errors';
 import { ResilienceModule } from '../resilience.module';

@@ -102,7 +102,7 @@ export class RedisRateLimiterStore implements RateLimiterStore {
   private readonly prefix: string;
   private readonly clock: Clock | undefined;
 
-  /** @param options the client, key prefix and clock */
+  /** @param options - the client, key prefix and clock */
   constructor(options: RedisRateLimiterStoreOptions) {
     this.client = options.client;
     this.prefix = options.prefix ?? DEFAULT_RATE_LIMITER_REDIS_PREFIX;

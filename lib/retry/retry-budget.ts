@@ -13,7 +13,7 @@ export class RetryBudget {
   private readonly deposit: number;
   private readonly capacity: number;
 
-  /** @param config the instance's budget settings */
+  /** @param config - the instance's budget settings */
   constructor(config: RetryBudgetConfig) {
     this.deposit = Math.round(config.ratio * MILLI);
     this.capacity = config.maxTokens * MILLI;

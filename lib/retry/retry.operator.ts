@@ -1,8 +1,22 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
-import { TimerHandle } from '../clock';
+import { Clock, TimerHandle } from '../clock';
 import { contextStorage, ResilienceContext } from '../context';
 import { isRefusal, withRefusalCause } from '../refusal';
-import { NO_RETRY, type RetryPolicy } from './retry';
+import type { RetryConfig } from './retry.config';
+
+/** @internal What the wait functions return when no retry follows. */
+export const NO_RETRY = -1;
+
+/** @internal What a retried subscription asks of its retry policy (the policy, without a cycle back to it). */
+export interface RetryDecisions {
+  readonly config: RetryConfig;
+  readonly clock: Clock;
+  waitForResult(attempt: number, previousWait: number, scope?: ResilienceContext): number;
+  waitBeforeRetry(error: unknown, attempt: number, previousWait: number, scope?: ResilienceContext): number;
+  exhausted<R>(result: R, attempts: number): R;
+  succeeded<R>(result: R, attempts: number): R;
+  failed(error: unknown, attempts: number): unknown;
+}
 
 /** No attempt of the subscription has reached the source yet. */
 const NOTHING_REACHED = Symbol('nothing reached');
@@ -10,7 +24,7 @@ const NOTHING_REACHED = Symbol('nothing reached');
 /** @internal `upstream` with each subscription retried; see {@link RetryPolicy.observe}. */
 export class RetriedObservable<T> extends Observable<T> {
   constructor(
-    readonly policy: RetryPolicy,
+    readonly policy: RetryDecisions,
     readonly upstream: Observable<T>,
   ) {
     super(subscribeRetried);
@@ -41,7 +55,7 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
   private readonly scope: ResilienceContext | undefined;
 
   constructor(
-    private readonly policy: RetryPolicy,
+    private readonly policy: RetryDecisions,
     private readonly upstream: Observable<T>,
     private readonly downstream: Subscriber<T>,
   ) {

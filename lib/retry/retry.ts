@@ -11,7 +11,7 @@ import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
 import { RetryConfig } from './retry.config';
 import { isRetryableByDefault } from './retryable';
-import { RetriedObservable } from './retry.operator';
+import { NO_RETRY, RetriedObservable } from './retry.operator';
 
 /** A retry is about to wait and try again. */
 export interface RetryEvent {
@@ -51,8 +51,6 @@ export interface RetryMetrics {
   budgetDenied: number;
 }
 
-/** @internal What the wait functions return when no retry follows. */
-export const NO_RETRY = -1;
 /** No attempt of the call has reached the method yet. */
 const NOTHING_REACHED = Symbol('nothing reached');
 
@@ -90,10 +88,10 @@ export class RetryPolicy implements Policy {
   readonly onRetryStopped = this.stoppedStream.subscribe;
 
   /**
-   * @param name instance name
-   * @param config resolved settings
-   * @param clock time source for waits and deadlines
-   * @param random uniform [0, 1) source for jitter
+   * @param name - instance name
+   * @param config - resolved settings
+   * @param clock - time source for waits and deadlines
+   * @param random - uniform [0, 1) source for jitter
    */
   constructor(
     readonly name: string,
@@ -124,7 +122,7 @@ export class RetryPolicy implements Policy {
 
   /** Runs `fn` with retries. */
   execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call(invokeThunk, fn) as Promise<R>;
+    return this.call<() => R | PromiseLike<R>, R>(invokeThunk, fn);
   }
 
   /**

@@ -1,13 +1,33 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
-import { TimerHandle } from '../clock';
+import { Clock, TimerHandle } from '../clock';
 import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
 import { refusal } from '../refusal';
-import type { TimedEntry, TimeLimiter } from './time-limiter';
+import type { TimeLimiterConfig } from './time-limiter.config';
+
+/** @internal What the shared timer expires: an attempt, or a time-limited subscription. */
+export interface TimedEntry {
+  /** When it expires; fixed while it is queued. */
+  readonly deadline: number;
+  /** True once it ended (in time or not): the timer skips it. */
+  readonly settled: boolean;
+  expire(): void;
+}
+
+/** @internal What a time-limited subscription asks of its time limiter (the policy, without a cycle back to it). */
+export interface TimeLimitedSource {
+  readonly config: TimeLimiterConfig;
+  readonly clock: Clock;
+  attemptLimit(parent: ResilienceContext | undefined, now: number): number;
+  enqueue(entry: TimedEntry, limit: number): void;
+  settled(): void;
+  timedOut(byDeadline: boolean, limit: number): Error;
+  finished(error: unknown, failed: boolean): void;
+}
 
 /** @internal `upstream` with each subscription under a time limiter; see {@link TimeLimiter.observe}. */
 export class TimeLimitedObservable<T> extends Observable<T> {
   constructor(
-    readonly limiter: TimeLimiter,
+    readonly limiter: TimeLimitedSource,
     readonly upstream: Observable<T>,
   ) {
     super(subscribeLimited);
@@ -38,7 +58,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   private gapStart = 0;
 
   constructor(
-    private readonly limiter: TimeLimiter,
+    private readonly limiter: TimeLimitedSource,
     private readonly downstream: Subscriber<T>,
   ) {}
 

@@ -6,7 +6,7 @@ import { invokeThunk, Policy } from '../policy';
 import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { TimeLimiterConfig } from './time-limiter.config';
-import { TimeLimitedObservable } from './time-limiter.operator';
+import { TimedEntry, TimeLimitedObservable } from './time-limiter.operator';
 
 /** The outcome of one time-limited call. */
 export interface TimeLimiterEvent {
@@ -30,7 +30,8 @@ export class TimeLimiter implements Policy {
   private readonly timeoutStream = new EventStream<TimeLimiterEvent>();
   private queue: TimedEntry[] = [];
   private head = 0;
-  private queueTimer: TimerHandle | undefined;
+  // undefined while the queue is empty (TimerHandle admits it).
+  private queueTimer: TimerHandle;
 
   /** A call finished in time. */
   readonly onSuccess = this.successStream.subscribe;
@@ -40,9 +41,9 @@ export class TimeLimiter implements Policy {
   readonly onTimeout = this.timeoutStream.subscribe;
 
   /**
-   * @param name instance name
-   * @param config resolved settings
-   * @param clock time source (also used by its attempts)
+   * @param name - instance name
+   * @param config - resolved settings
+   * @param clock - time source (also used by its attempts)
    */
   constructor(
     readonly name: string,
@@ -52,7 +53,7 @@ export class TimeLimiter implements Policy {
 
   /** Runs `fn` within the time limit. */
   execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call(invokeThunk, fn) as Promise<R>;
+    return this.call<() => R | PromiseLike<R>, R>(invokeThunk, fn);
   }
 
   /** Runs `next(arg)` within the time limit. */
@@ -60,6 +61,8 @@ export class TimeLimiter implements Policy {
   /**
    * Runs `next(arg)` within the time limit and settles with what `observer`
    * makes of the outcome, saving a composed pipeline a promise per call.
+   *
+   * @internal
    */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer: AttemptObserver<R>): Promise<unknown>;
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer?: AttemptObserver<R>): Promise<unknown> {
@@ -92,8 +95,8 @@ export class TimeLimiter implements Policy {
 
   /**
    * Runs each subscription of `source` within the time limit: the first
-   * value (or the end) must come within `min(timeoutDuration, remaining
-   * deadline)` of subscribing, and each later one within that of the one
+   * value (or the end) must come within
+   * `min(timeoutDuration, remaining deadline)` of subscribing, and each later one within that of the one
    * before. A subscription that runs out is unsubscribed from `source` (its
    * teardown runs) and fails with {@link TimeoutExceededError} (or
    * {@link DeadlineExceededError}); `source` is subscribed in the attempt's
@@ -116,7 +119,11 @@ export class TimeLimiter implements Policy {
     return left < limit ? left : limit;
   }
 
-  /** @internal Expires `entry` on the shared timer, `limit` (the full `timeoutDuration`) from now. */
+  /**
+   * Expires `entry` on the shared timer, `limit` (the full `timeoutDuration`) from now.
+   *
+   * @internal
+   */
   enqueue(entry: TimedEntry, limit: number): void {
     this.queue.push(entry);
     if (this.queueTimer === undefined) this.queueTimer = this.clock.setTimeout(this.onQueueTimer, limit);
@@ -206,15 +213,6 @@ export interface AttemptObserver<R> {
   fulfilled(value: R): unknown;
   /** What the attempt resolves with when it failed with `error`, a timeout included (may throw or return a promise). */
   rejected(error: unknown): unknown;
-}
-
-/** @internal What the shared timer expires: an attempt, or a time-limited subscription. */
-export interface TimedEntry {
-  /** When it expires; fixed while it is queued. */
-  readonly deadline: number;
-  /** True once it ended (in time or not): the timer skips it. */
-  readonly settled: boolean;
-  expire(): void;
 }
 
 /** One attempt racing its expiry; a class rather than closures keeps the per-call cost flat. */

@@ -1,5 +1,6 @@
 import { VirtualClock } from '../../lib/clock';
-import { CircuitBreakerPolicy, CircuitBreakerState } from '../../lib/circuit-breaker/circuit-breaker-policy';
+import { CircuitBreakerPolicy } from '../../lib/circuit-breaker/circuit-breaker-policy';
+import type { CircuitBreakerState } from '../../lib/circuit-breaker/circuit-breaker.events';
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from '../../lib/circuit-breaker/circuit-breaker.config';
 import { IllegalStateTransitionError } from '../../lib/circuit-breaker/illegal-state-transition.error';
 import { CallNotPermittedError } from '../../lib/errors';

@@ -1,4 +1,5 @@
-import { BulkheadPolicy, NO_PERMIT } from '../../lib/bulkhead/bulkhead-policy';
+import { BulkheadPolicy } from '../../lib/bulkhead/bulkhead-policy';
+import { NO_PERMIT } from '../../lib/bulkhead/bulkhead.permits';
 import { BULKHEAD_SCHEMA, BulkheadConfig } from '../../lib/bulkhead/bulkhead.config';
 import { VirtualClock } from '../../lib/clock';
 import { BulkheadFullError } from '../../lib/errors';

@@ -1,21 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  DEFAULT_ORDER,
-  fromSpringConfig,
-  JAVA_EXCEPTIONS,
-  ResilienceModuleOptions,
-  ResilienceRegistry,
-} from '../../lib';
+import { DEFAULT_ORDER, fromSpringConfig, ResilienceRegistry } from '../../lib';
+import { JAVA_EXCEPTIONS } from '../../lib/java-exceptions';
 import { ASPECT_ORDER_DIFFERS } from '../../lib/config/config.messages';
-import { POLICY_SCHEMAS } from '../../lib/config/resolve-options';
+import { POLICY_SCHEMAS } from '../../lib/resolve-options';
 import {
   IGNORED_INSTANCE_PROPERTIES,
   IGNORED_SECTION_PROPERTIES,
   IGNORED_SECTIONS,
   LEGACY_PROPERTIES,
 } from '../../lib/config/resilience4j-properties';
-import { THREAD_POOL_BULKHEAD_SCHEMA } from '../../lib/config/thread-pool-bulkhead';
+import { THREAD_POOL_BULKHEAD_SCHEMA } from '../../lib/bulkhead/thread-pool-bulkhead.config';
 import { checkMarkdownSnippets } from '../support/markdown-snippets';
 
 const GUIDE = 'docs/migrating-from-resilience4j.md';
@@ -53,9 +48,7 @@ describe('docs/migrating-from-resilience4j.md', () => {
     const yaml = [...text.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]);
     expect(yaml).toHaveLength(1);
     const warnings: string[] = [];
-    const registry = new ResilienceRegistry(fromSpringConfig(yaml[0]) as ResilienceModuleOptions, (m) =>
-      warnings.push(m),
-    );
+    const registry = new ResilienceRegistry(fromSpringConfig(yaml[0]), (m) => warnings.push(m));
     const order = [
       'idempotent',
       'fallback',

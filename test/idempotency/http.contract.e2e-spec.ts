@@ -4,7 +4,6 @@ import {
   downstreamIdempotencyKey,
   Idempotent,
   IdempotencyReconciler,
-  IdempotencyStore,
   RESILIENCE_PROBLEMS,
   StaleIdempotencyKey,
 } from '../../lib';
@@ -124,7 +123,7 @@ describe.each(
       {
         clock,
         idempotency: {
-          store: store as IdempotencyStore,
+          store: store,
           lease: LEASE,
           ttl: TTL,
           principal: (req: { headers: Record<string, string | undefined> }) => req.headers['x-user'],

@@ -12,8 +12,8 @@ import {
   ResilienceModule,
   ResilienceModuleOptions,
   ResilienceRegistry,
-  wallClock,
 } from '../../lib';
+import { wallClock } from '../../lib/idempotency/idempotency-store';
 import {
   canonicalJson,
   deriveDownstreamKey,

@@ -2,7 +2,7 @@ import { Controller, Post, Res, StreamableFile } from '@nestjs/common';
 import type { Response } from 'express';
 import { Readable } from 'node:stream';
 import { VirtualClock } from '../../lib/clock';
-import { Idempotent, IdempotencyStore, MemoryIdempotencyStore } from '../../lib';
+import { Idempotent, MemoryIdempotencyStore } from '../../lib';
 import { scopedKey } from '../../lib/idempotency/idempotency-key';
 import { PLATFORMS } from '../support/platforms';
 import { RunningApp, startApp } from './http-kit';
@@ -76,7 +76,7 @@ describe.each(PLATFORMS)('@Idempotent with answers too large or streamed to keep
     clock = new VirtualClock(Date.UTC(2025, 0, 1));
     store = new FaultyStore(new MemoryIdempotencyStore({ clock }));
     running = await startApp(
-      { clock, idempotency: { store: store as IdempotencyStore, lease: LEASE, principal: 'shared' } },
+      { clock, idempotency: { store: store, lease: LEASE, principal: 'shared' } },
       { controllers: [ExportsController] },
       { platform },
     );

@@ -4,7 +4,6 @@ import { randomUUID } from 'node:crypto';
 import { VirtualClock } from '../../lib/clock';
 import {
   Idempotent,
-  IdempotencyStore,
   IdempotencyStoreUnavailableError,
   MemoryIdempotencyStore,
   RedisIdempotencyStore,
@@ -51,7 +50,7 @@ describe('@Idempotent when the store fails or hangs', () => {
     clock = new VirtualClock(START);
     store = new FaultyStore(new MemoryIdempotencyStore({ clock }));
     running = await startApp(
-      { clock, idempotency: { store: store as IdempotencyStore, principal: 'shared', ...idempotency } },
+      { clock, idempotency: { store: store, principal: 'shared', ...idempotency } },
       { controllers: [PaymentsController], providers: [Charges] },
     );
     charges = running.app.get(Charges);

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { INestApplication } from '@nestjs/common';
 import { Registry } from 'prom-client';
 import request from 'supertest';
 import { ResilienceEndpointsModule } from '../../lib';
@@ -120,7 +119,7 @@ async function scrape(defaultLabels?: Record<string, string>): Promise<Sample[]>
     const text = (await request(booted.app.getHttpServer()).get('/metrics').expect(200)).text;
     return parseScrape(text).map((s) => ({ ...s, labels: { ...s.labels, ...TARGET } }));
   } finally {
-    await (booted.app as INestApplication).close();
+    await booted.app.close();
   }
 }
 

@@ -7,7 +7,8 @@ import { BulkheadFullError, CallNotPermittedError } from '../../lib/errors';
 import { FallbackPolicy } from '../../lib/fallback/fallback';
 import { downstreamIdempotencyKey } from '../../lib/idempotency/idempotency.context';
 import { IdempotencyStore } from '../../lib/idempotency/idempotency-store';
-import { DEFAULT_RELEASE_ON, IdempotentMethod } from '../../lib/idempotency/idempotent-method';
+import { IdempotentMethod } from '../../lib/idempotency/idempotent-method';
+import { DEFAULT_RELEASE_ON } from '../../lib/idempotency/idempotent-target';
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory-idempotency-store';
 import { ResilienceRegistry } from '../../lib/resilience.registry';
 import { StandardLayers, StandardPipeline } from '../../lib/standard-pipeline';
@@ -135,9 +136,7 @@ async function play(scenario: Scenario) {
     bulkhead,
   };
   const run =
-    scenario.kind === 'standard'
-      ? new StandardPipeline(layers, invoke, clock).run
-      : nestedPipeline(layers, invoke as (args: unknown[]) => unknown);
+    scenario.kind === 'standard' ? new StandardPipeline(layers, invoke, clock).run : nestedPipeline(layers, invoke);
   const idempotent = new IdempotentMethod(
     'Payments.pay',
     {
@@ -162,8 +161,8 @@ async function play(scenario: Scenario) {
   const answers: Array<{ tryId: string; answer: unknown }> = [];
   let running = scenario.clients.length;
   const sleep = (ms: number) => new Promise<void>((resolve) => clock.setTimeout(resolve, ms));
-  scenario.clients.forEach((client, c) =>
-    contextStorage.run(request, async () => {
+  scenario.clients.forEach((client, c) => {
+    void contextStorage.run(request, async () => {
       await sleep(client.startMs);
       for (let t = 0; t < client.tries; t++) {
         const tryId = `${c}/${t}`;
@@ -175,8 +174,8 @@ async function play(scenario: Scenario) {
         await sleep(client.gapMs);
       }
       running--;
-    }),
-  );
+    });
+  });
   for (let step = 0; step < 10_000 && running > 0; step++) if (!(await clock.runNext())) await VirtualClock.settle();
   expect(running).toBe(0);
   // Let work that outlived its attempt (hung calls, late answers) end.

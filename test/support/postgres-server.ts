@@ -93,7 +93,7 @@ export async function startPostgres(root: string): Promise<RunningServer> {
       // Another process may take the free port between our probe and the server's bind.
       const portTaken = log.includes('could not bind') || log.includes('already in use');
       if (!portTaken || attempt >= PORT_ATTEMPTS)
-        throw new Error(log.explain(`postgres did not start: ${describeError(error)}`));
+        throw new Error(log.explain(`postgres did not start: ${describeError(error)}`), { cause: error });
       port = await freePort();
       server = make(port);
     }
@@ -126,5 +126,5 @@ async function killFromPidFile(databaseDir: string): Promise<void> {
 
 function describeError(error: unknown): string {
   if (error instanceof Error) return error.message;
-  return error === undefined ? 'the server process exited' : String(error);
+  return error === undefined ? 'the server process exited' : JSON.stringify(error);
 }

@@ -24,7 +24,7 @@ export async function fetchJson<T>(service: string, url: string, init: RequestIn
     signal: currentSignal(),
     headers: { 'content-type': 'application/json', ...deadlineHeaders(), ...(init.headers as Record<string, string>) },
   });
-  const body = (await response.json()) as unknown;
+  const body = await response.json();
   if (!response.ok) throw new DownstreamHttpError(service, response.status, body);
   return body as T;
 }

@@ -43,9 +43,8 @@ export class SimulatedDependency {
 
   /** Starts a dependency on a free loopback port. */
   static async start(name: string, handler: Handler): Promise<SimulatedDependency> {
-    let dependency: SimulatedDependency | undefined;
-    const server = createServer((req, res) => void dependency?.handle(req, res));
-    dependency = new SimulatedDependency(name, server, handler);
+    const server = createServer((req, res) => void dependency.handle(req, res));
+    const dependency = new SimulatedDependency(name, server, handler);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return dependency;
   }

@@ -22,8 +22,8 @@ interface StatusAndHeaders {
  * reconciler finds out.
  */
 export function paymentSettlement(status: number): IdempotencySettlement {
-  if (status === HttpStatus.ACCEPTED) return 'keep';
-  if (status === HttpStatus.SERVICE_UNAVAILABLE) return 'release';
+  if (status === (HttpStatus.ACCEPTED as number)) return 'keep';
+  if (status === (HttpStatus.SERVICE_UNAVAILABLE as number)) return 'release';
   return status < 500 ? 'store' : 'keep';
 }
 

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
-import { BulkheadConfig } from '../bulkhead/bulkhead.config';
-import { PolicySchema } from './schema';
+import { PolicySchema } from '../config/schema';
+import { BulkheadConfig } from './bulkhead.config';
 
 /** Resolved settings of a Resilience4j thread-pool bulkhead, with Resilience4j's defaults. */
 export interface ThreadPoolBulkheadConfig {

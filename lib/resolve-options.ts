@@ -1,11 +1,12 @@
-import { BULKHEAD_SCHEMA, BulkheadConfig } from '../bulkhead/bulkhead.config';
-import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from '../circuit-breaker/circuit-breaker.config';
-import { Clock, systemClock } from '../clock';
-import { DEFAULT_DEADLINE_HEADER } from '../context';
-import { RATE_LIMITER_SCHEMA, RateLimiterConfig } from '../rate-limiter/rate-limiter.config';
-import { RETRY_SCHEMA, RetryConfig } from '../retry/retry.config';
-import { TIME_LIMITER_SCHEMA, TimeLimiterConfig } from '../time-limiter/time-limiter.config';
-import { orderFromAspectOrders } from './aspect-order';
+import { BULKHEAD_SCHEMA, BulkheadConfig } from './bulkhead/bulkhead.config';
+import {
+  asBulkhead,
+  THREAD_POOL_BULKHEAD_SCHEMA,
+  ThreadPoolBulkheadConfig,
+} from './bulkhead/thread-pool-bulkhead.config';
+import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker/circuit-breaker.config';
+import { Clock, systemClock } from './clock';
+import { orderFromAspectOrders } from './config/aspect-order';
 import {
   ASPECT_ORDER_DIFFERS,
   DUPLICATE_PROPERTY,
@@ -16,13 +17,17 @@ import {
   UNKNOWN_KEY,
   UNKNOWN_SECTION,
   WHOLE_DOCUMENT_HINT,
-} from './config.messages';
-import { parseDuration } from './duration';
-import { DEFAULT_ORDER, PolicyKind, ResilienceModuleOptions } from './module-options';
-import { canonicalKey, findKey, isPlainObject, unflatten } from './relaxed-binding';
-import { IGNORED_SECTIONS } from './resilience4j-properties';
-import { PolicySchema, resolveSection, ResolvedSection } from './schema';
-import { asBulkhead, THREAD_POOL_BULKHEAD_SCHEMA, ThreadPoolBulkheadConfig } from './thread-pool-bulkhead';
+} from './config/config.messages';
+import { parseDuration } from './config/duration';
+import { canonicalKey, findKey, isPlainObject, unflatten } from './config/relaxed-binding';
+import { IGNORED_SECTIONS } from './config/resilience4j-properties';
+import { PolicySchema, resolveSection, ResolvedSection } from './config/schema';
+import { DEFAULT_DEADLINE_HEADER } from './context';
+import { RATE_LIMITER_SCHEMA, RateLimiterConfig } from './rate-limiter/rate-limiter.config';
+import { DEFAULT_ORDER, PolicyKind } from './resilience.constants';
+import { ResilienceModuleOptions } from './resilience.options';
+import { RETRY_SCHEMA, RetryConfig } from './retry/retry.config';
+import { TIME_LIMITER_SCHEMA, TimeLimiterConfig } from './time-limiter/time-limiter.config';
 
 /** The policies configured as named instances. */
 export interface PolicyConfigs {
@@ -254,7 +259,7 @@ function readOrder(value: unknown): readonly PolicyKind[] {
   const expected = `a list naming each of ${DEFAULT_ORDER.map((k) => `'${k}'`).join(', ')} exactly once`;
   if (!Array.isArray(value) || value.length !== DEFAULT_ORDER.length)
     throw new Error(INVALID_VALUE('module options', 'order', expected, value));
-  const order = value.map((v) => (typeof v === 'string' ? (findKey(v, DEFAULT_ORDER) ?? v) : v));
+  const order = (value as unknown[]).map((v) => (typeof v === 'string' ? (findKey(v, DEFAULT_ORDER) ?? v) : v));
   const known = new Set<unknown>(DEFAULT_ORDER);
   if (new Set(order).size !== order.length || order.some((k) => !known.has(k)))
     throw new Error(INVALID_VALUE('module options', 'order', expected, value));

@@ -1,30 +1,17 @@
-import { Clock } from '../clock';
-import { BulkheadConfigInput } from '../bulkhead/bulkhead.config';
-import { CircuitBreakerConfigInput } from '../circuit-breaker/circuit-breaker.config';
-import { RateLimiterConfigInput } from '../rate-limiter/rate-limiter.config';
-import type { RateLimiterStore } from '../rate-limiter/rate-limiter-store';
-import { RetryConfigInput } from '../retry/retry.config';
-import { TimeLimiterConfigInput } from '../time-limiter/time-limiter.config';
-import type { IdempotencyModuleOptions } from '../idempotency/idempotency.options';
-import { Duration } from './duration';
-import type { ThreadPoolBulkheadConfigInput } from './thread-pool-bulkhead';
-import { PolicySection } from './schema';
-import type { HealthOptions, LoggingOptions, MetricsOptions } from '../observability/observability.options';
-import type { LoadSheddingOptions } from '../load-shedding/load-shedding.options';
-
-/** The policies a method pipeline is composed of, in the default order (outermost first). */
-export const DEFAULT_ORDER = [
-  'idempotent',
-  'fallback',
-  'retry',
-  'circuitBreaker',
-  'rateLimiter',
-  'timeLimiter',
-  'bulkhead',
-] as const;
-
-/** One layer of a method pipeline. */
-export type PolicyKind = (typeof DEFAULT_ORDER)[number];
+import type { BulkheadConfigInput } from './bulkhead/bulkhead.config';
+import type { ThreadPoolBulkheadConfigInput } from './bulkhead/thread-pool-bulkhead.config';
+import type { CircuitBreakerConfigInput } from './circuit-breaker/circuit-breaker.config';
+import type { Clock } from './clock';
+import type { Duration } from './config/duration';
+import type { PolicySection } from './config/schema';
+import type { IdempotencyModuleOptions } from './idempotency/idempotency.options';
+import type { LoadSheddingOptions } from './load-shedding/load-shedding.options';
+import type { HealthOptions, LoggingOptions, MetricsOptions } from './observability/observability.options';
+import type { RateLimiterConfigInput } from './rate-limiter/rate-limiter.config';
+import type { RateLimiterStore } from './rate-limiter/rate-limiter-store';
+import type { PolicyKind } from './resilience.constants';
+import type { RetryConfigInput } from './retry/retry.config';
+import type { TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
 
 /** How inbound deadlines are read. */
 export interface DeadlineOptions {

@@ -1,31 +1,26 @@
-import { loadOptionalPeer, YAML } from '../observability/optional-peer';
+import type * as Yaml from 'yaml';
+import { loadOptionalPeer, OptionalPeer } from '../optional-peer';
 import { NO_RESILIENCE4J_PART, NOT_A_SPRING_DOCUMENT, UNRESOLVED_PLACEHOLDER } from './config.messages';
-import { ResilienceModuleOptions } from './module-options';
 import { canonicalKey, isPlainObject, unflatten } from './relaxed-binding';
-import { resolveOptions, withSectionNames } from './resolve-options';
+
+/** yaml: parses `application.yml` text for `fromSpringConfig`. */
+export const YAML: OptionalPeer<typeof Yaml> = {
+  name: 'yaml',
+  load: () => require('yaml'),
+  explicitly: 'parse the text with a YAML parser yourself and pass the object it gives to fromSpringConfig',
+};
 
 /**
- * The module options of a Spring Boot `application.yml`: its `resilience4j`
- * part, read the way Spring reads it — dotted keys at any depth
- * (`resilience4j.circuitbreaker:` as a root key), camelCase, kebab-case or
- * snake_case keys, `${ENV_VAR:default}` placeholders, and the documents of a
+ * The `resilience4j` part of a Spring Boot `application.yml` or
+ * `application.properties`, read the way Spring reads it: dotted keys at any
+ * depth, `${ENV_VAR:default}` placeholders resolved, and the documents of a
  * multi-document file that apply (those without a profile, then those of the
- * profiles in `SPRING_PROFILES_ACTIVE`). Sections come back under this
- * module's names (`circuitbreaker` → `circuitBreaker`), their keys as
- * written. The options are checked here, so a bad value fails at this call;
- * properties that have no effect here are warned about once each when the
- * options are used (`forRoot`).
+ * profiles in `SPRING_PROFILES_ACTIVE`) merged. Keys stay as written.
  *
- * @param document the file's text (`.yml` needs the optional peer `yaml`;
- *   `.properties` text is read as it is), or the object a YAML parser made of it
- * @throws Error naming the key and value when the part is missing or invalid
- *
- * @example
- * ```ts
- * ResilienceModule.forRoot(fromSpringConfig(readFileSync('application.yml', 'utf8')))
- * ```
+ * @param document - the file's text (`.yml` needs the optional peer `yaml`), or the object a YAML parser made of it
+ * @throws Error naming the key and value when the part is missing or is not a map of properties
  */
-export function fromSpringConfig(document: object | string): ResilienceModuleOptions {
+export function readResilience4jPart(document: object | string): Record<string, unknown> {
   const parsed = typeof document === 'string' ? parseText(document) : document;
   if (!isPlainObject(parsed))
     throw new Error(
@@ -36,9 +31,7 @@ export function fromSpringConfig(document: object | string): ResilienceModuleOpt
   if (rootKey === undefined) throw new Error(NO_RESILIENCE4J_PART(Object.keys(tree)));
   const part = resolvePlaceholders(tree[rootKey], rootKey, tree);
   if (!isPlainObject(part)) throw new Error(NOT_A_SPRING_DOCUMENT(`its '${rootKey}' part is not a map of properties`));
-  const options = withSectionNames(part) as ResilienceModuleOptions;
-  resolveOptions(options, () => undefined);
-  return options;
+  return part;
 }
 
 function parseText(text: string): unknown {

@@ -1,7 +1,4 @@
-import type { HealthIndicatorService } from '@nestjs/terminus';
-import type * as Yaml from 'yaml';
-import { MISSING_PEER } from './observability.messages';
-import type { MetricsRegistry } from './observability.options';
+import { MISSING_PEER } from './resilience.messages';
 
 /**
  * An optional peer dependency: its package name, how to load it, and how
@@ -14,26 +11,6 @@ export interface OptionalPeer<T> {
   /** How an application passes the peer's part explicitly, when there is a way. */
   readonly explicitly?: string;
 }
-
-/** prom-client: its default registry, when the application gives none. */
-export const PROM_CLIENT: OptionalPeer<{ register: MetricsRegistry }> = {
-  name: 'prom-client',
-  load: () => require('prom-client'),
-  explicitly: 'give your own registry: ResilienceModule.forRoot({ metrics: { registry } }) with a prom-client Registry',
-};
-
-/** @nestjs/terminus: the health indicator's result builder. */
-export const TERMINUS: OptionalPeer<{ HealthIndicatorService: new () => HealthIndicatorService }> = {
-  name: '@nestjs/terminus',
-  load: () => require('@nestjs/terminus'),
-};
-
-/** yaml: parses `application.yml` text for `fromSpringConfig`. */
-export const YAML: OptionalPeer<typeof Yaml> = {
-  name: 'yaml',
-  load: () => require('yaml'),
-  explicitly: 'parse the text with a YAML parser yourself and pass the object it gives to fromSpringConfig',
-};
 
 /**
  * Loads an optional peer dependency at the moment a feature needs it, so

@@ -1,0 +1,11 @@
+/** What {@link BulkheadPolicy.tryEnter} returns when every permit is taken. */
+export const NO_PERMIT = -1;
+
+/** @internal What a bulkhead's Observable operator asks of it: permits, and places in its queue. */
+export interface PermitSource {
+  tryEnter(): number;
+  exit(started: number): void;
+  entered(): number;
+  queueForPermit(grant: () => void, fail: (error: unknown) => void): object;
+  leaveQueue(place: object): void;
+}

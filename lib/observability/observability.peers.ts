@@ -1,0 +1,16 @@
+import type { HealthIndicatorService } from '@nestjs/terminus';
+import type { OptionalPeer } from '../optional-peer';
+import type { MetricsRegistry } from './observability.options';
+
+/** prom-client: its default registry, when the application gives none. */
+export const PROM_CLIENT: OptionalPeer<{ register: MetricsRegistry }> = {
+  name: 'prom-client',
+  load: () => require('prom-client'),
+  explicitly: 'give your own registry: ResilienceModule.forRoot({ metrics: { registry } }) with a prom-client Registry',
+};
+
+/** @nestjs/terminus: the health indicator's result builder. */
+export const TERMINUS: OptionalPeer<{ HealthIndicatorService: new () => HealthIndicatorService }> = {
+  name: '@nestjs/terminus',
+  load: () => require('@nestjs/terminus'),
+};
