@@ -11,6 +11,7 @@ export const NO_RETRY = -1;
 export interface RetryDecisions {
   readonly config: RetryConfig;
   readonly clock: Clock;
+  retriesResult(result: unknown, attempt: number): boolean;
   waitForResult(attempt: number, previousWait: number, scope?: ResilienceContext): number;
   waitBeforeRetry(error: unknown, attempt: number, previousWait: number, scope?: ResilienceContext): number;
   exhausted<R>(result: R, attempts: number): R;
