@@ -481,3 +481,92 @@ describe('RetryPolicy.observe with a synchronous source that goes on after a ret
     expect(retry.metrics).toMatchObject({ failedCallsWithoutRetry: 1 });
   });
 });
+
+describe('RetryPolicy.observe: subscriptions it ends', () => {
+  let clock: VirtualClock;
+  beforeEach(() => (clock = new VirtualClock()));
+
+  it('unsubscribes a retried attempt that the subscriber left during its first value, though the source stays open', async () => {
+    const policy = new RetryPolicy('feed', config({ maxAttempts: 2, waitDuration: 100 }), clock);
+    let subscriptions = 0;
+    let teardowns = 0;
+    const source = new Observable<string>((subscriber) => {
+      if (subscriptions++ === 0) {
+        const timer = clock.setTimeout(() => subscriber.error(new Unavailable('busy')), 10);
+        return () => clock.clearTimeout(timer);
+      }
+      subscriber.next('a');
+      subscriber.next('b');
+      return () => teardowns++;
+    });
+    const first = firstValueFrom(policy.observe(source));
+    await clock.advance(110);
+    await expect(first).resolves.toBe('a');
+    expect(subscriptions).toBe(2);
+    expect(teardowns).toBe(1);
+    expect(policy.metrics).toMatchObject({ successfulCallsWithRetry: 1, failedCallsWithRetry: 0 });
+  });
+
+  it('unsubscribes an attempt replaced after a value it retried, though the source stays open', () => {
+    const policy = new RetryPolicy('poll', config({ maxAttempts: 2, waitDuration: 0, retryOnResult }), clock);
+    let subscriptions = 0;
+    let teardowns = 0;
+    const source = new Observable<unknown>((subscriber) => {
+      subscriber.next(subscriptions++ === 0 ? { status: 'PENDING' } : { status: 'DONE' });
+      return () => teardowns++;
+    });
+    const { seen, subscription } = watch(policy.observe(source));
+    expect(seen.values).toEqual([{ status: 'DONE' }]);
+    expect(teardowns).toBe(1);
+    subscription.unsubscribe();
+    expect(teardowns).toBe(2);
+  });
+
+  it('does not retry an error a synchronous source sends after retryOnResult failed', () => {
+    const oops = new Error('predicate failed');
+    const policy = new RetryPolicy(
+      'poll',
+      config({
+        maxAttempts: 3,
+        waitDuration: 0,
+        retryOnResult: () => {
+          throw oops;
+        },
+      }),
+      clock,
+    );
+    const retried: number[] = [];
+    policy.onRetry((e) => retried.push(e.attempt));
+    let subscriptions = 0;
+    const source = new Observable<string>((subscriber) => {
+      subscriptions++;
+      subscriber.next('v');
+      subscriber.error(new Unavailable('busy'));
+    });
+    const { seen } = watch(policy.observe(source));
+    expect(seen.error).toBe(oops);
+    expect(subscriptions).toBe(1);
+    expect(retried).toEqual([]);
+    expect(policy.metrics).toMatchObject({ failedCallsWithoutRetry: 1, failedCallsWithRetry: 0 });
+  });
+
+  it('counts a subscription that sent values and then failed for good as failed only', async () => {
+    const policy = new RetryPolicy('feed', config({ maxAttempts: 3, waitDuration: 10 }), clock);
+    const bug = new TypeError('bug');
+    const source = new Observable<string>((subscriber) => {
+      subscriber.next('a');
+      const timer = clock.setTimeout(() => subscriber.error(bug), 5);
+      return () => clock.clearTimeout(timer);
+    });
+    const { seen } = watch(policy.observe(source));
+    await clock.advance(5);
+    expect(seen).toEqual({ values: ['a'], error: bug, completed: false });
+    expect(policy.metrics).toEqual({
+      successfulCallsWithoutRetry: 0,
+      successfulCallsWithRetry: 0,
+      failedCallsWithoutRetry: 1,
+      failedCallsWithRetry: 0,
+      budgetDenied: 0,
+    });
+  });
+});

@@ -148,8 +148,8 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
       error: (error: unknown) => attempt === this.attempt && this.error(error),
       complete: () => attempt === this.attempt && this.complete(),
     });
-    // An attempt that ended while subscribing (a synchronous source) may already have been replaced.
+    // A synchronous source may have been replaced, or left by the subscriber, while subscribing.
     if (attempt === this.attempt && !this.closed) this.inner = inner;
-    else if (attempt !== this.attempt) inner.unsubscribe();
+    else inner.unsubscribe();
   }
 }
