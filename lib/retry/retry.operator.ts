@@ -138,7 +138,7 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
     }
     this.timer = this.policy.clock.setTimeout(() => {
       this.timer = undefined;
-      // Stryker disable next-line ConditionalExpression: only unsubscribe closes during a wait, and it clears this timer
+      // Stryker disable next-line ConditionalExpression: only unsubscribe closes during a wait; it clears this timer
       if (!this.closed) contextStorage.run(this.scope as ResilienceContext, () => this.subscribeAttempt());
     }, wait);
   }
