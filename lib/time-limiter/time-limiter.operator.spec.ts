@@ -255,4 +255,12 @@ describe('TimeLimiter.observe', () => {
     expect(seen).toEqual({ values: [0], completed: true, at: 10 });
     expect(clock.pendingTimers).toBe(0);
   });
+  it('with timeoutDuration 0, lets through a source that completes while subscribing', () => {
+    const tl = limiter(0);
+    const sync = new Observable<number>((subscriber) => {
+      subscriber.next(1);
+      subscriber.complete();
+    });
+    expect(watch(tl.observe(sync)).seen).toEqual({ values: [1], completed: true, at: 0 });
+  });
 });

