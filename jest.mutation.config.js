@@ -12,12 +12,16 @@ module.exports = {
   testMatch: [
     '<rootDir>/lib/**/*.spec.ts',
     '<rootDir>/test/scenarios/**/*.spec.ts',
+    // The Resilience4j conformance suites exercise the policies directly.
+    '<rootDir>/test/conformance/*.spec.ts',
     // The policies' option schemas (retry.config.ts and its siblings) are checked here.
     '<rootDir>/test/config/options.spec.ts',
     '<rootDir>/test/config/spring-config.spec.ts',
     '<rootDir>/test/idempotency/idempotent.spec.ts',
     '<rootDir>/test/idempotency/keyed-call.spec.ts',
     '<rootDir>/test/idempotency/store.contract.spec.ts',
+    // The HTTP path of the idempotency core (interceptor, held responses), on the in-memory store.
+    '<rootDir>/test/idempotency/*.e2e-spec.ts',
   ],
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/lib/observability/', '<rootDir>/lib/load-shedding/'],
   globalSetup: undefined,

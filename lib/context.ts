@@ -28,10 +28,13 @@ export class ResilienceContext {
    *   (a request scope); an attempt scope is aborted by its time limiter instead
    */
   constructor(
+    /** The clock the deadline is measured on. */
     readonly clock: Clock,
     /** Absolute time (on `clock`) the work must finish by; an Observable attempt moves it with each value. */
     public deadline: number,
+    /** Name of the header that carries the remaining time (ms) to downstream calls. */
     readonly header: string = DEFAULT_DEADLINE_HEADER,
+    /** The enclosing scope (the request's, for an attempt), whose cancellation this one follows. */
     readonly parent?: ResilienceContext,
     private readonly abortsAtDeadline = parent === undefined,
   ) {}

@@ -30,6 +30,7 @@ Object.defineProperty(ResilienceError.prototype, 'name', {
 
 /** The circuit breaker refused the call: it never left, so refusing is safe. */
 export class CallNotPermittedError extends ResilienceError {
+  /** Always `'CALL_NOT_PERMITTED'`. */
   readonly code = 'CALL_NOT_PERMITTED';
 
   /**
@@ -39,7 +40,9 @@ export class CallNotPermittedError extends ResilienceError {
    */
   constructor(
     instance: string,
+    /** The breaker's state when it refused the call: `OPEN`, `HALF_OPEN` (no trial permit left) or `FORCED_OPEN`. */
     readonly state: string,
+    /** ms until the breaker may admit calls again: the time left in OPEN; undefined in FORCED_OPEN and HALF_OPEN. */
     readonly retryAfterMs?: number,
   ) {
     super(instance, `CircuitBreaker '${instance}' is ${state} and does not permit further calls`);
@@ -48,6 +51,7 @@ export class CallNotPermittedError extends ResilienceError {
 
 /** The bulkhead had no permit free within `maxWaitDuration`, or its queue was full. */
 export class BulkheadFullError extends ResilienceError {
+  /** Always `'BULKHEAD_FULL'`. */
   readonly code = 'BULKHEAD_FULL';
 
   /**
@@ -57,7 +61,9 @@ export class BulkheadFullError extends ResilienceError {
    */
   constructor(
     instance: string,
+    /** `queue-full` (no permit, no room to wait), `wait-timeout` (none within `maxWaitDuration`) or `aborted`. */
     readonly reason: 'queue-full' | 'wait-timeout' | 'aborted' = 'queue-full',
+    /** A hint for the caller, in ms: the bulkhead's `maxWaitDuration`; undefined when it does not wait. */
     readonly retryAfterMs?: number,
   ) {
     super(instance, `Bulkhead '${instance}' is full and does not permit further calls (${reason})`);
@@ -66,11 +72,13 @@ export class BulkheadFullError extends ResilienceError {
 
 /** A call ran past its time limit; its outcome is unknown. */
 export class TimeoutExceededError extends ResilienceError {
+  /** Always `'TIMEOUT_EXCEEDED'`. */
   readonly code = 'TIMEOUT_EXCEEDED';
 
   /** @param instance - the time limiter's name @param timeoutMs - the limit that was exceeded */
   constructor(
     instance: string,
+    /** The time limit the call ran past, in ms (`timeoutDuration`). */
     readonly timeoutMs: number,
   ) {
     super(instance, `TimeLimiter '${instance}' recorded a call that exceeded ${timeoutMs}ms`);
@@ -79,6 +87,7 @@ export class TimeoutExceededError extends ResilienceError {
 
 /** The request deadline has no time left for this work. */
 export class DeadlineExceededError extends ResilienceError {
+  /** Always `'DEADLINE_EXCEEDED'`. */
   readonly code = 'DEADLINE_EXCEEDED';
 
   /** @param instance - the policy instance that found no time left (or `deadline`) */
@@ -89,6 +98,7 @@ export class DeadlineExceededError extends ResilienceError {
 
 /** A rate limiter had no permit within `timeoutDuration` (or, failing closed, could not reach its store). */
 export class RateLimitedError extends ResilienceError {
+  /** Always `'RATE_LIMITED'`. */
   readonly code = 'RATE_LIMITED';
 
   /**
@@ -98,6 +108,7 @@ export class RateLimitedError extends ResilienceError {
    */
   constructor(
     instance: string,
+    /** ms until the limiter's next period starts; undefined when its store could not be reached. */
     readonly retryAfterMs?: number,
     options?: { cause?: unknown; message?: string },
   ) {
@@ -111,6 +122,7 @@ export class RateLimitedError extends ResilienceError {
 
 /** The load shedder refused a request at the server's door: it never ran, so trying again later is safe. */
 export class OverloadedError extends ResilienceError {
+  /** Always `'OVERLOADED'`. */
   readonly code = 'OVERLOADED';
 
   /**
@@ -119,8 +131,11 @@ export class OverloadedError extends ResilienceError {
    * @param retryAfterMs - a hint for the client, in ms
    */
   constructor(
+    /** The signal that refused the request: `concurrency`, `event-loop-delay` or `priority`. */
     readonly reason: string,
+    /** The request's load-shedding class: `critical`, `high`, `normal` or `low`. */
     readonly priority: string,
+    /** The `Retry-After` hint for the client, in ms (the `loadShedding.retryAfter` option, default 1 s). */
     readonly retryAfterMs?: number,
   ) {
     super('loadShedding', `The server is overloaded and refused a '${priority}' request (${reason})`);
@@ -132,12 +147,15 @@ export class OverloadedError extends ResilienceError {
  * `failAfterMaxAttempts` is true. `lastResult` is the value of that attempt.
  */
 export class MaxRetriesExceededError extends ResilienceError {
+  /** Always `'MAX_RETRIES_EXCEEDED'`. */
   readonly code = 'MAX_RETRIES_EXCEEDED';
 
   /** @param instance - the retry's name @param attempts - attempts made @param lastResult - the last returned value */
   constructor(
     instance: string,
+    /** Attempts made, the first call included. */
     readonly attempts: number,
+    /** The value the last attempt returned, which `retryOnResult` still asked to retry. */
     readonly lastResult: unknown,
   ) {
     super(instance, `Retry '${instance}' has exhausted all ${attempts} attempts and the result is still retryable`);
@@ -146,6 +164,7 @@ export class MaxRetriesExceededError extends ResilienceError {
 
 /** The `Idempotency-Key` is required but absent or malformed. */
 export class IdempotencyKeyMissingError extends ResilienceError {
+  /** Always `'IDEMPOTENCY_KEY_MISSING'`. */
   readonly code = 'IDEMPOTENCY_KEY_MISSING';
 
   /** @param instance - the route or handler @param detail - what was wrong with the key */
@@ -156,11 +175,13 @@ export class IdempotencyKeyMissingError extends ResilienceError {
 
 /** A request with the same idempotency key is still being processed. */
 export class IdempotencyKeyInProgressError extends ResilienceError {
+  /** Always `'IDEMPOTENCY_KEY_IN_PROGRESS'`. */
   readonly code = 'IDEMPOTENCY_KEY_IN_PROGRESS';
 
   /** @param instance - the route or handler @param retryAfterMs - when to try again */
   constructor(
     instance: string,
+    /** ms to wait before trying again: the time left on the other request's lease, or one whole lease. */
     readonly retryAfterMs?: number,
   ) {
     super(instance, `A request with this idempotency key is still in progress at '${instance}'`);
@@ -169,6 +190,7 @@ export class IdempotencyKeyInProgressError extends ResilienceError {
 
 /** The idempotency key was already used with a different request fingerprint. */
 export class IdempotencyKeyReuseError extends ResilienceError {
+  /** Always `'IDEMPOTENCY_KEY_REUSE'`. */
   readonly code = 'IDEMPOTENCY_KEY_REUSE';
 
   /** @param instance - the route or handler */
@@ -183,6 +205,7 @@ export class IdempotencyKeyReuseError extends ResilienceError {
  * retry with the same key.
  */
 export class IdempotencyStoreUnavailableError extends ResilienceError {
+  /** Always `'IDEMPOTENCY_STORE_UNAVAILABLE'`. */
   readonly code = 'IDEMPOTENCY_STORE_UNAVAILABLE';
 
   /**
@@ -194,6 +217,7 @@ export class IdempotencyStoreUnavailableError extends ResilienceError {
   constructor(
     instance: string,
     detail: string,
+    /** A hint for the client, in ms; undefined when none is known (answered as `Retry-After: 1`). */
     readonly retryAfterMs?: number,
     cause?: unknown,
   ) {

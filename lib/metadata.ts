@@ -87,7 +87,7 @@ export function addLayer(
   const plain = plainReturnType(declared);
   if (plain !== undefined) throw new TypeError(DECORATOR_ON_PLAIN_VALUE(layer.decorator, place, plain));
   const trampoline = ensureTrampoline(descriptor, place, declared);
-  const layers: LayerSpec[] = Reflect.getOwnMetadata(RESILIENCE_LAYERS, trampoline) ?? [];
+  const layers = (Reflect.getOwnMetadata(RESILIENCE_LAYERS, trampoline) ?? []) as LayerSpec[];
   if (layer.kind !== 'fallback' && layers.some((l) => l.kind === layer.kind)) {
     throw new TypeError(DECORATOR_TWICE(layer.decorator, place));
   }
@@ -153,6 +153,8 @@ export class ResilienceMetadataAccessor {
 
   /** The layers declared on the method, in declaration order. */
   layers(method: unknown): readonly LayerSpec[] {
-    return typeof method === 'function' ? (Reflect.getOwnMetadata(RESILIENCE_LAYERS, method) ?? []) : [];
+    return typeof method === 'function'
+      ? ((Reflect.getOwnMetadata(RESILIENCE_LAYERS, method) ?? []) as LayerSpec[])
+      : [];
   }
 }

@@ -24,6 +24,7 @@ export function loadOptionalPeer<T>(peer: OptionalPeer<T>, feature: string): T {
   } catch (error) {
     throw new Error(
       MISSING_PEER(peer.name, feature, error instanceof Error ? error.message : String(error), peer.explicitly),
+      { cause: error },
     );
   }
 }

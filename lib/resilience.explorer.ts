@@ -2,7 +2,7 @@ import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/commo
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { overridePlace } from './config/config.messages';
 import { PolicyKind } from './resilience.constants';
-import { STANDARD_ORDER, StandardLayers, StandardPipeline } from './standard-pipeline';
+import { STANDARD_ORDER, StandardPipeline } from './standard-pipeline';
 import { countRunningModule, LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
 import { FallbackLayerOptions } from './fallback/fallback.decorator';
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
@@ -19,6 +19,7 @@ type Next = (args: unknown[]) => unknown;
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
+// Widened to every layer kind, so any layer can be looked up in it.
 const STANDARD_KINDS: readonly PolicyKind[] = STANDARD_ORDER;
 
 /**
@@ -77,7 +78,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const instance: unknown = wrapper.instance;
     if (!instance || typeof instance !== 'object' || seen.has(instance)) return;
     seen.add(instance);
-    const prototype = Object.getPrototypeOf(instance);
+    const prototype = Object.getPrototypeOf(instance) as Record<string, unknown> | null;
     if (!prototype || prototype === Object.prototype) return;
     for (const methodName of this.scanner.getAllMethodNames(prototype)) {
       const method = prototype[methodName];
@@ -121,7 +122,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       if (fused > 0) {
         const byKind: Record<string, unknown> = {};
         for (const layer of policies.slice(0, fused)) byKind[layer.kind] = layer.policy;
-        next = new StandardPipeline(byKind as StandardLayers, next, this.registry.clock).run;
+        next = new StandardPipeline(byKind, next, this.registry.clock).run;
         outer = policies.slice(fused);
       }
       for (const { policy } of outer) {
@@ -147,9 +148,10 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
   private fallbackFor(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): FallbackPolicy {
     const specs: FallbackHandlerSpec[] = layers.map((layer) => {
       const { errors, handler } = layer.options as FallbackLayerOptions;
-      const fn = typeof handler === 'function' ? handler : (instance as Record<string, unknown>)[handler];
+      const fn: unknown = typeof handler === 'function' ? handler : (instance as Record<string, unknown>)[handler];
       if (typeof fn !== 'function') throw new Error(FALLBACK_HANDLER_MISSING(info.target, String(handler)));
-      return { errors, handler: (args, error) => fn.call(instance, ...args, error) };
+      const call = fn as (...argsThenError: unknown[]) => unknown;
+      return { errors, handler: (args, error) => call.call(instance, ...args, error) };
     });
     const policy = new FallbackPolicy(info.target, specs);
     this.methodFallbacks.add(policy);

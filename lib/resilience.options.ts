@@ -49,10 +49,15 @@ export interface ResilienceModuleOptions {
   order?: readonly PolicyKind[];
   /** Inbound deadline handling. */
   deadline?: DeadlineOptions;
+  /** Retry configs and instances, as Resilience4j's `resilience4j.retry`. */
   retry?: PolicySection<RetryConfigInput>;
+  /** Circuit breaker configs and instances, as Resilience4j's `resilience4j.circuitbreaker`. */
   circuitBreaker?: PolicySection<CircuitBreakerConfigInput>;
+  /** Semaphore bulkhead configs and instances, as Resilience4j's `resilience4j.bulkhead`. */
   bulkhead?: PolicySection<BulkheadConfigInput>;
+  /** Time limiter configs and instances, as Resilience4j's `resilience4j.timelimiter`. */
   timeLimiter?: PolicySection<TimeLimiterConfigInput>;
+  /** Rate limiter configs and instances, as Resilience4j's `resilience4j.ratelimiter`. */
   rateLimiter?: PolicySection<RateLimiterConfigInput>;
   /** Where rate limiters with `shared: true` keep their permits, e.g. `new RedisRateLimiterStore({ client })`. */
   rateLimiterStore?: RateLimiterStore;

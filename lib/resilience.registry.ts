@@ -14,10 +14,15 @@ import { TimeLimiter } from './time-limiter/time-limiter';
 
 /** The instance classes, by policy. */
 export interface PolicyInstances {
+  /** A retry instance. */
   retry: RetryPolicy;
+  /** A circuit breaker instance. */
   circuitBreaker: CircuitBreakerPolicy;
+  /** A bulkhead instance (thread-pool bulkheads included). */
   bulkhead: BulkheadPolicy;
+  /** A time limiter instance. */
   timeLimiter: TimeLimiter;
+  /** A rate limiter instance. */
   rateLimiter: RateLimiterPolicy;
 }
 
@@ -26,8 +31,11 @@ export type RegistryPolicy = keyof PolicyInstances;
 
 /** Announced whenever the registry creates an instance (at bootstrap or later). */
 export interface InstanceCreatedEvent<P extends RegistryPolicy = RegistryPolicy> {
+  /** The policy the instance belongs to. */
   readonly policy: P;
+  /** The instance's name (a derived instance shares its base instance's name). */
   readonly name: string;
+  /** The instance just created. */
   readonly instance: PolicyInstances[P];
   /** True for a method's private instance made from decorator overrides. */
   readonly derived: boolean;

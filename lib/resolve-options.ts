@@ -14,11 +14,17 @@ import {
   INVALID_VALUE,
   NOT_AN_OBJECT,
   THREAD_POOL_BULKHEAD_MAPPED,
-  UNKNOWN_KEY,
   UNKNOWN_SECTION,
   WHOLE_DOCUMENT_HINT,
 } from './config/config.messages';
-import { parseDuration } from './config/duration';
+import {
+  booleanOption,
+  durationOption,
+  GivenOptions,
+  headerNameOption,
+  integerOption,
+  invalidOption,
+} from './config/option-readers';
 import { canonicalKey, findKey, isPlainObject, unflatten } from './config/relaxed-binding';
 import { IGNORED_SECTIONS } from './config/resilience4j-properties';
 import { PolicySchema, resolveSection, ResolvedSection } from './config/schema';
@@ -64,6 +70,8 @@ export interface ResolvedOptions {
 }
 
 const POLICY_NAMES = Object.keys(POLICY_SCHEMAS) as InstancePolicy[];
+const MODULE_OPTIONS = 'module options';
+const atLeastOne = integerOption(1);
 const PLAIN_KEYS = ['strict', 'maxUndeclaredInstances', 'clock', 'random', 'order', 'deadline'];
 
 /** Undeclared instances allowed per policy when `maxUndeclaredInstances` is not given. */
@@ -141,12 +149,11 @@ export function resolveOptions(
   const spring = orderFromAspectOrders(sectionsRaw, order);
   if (spring !== undefined) warn(ASPECT_ORDER_DIFFERS(spring, order));
   return {
-    strict: readBoolean(plain.strict, 'strict'),
-    maxUndeclaredInstances: readPositiveInteger(
-      plain.maxUndeclaredInstances,
-      'maxUndeclaredInstances',
-      DEFAULT_MAX_UNDECLARED_INSTANCES,
-    ),
+    strict: plain.strict === undefined ? false : booleanOption(plain.strict, MODULE_OPTIONS, 'strict'),
+    maxUndeclaredInstances:
+      plain.maxUndeclaredInstances === undefined
+        ? DEFAULT_MAX_UNDECLARED_INSTANCES
+        : atLeastOne(plain.maxUndeclaredInstances, MODULE_OPTIONS, 'maxUndeclaredInstances'),
     clock: readClock(plain.clock),
     random: readRandom(plain.random),
     order,
@@ -218,19 +225,6 @@ function withThreadPoolBulkheads(
   return { defaultConfig: bulkhead.defaultConfig, instances };
 }
 
-function readBoolean(value: unknown, key: string): boolean {
-  if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw new Error(INVALID_VALUE('module options', key, 'true or false', value));
-  return value;
-}
-
-function readPositiveInteger(value: unknown, key: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
-    throw new Error(INVALID_VALUE('module options', key, 'an integer >= 1', value));
-  return value;
-}
-
 function readClock(value: unknown): Clock {
   if (value === undefined) return systemClock;
   const clock = value as Partial<Clock>;
@@ -240,9 +234,7 @@ function readClock(value: unknown): Clock {
     typeof clock.setTimeout !== 'function' ||
     typeof clock.clearTimeout !== 'function'
   ) {
-    throw new Error(
-      INVALID_VALUE('module options', 'clock', 'an object with now(), setTimeout() and clearTimeout()', value),
-    );
+    invalidOption(MODULE_OPTIONS, 'clock', 'an object with now(), setTimeout() and clearTimeout()', value);
   }
   return value as Clock;
 }
@@ -250,7 +242,7 @@ function readClock(value: unknown): Clock {
 function readRandom(value: unknown): () => number {
   if (value === undefined) return Math.random;
   if (typeof value !== 'function')
-    throw new Error(INVALID_VALUE('module options', 'random', 'a function returning a number in [0, 1)', value));
+    invalidOption(MODULE_OPTIONS, 'random', 'a function returning a number in [0, 1)', value);
   return value as () => number;
 }
 
@@ -258,33 +250,22 @@ function readOrder(value: unknown): readonly PolicyKind[] {
   if (value === undefined) return DEFAULT_ORDER;
   const expected = `a list naming each of ${DEFAULT_ORDER.map((k) => `'${k}'`).join(', ')} exactly once`;
   if (!Array.isArray(value) || value.length !== DEFAULT_ORDER.length)
-    throw new Error(INVALID_VALUE('module options', 'order', expected, value));
+    invalidOption(MODULE_OPTIONS, 'order', expected, value);
   const order = (value as unknown[]).map((v) => (typeof v === 'string' ? (findKey(v, DEFAULT_ORDER) ?? v) : v));
   const known = new Set<unknown>(DEFAULT_ORDER);
   if (new Set(order).size !== order.length || order.some((k) => !known.has(k)))
-    throw new Error(INVALID_VALUE('module options', 'order', expected, value));
+    invalidOption(MODULE_OPTIONS, 'order', expected, value);
   return order as PolicyKind[];
 }
 
+const budget = durationOption({ positive: true, expected: 'a positive duration' });
+
 function readDeadline(value: unknown): ResolvedOptions['deadline'] {
   if (value === undefined || value === null) return { header: DEFAULT_DEADLINE_HEADER };
-  if (typeof value !== 'object' || Array.isArray(value)) throw new Error(NOT_AN_OBJECT('deadline options', value));
-  let header = DEFAULT_DEADLINE_HEADER;
-  let defaultBudget: number | undefined;
-  let maxBudget: number | undefined;
-  for (const [rawKey, v] of Object.entries(value)) {
-    const key = findKey(rawKey, ['header', 'defaultBudget', 'maxBudget']);
-    if (key === 'header') {
-      if (typeof v !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(v))
-        throw new Error(INVALID_VALUE('deadline options', rawKey, 'an HTTP header name', v));
-      header = v.toLowerCase();
-    } else if (key === 'defaultBudget' || key === 'maxBudget') {
-      const ms = parseDuration(v);
-      if (ms === undefined || ms === 0)
-        throw new Error(INVALID_VALUE('deadline options', rawKey, 'a positive duration', v));
-      if (key === 'defaultBudget') defaultBudget = ms;
-      else maxBudget = ms;
-    } else throw new Error(UNKNOWN_KEY('deadline options', rawKey, ['header', 'defaultBudget', 'maxBudget']));
-  }
-  return { header, defaultBudget, maxBudget };
+  const given = new GivenOptions(value, 'deadline options', ['header', 'defaultBudget', 'maxBudget']);
+  return {
+    header: given.read('header', headerNameOption)?.toLowerCase() ?? DEFAULT_DEADLINE_HEADER,
+    defaultBudget: given.read('defaultBudget', budget),
+    maxBudget: given.read('maxBudget', budget),
+  };
 }

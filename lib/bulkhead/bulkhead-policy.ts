@@ -21,6 +21,7 @@ export interface BulkheadMetrics {
 
 /** A call received a permit (at once or after waiting). */
 export interface BulkheadCallPermittedEvent {
+  /** The bulkhead's name. */
   readonly name: string;
 }
 
@@ -29,13 +30,17 @@ export interface BulkheadCallPermittedEvent {
  * `aborted` (its signal fired) or `deadline` (the request ran out of time).
  */
 export interface BulkheadCallRejectedEvent {
+  /** The bulkhead's name. */
   readonly name: string;
+  /** Why the call got no permit: `queue-full`, `wait-timeout`, `aborted` or `deadline`. */
   readonly reason: BulkheadFullError['reason'] | 'deadline';
+  /** The error the call was rejected with: a `DeadlineExceededError` for `deadline`, else a `BulkheadFullError`. */
   readonly error: BulkheadFullError | DeadlineExceededError;
 }
 
 /** A permitted call finished (either way) and gave its permit back. */
 export interface BulkheadCallFinishedEvent {
+  /** The bulkhead's name. */
   readonly name: string;
   /** How long the call held its permit, in ms. */
   readonly durationMs: number;
@@ -88,6 +93,7 @@ export class BulkheadPolicy implements Policy {
    * @param clock - the source of time for wait limits
    */
   constructor(
+    /** The instance's name, as configured. */
     readonly name: string,
     config: BulkheadConfig,
     private readonly clock: Clock,

@@ -125,7 +125,8 @@ export class CircuitBreakerPolicy implements Policy {
   /** Consecutive OPEN (and FORCED_OPEN) entries since the breaker last closed: the attempt of the open-state interval. */
   private openAttempts = 0;
   private readonly halfOpenMinimumCalls: number;
-  private timer: TimerHandle | undefined;
+  // undefined while no state timer is set (TimerHandle admits it).
+  private timer: TimerHandle;
   private thresholdsReported = false;
   private readonly ignoreExceptions: ErrorMatcher;
   private readonly recordExceptions: ErrorMatcher;
@@ -148,8 +149,10 @@ export class CircuitBreakerPolicy implements Policy {
    * @param random - uniform [0, 1) source for the randomized open wait
    */
   constructor(
+    /** The instance's name, as configured. */
     readonly name: string,
     private readonly settings: CircuitBreakerConfig,
+    /** The time source for call durations, the open wait and its timers. */
     readonly clock: Clock,
     private readonly random: () => number = Math.random,
   ) {

@@ -937,6 +937,16 @@ describe('CircuitBreakerPolicy', () => {
       expect(resolve(settings)).toThrow(message);
     });
 
+    it('bounds a TIME_BASED window at 3600 seconds, and only a TIME_BASED one', () => {
+      expect(resolve({ slidingWindowType: 'TIME_BASED', slidingWindowSize: 3601 })).toThrow(
+        INVALID_VALUE(place, 'slidingWindowSize', 'at most 3600 seconds for a TIME_BASED window', 3601),
+      );
+      expect(
+        resolve({ slidingWindowType: 'TIME_BASED', slidingWindowSize: 3600 })().instances.get('psp'),
+      ).toMatchObject({ slidingWindowType: 'TIME_BASED', slidingWindowSize: 3600 });
+      expect(resolve({ slidingWindowSize: 3601 })().instances.get('psp')).toMatchObject({ slidingWindowSize: 3601 });
+    });
+
     it('accepts the Resilience4j keys in kebab-case, a factor of 1 and a lower-case target state', () => {
       const { instances } = resolve({
         'enable-exponential-backoff': 'true',
@@ -989,6 +999,39 @@ describe('CircuitBreakerPolicy', () => {
       cb.releasePermission();
       expect(cb.tryAcquirePermission()).toBe(true);
       expect(cb.metrics.numberOfNotPermittedCalls).toBe(1);
+    });
+
+    it('never admits more trials than permitted, however many permissions are given back', () => {
+      const { cb } = setup({ permittedNumberOfCallsInHalfOpenState: 2 });
+      cb.transitionToOpenState();
+      cb.transitionToHalfOpenState();
+      cb.releasePermission();
+      expect([cb.tryAcquirePermission(), cb.tryAcquirePermission(), cb.tryAcquirePermission()]).toEqual([
+        true,
+        true,
+        false,
+      ]);
+      cb.releasePermission();
+      cb.releasePermission();
+      cb.releasePermission();
+      expect([cb.tryAcquirePermission(), cb.tryAcquirePermission(), cb.tryAcquirePermission()]).toEqual([
+        true,
+        true,
+        false,
+      ]);
+    });
+
+    it('records nothing reported by hand while FORCED_OPEN or DISABLED', () => {
+      const { cb } = setup({ slidingWindowSize: 2, minimumNumberOfCalls: 2 });
+      const recorded: string[] = [];
+      cb.onError(() => recorded.push('error'));
+      cb.transitionToForcedOpenState();
+      expect(() => cb.onResult(5, new IoError('late'))).not.toThrow();
+      expect(recorded).toEqual(['error']);
+      cb.transitionToDisabledState();
+      cb.onResult(5, new IoError('late'));
+      expect(recorded).toEqual(['error']);
+      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 0, failureRate: -1 });
     });
 
     it('passes values and the original error through, and exposes its config', async () => {

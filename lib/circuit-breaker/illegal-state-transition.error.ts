@@ -10,8 +10,11 @@ export class IllegalStateTransitionError extends Error {
    * @param to - the state it was asked to move to
    */
   constructor(
+    /** The circuit breaker's name. */
     readonly instance: string,
+    /** The state the breaker is in (and stays in). */
     readonly from: string,
+    /** The state it was asked to move to. */
     readonly to: string,
   ) {
     super(`CircuitBreaker '${instance}' tried an illegal state transition from ${from} to ${to}`);

@@ -6,6 +6,8 @@ import { canonicalKey, isPlainObject, unflatten } from './relaxed-binding';
 /** yaml: parses `application.yml` text for `fromSpringConfig`. */
 export const YAML: OptionalPeer<typeof Yaml> = {
   name: 'yaml',
+  // Loaded on first use, never imported: an absent optional peer fails only the feature that needs it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports, @typescript-eslint/no-unsafe-return
   load: () => require('yaml'),
   explicitly: 'parse the text with a YAML parser yourself and pass the object it gives to fromSpringConfig',
 };

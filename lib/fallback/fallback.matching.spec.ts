@@ -31,4 +31,12 @@ describe('FallbackPolicy matching', () => {
     expect(thrownBy(() => policy.recover([], anonymous))).toBe(anonymous);
     expect(thrownBy(() => policy.recover([], error))).toBe(error);
   });
+
+  it('rethrows an object whose prototype chain ends without Object.prototype', () => {
+    const policy = new FallbackPolicy('m', [{ errors: [Error], handler: () => 'handled' }]);
+    // Two prototypes deep, the last one null: the walk must stop at null, not only at Object.prototype.
+    const detached = Object.create(Object.create(null) as object) as object;
+
+    expect(thrownBy(() => policy.recover([], detached))).toBe(detached);
+  });
 });

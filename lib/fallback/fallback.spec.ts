@@ -1,4 +1,5 @@
 import { CallNotPermittedError, TimeoutExceededError } from '../errors';
+import { concatWith, lastValueFrom, Observable, of, throwError, toArray } from 'rxjs';
 import { FallbackEvent, FallbackHandlerSpec, FallbackPolicy } from './fallback';
 import { DUPLICATE_FALLBACK } from './fallback.messages';
 
@@ -171,5 +172,78 @@ describe('FallbackPolicy', () => {
     stop();
     policy.countCall();
     expect(calls).toBe(2);
+  });
+});
+
+describe('FallbackPolicy on an Observable', () => {
+  const failing = (error: unknown): Observable<string> => throwError(() => error);
+
+  it('keeps the values of a call that succeeds and runs no handler', async () => {
+    const handler = jest.fn();
+    const fallback = new FallbackPolicy('quotes', [{ errors: [Error], handler }]);
+    await expect(lastValueFrom(fallback.observe(of('a', 'b'), []).pipe(toArray()))).resolves.toEqual(['a', 'b']);
+    expect(handler).not.toHaveBeenCalled();
+  });
+
+  it("continues with the handler's answer: an Observable's values, a promise's value, or the value itself", async () => {
+    const answers: Record<string, unknown> = {
+      observable: of('cached-1', 'cached-2'),
+      promise: Promise.resolve('from promise'),
+      value: 'plain',
+      nothing: undefined,
+      empty: null,
+      thenless: { then: 'not a function' },
+    };
+    const fallback = new FallbackPolicy('quotes', [{ errors: [Error], handler: (args) => answers[String(args[0])] }]);
+    const run = (kind: string): Promise<unknown[]> =>
+      lastValueFrom(
+        fallback.observe(of('before').pipe(concatWith(failing(new Error('down')))), [kind]).pipe(toArray()),
+      );
+
+    await expect(run('observable')).resolves.toEqual(['before', 'cached-1', 'cached-2']);
+    await expect(run('promise')).resolves.toEqual(['before', 'from promise']);
+    await expect(run('value')).resolves.toEqual(['before', 'plain']);
+    await expect(run('nothing')).resolves.toEqual(['before', undefined]);
+    await expect(run('empty')).resolves.toEqual(['before', null]);
+    await expect(run('thenless')).resolves.toEqual(['before', { then: 'not a function' }]);
+  });
+
+  it('passes on an error no handler declares, and one the handler throws or rejects with', async () => {
+    class Refused extends Error {}
+    const refused = new Refused('refused');
+    const fallback = new FallbackPolicy('quotes', [
+      {
+        errors: [TypeError],
+        handler: () => {
+          throw refused;
+        },
+      },
+      { errors: [RangeError], handler: () => Promise.reject(refused) },
+    ]);
+    const unknown = new SyntaxError('unexpected');
+    await expect(lastValueFrom(fallback.observe(failing(unknown), []))).rejects.toBe(unknown);
+    await expect(lastValueFrom(fallback.observe(failing(new TypeError()), []))).rejects.toBe(refused);
+    await expect(lastValueFrom(fallback.observe(failing(new RangeError()), []))).rejects.toBe(refused);
+  });
+
+  it('gives the handler the arguments and the error, on each subscription', async () => {
+    const calls: unknown[][] = [];
+    const fallback = new FallbackPolicy('quotes', [
+      {
+        errors: [Error],
+        handler: (args, error) => {
+          calls.push([args, error]);
+          return calls.length;
+        },
+      },
+    ]);
+    const error = new Error('down');
+    const guarded = fallback.observe(failing(error), ['GBP']);
+    await expect(lastValueFrom(guarded)).resolves.toBe(1);
+    await expect(lastValueFrom(guarded)).resolves.toBe(2);
+    expect(calls).toEqual([
+      [['GBP'], error],
+      [['GBP'], error],
+    ]);
   });
 });

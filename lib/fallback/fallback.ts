@@ -10,7 +10,9 @@ import { DUPLICATE_FALLBACK } from './fallback.messages';
  * the error; it may return a value (or a promise) or throw.
  */
 export interface FallbackHandlerSpec {
+  /** The error classes this handler answers for (subclasses included, unless one has a handler of its own). */
   readonly errors: readonly ErrorClass[];
+  /** Answers instead of the method, given its original arguments and the error. */
   readonly handler: (args: unknown[], error: unknown) => unknown;
 }
 
@@ -46,7 +48,7 @@ export class FallbackPolicy implements Policy {
    * Fires on each call of the method this policy guards, answered by the
    * method or by a handler: the share of fallback answers needs the calls,
    * which the policy itself never sees when the method succeeds. The
-   * method's pipeline reports them through {@link FallbackPolicy.countCall}.
+   * method's pipeline reports them through `countCall`.
    */
   readonly onCall: EventSubscriber<void> = this.calls.subscribe;
 
@@ -60,6 +62,7 @@ export class FallbackPolicy implements Policy {
    * @throws Error when two entries name the same error class
    */
   constructor(
+    /** The fallback policy's name, used in events and metrics (usually the method it guards). */
     readonly name: string,
     specs: readonly FallbackHandlerSpec[],
   ) {
@@ -119,6 +122,7 @@ export class FallbackPolicy implements Policy {
     const proto = Object.getPrototypeOf(error) as object | null;
     if (proto === null) return undefined;
     let choice = this.resolved.get(proto);
+    // Stryker disable next-line ConditionalExpression: the cache only saves the walk; a new walk finds the same handler
     if (choice === undefined) {
       choice = this.closest(proto);
       this.resolved.set(proto, choice);
@@ -144,6 +148,7 @@ export class FallbackPolicy implements Policy {
 /** A handler's answer as an Observable: its own values, a promise's value, or the value itself. */
 function answerOf(answer: unknown): Observable<unknown> {
   if (isObservable(answer)) return answer;
+  // Stryker disable next-line ConditionalExpression: null?.then is undefined, so null reaches of() without this check
   if (answer !== null && typeof (answer as PromiseLike<unknown> | undefined)?.then === 'function')
     return from(answer as PromiseLike<unknown>);
   return of(answer);

@@ -110,9 +110,13 @@ export const DEFAULT_RETRY_AFTER_SECONDS = 1;
 
 /** An RFC 9457 problem details body, with the policy instance as `name`. */
 export interface ProblemDetails {
+  /** Problem type URI, distinct per error kind (`about:blank` for an unknown kind). */
   readonly type: string;
+  /** A short summary of the kind, the same for every occurrence. */
   readonly title: string;
+  /** The HTTP status code, repeated from the response. */
   readonly status: number;
+  /** The error's message, naming the policy instance. */
   readonly detail: string;
   /** The request path the problem occurred on. */
   readonly instance?: string;
@@ -122,8 +126,11 @@ export interface ProblemDetails {
 
 /** A complete HTTP answer: status, headers and body. */
 export interface ProblemResponse {
+  /** The HTTP status code. */
   readonly status: number;
+  /** Response headers: `Content-Type: application/problem+json`, and `Retry-After` (seconds) for retryable kinds. */
   readonly headers: Readonly<Record<string, string>>;
+  /** The problem details body. */
   readonly body: ProblemDetails;
 }
 

@@ -24,6 +24,8 @@ export interface SubstituteAnswer {
 /** Decides, once the pipeline has written its answer (`undefined` if it never will), what goes out instead, if anything. */
 export type SettleAnswer = (captured: CapturedAnswer | undefined) => Promise<SubstituteAnswer | undefined>;
 
+// Node's write and end have several overloads; a held call is replayed with the arguments it was given.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Writer = (...args: any[]) => unknown;
 type HeldWrite = [chunk: unknown, encoding: unknown, callback: unknown];
 const HOOKED = ['write', 'end', 'writeHead'] as const;
@@ -45,6 +47,7 @@ export class HeldResponse {
   private readonly saved: Array<[string, PropertyDescriptor | undefined]> = [];
   private readonly end: Writer;
   private readonly write: Writer;
+  private readonly writeHead: Writer;
   private callback: (() => void) | undefined;
   private done = false;
   /** Parts of a streamed answer written while `settle` decides, and its end if it came. */
@@ -61,11 +64,17 @@ export class HeldResponse {
     private readonly response: ServerResponse,
     private readonly settle: SettleAnswer,
   ) {
+    // The originals are kept to be called later with the response as `this`.
+    /* eslint-disable @typescript-eslint/unbound-method */
     this.end = response.end;
     this.write = response.write;
+    this.writeHead = response.writeHead;
+    /* eslint-enable @typescript-eslint/unbound-method */
     for (const name of HOOKED) this.saved.push([name, Object.getOwnPropertyDescriptor(response, name)]);
     Object.assign(response, {
       writeHead: (status: number, reason?: unknown, headers?: unknown) => {
+        // A substitute replacing a stream is written while the hooks stay; Node's end() sends its head through here.
+        if (this.discarding) return this.writeHead.call(response, status, reason, headers);
         response.statusCode = status;
         if (typeof reason === 'string') response.statusMessage = reason;
         else headers = reason;
@@ -196,6 +205,7 @@ function swallow(...args: unknown[]): boolean {
 export function writeAnswer(
   response: ServerResponse,
   answer: SubstituteAnswer,
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called with the response as `this`
   end: Writer = response.end,
   callback?: () => void,
 ): void {

@@ -20,6 +20,7 @@ export const wallClock: Clock = {
 
 /** An HTTP answer as the client saw it, kept so a duplicate request gets it again. */
 export interface StoredHttpResponse {
+  /** Always `'http'`: an HTTP answer, replayed as status, headers and body. */
   readonly kind: 'http';
   /** Status code sent. */
   readonly status: number;
@@ -39,6 +40,7 @@ export interface StoredHttpResponse {
 
 /** The value a non-HTTP method (a message handler) returned; must be JSON-serializable. */
 export interface StoredResult {
+  /** Always `'result'`: a method's return value, returned again. */
   readonly kind: 'result';
   /** The returned value; `undefined` for a method that returns nothing. */
   readonly value?: unknown;
@@ -61,6 +63,7 @@ export interface RecordBase {
 
 /** A key whose request is running (or whose runner died before finishing). */
 export interface InProgressRecord extends RecordBase {
+  /** Always `'in_progress'`: claimed, with no answer stored yet. */
   readonly state: 'in_progress';
   /** Until when the owner holds the key; after it, the record is stale and may be taken over. */
   readonly leaseExpiresAt: number;
@@ -68,6 +71,7 @@ export interface InProgressRecord extends RecordBase {
 
 /** A key whose request finished with a stored answer. */
 export interface CompletedRecord extends RecordBase {
+  /** Always `'completed'`: the answer is stored and replayed. */
   readonly state: 'completed';
   /** The answer to replay. */
   readonly response: StoredResponse;

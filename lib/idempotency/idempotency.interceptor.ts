@@ -118,7 +118,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (handled === undefined) {
       const host = context.getClass();
       const name = context.getHandler().name;
-      const params: Record<string, unknown> = Reflect.getMetadata(NEST_ROUTE_ARGS_METADATA, host, name) ?? {};
+      const params = (Reflect.getMetadata(NEST_ROUTE_ARGS_METADATA, host, name) ?? {}) as Record<string, unknown>;
       const ownsResponse = Object.keys(params).some((key) => {
         const type = Number(key.split(':')[0]);
         return type === NestRouteParamtype.RESPONSE || type === NestRouteParamtype.NEXT;

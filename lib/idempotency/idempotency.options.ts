@@ -70,6 +70,7 @@ export interface StaleIdempotencyKey {
 
 /** An HTTP answer a reconciler found for a stale key: stored, then replayed. */
 export interface ReconciledHttpAnswer {
+  /** Always `'complete'`: the earlier attempt had its effect, and this is its answer. */
   readonly action: 'complete';
   /** Status code to replay. */
   readonly status: number;
@@ -81,6 +82,7 @@ export interface ReconciledHttpAnswer {
 
 /** The result a reconciler found for a stale key of a method call: stored, then returned. */
 export interface ReconciledResult {
+  /** Always `'complete'`: the earlier attempt had its effect, and this is its result. */
   readonly action: 'complete';
   /** What the method returns for this key from now on (JSON-serializable). */
   readonly value?: unknown;
@@ -117,6 +119,8 @@ export type IdempotencyReconciler = (
  * after guards, so `req.user` is set) returning the client's identity, or
  * `'shared'` to let every client share one key space on purpose.
  */
+// The request is the platform's own (Express, Fastify or another adapter's), so it stays untyped here.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type IdempotencyPrincipal = ((request: any) => string | undefined) | 'shared';
 
 /** Module option `idempotency` of `ResilienceModule.forRoot`. */
@@ -169,6 +173,8 @@ export interface IdempotentOptions {
    * from the method's arguments, e.g. `(message) => message.id`. Required
    * on methods that are not routes; not allowed on routes.
    */
+  // Typed by the method it decorates, so any parameter list is accepted.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   key?: (...args: any[]) => string | undefined;
   /**
    * What identifies a keyed call's payload: a second call with the same key
@@ -177,6 +183,7 @@ export interface IdempotentOptions {
    * per-delivery data (attempt counters, timestamps). Not for routes, which
    * fingerprint method, path, query and body.
    */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   fingerprint?: (...args: any[]) => unknown;
   /** Who is asking, on this route; default the module's `principal` (routes only). */
   principal?: IdempotencyPrincipal;

@@ -35,6 +35,6 @@ export function Idempotent(options?: IdempotentOptions): MethodDecorator {
     const checked = checkIdempotentOptions(options, idempotentPlace(`${owner ?? 'anonymous'}.${String(key)}`));
     addLayer(target, key, descriptor, { kind: 'idempotent', options: checked, decorator: 'Idempotent' });
     // Replaying a status, headers and the serialized body needs the HTTP response, which only an interceptor sees.
-    UseInterceptors(IdempotencyInterceptor)(target, key as string | symbol, descriptor as PropertyDescriptor);
+    UseInterceptors(IdempotencyInterceptor)(target, key, descriptor as PropertyDescriptor);
   };
 }

@@ -53,6 +53,17 @@ describe('MemoryIdempotencyStore housekeeping', () => {
     expect(clock.pendingTimers).toBe(0);
   });
 
+  it('lets cleanupExpired free exactly the expired keys once the sweeper is stopped', async () => {
+    store.close();
+    await fill(store, 3, 1_000, 'short');
+    await fill(store, 2, 60_000, 'long');
+    await clock.advance(1_000);
+    expect(store.size).toBe(5);
+    await expect(store.cleanupExpired()).resolves.toBe(3);
+    expect(store.size).toBe(2);
+    await expect(store.cleanupExpired()).resolves.toBe(0);
+  });
+
   it('refuses a new key once maxKeys live keys are held, naming the bound; expired keys make room', async () => {
     const bounded = new MemoryIdempotencyStore({ clock, maxKeys: 3 });
     try {
@@ -88,5 +99,20 @@ describe('MemoryIdempotencyStore under churn', () => {
     } finally {
       store.close();
     }
+  });
+});
+
+describe('MemoryIdempotencyStore on any Clock', () => {
+  it('works on a clock whose timers return no handle (a TimerHandle may be any value)', async () => {
+    let now = 0;
+    const store = new MemoryIdempotencyStore({
+      clock: { now: () => now, setTimeout: () => undefined, clearTimeout: () => undefined },
+    });
+    const claim = await store.claim('k', 'f', { leaseMs: 1_000, ttlMs: 1_000 });
+    if (claim.outcome !== 'claimed') throw new Error(`expected a claim, got ${claim.outcome}`);
+    expect(await store.complete('k', claim.token, ANSWER, 1_000)).toBe(true);
+    now += 1_001;
+    expect((await store.claim('k', 'f')).outcome).toBe('claimed');
+    store.close();
   });
 });

@@ -76,7 +76,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   private readonly entries = new Map<string, Entry>();
   /** Min-heap of expiries, earliest first. */
   private readonly expiries: Expiry[] = [];
-  private timer: TimerHandle | undefined;
+  // undefined while no expiry is scheduled (TimerHandle admits it).
+  private timer: TimerHandle;
   private timerAt = Number.POSITIVE_INFINITY;
   private closed = false;
 
@@ -94,7 +95,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return this.entries.size;
   }
 
-  /** {@inheritDoc IdempotencyStore.claim} */
+  /** {@inheritDoc (IdempotencyStore:interface).claim} */
   async claim(key: string, fingerprint: string, options?: ClaimOptions): Promise<ClaimResult> {
     const { leaseMs, ttlMs } = claimDurations(STORE, options);
     const now = this.clock.now();
@@ -141,7 +142,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return { outcome: 'stale', token: entry.token, record: stale };
   }
 
-  /** {@inheritDoc IdempotencyStore.complete} */
+  /** {@inheritDoc (IdempotencyStore:interface).complete} */
   async complete(key: string, token: string, response: StoredResponse, ttlMs?: number): Promise<boolean> {
     const ttl = storeDuration(STORE, 'ttlMs', ttlMs, DEFAULT_IDEMPOTENCY_TTL_MS);
     const encoded = encodeResponse(response);
@@ -154,12 +155,12 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return true;
   }
 
-  /** {@inheritDoc IdempotencyStore.release} */
+  /** {@inheritDoc (IdempotencyStore:interface).release} */
   async release(key: string, token: string): Promise<boolean> {
     return this.owned(key, token) !== undefined && this.entries.delete(key);
   }
 
-  /** {@inheritDoc IdempotencyStore.renew} */
+  /** {@inheritDoc (IdempotencyStore:interface).renew} */
   async renew(key: string, token: string, leaseMs?: number): Promise<boolean> {
     const lease = storeDuration(STORE, 'leaseMs', leaseMs, DEFAULT_IDEMPOTENCY_LEASE_MS);
     const entry = this.owned(key, token);
@@ -169,7 +170,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return true;
   }
 
-  /** {@inheritDoc IdempotencyStore.get} */
+  /** {@inheritDoc (IdempotencyStore:interface).get} */
   async get(key: string): Promise<IdempotencyRecord | undefined> {
     const entry = this.entries.get(key);
     if (entry === undefined || entry.expiresAt <= this.clock.now()) return undefined;
@@ -184,7 +185,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     };
   }
 
-  /** {@inheritDoc IdempotencyStore.cleanupExpired} */
+  /** {@inheritDoc (IdempotencyStore:interface).cleanupExpired} */
   async cleanupExpired(): Promise<number> {
     const now = this.clock.now();
     let deleted = 0;
@@ -251,7 +252,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const wait = Math.min(Math.max(0, due - this.clock.now()), MAX_TIMER_MS);
     this.timer = this.clock.setTimeout(() => this.onTimer(), wait);
     // Housekeeping never keeps a process alive on its own.
-    (this.timer as { unref?: () => void }).unref?.();
+    (this.timer as { unref?: () => void } | undefined)?.unref?.();
   }
 
   private onTimer(): void {

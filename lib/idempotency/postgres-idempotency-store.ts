@@ -102,7 +102,7 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
     ].join('\n');
   }
 
-  /** {@inheritDoc IdempotencyStore.claim} */
+  /** {@inheritDoc (IdempotencyStore:interface).claim} */
   async claim(key: string, fingerprint: string, options?: ClaimOptions): Promise<ClaimResult> {
     const { leaseMs, ttlMs } = claimDurations(STORE, options);
     await this.ready();
@@ -141,7 +141,7 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
     throw new Error(CLAIM_DID_NOT_SETTLE(STORE, key, MAX_CLAIM_ROUNDS));
   }
 
-  /** {@inheritDoc IdempotencyStore.complete} */
+  /** {@inheritDoc (IdempotencyStore:interface).complete} */
   async complete(key: string, token: string, response: StoredResponse, ttlMs?: number): Promise<boolean> {
     await this.ready();
     return this.completeOn(this.pool, key, token, response, ttlMs);
@@ -177,14 +177,14 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
     return pool.connect();
   }
 
-  /** {@inheritDoc IdempotencyStore.release} */
+  /** {@inheritDoc (IdempotencyStore:interface).release} */
   async release(key: string, token: string): Promise<boolean> {
     await this.ready();
     const result = await this.pool.query(this.sql.release, [key, token]);
     return result.rowCount === 1;
   }
 
-  /** {@inheritDoc IdempotencyStore.renew} */
+  /** {@inheritDoc (IdempotencyStore:interface).renew} */
   async renew(key: string, token: string, leaseMs?: number): Promise<boolean> {
     const lease = storeDuration(STORE, 'leaseMs', leaseMs, DEFAULT_IDEMPOTENCY_LEASE_MS);
     await this.ready();
@@ -192,7 +192,7 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
     return result.rowCount === 1;
   }
 
-  /** {@inheritDoc IdempotencyStore.get} */
+  /** {@inheritDoc (IdempotencyStore:interface).get} */
   async get(key: string): Promise<IdempotencyRecord | undefined> {
     await this.ready();
     const found = await this.pool.query(this.sql.get, [key]);
@@ -201,7 +201,7 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
     return record.expiresAt <= Math.floor(this.clock.now()) ? undefined : record;
   }
 
-  /** {@inheritDoc IdempotencyStore.cleanupExpired} */
+  /** {@inheritDoc (IdempotencyStore:interface).cleanupExpired} */
   async cleanupExpired(): Promise<number> {
     await this.ready();
     const now = Math.floor(this.clock.now());

@@ -198,7 +198,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return undefined;
   }
 
-  /** {@inheritDoc IdempotencyStore.claim} */
+  /** {@inheritDoc (IdempotencyStore:interface).claim} */
   async claim(key: string, fingerprint: string, options?: ClaimOptions): Promise<ClaimResult> {
     const { leaseMs, ttlMs } = claimDurations(STORE, options);
     const now = Math.floor(this.clock.now());
@@ -230,25 +230,25 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return { outcome: 'in_progress', record, retryAfterMs: record.leaseExpiresAt - now };
   }
 
-  /** {@inheritDoc IdempotencyStore.complete} */
+  /** {@inheritDoc (IdempotencyStore:interface).complete} */
   async complete(key: string, token: string, response: StoredResponse, ttlMs?: number): Promise<boolean> {
     const ttl = storeDuration(STORE, 'ttlMs', ttlMs, DEFAULT_IDEMPOTENCY_TTL_MS);
     const encoded = encodeResponse(response);
     return (await this.run(SCRIPTS.complete, key, [token, Math.floor(this.clock.now()), ttl, encoded])) === 1;
   }
 
-  /** {@inheritDoc IdempotencyStore.release} */
+  /** {@inheritDoc (IdempotencyStore:interface).release} */
   async release(key: string, token: string): Promise<boolean> {
     return (await this.run(SCRIPTS.release, key, [token])) === 1;
   }
 
-  /** {@inheritDoc IdempotencyStore.renew} */
+  /** {@inheritDoc (IdempotencyStore:interface).renew} */
   async renew(key: string, token: string, leaseMs?: number): Promise<boolean> {
     const lease = storeDuration(STORE, 'leaseMs', leaseMs, DEFAULT_IDEMPOTENCY_LEASE_MS);
     return (await this.run(SCRIPTS.renew, key, [token, Math.floor(this.clock.now()), lease])) === 1;
   }
 
-  /** {@inheritDoc IdempotencyStore.get} */
+  /** {@inheritDoc (IdempotencyStore:interface).get} */
   async get(key: string): Promise<IdempotencyRecord | undefined> {
     const raw = await this.client.get(this.prefix + key);
     if (raw === null) return undefined;

@@ -49,8 +49,11 @@ class WindowCounts {
 
 /** Calls, fallback answers and their share (percent, 0 without calls) over the window. */
 export interface FallbackShareCounts {
+  /** Calls to `@Fallback` methods in the window. */
   readonly calls: number;
+  /** Of those, the calls a fallback handler answered. */
   readonly fallbacks: number;
+  /** `fallbacks` as a percent of `calls` (0 to 100; 0 without calls). */
   readonly share: number;
 }
 

@@ -24,6 +24,8 @@ import { createStatusAdminController, createStatusController } from './status.co
 @Module({})
 export class ResilienceEndpointsModule {
   /**
+   * The endpoints module serving what `options` turns on.
+   *
    * @param options - which endpoints to serve; all are off by default
    * @param imports - modules whose providers the given guard classes need
    * @throws Error naming the key and value when an option is invalid

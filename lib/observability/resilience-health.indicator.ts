@@ -21,16 +21,27 @@ export type CircuitBreakerHealthStatus = 'UP' | 'DOWN' | 'CIRCUIT_OPEN' | 'CIRCU
 
 /** What the health check reports of one breaker (rates in percent, -1 below `minimumNumberOfCalls`). */
 export interface CircuitBreakerHealth {
+  /** The breaker's health, mapped from its state as Resilience4j maps it. */
   readonly status: CircuitBreakerHealthStatus;
+  /** The breaker's current state. */
   readonly state: CircuitBreakerState;
+  /** Failed calls in percent of the calls in the window; -1 below `minimumNumberOfCalls`. */
   readonly failureRate: number;
+  /** Slow calls in percent of the calls in the window; -1 below `minimumNumberOfCalls`. */
   readonly slowCallRate: number;
+  /** The configured `failureRateThreshold`, in percent. */
   readonly failureRateThreshold: number;
+  /** The configured `slowCallRateThreshold`, in percent. */
   readonly slowCallRateThreshold: number;
+  /** Calls in the sliding window. */
   readonly bufferedCalls: number;
+  /** Calls in the window recorded as failures. */
   readonly failedCalls: number;
+  /** Calls in the window longer than `slowCallDurationThreshold`. */
   readonly slowCalls: number;
+  /** Calls in the window both slow and failed. */
   readonly slowFailedCalls: number;
+  /** Calls refused since the current window began. */
   readonly notPermittedCalls: number;
 }
 
@@ -44,13 +55,17 @@ export type RateLimiterHealthStatus = 'UP' | 'DOWN' | 'RATE_LIMITED' | 'UNKNOWN'
 
 /** What the health check reports of one rate limiter. */
 export interface RateLimiterHealth {
+  /** The rate limiter's health, as described at {@link RateLimiterHealthStatus}. */
   readonly status: RateLimiterHealthStatus;
+  /** Permits left in the current period; negative while waiting callers hold reservations on later periods. */
   readonly availablePermissions: number;
+  /** Callers waiting for a reserved permit (Resilience4j's name). */
   readonly numberOfWaitingThreads: number;
 }
 
 /** The data of {@link ResilienceHealthIndicator.checkRateLimiters}: each registered rate limiter by name. */
 export interface RateLimitersHealthData {
+  /** Each rate limiter that sets `registerHealthIndicator`, by name (`name#2`… for repeated names). */
   readonly instances: Readonly<Record<string, RateLimiterHealth>>;
 }
 
@@ -62,6 +77,7 @@ export type ResilienceHealthResult<Key extends string, Data extends object> = Re
 
 /** The data of {@link ResilienceHealthIndicator.check}: each registered breaker by name. */
 export interface CircuitBreakersHealthData {
+  /** Each breaker that sets `registerHealthIndicator`, by name (`name#2`… for repeated names). */
   readonly instances: Readonly<Record<string, CircuitBreakerHealth>>;
 }
 
@@ -69,7 +85,9 @@ export interface CircuitBreakersHealthData {
 export interface FallbackShareHealthData extends FallbackShareCounts {
   /** The configured threshold, in percent. */
   readonly threshold: number;
+  /** The configured window the counts cover, in ms. */
   readonly windowMs: number;
+  /** The configured number of calls below which the check stays up whatever the share. */
   readonly minimumNumberOfCalls: number;
   /** Counts per `@Fallback` method (`Class.method`). */
   readonly methods: Readonly<Record<string, FallbackShareCounts>>;
@@ -79,6 +97,7 @@ export interface FallbackShareHealthData extends FallbackShareCounts {
 export interface LoadSheddingHealthData {
   /** The concurrency limit in force (`null` without one). */
   readonly limit: number | null;
+  /** Requests admitted and not yet answered. */
   readonly inflight: number;
   /** The event loop's delay over the last sampling period, in ms. */
   readonly eventLoopDelayMs: number;

@@ -28,19 +28,25 @@ export interface RateLimiterDetailedMetrics extends RateLimiterMetrics {
 
 /** A caller got its permits (Resilience4j's `SUCCESSFUL_ACQUIRE`). */
 export interface RateLimiterAcquiredEvent {
+  /** The rate limiter's name. */
   readonly name: string;
+  /** Permits the caller acquired. */
   readonly numberOfPermits: number;
 }
 
 /** A caller was refused (Resilience4j's `FAILED_ACQUIRE`). */
 export interface RateLimiterRefusedEvent {
+  /** The rate limiter's name. */
   readonly name: string;
+  /** Permits the caller asked for. */
   readonly numberOfPermits: number;
+  /** The refusal: `DeadlineExceededError` when only the request deadline stood in the way, else `RateLimitedError`. */
   readonly error: RateLimitedError | DeadlineExceededError;
 }
 
 /** The permits left in the period were drained (Resilience4j's `DRAINED`). */
 export interface RateLimiterDrainedEvent {
+  /** The rate limiter's name. */
   readonly name: string;
   /** Permits that were left and are now gone. */
   readonly numberOfPermits: number;
@@ -100,6 +106,7 @@ export class RateLimiterPolicy implements Policy {
    * @param store - where a `shared` instance keeps its permits
    */
   constructor(
+    /** The instance's name, as configured. */
     readonly name: string,
     config: RateLimiterConfig,
     private readonly clock: Clock,

@@ -15,6 +15,7 @@ import { NO_RETRY, RetriedObservable } from './retry.operator';
 
 /** A retry is about to wait and try again. */
 export interface RetryEvent {
+  /** The retry's name. */
   readonly name: string;
   /** The attempt that just failed (1-based). */
   readonly attempt: number;
@@ -26,8 +27,11 @@ export interface RetryEvent {
 
 /** A call ended; `attempts` counts every attempt made. */
 export interface RetryOutcomeEvent {
+  /** The retry's name. */
   readonly name: string;
+  /** Attempts made, the first call included. */
   readonly attempts: number;
+  /** On failure, the error that propagates (a `MaxRetriesExceededError` for a retried result); absent on success. */
   readonly error?: unknown;
 }
 
@@ -36,18 +40,27 @@ export type RetryStopReason = 'not-retryable' | 'max-attempts' | 'budget' | 'dea
 
 /** A failed attempt that will not be retried, and why. */
 export interface RetryStoppedEvent {
+  /** The retry's name. */
   readonly name: string;
+  /** The attempt that failed and is not retried (1-based). */
   readonly attempt: number;
+  /** Why no retry follows. */
   readonly reason: RetryStopReason;
+  /** The error of that attempt, or `undefined` when `retryOnResult` rejected a result. */
   readonly error: unknown;
 }
 
 /** Counters of a retry instance, as Resilience4j's `Retry.Metrics`, plus budget denials. */
 export interface RetryMetrics {
+  /** Calls that succeeded on the first attempt. */
   successfulCallsWithoutRetry: number;
+  /** Calls that succeeded after one or more retries. */
   successfulCallsWithRetry: number;
+  /** Calls that failed on the first attempt and were not retried. */
   failedCallsWithoutRetry: number;
+  /** Calls that failed after one or more retries. */
   failedCallsWithRetry: number;
+  /** Retries the retry budget refused. */
   budgetDenied: number;
 }
 
@@ -94,8 +107,11 @@ export class RetryPolicy implements Policy {
    * @param random - uniform [0, 1) source for jitter
    */
   constructor(
+    /** The instance's name, as configured. */
     readonly name: string,
+    /** The resolved settings (durations in ms). */
     readonly config: RetryConfig,
+    /** The time source for waits and deadlines. */
     readonly clock: Clock,
     private readonly random: () => number = Math.random,
   ) {

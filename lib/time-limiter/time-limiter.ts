@@ -10,8 +10,11 @@ import { TimedEntry, TimeLimitedObservable } from './time-limiter.operator';
 
 /** The outcome of one time-limited call. */
 export interface TimeLimiterEvent {
+  /** The time limiter's name. */
   readonly name: string;
+  /** `successful` or `failed` within the limit, or `timeout` (its own limit or the request deadline ran out). */
   readonly kind: 'successful' | 'failed' | 'timeout';
+  /** The call's error (`failed`), or a `TimeoutExceededError` / `DeadlineExceededError` (`timeout`). */
   readonly error?: unknown;
 }
 
@@ -46,8 +49,11 @@ export class TimeLimiter implements Policy {
    * @param clock - time source (also used by its attempts)
    */
   constructor(
+    /** The instance's name, as configured. */
     readonly name: string,
+    /** The resolved settings (durations in ms). */
     readonly config: TimeLimiterConfig,
+    /** The time source for limits and deadlines, also used by its attempts. */
     readonly clock: Clock,
   ) {}
 
@@ -175,7 +181,7 @@ export class TimeLimiter implements Policy {
   }
   // Stryker restore all
 
-  /** @internal */
+  /** @internal Publishes a timeout; returns its error (`DeadlineExceededError` when the deadline was the limit). */
   timedOut(byDeadline: boolean, limit: number): Error {
     const error = byDeadline
       ? new DeadlineExceededError(this.name, `no time left within the request deadline`)
@@ -195,7 +201,7 @@ export class TimeLimiter implements Policy {
     );
   }
 
-  /** @internal */
+  /** @internal Publishes a call that settled within its limit, as failed or successful. */
   finished(error: unknown, failed: boolean): void {
     if (failed) {
       // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way

@@ -18,6 +18,8 @@ const forRoot = (options: unknown) => ResilienceModule.forRoot(options as Resili
 
 describe('every options section reads its settings with the same toolkit', () => {
   it.each([
+    ['module options', { strict: 'maybe' }, 'module options', 'strict', 'true or false', 'maybe'],
+    ['deadline', { deadline: { default_budget: 0 } }, 'deadline options', 'default_budget', 'a positive duration', 0],
     [
       'retry',
       { retry: { instances: { a: { max_attempts: 0 } } } },
