@@ -21,6 +21,7 @@ function subscribeBounded<T>(this: Observable<T>, subscriber: Subscriber<T>): Te
 /** One subscription: its permit (or place in the queue), given back exactly once. */
 class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
   private permit = NO_PERMIT;
+  // Stryker disable next-line BooleanLiteral: end() only runs after hold() set it; every other exit skips it
   private holding = false;
   private ended = false;
   private place?: object;
@@ -47,11 +48,13 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
         },
         (error) => {
           this.place = undefined;
+          // Stryker disable next-line BooleanLiteral: no permit or place is left for a later unsubscribe to give back
           this.ended = true;
           this.downstream.error(error);
         },
       );
     } catch (error) {
+      // Stryker disable next-line BooleanLiteral: a refusal on subscribe returns no teardown, so nothing reads it
       this.ended = true;
       this.downstream.error(error);
       return undefined;
@@ -60,24 +63,29 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
   }
 
   next(value: T): void {
+    // Stryker disable next-line ConditionalExpression: an ended rxjs Subscriber drops values
     if (!this.ended) this.downstream.next(value);
   }
 
   error(error: unknown): void {
+    // Stryker disable next-line ConditionalExpression: end() releases once; an ended downstream ignores this
     if (this.ended) return;
     this.end();
     this.downstream.error(error);
   }
 
   complete(): void {
+    // Stryker disable next-line ConditionalExpression: end() releases once; an ended downstream ignores this
     if (this.ended) return;
     this.end();
     this.downstream.complete();
   }
 
   unsubscribe(): void {
+    // Stryker disable next-line ConditionalExpression: once ended, no place or permit is left and the source is closed
     if (this.ended) return;
     if (this.place !== undefined) {
+      // Stryker disable next-line BooleanLiteral: rxjs tears down once; an unlinked waiter is never served
       this.ended = true;
       this.bulkhead.leaveQueue(this.place);
       return;
@@ -96,7 +104,9 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
 
   private end(): void {
     this.ended = true;
+    // Stryker disable next-line ConditionalExpression: end() runs once and only after hold(), so this holds
     if (this.holding) {
+      // Stryker disable next-line BooleanLiteral: end() runs once (ended), so the flag is not read again
       this.holding = false;
       this.bulkhead.exit(this.permit);
     }

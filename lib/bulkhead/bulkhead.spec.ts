@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { VirtualClock } from '../clock';
 import { ResilienceContext, contextStorage } from '../context';
 import { BulkheadFullError, DeadlineExceededError, TimeoutExceededError } from '../errors';
@@ -360,6 +361,40 @@ describe('BulkheadPolicy', () => {
       expect(finished).toEqual([{ name: 'reports', durationMs: 200 }]);
     });
 
+    it('reports a deadline or an abort that ends a wait, with the error the caller gets', async () => {
+      const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000, queueCapacity: 2 });
+      const rejected: BulkheadCallRejectedEvent[] = [];
+      b.onCallRejected((e) => rejected.push(e));
+      void b.execute(() => sleep(clock, 500));
+      const request = new ResilienceContext(clock, 50);
+      const late = track(
+        clock,
+        contextStorage.run(request, () => b.execute(() => 'late')),
+      );
+      const leaving = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+      const gone = track(
+        clock,
+        contextStorage.run(leaving, () => b.execute(() => 'gone')),
+      );
+      await clock.advance(20);
+      leaving.abort(new Error('client went away'));
+      await clock.advance(30);
+
+      expect(rejected.map((e) => [e.name, e.reason])).toEqual([
+        ['reports', 'aborted'],
+        ['reports', 'deadline'],
+      ]);
+      expect(rejected[0].error).toBe(gone.error);
+      expect(rejected[1].error).toBe(late.error);
+      expect(late.error).toBeInstanceOf(DeadlineExceededError);
+      expect((late.error as Error).message).toBe(
+        "Deadline exceeded at 'reports': no bulkhead permit became free before the deadline",
+      );
+      expect(gone.error).toMatchObject({ reason: 'aborted', retryAfterMs: 1000 });
+      await clock.advance(500);
+      request.dispose();
+    });
+
     it('exposes onBulkheadRejected as the same subscription as onCallRejected, with unsubscribe', async () => {
       const b = bulkhead(clock, { maxConcurrentCalls: 1 });
       expect(b.onBulkheadRejected).toBe(b.onCallRejected);
@@ -372,6 +407,52 @@ describe('BulkheadPolicy', () => {
       expect(seen).toEqual(['queue-full']);
       await clock.advance(10);
     });
+  });
+
+  it('suggests no retry delay when it never lets a call wait', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 1 });
+    void b.execute(() => sleep(clock, 10));
+    const error = await b.execute(() => 'never').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BulkheadFullError);
+    expect((error as BulkheadFullError).retryAfterMs).toBeUndefined();
+    await clock.advance(10);
+  });
+
+  it('reports a finished event only for calls that entered while someone listened', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 2 });
+    const finished: BulkheadCallFinishedEvent[] = [];
+    const unmeasured = b.execute(() => sleep(clock, 30).then(() => 'unmeasured'));
+    await clock.advance(10);
+    b.onCallFinished((e) => finished.push(e));
+    const measured = b.execute(() => sleep(clock, 30).then(() => 'measured'));
+    await clock.advance(30);
+    await expect(unmeasured).resolves.toBe('unmeasured');
+    await expect(measured).resolves.toBe('measured');
+    expect(finished).toEqual([{ name: 'reports', durationMs: 30 }]);
+  });
+
+  it('removes its abort listener from the request signal once a waiter gets its permit', async () => {
+    const b = bulkhead(clock, { maxConcurrentCalls: 1, maxWaitDuration: 1000 });
+    void b.execute(() => sleep(clock, 10));
+    const ctx = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+    const waiter = contextStorage.run(ctx, () => b.execute(() => 'served'));
+    await VirtualClock.settle();
+    expect(getEventListeners(ctx.signal, 'abort')).toHaveLength(1);
+    await clock.advance(10);
+    await expect(waiter).resolves.toBe('served');
+    expect(getEventListeners(ctx.signal, 'abort')).toHaveLength(0);
+    ctx.abort(new Error('late abort'));
+    expect(b.metrics).toEqual({ availableConcurrentCalls: 1, maxAllowedConcurrentCalls: 1, queueDepth: 0 });
+  });
+
+  it('runs a call at once whatever the clock reads when it enters, 1 ms included', async () => {
+    // The entry time is returned where "no permit" is signalled: no clock reading may be mistaken for it.
+    const b = new BulkheadPolicy('reports', { maxConcurrentCalls: 1, maxWaitDuration: 0 }, new VirtualClock(1));
+    const finished: number[] = [];
+    b.onCallFinished((e) => finished.push(e.durationMs));
+    await expect(b.execute(() => 'ran')).resolves.toBe('ran');
+    expect(finished).toEqual([0]);
+    expect(b.metrics.availableConcurrentCalls).toBe(1);
   });
 
   it('exposes its config', () => {

@@ -8,6 +8,7 @@ import {
   RateLimitedError,
   TimeoutExceededError,
 } from '../errors';
+import { refusal } from '../refusal';
 import { RetryPolicy, RetryStoppedEvent } from './retry';
 import { RetryConfig, RETRY_SCHEMA } from './retry.config';
 import { isRetryableByDefault } from './retryable';
@@ -141,5 +142,84 @@ describe('RetryPolicy outcomes', () => {
     expect(isRetryableByDefault(withStatus(new DeadlineExceededError()))).toBe(false);
     expect(isRetryableByDefault(withStatus(new RateLimitedError('rl', 1000)))).toBe(false);
     expect(isRetryableByDefault(withStatus(new Error('plain')))).toBe(true);
+  });
+});
+
+describe('RetryPolicy edges', () => {
+  it('reports no budget tokens without a budget', () => {
+    expect(policy().retry.budgetTokens).toBeUndefined();
+  });
+
+  it('retries at once, without waiting on the clock, when the wait is 0', async () => {
+    const { retry } = policy({ waitDuration: 0 });
+    let calls = 0;
+    const outcome = retry.execute(async () => {
+      if (calls++ === 0) throw unavailable();
+      return 'second';
+    });
+    await VirtualClock.settle();
+    await expect(outcome).resolves.toBe('second');
+    expect(calls).toBe(2);
+  });
+
+  it('stops with reason deadline when the request was aborted, even with time left', async () => {
+    const { clock, retry } = policy();
+    const stopped: string[] = [];
+    retry.onRetryStopped((e) => stopped.push(e.reason));
+    const request = new ResilienceContext(clock, clock.now() + 60_000);
+    request.abort(new Error('client left'));
+    const failure = unavailable();
+    const outcome = contextStorage.run(request, () => retry.execute(() => Promise.reject(failure)));
+    await expect(outcome).rejects.toBe(failure);
+    expect(stopped).toEqual(['deadline']);
+    request.dispose();
+  });
+
+  it('tells why it stopped: not retryable, attempts spent, Retry-After too long, budget', async () => {
+    const stoppedBy = async (settings: Partial<RetryConfig>, outcomes: unknown[]) => {
+      const { clock, retry } = policy(settings);
+      const stopped: RetryStoppedEvent[] = [];
+      retry.onRetryStopped((e) => stopped.push(e));
+      const { error } = await run(clock, retry, outcomes);
+      return stopped.map((e) => [e.name, e.attempt, e.reason, e.error === error]);
+    };
+    expect(await stoppedBy({}, [new TypeError('bug')])).toEqual([['r', 1, 'not-retryable', true]]);
+    expect(await stoppedBy({}, [unavailable()])).toEqual([['r', 3, 'max-attempts', true]]);
+    expect(await stoppedBy({ retryAfterMaxWait: 10 }, [unavailable({ retryAfterMs: 11 })])).toEqual([
+      ['r', 1, 'retry-after-too-long', true],
+    ]);
+    expect(await stoppedBy({ budget: { ratio: 0.1, maxTokens: 1 } }, [unavailable()])).toEqual([
+      ['r', 1, 'budget', true],
+    ]);
+  });
+
+  it('ends with the last refusal when every attempt was refused', async () => {
+    // The first attempt is refused too (and retried, as listed): no attempt's outcome is known but the last.
+    const { clock, retry } = policy({ retryExceptions: ['BulkheadFullError'] });
+    const first = refusal(new BulkheadFullError('pool', 'queue-full'));
+    const last = refusal(new CallNotPermittedError('cb', 'OPEN'));
+    const outcome = await run(clock, retry, [first, last]);
+    expect(outcome.calls).toBe(2);
+    expect(outcome.error).toBe(last);
+    expect(first.cause).toBeUndefined();
+  });
+
+  it('ends with the latest error that reached the method, not an earlier result, when a retry is refused', async () => {
+    const { clock, retry } = policy({ retryOnResult: (value) => value === 'stale' });
+    const reached = unavailable();
+    const refused = refusal(new CallNotPermittedError('cb', 'OPEN'));
+    const outcome = await run(clock, retry, ['stale', reached, refused]);
+    expect(outcome.calls).toBe(3);
+    expect(outcome.error).toBe(reached);
+    expect(reached.cause).toBe(refused);
+    expect(retry.metrics).toMatchObject({ failedCallsWithRetry: 1 });
+  });
+
+  it('ends with the latest result that reached the method when a retry after an error is refused', async () => {
+    const { clock, retry } = policy({ retryOnResult: (value) => value === 'stale', maxAttempts: 4 });
+    const refused = refusal(new CallNotPermittedError('cb', 'OPEN'));
+    const outcome = await run(clock, retry, [unavailable(), 'stale', refused]);
+    expect(outcome).toMatchObject({ value: 'stale', calls: 3 });
+    expect(retry.metrics).toMatchObject({ failedCallsWithRetry: 1, successfulCallsWithRetry: 0 });
   });
 });

@@ -226,8 +226,8 @@ export class RetryPolicy implements Policy {
     }
   }
 
-  /** Whether `retryOnResult` asks to retry `result`; when it throws, the call ends with its error, counted as failed. */
-  private retriesResult(result: unknown, attempt: number): boolean {
+  /** @internal Whether `retryOnResult` asks to retry `result`; when it throws, the call ends with its error, counted as failed. */
+  retriesResult(result: unknown, attempt: number): boolean {
     const retryOnResult = this.config.retryOnResult;
     if (retryOnResult === undefined) return false;
     try {

@@ -75,3 +75,62 @@ describe('TimeLimiter with an attempt observer', () => {
     expect(observer.contexts).toEqual([undefined]);
   });
 });
+
+/** An observer that maps every outcome to a value, as a fallback would. */
+class MappingObserver implements AttemptObserver<string> {
+  readonly seen: string[] = [];
+
+  calleeSettled(): void {
+    this.seen.push('calleeSettled');
+  }
+  fulfilled(value: string): unknown {
+    this.seen.push(`fulfilled ${value}`);
+    if (value === 'bad') throw new Error(`mapped ${value}`);
+    return `mapped ${value}`;
+  }
+  rejected(error: unknown): unknown {
+    this.seen.push(`rejected ${(error as Error).constructor.name}`);
+    return `recovered from ${(error as Error).constructor.name}`;
+  }
+}
+
+describe('TimeLimiter with an observer that maps outcomes', () => {
+  const config = { timeoutDuration: 500, cancelRunningFuture: true };
+
+  it('resolves with what the observer makes of a value, a failure, a timeout and a refusal', async () => {
+    const clock = new VirtualClock();
+    const limiter = new TimeLimiter('tl', config, clock);
+
+    const valueObserver = new MappingObserver();
+    await expect(limiter.call(async () => 'v', undefined, valueObserver)).resolves.toBe('mapped v');
+    expect(valueObserver.seen).toEqual(['calleeSettled', 'fulfilled v']);
+
+    const failureObserver = new MappingObserver();
+    const failing = limiter.call(() => Promise.reject(new RangeError('x')), undefined, failureObserver);
+    await expect(failing).resolves.toBe('recovered from RangeError');
+    expect(failureObserver.seen).toEqual(['calleeSettled', 'rejected RangeError']);
+
+    const timeoutObserver = new MappingObserver();
+    let finish!: (value: string) => void;
+    const slow = limiter.call(() => new Promise<string>((resolve) => (finish = resolve)), undefined, timeoutObserver);
+    await clock.advance(500);
+    await expect(slow).resolves.toBe('recovered from TimeoutExceededError');
+    expect(timeoutObserver.seen).toEqual(['rejected TimeoutExceededError']);
+    finish('late');
+    await VirtualClock.settle();
+    expect(timeoutObserver.seen).toEqual(['rejected TimeoutExceededError', 'calleeSettled']);
+
+    const refusedObserver = new MappingObserver();
+    const request = new ResilienceContext(clock, clock.now());
+    const refused = contextStorage.run(request, () => limiter.call(async () => 'never', undefined, refusedObserver));
+    await expect(refused).resolves.toBe('recovered from DeadlineExceededError');
+    expect(refusedObserver.seen).toEqual(['calleeSettled', 'rejected DeadlineExceededError']);
+  });
+
+  it('rejects with the error the observer throws for a value', async () => {
+    const clock = new VirtualClock();
+    const limiter = new TimeLimiter('tl', config, clock);
+    const observer = new MappingObserver();
+    await expect(limiter.call(async () => 'bad', undefined, observer)).rejects.toThrow('mapped bad');
+  });
+});

