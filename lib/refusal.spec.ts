@@ -9,9 +9,9 @@ import {
   TimeoutExceededError,
 } from './errors';
 import { FallbackPolicy } from './fallback/fallback';
-import { Policy } from './policy';
 import { ResilienceRegistry } from './resilience.registry';
 import { StandardLayers, StandardPipeline } from './standard-pipeline';
+import { nestedPipeline } from '../test/support/pipelines';
 
 /**
  * "Never left" is a property of the whole call: once an attempt reached the
@@ -26,22 +26,7 @@ function compose(
   clock: VirtualClock,
   kind: Kind,
 ): (args: unknown[]) => Promise<unknown> {
-  if (kind === 'standard') return new StandardPipeline(layers, invoke, clock).run;
-  let next = invoke;
-  for (const policy of [
-    layers.bulkhead,
-    layers.timeLimiter,
-    layers.rateLimiter,
-    layers.circuitBreaker,
-    layers.retry,
-    layers.fallback,
-  ]) {
-    if (policy === undefined) continue;
-    const inner = next;
-    const p: Policy = policy;
-    next = (args) => p.call(inner, args);
-  }
-  return (args) => Promise.resolve().then(() => next(args));
+  return kind === 'standard' ? new StandardPipeline(layers, invoke, clock).run : nestedPipeline(layers, invoke);
 }
 
 /** Breaker opening on the first failure, a 1 s limit, three attempts 100 ms apart. */
