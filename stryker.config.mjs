@@ -35,13 +35,19 @@ const report = scope ?? 'mutation';
 export default {
   packageManager: 'npm',
   testRunner: 'jest',
-  jest: { projectType: 'custom', configFile: 'jest.mutation.config.js', enableFindRelatedTests: false },
+  // Each mutant runs only the specs that import its file, directly or not.
+  jest: { projectType: 'custom', configFile: 'jest.mutation.config.js', enableFindRelatedTests: true },
   checkers: ['typescript'],
   tsconfigFile: 'tsconfig.json',
   typescriptChecker: { prioritizePerformanceOverAccuracy: true },
   coverageAnalysis: 'perTest',
-  // Static mutants (module-level initialisers) would rerun every spec each; they are reported as ignored.
-  ignoreStatic: true,
+  // Static mutants (module-level initialisers such as the option schemas) are tested with a fresh module load
+  // and every related spec. Ignoring them would leave the schemas untested, and a static mutant that a
+  // skipped spec also "covers" would be run against that spec alone and reported as a false survivor.
+  ignoreStatic: false,
+  // A rerun tests only the mutants whose code or covering specs changed since the scope's last report.
+  incremental: true,
+  incrementalFile: `reports/mutation/${report}.incremental.json`,
   concurrency: 2,
   timeoutMS: 10000,
   mutate: [...(scope === undefined ? Object.values(SCOPES).flat() : SCOPES[scope]), ...EXCLUDED],
