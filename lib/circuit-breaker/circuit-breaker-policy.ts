@@ -4,6 +4,7 @@ import { httpStatusOf } from '../error-status';
 import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { exponentialInterval, randomizedInterval } from '../interval-function';
+import { javaException } from '../java-exceptions';
 import { Policy, invokeThunk } from '../policy';
 import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
@@ -57,6 +58,7 @@ const NO_EXCEPTIONS = new ErrorMatcher();
 
 function matcherOf(entries: CircuitBreakerConfig['recordExceptions']): ErrorMatcher {
   // Most breakers list nothing; sharing one empty matcher keeps 10,000 of them small.
+  // Stryker disable next-line ConditionalExpression: a new empty matcher matches the same errors; sharing only saves memory
   return entries.length === 0 ? NO_EXCEPTIONS : new ErrorMatcher(entries);
 }
 
@@ -66,9 +68,17 @@ function isIllegalTransition(from: CircuitBreakerState, to: CircuitBreakerState)
   return to === 'OPEN' && from === 'METRICS_ONLY';
 }
 
+/**
+ * True when `recordExceptions` names BulkheadFullError itself: the class, its
+ * name (dotted or not), or Resilience4j's `BulkheadFullException`. A broader
+ * entry such as `Error` does not count.
+ */
 function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): boolean {
   return entries.some((e) =>
-    typeof e === 'string' ? e.slice(e.lastIndexOf('.') + 1) === BulkheadFullError.name : e === BulkheadFullError,
+    typeof e === 'string'
+      ? e.slice(e.lastIndexOf('.') + 1) === BulkheadFullError.name ||
+        javaException(e)?.meaning === BulkheadFullError.name
+      : e === BulkheadFullError,
   );
 }
 
@@ -127,6 +137,7 @@ export class CircuitBreakerPolicy implements Policy {
   private readonly halfOpenMinimumCalls: number;
   // undefined while no state timer is set (TimerHandle admits it).
   private timer: TimerHandle;
+  // Stryker disable next-line BooleanLiteral: entering METRICS_ONLY, the only state that reads it, sets it to false
   private thresholdsReported = false;
   private readonly ignoreExceptions: ErrorMatcher;
   private readonly recordExceptions: ErrorMatcher;
@@ -169,6 +180,7 @@ export class CircuitBreakerPolicy implements Policy {
     this.ignoreExceptions = matcherOf(settings.ignoreExceptions);
     this.recordExceptions = matcherOf(settings.recordExceptions);
     this.recordsBulkheadFull = namesBulkheadFull(settings.recordExceptions);
+    // Stryker disable next-line ConditionalExpression: starting in CLOSED again only clears the empty window
     if (settings.initialState !== 'CLOSED') this.startIn(settings.initialState);
   }
 
@@ -208,7 +220,8 @@ export class CircuitBreakerPolicy implements Policy {
     }
     window.refresh(this.clock.now());
     const total = window.totalCalls;
-    const rated = total > 0 && total >= this.minimumCalls;
+    // minimumCalls is at least 1 wherever a window is kept, so an empty window is never rated.
+    const rated = total >= this.minimumCalls;
     return {
       failureRate: rated ? (window.failedCalls * 100) / total : -1,
       slowCallRate: rated ? (window.slowCalls * 100) / total : -1,
@@ -361,6 +374,7 @@ export class CircuitBreakerPolicy implements Policy {
           return true;
         }
         break;
+      // Stryker disable next-line ConditionalExpression: FORCED_OPEN refuses like any state not listed
       case 'FORCED_OPEN':
         break;
     }
@@ -374,14 +388,13 @@ export class CircuitBreakerPolicy implements Policy {
     if (!this.tryAcquirePermission()) throw this.notPermittedError();
   }
 
-  /** Gives back a permission whose call will not be recorded (it matters only for HALF_OPEN trial permits). */
+  /**
+   * Gives back a permission whose call will not be recorded. Only HALF_OPEN
+   * counts permits, and entering HALF_OPEN resets them, so a permission given
+   * back in another state changes nothing.
+   */
   releasePermission(): void {
-    if (
-      this.currentState === 'HALF_OPEN' &&
-      this.halfOpenPermits < this.settings.permittedNumberOfCallsInHalfOpenState
-    ) {
-      this.halfOpenPermits++;
-    }
+    if (this.halfOpenPermits < this.settings.permittedNumberOfCallsInHalfOpenState) this.halfOpenPermits++;
   }
 
   /**
@@ -580,10 +593,12 @@ export class CircuitBreakerPolicy implements Policy {
 
   /** Sets up `to` from scratch: its window, permits, deadline and timer. */
   private enter(to: CircuitBreakerState): void {
+    // Stryker disable next-line ConditionalExpression: clearing no timer does nothing
     if (this.timer !== undefined) {
       this.clock.clearTimeout(this.timer);
       this.timer = undefined;
     }
+    // Stryker disable next-line UpdateOperator: the epoch is only compared for equality, so any change marks the new state
     this.epoch++;
     this.currentState = to;
     const settings = this.settings;

@@ -168,6 +168,15 @@ describe('CircuitBreakerPolicy', () => {
       expect(rates).toEqual([50]);
     });
 
+    it('publishes only the rate that crossed its threshold', async () => {
+      const { cb } = setup({ slidingWindowSize: 2, minimumNumberOfCalls: 2 });
+      const published: string[] = [];
+      cb.onFailureRateExceeded((e) => published.push(`failure ${e.failureRate}`));
+      cb.onSlowCallRateExceeded((e) => published.push(`slow ${e.slowCallRate}`));
+      await openBreaker(cb, 2);
+      expect(published).toEqual(['failure 100']);
+    });
+
     it('opens a rate-based breaker on a service that fails every second call', async () => {
       const { cb } = setup({ slidingWindowSize: 10, minimumNumberOfCalls: 10, failureRateThreshold: 50 });
       for (let i = 0; i < 9; i++) {
@@ -560,6 +569,7 @@ describe('CircuitBreakerPolicy', () => {
         [new StatusError(429), 'failure'],
         [new StatusError(500), 'failure'],
         [new FakeHttpException(503), 'failure'],
+        [new StatusError(304), 'failure'],
         [new Error('ECONNRESET'), 'failure'],
         ['a string', 'failure'],
       ];
@@ -569,9 +579,9 @@ describe('CircuitBreakerPolicy', () => {
         expect([error, cb.metrics.numberOfFailedCalls - before]).toEqual([error, expected === 'failure' ? 1 : 0]);
       }
       expect(cb.metrics).toMatchObject({
-        numberOfBufferedCalls: 9,
+        numberOfBufferedCalls: 10,
         numberOfSuccessfulCalls: 3,
-        numberOfFailedCalls: 6,
+        numberOfFailedCalls: 7,
       });
     });
 
@@ -585,6 +595,26 @@ describe('CircuitBreakerPolicy', () => {
       const named = setup({ recordExceptions: ['BulkheadFullError'] }).cb;
       await fail(named, new BulkheadFullError('inventory'));
       expect(named.metrics.numberOfFailedCalls).toBe(1);
+    });
+
+    it.each([
+      ['its class', BulkheadFullError],
+      ['a dotted name ending in its class name', 'com.acme.resilience.BulkheadFullError'],
+      [
+        "Resilience4j's BulkheadFullException, as a Spring file lists it",
+        'io.github.resilience4j.bulkhead.BulkheadFullException',
+      ],
+    ])('counts BulkheadFullError as a failure when recordExceptions names %s', async (_label, entry) => {
+      const { cb } = setup({ recordExceptions: [IoError, entry] });
+      await fail(cb, new BulkheadFullError('inventory'));
+      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 1, numberOfFailedCalls: 1 });
+    });
+
+    it('still ignores BulkheadFullError when recordExceptions names only other errors by name', async () => {
+      const { cb } = setup({ recordExceptions: ['IoError', 'java.io.IOException'] });
+      await fail(cb, new BulkheadFullError('inventory'));
+      await fail(cb, new IoError('down'));
+      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 1, numberOfFailedCalls: 1 });
     });
 
     it('counts a timeout as a failure, even when recordExceptions lists other errors', async () => {
@@ -623,6 +653,21 @@ describe('CircuitBreakerPolicy', () => {
       expect(cb.metrics.numberOfNotPermittedCalls).toBe(1);
       cb.transitionToClosedState();
       await expect(succeed(cb)).resolves.toBe('ok');
+    });
+
+    it('FORCED_OPEN keeps no window: the calls before it leave the metrics', async () => {
+      const { cb } = setup({ slidingWindowSize: 4, minimumNumberOfCalls: 2 });
+      await succeed(cb);
+      await fail(cb);
+      expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 2, failureRate: 50 });
+      cb.transitionToForcedOpenState();
+      await refused(cb);
+      expect(cb.metrics).toMatchObject({
+        numberOfBufferedCalls: 0,
+        numberOfFailedCalls: 0,
+        failureRate: -1,
+        numberOfNotPermittedCalls: 1,
+      });
     });
 
     it('DISABLED permits every call and records nothing', async () => {
@@ -738,6 +783,19 @@ describe('CircuitBreakerPolicy', () => {
       },
     );
 
+    it("names IllegalStateTransitionError like a built-in error's name: inherited, writable, not enumerable", () => {
+      const error = new IllegalStateTransitionError('backend', 'CLOSED', 'HALF_OPEN');
+      const { value, ...attributes } = Object.getOwnPropertyDescriptor(IllegalStateTransitionError.prototype, 'name')!;
+      const { value: _errorName, ...builtIn } = Object.getOwnPropertyDescriptor(Error.prototype, 'name')!;
+      expect([value, attributes]).toEqual(['IllegalStateTransitionError', builtIn]);
+      expect(Object.keys(error)).not.toContain('name');
+      error.name = 'Relabelled';
+      expect(error.name).toBe('Relabelled');
+      expect(new IllegalStateTransitionError('backend', 'CLOSED', 'HALF_OPEN').name).toBe(
+        'IllegalStateTransitionError',
+      );
+    });
+
     it('transitionToClosedState() on CLOSED starts a fresh window, silently', async () => {
       const { cb } = setup({ slidingWindowSize: 4 });
       const seen = transitions(cb);
@@ -803,6 +861,17 @@ describe('CircuitBreakerPolicy', () => {
       expect(cb.state).toBe('CLOSED');
       await openBreaker(cb, 2);
       expect((await refused(cb)).retryAfterMs).toBe(1000);
+    });
+
+    it('counts FORCED_OPEN as an open attempt, as Resilience4j (ForcedOpenState(attempts + 1))', async () => {
+      const { cb } = setup({
+        waitDurationInOpenState: 1000,
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 2,
+      });
+      cb.transitionToForcedOpenState();
+      cb.transitionToOpenState();
+      expect((await refused(cb)).retryAfterMs).toBe(2000);
     });
 
     it('counts a manual transitionToOpenState() on OPEN as the next attempt, as Resilience4j', async () => {
@@ -872,6 +941,19 @@ describe('CircuitBreakerPolicy', () => {
       await fail(cb);
       expect(cb.openWaitMs).toBe(2000);
       expect(seen).toEqual(['OPEN->HALF_OPEN', 'HALF_OPEN->OPEN']);
+    });
+
+    it('starts HALF_OPEN as after a first OPEN: failed trials open it for the second wait', async () => {
+      const { cb } = setup({
+        initialState: 'HALF_OPEN',
+        permittedNumberOfCallsInHalfOpenState: 1,
+        waitDurationInOpenState: 1000,
+        enableExponentialBackoff: true,
+        exponentialBackoffMultiplier: 2,
+      });
+      await fail(cb);
+      expect(cb.state).toBe('OPEN');
+      expect((await refused(cb)).retryAfterMs).toBe(2000);
     });
 
     it.each(['HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'] as const)(

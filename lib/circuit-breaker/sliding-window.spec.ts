@@ -39,6 +39,17 @@ describe('TimeSlidingWindow', () => {
     expect(totals(w)).toEqual([1, 0, 0, 0, 16]);
   });
 
+  it('counts a clock read behind its newest second in that second, without moving the window back', () => {
+    const w = new TimeSlidingWindow(3);
+    w.record(10_000, 1, true, false);
+    w.record(9_000, 2, false, false);
+    expect(totals(w)).toEqual([2, 1, 0, 0, 3]);
+    w.refresh(12_999);
+    expect(totals(w)).toEqual([2, 1, 0, 0, 3]);
+    w.refresh(13_000);
+    expect(totals(w)).toEqual([0, 0, 0, 0, 0]);
+  });
+
   it('matches a naive list of timestamped calls for any sequence', () => {
     const step = fc.record({
       gapMs: fc.integer({ min: 0, max: 2500 }),
