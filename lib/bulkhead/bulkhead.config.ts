@@ -23,5 +23,4 @@ export const BULKHEAD_SCHEMA: PolicySchema<BulkheadConfig> = {
     queueCapacity: { kind: 'integer', min: 0 },
   },
   defaults: { maxConcurrentCalls: 25, maxWaitDuration: 0, queueCapacity: undefined },
-  unsupported: ['eventConsumerBufferSize', 'writableStackTraceEnabled', 'fairCallHandlingStrategyEnabled'],
 };

@@ -25,7 +25,6 @@ export const THREAD_POOL_BULKHEAD_SCHEMA: PolicySchema<ThreadPoolBulkheadConfig>
     queueCapacity: { kind: 'integer', min: 0 },
   },
   defaults: { maxThreadPoolSize: availableParallelism(), queueCapacity: 100 },
-  unsupported: [],
 };
 
 /**

@@ -128,17 +128,6 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     registerHealthIndicator: false,
     allowHealthIndicatorToFail: false,
   },
-  unsupported: [
-    'eventConsumerBufferSize',
-    'writableStackTraceEnabled',
-    'recordFailurePredicate',
-    'recordExceptionPredicate',
-    'ignoreExceptionPredicate',
-    'recordResultPredicate',
-    'waitIntervalFunctionInOpenState',
-    'transitionOnResult',
-    'ignoreClassBindingExceptions',
-  ],
   check(config, place) {
     if (config.enableExponentialBackoff && config.enableRandomizedWait) {
       // As Resilience4j's Spring configuration: one open-state interval function or the other.

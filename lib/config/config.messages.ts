@@ -29,9 +29,6 @@ export const BASE_CONFIG_CYCLE = (policy: string, chain: readonly string[]): str
 export const NOT_AN_OBJECT = (place: ConfigPlace, value: unknown): string =>
   `${PREFIX}: invalid configuration of ${place}: expected an object of settings, got ${describe(value)}`;
 
-export const UNSUPPORTED_PROPERTY = (place: ConfigPlace, key: string): string =>
-  `${PREFIX}: ${place}: Resilience4j property '${key}' is not implemented by resilience4nest and is ignored`;
-
 /** A Resilience4j property accepted here with no effect; `instead` says what happens in its place. */
 export const IGNORED_PROPERTY = (place: ConfigPlace, key: string, instead: string): string =>
   `${PREFIX}: ${place}: Resilience4j property '${key}' is ignored: ${instead}`;

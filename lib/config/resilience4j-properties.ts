@@ -25,6 +25,12 @@ export const IGNORED_INSTANCE_PROPERTIES: Readonly<Record<string, Readonly<Recor
     recordExceptionPredicate: JAVA_CLASS('list error classes or names in recordExceptions instead'),
     ignoreExceptionPredicate: JAVA_CLASS('list error classes or names in ignoreExceptions instead'),
     recordResultPredicate: JAVA_CLASS('give recordResult: (result) => boolean in code instead'),
+    waitIntervalFunctionInOpenState: JAVA_CLASS(
+      'the open wait follows waitDurationInOpenState, enableExponentialBackoff and enableRandomizedWait',
+    ),
+    transitionOnResult: JAVA_CLASS(
+      'the failure and slow-call rates decide every transition; give recordResult to count a result as a failure',
+    ),
     ignoreClassBindingExceptions:
       'class names are never loaded here, so an unknown name cannot fail startup; a Java name with no Node equivalent is warned about instead',
   },

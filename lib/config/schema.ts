@@ -11,7 +11,6 @@ import {
   UNKNOWN_BASE_CONFIG,
   UNKNOWN_KEY,
   UNMATCHED_EXCEPTIONS,
-  UNSUPPORTED_PROPERTY,
   instancePlace,
 } from './config.messages';
 import {
@@ -49,8 +48,6 @@ export interface PolicySchema<T extends object> {
   readonly policy: string;
   readonly fields: { readonly [K in keyof T]-?: FieldSpec };
   readonly defaults: T;
-  /** Resilience4j properties accepted with a one-time warning. */
-  readonly unsupported: readonly string[];
   /** Cross-field checks on a resolved config; throws with a message naming the key. */
   readonly check?: (config: T, place: ConfigPlace) => void;
 }
@@ -134,10 +131,6 @@ export function readPartial<T extends object>(
   const given = new GivenOptions(raw, place, known, {
     onUnknown: (rawKey, value) => {
       if (handleResilience4jKey(schema.policy, rawKey, place, warn)) return true;
-      if (findKey(rawKey, schema.unsupported) !== undefined) {
-        warn(UNSUPPORTED_PROPERTY(place, rawKey));
-        return true;
-      }
       // Spring splits a dotted map key too, so 'payments.v2' arrives as instance 'payments' with a key 'v2'.
       throw new Error(UNKNOWN_KEY(place, rawKey, known) + (isPlainObject(value) ? DOTTED_NAME_HINT : ''));
     },

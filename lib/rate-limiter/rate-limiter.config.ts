@@ -65,7 +65,6 @@ export const RATE_LIMITER_SCHEMA: PolicySchema<RateLimiterConfig> = {
     registerHealthIndicator: false,
     allowHealthIndicatorToFail: false,
   },
-  unsupported: [],
   check(config, place) {
     // Resilience4j counts periods in whole nanoseconds and refuses one shorter than 1 ns.
     if (Math.round(config.limitRefreshPeriod * 1e6) < 1) {

@@ -92,15 +92,6 @@ export const RETRY_SCHEMA: PolicySchema<RetryConfig> = {
     retryAfterMaxWait: 30_000,
     budget: undefined,
   },
-  unsupported: [
-    'eventConsumerBufferSize',
-    'intervalFunction',
-    'intervalBiFunction',
-    'retryExceptionPredicate',
-    'resultPredicate',
-    'consumeResultBeforeRetryAttempt',
-    'writableStackTraceEnabled',
-  ],
   check(config, place) {
     if (config.enableRandomizedWait && config.jitter !== 'none' && config.jitter !== 'full') {
       throw new Error(INVALID_VALUE(place, 'jitter', "'none' when enableRandomizedWait is true", config.jitter));

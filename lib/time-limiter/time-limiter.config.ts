@@ -24,5 +24,4 @@ export const TIME_LIMITER_SCHEMA: PolicySchema<TimeLimiterConfig> = {
     cancelRunningFuture: { kind: 'boolean' },
   },
   defaults: { timeoutDuration: 1000, cancelRunningFuture: true },
-  unsupported: ['eventConsumerBufferSize'],
 };

@@ -24,7 +24,6 @@ import {
   IGNORED_SECTION,
   THREAD_POOL_BULKHEAD_MAPPED,
   UNMATCHED_EXCEPTIONS,
-  UNSUPPORTED_PROPERTY,
 } from '../../lib/config/config.messages';
 import {
   IGNORED_INSTANCE_PROPERTIES,
@@ -451,7 +450,7 @@ describe('ratelimiter.yml: a rate limiter section and a thread-pool bulkhead', (
         ),
       ]),
     );
-    expect(booted.warnings).not.toContain(UNSUPPORTED_PROPERTY('module options', 'thread-pool-bulkhead'));
+    expect(booted.warnings.filter((w) => w.includes("property 'thread-pool-bulkhead'"))).toEqual([]);
   });
 
   it("limits through @RateLimiter('search'): 5 calls a second from its limiters entry over the default config, the sixth refused", async () => {
