@@ -1,6 +1,6 @@
-import { VirtualClock } from '../clock';
+import { Clock, VirtualClock } from '../clock';
 import { MemoryIdempotencyStore } from './memory-idempotency-store';
-import { MEMORY_STORE_FULL } from './idempotency.messages';
+import { INVALID_STORE_DURATION, MEMORY_STORE_FULL } from './idempotency.messages';
 
 const ANSWER = { kind: 'http', status: 201, headers: {}, body: 'x'.repeat(1_000) } as const;
 
@@ -82,6 +82,122 @@ describe('MemoryIdempotencyStore housekeeping', () => {
     expect(() => new MemoryIdempotencyStore({ maxKeys: 0 })).toThrow(
       /MemoryIdempotencyStore: 'maxKeys' must be a positive integer, got 0/,
     );
+  });
+
+  it('holds one live key with maxKeys 1', async () => {
+    const single = new MemoryIdempotencyStore({ clock, maxKeys: 1 });
+    try {
+      expect((await single.claim('only', 'f')).outcome).toBe('claimed');
+      await expect(single.claim('second', 'f')).rejects.toThrow(MEMORY_STORE_FULL(1));
+    } finally {
+      single.close();
+    }
+  });
+
+  it('names the setting when complete() is given a bad TTL or renew() a bad lease', async () => {
+    await expect(store.complete('k', 'token', ANSWER, 0)).rejects.toThrow(
+      INVALID_STORE_DURATION('MemoryIdempotencyStore', 'ttlMs', 0),
+    );
+    await expect(store.renew('k', 'token', -1)).rejects.toThrow(
+      INVALID_STORE_DURATION('MemoryIdempotencyStore', 'leaseMs', -1),
+    );
+  });
+});
+
+// Keys expiring between whole seconds: the store itself must hide them until the sweep frees them.
+describe('MemoryIdempotencyStore between sweeps', () => {
+  let clock: VirtualClock;
+
+  beforeEach(() => {
+    clock = new VirtualClock(1_000_000);
+  });
+
+  it('treats a key as gone from the instant it expires, before the sweep frees it', async () => {
+    const store = new MemoryIdempotencyStore({ clock });
+    try {
+      await fill(store, 1, 1_500);
+      await clock.advance(1_499);
+      expect((await store.get('k0'))?.state).toBe('completed');
+      await clock.advance(1);
+      expect(await store.get('k0')).toBeUndefined();
+      expect(store.size).toBe(1);
+      expect((await store.claim('k0', 'another fingerprint')).outcome).toBe('claimed');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('leaves expired keys to the whole-second sweep while there is room for a new key', async () => {
+    const store = new MemoryIdempotencyStore({ clock, maxKeys: 3 });
+    try {
+      await fill(store, 2, 1_500);
+      await clock.advance(1_500);
+      expect((await store.claim('fresh', 'f')).outcome).toBe('claimed');
+      expect(store.size).toBe(3);
+      await clock.advance(500);
+      expect(store.size).toBe(1);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('when full, reclaims an expired key in place and sweeps expired keys to make room for a new one', async () => {
+    const store = new MemoryIdempotencyStore({ clock, maxKeys: 3 });
+    try {
+      await fill(store, 3, 1_500);
+      await clock.advance(1_500);
+      expect((await store.claim('k0', 'f')).outcome).toBe('claimed');
+      expect(store.size).toBe(3);
+      expect((await store.claim('one-more', 'f')).outcome).toBe('claimed');
+      expect(store.size).toBe(2);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('frees each key within a second of its own expiry, whatever order the keys were claimed in', async () => {
+    const store = new MemoryIdempotencyStore({ clock });
+    try {
+      // 50 keys expiring 1.5 s, 2.5 s, ... 50.5 s from now, claimed in a scrambled order (19 is prime to 50).
+      for (let i = 0; i < 50; i++) {
+        const second = ((i * 19) % 50) + 1;
+        const ms = second * 1_000 + 500;
+        await store.claim(`k${second}`, 'f', { leaseMs: ms, ttlMs: ms });
+      }
+      const sizes: number[] = [];
+      for (let second = 1; second <= 51; second++) {
+        await clock.advance(1_000);
+        sizes.push(store.size);
+      }
+      // After the sweep at second s, the keys expiring at 1.5 s ... (s - 0.5) s are gone.
+      expect(sizes).toEqual(Array.from({ length: 51 }, (_, i) => 50 - i));
+    } finally {
+      store.close();
+    }
+  });
+
+  it('arms its sweep timer once for keys due in the same second', async () => {
+    let armed = 0;
+    const counting: Clock = {
+      now: () => clock.now(),
+      setTimeout: (callback, ms) => {
+        armed++;
+        return clock.setTimeout(callback, ms);
+      },
+      clearTimeout: (handle) => clock.clearTimeout(handle),
+    };
+    const store = new MemoryIdempotencyStore({ clock: counting });
+    try {
+      for (let i = 0; i < 5; i++) {
+        await store.claim(`k${i}`, 'f', { leaseMs: 1_500, ttlMs: 1_500 });
+        await clock.advance(100);
+      }
+      expect(armed).toBe(1);
+      await clock.advance(1_500);
+      expect(store.size).toBe(0);
+    } finally {
+      store.close();
+    }
   });
 });
 
