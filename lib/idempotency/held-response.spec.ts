@@ -1,6 +1,7 @@
 import { createServer, get, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { CapturedAnswer, HeldResponse, SettleAnswer, SubstituteAnswer } from './held-response';
+import { ODD_HEADER_LIST } from './idempotency.messages';
 
 /** What a client of 127.0.0.1 received. */
 interface Received {
@@ -114,12 +115,33 @@ describe('HeldResponse', () => {
     expect(received.headers.get('content-length')).toBe(String(Buffer.byteLength('réplayed')));
   });
 
+  it("counts the substitute's length when the pipeline's is dropped, and sends none with an empty 204", async () => {
+    const counted = await exchange((response) => {
+      new HeldResponse(response, recordingSettle({ ...REPLAY, drop: ['content-length'] }));
+      response.setHeader('content-length', Buffer.byteLength('pipeline answer'));
+      response.end('pipeline answer');
+    });
+    const noContent = await exchange((response) => {
+      new HeldResponse(response, recordingSettle({ status: 204, headers: {}, body: '', drop: ['content-length'] }));
+      response.setHeader('content-length', 2);
+      response.end('{}');
+    });
+
+    expect(counted.body).toBe('réplayed');
+    expect(counted.headers.get('content-length')).toBe(String(Buffer.byteLength('réplayed')));
+    expect(noContent.status).toBe(204);
+    // RFC 9110 §8.6: no Content-Length in a 204 answer.
+    expect(noContent.headers.has('content-length')).toBe(false);
+  });
+
   it('applies writeHead headers given as a flat array, as pairs, or with no reason phrase', async () => {
+    const flatSettle = recordingSettle();
     const flat = await exchange((response) => {
-      new HeldResponse(response, recordingSettle());
+      new HeldResponse(response, flatSettle);
       response.writeHead(202, ['x-list', 'a', 'x-list', 'b']);
       response.end();
     });
+    expect(flatSettle.seen[0]?.headers).toEqual({ 'x-list': ['a', 'b'] });
     expect(flat.status).toBe(202);
     expect(flat.headers.get('x-list')).toBe('a, b');
 
@@ -143,6 +165,43 @@ describe('HeldResponse', () => {
     expect(object.statusText).toBe('OK');
   });
 
+  it('takes writeHead with a status alone, or with a reason and null headers, as Node does', async () => {
+    const bare = await exchange((response) => {
+      new HeldResponse(response, recordingSettle());
+      response.setHeader('x-set', 'kept');
+      response.writeHead(201);
+      response.end('made');
+    });
+    const nullHeaders = await exchange((response) => {
+      new HeldResponse(response, recordingSettle());
+      response.writeHead(202, 'Taken', null as unknown as undefined);
+      response.end();
+    });
+
+    expect(bare).toMatchObject({ status: 201, statusText: 'Created', body: 'made' });
+    expect(bare.headers.get('x-set')).toBe('kept');
+    expect(nullHeaders).toMatchObject({ status: 202, statusText: 'Taken' });
+  });
+
+  it('refuses a flat writeHead header list with a name left without its value, as Node does', async () => {
+    let refused: unknown;
+    const received = await exchange((response) => {
+      new HeldResponse(response, recordingSettle());
+      try {
+        response.writeHead(200, ['x-a', '1', 'x-dangling']);
+      } catch (error) {
+        refused = error;
+      }
+      response.statusCode = 500;
+      response.end();
+    });
+
+    expect(refused).toBeInstanceOf(TypeError);
+    expect((refused as Error).message).toBe(ODD_HEADER_LIST(3));
+    expect(received.status).toBe(500);
+    expect(received.headers.has('x-a')).toBe(false);
+  });
+
   it('captures the body of end() as bytes: a Buffer, text in its encoding, or nothing', async () => {
     const settle = recordingSettle();
     const callbacks: string[] = [];
@@ -158,15 +217,27 @@ describe('HeldResponse', () => {
       new HeldResponse(response, settle);
       response.end(() => callbacks.push('bare'));
     });
+    const utf8 = await exchange((response) => {
+      new HeldResponse(response, settle);
+      response.end('naïve', () => callbacks.push('utf8'));
+    });
+    const none = await exchange((response) => {
+      new HeldResponse(response, settle);
+      response.end(null);
+    });
 
     expect(settle.seen.map((answer) => answer?.body)).toEqual([
       Buffer.from([1, 2, 3]),
       Buffer.from('hi'),
       Buffer.alloc(0),
+      Buffer.from('naïve', 'utf8'),
+      Buffer.alloc(0),
     ]);
     expect(base64.body).toBe('hi');
     expect(empty.body).toBe('');
-    expect(callbacks.sort()).toEqual(['bare', 'text']);
+    expect(utf8.body).toBe('naïve');
+    expect(none.body).toBe('');
+    expect(callbacks.sort()).toEqual(['bare', 'text', 'utf8']);
   });
 
   it('settles a streamed answer on its first part, holding the parts until then', async () => {
@@ -194,6 +265,22 @@ describe('HeldResponse', () => {
       },
     ]);
     expect(received).toMatchObject({ status: 200, body: 'abcd' });
+  });
+
+  it('leaves the drain to the socket when a held part filled its buffer', async () => {
+    const big = 'x'.repeat(4 * 1024 * 1024);
+    const needDrainAtDrain: boolean[] = [];
+    const received = await exchange((response) => {
+      new HeldResponse(response, recordingSettle());
+      response.write(big);
+      response.once('drain', () => {
+        needDrainAtDrain.push(response.writableNeedDrain);
+        response.end();
+      });
+    });
+
+    expect(needDrainAtDrain).toEqual([false]);
+    expect(received.body).toHaveLength(big.length);
   });
 
   it('lets a streamed answer that ended while settle decided go out whole', async () => {
@@ -276,7 +363,8 @@ describe('HeldResponse', () => {
     });
 
     expect(finished).toEqual([false, true]);
-    expect(settle.seen).toEqual([undefined]);
+    // toStrictEqual: toEqual would let a second undefined through.
+    expect(settle.seen).toStrictEqual([undefined]);
     expect(received.status).toBe(204);
   });
 

@@ -1,4 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { ODD_HEADER_LIST } from './idempotency.messages';
 
 /** What the pipeline wrote for a request: status, headers and body bytes, as the client would get them. */
 export interface CapturedAnswer {
@@ -43,7 +44,8 @@ const HOOKED = ['write', 'end', 'writeHead'] as const;
  * this one response object and are removed before the answer goes out.
  */
 export class HeldResponse {
-  private readonly chunks: Buffer[] = [];
+  /** What the pipeline gave `end`, which reaches the hook at most once. */
+  private body = Buffer.alloc(0);
   private readonly saved: Array<[string, PropertyDescriptor | undefined]> = [];
   private readonly end: Writer;
   private readonly write: Writer;
@@ -97,11 +99,11 @@ export class HeldResponse {
           return response;
         }
         if (chunk !== undefined && chunk !== null && typeof chunk !== 'function') {
-          this.chunks.push(
+          // Buffer.from reads text as UTF-8 when the encoding is missing or is the callback.
+          this.body =
             typeof chunk === 'string'
-              ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
-              : Buffer.from(chunk as Uint8Array),
-          );
+              ? Buffer.from(chunk, encoding as BufferEncoding)
+              : Buffer.from(chunk as Uint8Array);
         }
         this.callback = [chunk, encoding, callback].find((a) => typeof a === 'function') as (() => void) | undefined;
         this.release(true);
@@ -124,9 +126,8 @@ export class HeldResponse {
     if (this.done) return;
     this.done = true;
     this.restore();
-    const body = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
     const captured: CapturedAnswer | undefined = ended
-      ? { status: this.response.statusCode, headers: this.response.getHeaders(), body, streamed: false }
+      ? { status: this.response.statusCode, headers: this.response.getHeaders(), body: this.body, streamed: false }
       : undefined;
     this.settle(captured).then(
       (substitute) => this.send(captured, substitute),
@@ -138,7 +139,8 @@ export class HeldResponse {
   /** The first part of a streamed answer: settle on its status and headers, holding the parts until then. */
   private releaseStreamed(): void {
     this.done = true;
-    this.queued = [];
+    const queued: HeldWrite[] = [];
+    this.queued = queued;
     const captured: CapturedAnswer = {
       status: this.response.statusCode,
       headers: this.response.getHeaders(),
@@ -146,15 +148,14 @@ export class HeldResponse {
       streamed: true,
     };
     this.settle(captured).then(
-      (substitute) => this.flow(substitute),
-      () => this.flow(undefined),
+      (substitute) => this.flow(substitute, queued),
+      () => this.flow(undefined, queued),
     );
   }
 
   /** Lets a streamed answer go: its held parts, then the rest straight through (or nowhere, if `substitute` replaces it). */
-  private flow(substitute: SubstituteAnswer | undefined): void {
+  private flow(substitute: SubstituteAnswer | undefined, queued: HeldWrite[]): void {
     const response = this.response;
-    const queued = this.queued ?? [];
     const queuedEnd = this.queuedEnd;
     this.queued = undefined;
     this.queuedEnd = undefined;
@@ -167,12 +168,10 @@ export class HeldResponse {
       return;
     }
     this.restore();
-    let ready = true;
-    for (const [chunk, encoding, callback] of queued)
-      ready = this.write.call(response, chunk, encoding, callback) !== false;
+    for (const [chunk, encoding, callback] of queued) this.write.call(response, chunk, encoding, callback);
     if (queuedEnd !== undefined) this.end.call(response, ...queuedEnd);
     // The parts were refused with false while held: a writer waiting for 'drain' resumes now, or when the socket drains.
-    else if (ready) response.emit('drain');
+    else if (!response.writableNeedDrain) response.emit('drain');
   }
 
   private restore(): void {
@@ -225,9 +224,11 @@ function applyHeaders(response: ServerResponse, headers: unknown): void {
     }
     return;
   }
-  if (headers.every((entry) => Array.isArray(entry))) {
+  // Node tells the two array forms apart by the first entry alone.
+  if (Array.isArray(headers[0])) {
     for (const [name, value] of headers as [string, string][]) response.appendHeader(name, value);
     return;
   }
-  for (let i = 0; i + 1 < headers.length; i += 2) response.appendHeader(String(headers[i]), String(headers[i + 1]));
+  if (headers.length % 2 !== 0) throw new TypeError(ODD_HEADER_LIST(headers.length));
+  for (let i = 0; i < headers.length; i += 2) response.appendHeader(String(headers[i]), String(headers[i + 1]));
 }

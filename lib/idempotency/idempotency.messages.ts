@@ -8,6 +8,10 @@ export const INVALID_STORE_DURATION = (store: string, setting: string, value: un
 export const MEMORY_STORE_FULL = (maxKeys: number): string =>
   `${PREFIX}: MemoryIdempotencyStore holds its maximum of ${maxKeys} live keys (option 'maxKeys'); a new key is refused until older ones expire`;
 
+/** `writeHead` got a flat header list whose last name has no value. */
+export const ODD_HEADER_LIST = (length: number): string =>
+  `${PREFIX}: writeHead: a flat header list alternates names and values, so its length must be even, got ${length} entries`;
+
 /** A store option that must be a positive integer is not. */
 export const INVALID_STORE_COUNT = (store: string, setting: string, value: unknown): string =>
   `${PREFIX}: ${store}: '${setting}' must be a positive integer, got ${String(value)}`;
