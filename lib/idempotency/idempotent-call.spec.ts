@@ -293,6 +293,27 @@ describe('@Idempotent({ key }) calls through the idempotency core', () => {
       expect(store.renewals).toBe(3);
     });
 
+    it.each([
+      ['answers', undefined],
+      ['fails', new Error('store blip')],
+    ])('is not renewed again when a renewal in flight as the run settles %s', async (_, renewError) => {
+      const gate = new Gate();
+      ledger.gate = gate;
+      const entered = new Promise<void>((resolve) => (ledger.entered = resolve));
+      const running = ledger.plain('l-3');
+      await entered;
+      const renewGate = new Gate();
+      store.renewGate = renewGate;
+      store.renewError = renewError;
+      await clock.advance(LEASE / 3);
+      expect(store.renewals).toBe(1);
+      gate.open();
+      await expect(running).resolves.toBe('done l-3');
+      renewGate.open();
+      await clock.advance(LEASE);
+      expect(store.renewals).toBe(1);
+    });
+
     it('stops renewing once another attempt owns the key', async () => {
       const gate = new Gate();
       ledger.gate = gate;
