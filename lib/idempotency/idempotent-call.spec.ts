@@ -135,6 +135,13 @@ class Ledger {
   }
 
   @Idempotent({ key: (id: string) => id })
+  async nested(id: string, inner?: string): Promise<string> {
+    this.runs.push(id);
+    if (inner !== undefined) await this.nested(inner);
+    return `nested ${id}`;
+  }
+
+  @Idempotent({ key: (id: string) => id })
   stream(id: string): Observable<number> {
     return of(1, 2, 3).pipe(tap({ subscribe: () => this.runs.push(id) }));
   }
@@ -190,6 +197,15 @@ describe('@Idempotent({ key }) calls through the idempotency core', () => {
       expect(await firstValueFrom(ledger.stream('s-1'))).toBe(3);
       expect(ledger.runs).toEqual(['s-1']);
       expect(outcomeNames()).toEqual(['executed', 'replayed']);
+    });
+  });
+
+  describe('a keyed method calling itself', () => {
+    it('runs the inner call under its own key too', async () => {
+      await expect(ledger.nested('n-outer', 'n-inner')).resolves.toBe('nested n-outer');
+      await expect(ledger.nested('n-inner')).resolves.toBe('nested n-inner');
+      expect(ledger.runs).toEqual(['n-outer', 'n-inner']);
+      expect(outcomeNames()).toEqual(['executed', 'executed', 'replayed']);
     });
   });
 
