@@ -236,6 +236,7 @@ export class IdempotentRun {
     }
     try {
       // A stored error answer (a 4xx the method threw) is still the answer, with its writes rolled back.
+      // Stryker disable next-line ConditionalExpression: callers pass a response only with 'store'
       if (decision === 'store' && response !== undefined) {
         return (await store.complete(this.storeKey, this.token, response, ttlMs))
           ? { status: 'completed' }
