@@ -16,9 +16,13 @@ import {
   PostgresQueryable,
   StoredResponse,
 } from './index';
+import { ClaimOptions, ClaimResult } from './idempotency-store';
+import { contextStorage, ResilienceContext } from '../context';
+import { HttpException } from '@nestjs/common';
 
 const START = Date.UTC(2025, 0, 1);
-const LEASE = 30_000;
+// Not the default lease, so a claim that dropped its options would show.
+const LEASE = 12_000;
 
 /** A store whose transactions are a log: the key completes when the transaction commits. */
 class TransactionalMemoryStore extends MemoryIdempotencyStore {
@@ -31,6 +35,10 @@ class TransactionalMemoryStore extends MemoryIdempotencyStore {
   renewals = 0;
   renewError: Error | undefined;
   completeError: Error | undefined;
+  claimError: Error | undefined;
+  releaseError: Error | undefined;
+  /** Renewals wait for this gate before answering. */
+  renewGate: Gate | undefined;
   /** Renewals answer that another attempt owns the key. */
   taken = false;
   private pending: (() => Promise<boolean>) | undefined;
@@ -70,8 +78,19 @@ class TransactionalMemoryStore extends MemoryIdempotencyStore {
     return super.complete(key, token, response, ttlMs);
   }
 
+  override async claim(key: string, fingerprint: string, options?: ClaimOptions): Promise<ClaimResult> {
+    if (this.claimError !== undefined) throw this.claimError;
+    return super.claim(key, fingerprint, options);
+  }
+
+  override async release(key: string, token: string): Promise<boolean> {
+    if (this.releaseError !== undefined) throw this.releaseError;
+    return super.release(key, token);
+  }
+
   override async renew(key: string, token: string, leaseMs?: number): Promise<boolean> {
     this.renewals++;
+    await this.renewGate?.opened;
     if (this.renewError !== undefined) throw this.renewError;
     if (this.taken) return false;
     return super.renew(key, token, leaseMs);
@@ -113,6 +132,13 @@ class Ledger {
       if (error !== undefined) throw error;
       return `done ${id}`;
     });
+  }
+
+  @Idempotent({ key: (id: string) => id })
+  async nested(id: string, inner?: string): Promise<string> {
+    this.runs.push(id);
+    if (inner !== undefined) await this.nested(inner);
+    return `nested ${id}`;
   }
 
   @Idempotent({ key: (id: string) => id })
@@ -171,6 +197,15 @@ describe('@Idempotent({ key }) calls through the idempotency core', () => {
       expect(await firstValueFrom(ledger.stream('s-1'))).toBe(3);
       expect(ledger.runs).toEqual(['s-1']);
       expect(outcomeNames()).toEqual(['executed', 'replayed']);
+    });
+  });
+
+  describe('a keyed method calling itself', () => {
+    it('runs the inner call under its own key too', async () => {
+      await expect(ledger.nested('n-outer', 'n-inner')).resolves.toBe('nested n-outer');
+      await expect(ledger.nested('n-inner')).resolves.toBe('nested n-inner');
+      expect(ledger.runs).toEqual(['n-outer', 'n-inner']);
+      expect(outcomeNames()).toEqual(['executed', 'executed', 'replayed']);
     });
   });
 
@@ -274,6 +309,27 @@ describe('@Idempotent({ key }) calls through the idempotency core', () => {
       expect(store.renewals).toBe(3);
     });
 
+    it.each([
+      ['answers', undefined],
+      ['fails', new Error('store blip')],
+    ])('is not renewed again when a renewal in flight as the run settles %s', async (_, renewError) => {
+      const gate = new Gate();
+      ledger.gate = gate;
+      const entered = new Promise<void>((resolve) => (ledger.entered = resolve));
+      const running = ledger.plain('l-3');
+      await entered;
+      const renewGate = new Gate();
+      store.renewGate = renewGate;
+      store.renewError = renewError;
+      await clock.advance(LEASE / 3);
+      expect(store.renewals).toBe(1);
+      gate.open();
+      await expect(running).resolves.toBe('done l-3');
+      renewGate.open();
+      await clock.advance(LEASE);
+      expect(store.renewals).toBe(1);
+    });
+
     it('stops renewing once another attempt owns the key', async () => {
       const gate = new Gate();
       ledger.gate = gate;
@@ -287,6 +343,78 @@ describe('@Idempotent({ key }) calls through the idempotency core', () => {
       expect(store.renewals).toBe(1);
       gate.open();
       await running;
+    });
+  });
+
+  describe('store faults name the store call that failed', () => {
+    it.each([
+      ['claim', (s: TransactionalMemoryStore) => (s.claimError = new Error('down'))],
+      ['connect', (s: TransactionalMemoryStore) => (s.connectError = new Error('down'))],
+    ])('%s', async (operation, breakStore) => {
+      breakStore(store);
+      await expect(ledger.post('f-1')).rejects.toThrow(`${operation} failed`);
+      expect(ledger.runs).toEqual([]);
+    });
+
+    it('complete', async () => {
+      store.completeError = new Error('down');
+      await expect(ledger.plain('f-2')).resolves.toBe('done f-2');
+      expect(String((outcomes.at(-1)?.error as Error).message)).toContain('complete failed');
+    });
+
+    it('release, which keeps the key claimed', async () => {
+      store.releaseError = new Error('down');
+      ledger.failNext = new HttpException('bad input', 400);
+      await expect(ledger.plain('f-3')).rejects.toThrow('bad input');
+      expect(outcomes.at(-1)).toMatchObject({ outcome: 'kept_unknown', key: 'f-3' });
+      store.releaseError = undefined;
+      await expect(ledger.plain('f-3')).rejects.toBeInstanceOf(IdempotencyKeyInProgressError);
+    });
+  });
+
+  describe('a call that throws', () => {
+    it('frees the key on a 4xx and keeps it on a 5xx or an error without a status', async () => {
+      const answers: Array<[string, unknown]> = [
+        ['e-4xx', new HttpException('conflict', 409)],
+        ['e-500', new HttpException('server error', 500)],
+        ['e-plain', new Error('crashed')],
+      ];
+      for (const [id, error] of answers) {
+        ledger.failNext = error;
+        await expect(ledger.plain(id)).rejects.toBe(error);
+      }
+      expect(outcomeNames()).toEqual(['released', 'kept_unknown', 'kept_unknown']);
+      await expect(ledger.plain('e-4xx')).resolves.toBe('done e-4xx');
+      await expect(ledger.plain('e-500')).rejects.toBeInstanceOf(IdempotencyKeyInProgressError);
+    });
+  });
+
+  describe('a call whose request deadline passes while the method runs', () => {
+    async function pastDeadline(id: string, error?: unknown): Promise<{ running: Promise<string> }> {
+      const gate = new Gate();
+      ledger.gate = gate;
+      ledger.failNext = error;
+      const entered = new Promise<void>((resolve) => (ledger.entered = resolve));
+      const context = new ResilienceContext(clock, clock.now() + 1_000);
+      const running = contextStorage.run(context, () => ledger.plain(id));
+      running.catch(() => undefined);
+      await entered;
+      await clock.advance(LEASE / 3);
+      gate.open();
+      return { running };
+    }
+
+    it('still renews the lease and stores the answer', async () => {
+      await expect((await pastDeadline('d-1')).running).resolves.toBe('done d-1');
+      expect(store.renewals).toBe(1);
+      expect(outcomeNames()).toEqual(['executed']);
+    });
+
+    it('still frees the key after a 4xx', async () => {
+      const refused = new HttpException('bad input', 400);
+      await expect((await pastDeadline('d-2', refused)).running).rejects.toBe(refused);
+      expect(outcomeNames()).toEqual(['released']);
+      await expect(ledger.plain('d-2')).resolves.toBe('done d-2');
     });
   });
 

@@ -113,12 +113,8 @@ export class IdempotentMethod implements Policy, IdempotentTarget {
     } catch (error) {
       run.fail(error);
       const settled = await run.finish(run.settlementForError(error));
-      this.report(
-        settled.status === 'released' || settled.status === 'rolled_back' ? 'released' : 'kept_unknown',
-        'call',
-        key,
-        error,
-      );
+      // A failed run never stores, so it cannot be rolled back after all: it was released or kept.
+      this.report(settled.status === 'released' ? 'released' : 'kept_unknown', 'call', key, error);
       throw error;
     }
     const settled = await run.finish('store', { kind: 'result', value });

@@ -1,4 +1,5 @@
-import { Body, Controller, Get, HttpException, Injectable, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpException, Injectable, Logger, Post, Res } from '@nestjs/common';
+import { defer, Observable } from 'rxjs';
 import { VirtualClock } from '../../lib/clock';
 import {
   downstreamIdempotencyKey,
@@ -26,6 +27,13 @@ interface Effect {
   readonly route: string;
   readonly id: string;
   readonly amount: number;
+}
+
+/** A refusal that leaves nothing done: its key is freed for a retry. */
+class CardHeld extends HttpException {
+  constructor() {
+    super({ message: 'card held, try again' }, 409);
+  }
 }
 
 /** The business side: every effect the handlers had, and the knobs tests turn. */
@@ -84,6 +92,32 @@ class PaymentsController {
   @Idempotent({ required: false })
   async tip(@Body() body: { amount: number }) {
     return this.ledger.effect('tip', body.amount);
+  }
+
+  @Post('holds')
+  @Idempotent({ releaseOn: [CardHeld] })
+  async hold(@Body() body: { amount: number }) {
+    await this.ledger.effect('hold', body.amount);
+    throw new CardHeld();
+  }
+
+  @Post('audits')
+  @Idempotent({
+    onStatus: () => {
+      throw new Error('no verdict');
+    },
+  })
+  async audit(@Body() body: { amount: number }) {
+    return this.ledger.effect('audit', body.amount);
+  }
+
+  @Post('streams')
+  @Idempotent()
+  stream(@Body() body: { amount: number }): Observable<never> {
+    return defer(async () => {
+      await this.ledger.effect('stream', body.amount);
+      throw new HttpException({ message: 'amount out of range' }, 422);
+    });
   }
 
   @Get('payments')
@@ -238,6 +272,52 @@ describe.each(
       expect((await order('k-created', 201)).headers.get('idempotent-replayed')).toBe('true');
       expect(ledger.count('order')).toBe(4);
       expect(outcomes()).toEqual(['kept_unknown', 'in_progress', 'released', 'released', 'executed', 'replayed']);
+    });
+  });
+
+  describe('releaseOn', () => {
+    it('frees the key after an error it names, so a retry runs', async () => {
+      const hold = () => send(base, '/holds', { key: 'k-held', body: { amount: 1 } });
+      expect((await hold()).status).toBe(409);
+      expect((await hold()).status).toBe(409);
+      expect(ledger.count('hold')).toBe(2);
+      expect(outcomes()).toEqual(['released', 'released']);
+    });
+
+    it('keeps the key claimed when it cannot be freed, reporting the store error', async () => {
+      store.failRelease = true;
+      expect((await send(base, '/holds', { key: 'k-held-down', body: { amount: 1 } })).status).toBe(409);
+      expect(running.outcomes.at(-1)?.outcome).toBe('kept_unknown');
+      expect(String((running.outcomes.at(-1)?.error as Error).message)).toContain('release failed');
+    });
+  });
+
+  describe('onStatus that throws', () => {
+    it('keeps the key and says why', async () => {
+      const warnings: string[] = [];
+      const spy = jest
+        .spyOn(Logger.prototype, 'warn')
+        .mockImplementation((m: unknown) => void warnings.push(String(m)));
+      try {
+        const audit = () => send(base, '/audits', { key: 'k-audit', body: { amount: 1 } });
+        expect((await audit()).status).toBe(201);
+        expect((await audit()).status).toBe(409);
+        expect(ledger.count('audit')).toBe(1);
+        expect(warnings).toEqual([expect.stringContaining("'onStatus' threw for status 201 (no verdict)")]);
+      } finally {
+        spy.mockRestore();
+      }
+    });
+  });
+
+  describe('an Observable route', () => {
+    it('stores the error answer it ended with and replays it', async () => {
+      const stream = () => send(base, '/streams', { key: 'k-stream', body: { amount: 1 } });
+      expect((await stream()).status).toBe(422);
+      const again = await stream();
+      expect(again.status).toBe(422);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(ledger.count('stream')).toBe(1);
     });
   });
 

@@ -1,5 +1,6 @@
 import { Controller, Injectable, Logger, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { defer, lastValueFrom, Observable, of } from 'rxjs';
 import { systemClock, VirtualClock } from '../../lib/clock';
 import { INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from '../../lib/config/config.messages';
 import {
@@ -381,10 +382,17 @@ describe('@Idempotent at bootstrap', () => {
       async handle(): Promise<number> {
         return ++this.runs;
       }
+
+      @Post('stream')
+      @Idempotent()
+      stream(): Observable<number> {
+        return defer(() => of(++this.runs));
+      }
     }
     const app = await boot({ idempotency: { principal: () => undefined } }, { controllers: [Direct] });
     const direct = app.get(Direct);
     expect([await direct.handle(), await direct.handle()]).toEqual([1, 2]);
+    expect([await lastValueFrom(direct.stream()), await lastValueFrom(direct.stream())]).toEqual([3, 4]);
     await app.close();
   });
 });

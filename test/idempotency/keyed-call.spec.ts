@@ -172,7 +172,19 @@ describe.each([memoryTarget(), postgresTarget('keyed'), redisTarget('keyed')])(
       expect(await consumer.optional()).toBe(2);
       expect(await consumer.optional({ id: 'o-1' })).toBe(3);
       expect(await consumer.optional({ id: 'o-1' })).toBe(3);
-      expect(outcomes.map((o) => o.outcome)).toEqual(['missing_key', 'bypassed', 'bypassed', 'executed', 'replayed']);
+      expect(await consumer.optional({ id: '' })).toBe(4);
+      // A key that is not a string is a bug in the key function, not a key left out.
+      await expect(consumer.optional({ id: 7 as unknown as string })).rejects.toThrow(IdempotencyKeyMissingError);
+      expect(consumer.handled).toHaveLength(4);
+      expect(outcomes.map((o) => o.outcome)).toEqual([
+        'missing_key',
+        'bypassed',
+        'bypassed',
+        'executed',
+        'replayed',
+        'bypassed',
+        'missing_key',
+      ]);
     });
 
     it.each([

@@ -98,6 +98,8 @@ export class FaultyStore implements IdempotencyStore {
   failClaim = false;
   /** `claim` never answers while true (the store hangs). */
   hangClaim = false;
+  /** `release` throws while true (the store is unreachable when the key is freed). */
+  failRelease = false;
   /** Calls begun so far, by method name, in order. */
   readonly started: string[] = [];
   /** Completions refused or thrown, in order. */
@@ -133,6 +135,7 @@ export class FaultyStore implements IdempotencyStore {
   }
 
   release(key: string, token: string): Promise<boolean> {
+    if (this.failRelease) return Promise.reject(new Error('store unreachable'));
     return this.inner.release(key, token);
   }
 
