@@ -1011,12 +1011,24 @@ describe('CircuitBreakerPolicy', () => {
         INVALID_VALUE(place, 'exponentialBackoffMultiplier', 'a number >= 1', 0.5),
       ],
       [
+        'a slow-call threshold of 0 (every call would be slow)',
+        { slowCallDurationThreshold: 0 },
+        INVALID_VALUE(place, 'slowCallDurationThreshold', 'a positive duration', 0),
+      ],
+      [
         'HALF_OPEN after the half-open wait',
         { transitionToStateAfterWaitDuration: 'HALF_OPEN' },
         INVALID_VALUE(place, 'transitionToStateAfterWaitDuration', "one of 'OPEN', 'CLOSED'", 'HALF_OPEN'),
       ],
     ])('refuses %s with a message naming the key', (_label, settings, message) => {
       expect(resolve(settings)).toThrow(message);
+    });
+
+    it('accepts every initial state, in either case', () => {
+      const states = ['CLOSED', 'OPEN', 'HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'];
+      const read = (initialState: string) => resolve({ initialState })().instances.get('psp')?.initialState;
+      expect(states.map(read)).toEqual(states);
+      expect(states.map((state) => read(state.toLowerCase()))).toEqual(states);
     });
 
     it('bounds a TIME_BASED window at 3600 seconds, and only a TIME_BASED one', () => {
