@@ -215,6 +215,17 @@ describe('RetryPolicy edges', () => {
     expect(retry.metrics).toMatchObject({ failedCallsWithRetry: 1 });
   });
 
+  it('keeps the error that reached the method through several refused retries after it', async () => {
+    const { clock, retry } = policy({ retryExceptions: [Error] });
+    const reached = unavailable();
+    const queued = refusal(new BulkheadFullError('pool', 'queue-full'));
+    const last = refusal(new CallNotPermittedError('cb', 'OPEN'));
+    const outcome = await run(clock, retry, [reached, queued, last]);
+    expect(outcome.calls).toBe(3);
+    expect(outcome.error).toBe(reached);
+    expect(reached.cause).toBe(last);
+  });
+
   it('ends with the latest result that reached the method when a retry after an error is refused', async () => {
     const { clock, retry } = policy({ retryOnResult: (value) => value === 'stale', maxAttempts: 4 });
     const refused = refusal(new CallNotPermittedError('cb', 'OPEN'));
