@@ -38,8 +38,16 @@ export async function claimKey(
 ): Promise<IdempotencyStart> {
   const { name, settings } = target;
   const { store, leaseMs, ttlMs } = settings;
-  const claim = await boundedStoreCall(settings, name, 'claim', () =>
-    store.claim(storeKey, fingerprint, { leaseMs, ttlMs }),
+  const claim = await boundedStoreCall(
+    settings,
+    name,
+    'claim',
+    () => store.claim(storeKey, fingerprint, { leaseMs, ttlMs }),
+    true,
+    // The client was told nothing ran and to retry with the same key: a claim landing now must not hold it.
+    (late) => {
+      if (late.outcome === 'claimed') store.release(storeKey, late.token).catch(() => undefined);
+    },
   );
   switch (claim.outcome) {
     case 'claimed':
