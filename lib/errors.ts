@@ -188,6 +188,25 @@ export class IdempotencyKeyInProgressError extends ResilienceError {
   }
 }
 
+/**
+ * The earlier attempt with this idempotency key stopped without finishing
+ * and nothing can tell whether it had its effect (no `reconciler`): the key
+ * is not run again, so a retry cannot help; an operator, or a reconciler,
+ * must resolve it.
+ */
+export class IdempotencyOutcomeUnknownError extends ResilienceError {
+  /** Always `'IDEMPOTENCY_OUTCOME_UNKNOWN'`. */
+  readonly code = 'IDEMPOTENCY_OUTCOME_UNKNOWN';
+
+  /** @param instance - the route or handler */
+  constructor(instance: string) {
+    super(
+      instance,
+      `The earlier request with this idempotency key at '${instance}' stopped without finishing and its outcome is unknown; it is not run again, and retrying will not change this answer`,
+    );
+  }
+}
+
 /** The idempotency key was already used with a different request fingerprint. */
 export class IdempotencyKeyReuseError extends ResilienceError {
   /** Always `'IDEMPOTENCY_KEY_REUSE'`. */

@@ -6,6 +6,7 @@ import {
   IdempotencyKeyInProgressError,
   IdempotencyKeyMissingError,
   IdempotencyKeyReuseError,
+  IdempotencyOutcomeUnknownError,
   IdempotencyStoreUnavailableError,
   MaxRetriesExceededError,
   OverloadedError,
@@ -25,6 +26,7 @@ export type ResilienceErrorCode =
   | IdempotencyKeyMissingError['code']
   | IdempotencyKeyInProgressError['code']
   | IdempotencyKeyReuseError['code']
+  | IdempotencyOutcomeUnknownError['code']
   | IdempotencyStoreUnavailableError['code']
   | MaxRetriesExceededError['code'];
 
@@ -81,6 +83,12 @@ export const RESILIENCE_PROBLEMS: Readonly<Record<ResilienceErrorCode, Resilienc
     status: 422,
     type: `${TYPE_BASE}idempotency-key-reuse`,
     title: 'Idempotency-Key reused with a different request',
+    retryAfter: false,
+  },
+  IDEMPOTENCY_OUTCOME_UNKNOWN: {
+    status: 500,
+    type: `${TYPE_BASE}idempotency-outcome-unknown`,
+    title: 'Outcome of the earlier request with this Idempotency-Key unknown',
     retryAfter: false,
   },
   IDEMPOTENCY_STORE_UNAVAILABLE: {

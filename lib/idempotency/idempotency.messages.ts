@@ -86,7 +86,7 @@ export const REDIS_NOT_DURABLE = (seen: string): string =>
 
 /** A stale key was found and nobody can say whether its first attempt had its effect. */
 export const NO_RECONCILER = (target: string): string =>
-  `${PREFIX}: @Idempotent on ${target} found a key whose earlier attempt stopped without finishing; without a reconciler (option 'reconciler') it is not run again and requests with that key get 409 until the record expires`;
+  `${PREFIX}: @Idempotent on ${target} found a key whose earlier attempt stopped without finishing; without a reconciler (option 'reconciler') it is not run again and requests with that key get 500 IdempotencyOutcomeUnknownError (no Retry-After) until the record expires`;
 
 /** A helper that needs the current idempotent call was called outside of one. */
 export const OUTSIDE_IDEMPOTENT_CALL = (helper: string): string =>

@@ -1,4 +1,4 @@
-import { IdempotencyKeyInProgressError } from '../errors';
+import { IdempotencyKeyInProgressError, IdempotencyOutcomeUnknownError } from '../errors';
 import { InProgressRecord, StoredHttpResponse, StoredResponse } from './idempotency-store';
 import { deriveDownstreamKey } from './idempotency-key';
 import { NO_RECONCILER } from './idempotency.messages';
@@ -31,14 +31,10 @@ export async function reconcileStaleKey(
   const { name, settings } = target;
   const { store, leaseMs, ttlMs, transactional } = settings;
   const reconciler = settings.reconciler ?? (transactional ? RUN_AGAIN : undefined);
-  const unresolved: IdempotencyStart = {
-    kind: 'refuse',
-    error: new IdempotencyKeyInProgressError(name, leaseMs),
-    outcome: 'kept_unknown',
-  };
   if (reconciler === undefined) {
     target.warn(NO_RECONCILER(name));
-    return unresolved;
+    // Not "in progress, retry later": nothing runs it, so an invitation to poll would be false for the whole TTL.
+    return { kind: 'refuse', error: new IdempotencyOutcomeUnknownError(name), outcome: 'kept_unknown' };
   }
   const stale: StaleIdempotencyKey = {
     target: name,
@@ -61,7 +57,8 @@ export async function reconcileStaleKey(
     case 'run':
       return { kind: 'run', token, record };
     case 'wait':
-      return unresolved;
+      // The reconciler is asked again once this attempt's lease runs out: 409 with that time is the truth.
+      return { kind: 'refuse', error: new IdempotencyKeyInProgressError(name, leaseMs), outcome: 'kept_unknown' };
     case 'complete': {
       const response = reconciledResponse(verdict, origin.transport, name);
       const completed = await boundedStoreCall(settings, name, 'complete', () =>

@@ -1,6 +1,8 @@
 import type { EventEmitter } from 'node:events';
 import { TimerHandle } from '../clock';
+import { ErrorMatcher } from '../error-matcher';
 import { httpStatusOf } from '../error-status';
+import { neverSent } from '../refusal';
 import { IdempotencyKeyInProgressError, IdempotencyKeyReuseError } from '../errors';
 import { InProgressRecord, StoredResponse } from './idempotency-store';
 import { IdempotencyScope } from './idempotency.context';
@@ -152,7 +154,7 @@ export class IdempotentRun {
    */
   settlementForAnswer(status: number | undefined): IdempotencySettlement {
     const { name, settings } = this.target;
-    if (this.failed && (!this.scope.started || settings.releaseOn.matches(this.error))) return 'release';
+    if (this.failed && (!this.scope.started || releases(settings.releaseOn, this.error))) return 'release';
     if (status === undefined) return 'keep';
     const { onStatus } = settings;
     if (onStatus === undefined) return status < 500 ? 'store' : 'keep';
@@ -168,7 +170,7 @@ export class IdempotentRun {
 
   /** How a keyed call that threw settles: a refusal or a 4xx frees the key, anything else may have had its effect. */
   settlementForError(error: unknown): IdempotencySettlement {
-    if (this.target.settings.releaseOn.matches(error)) return 'release';
+    if (releases(this.target.settings.releaseOn, error)) return 'release';
     const status = httpStatusOf(error);
     return status !== undefined && status < 500 ? 'release' : 'keep';
   }
@@ -313,4 +315,9 @@ function giveBack(client: PostgresPoolClient, error?: Error): void {
   }
   if (error === undefined) client.release();
   else client.release(error);
+}
+
+/** Whether `error` frees the key: one of `releaseOn`, or a connection that was never made (the request never left). */
+function releases(releaseOn: ErrorMatcher, error: unknown): boolean {
+  return releaseOn.matches(error) || neverSent(error);
 }

@@ -1,7 +1,7 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
 import { Clock, TimerHandle } from '../clock';
 import { contextStorage, ResilienceContext } from '../context';
-import { isRefusal, withRefusalCause } from '../refusal';
+import { neverReached, withRefusalCause } from '../refusal';
 import type { RetryConfig } from './retry.config';
 
 /** @internal What the wait functions return when no retry follows. */
@@ -99,7 +99,7 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
 
   error(error: unknown): void {
     if (this.closed) return;
-    const refused = isRefusal(error);
+    const refused = neverReached(error);
     const wait = this.policy.waitBeforeRetry(error, this.attempt, this.wait, this.scope);
     if (wait === NO_RETRY) {
       this.closed = true;

@@ -6,7 +6,7 @@ import { retryAfterOf } from '../error-status';
 import { MaxRetriesExceededError } from '../errors';
 import { EventStream } from '../events';
 import { invokeThunk, Policy } from '../policy';
-import { isRefusal, withRefusalCause } from '../refusal';
+import { neverReached, withRefusalCause } from '../refusal';
 import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
 import { RetryConfig } from './retry.config';
@@ -173,7 +173,7 @@ export class RetryPolicy implements Policy {
   continueAfterError<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, error: unknown): Promise<R> {
     const wait = this.waitBeforeRetry(error, attempt, this.config.waitDuration);
     if (wait === NO_RETRY) throw this.failed(error, attempt);
-    return this.retryLoop(next, arg, attempt + 1, wait, isRefusal(error) ? NOTHING_REACHED : error, false);
+    return this.retryLoop(next, arg, attempt + 1, wait, neverReached(error) ? NOTHING_REACHED : error, false);
   }
 
   /**
@@ -211,7 +211,7 @@ export class RetryPolicy implements Policy {
       try {
         result = await next(arg);
       } catch (error) {
-        const refused = isRefusal(error);
+        const refused = neverReached(error);
         wait = this.waitBeforeRetry(error, attempt, wait);
         if (wait === NO_RETRY) {
           if (refused && reached !== NOTHING_REACHED)

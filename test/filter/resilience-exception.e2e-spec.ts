@@ -9,6 +9,7 @@ import {
   IdempotencyKeyInProgressError,
   IdempotencyKeyMissingError,
   IdempotencyKeyReuseError,
+  IdempotencyOutcomeUnknownError,
   MaxRetriesExceededError,
   RateLimitedError,
   RESILIENCE_PROBLEMS,
@@ -28,6 +29,7 @@ const ERRORS: Record<string, () => ResilienceError> = {
   'idempotency-key-missing': () => new IdempotencyKeyMissingError('orders', 'Idempotency-Key header is required'),
   'idempotency-key-in-progress': () => new IdempotencyKeyInProgressError('orders', 1001),
   'idempotency-key-reuse': () => new IdempotencyKeyReuseError('orders'),
+  'idempotency-outcome-unknown': () => new IdempotencyOutcomeUnknownError('orders'),
   'max-retries-exceeded': () => new MaxRetriesExceededError('inventory', 3, { status: 500 }),
 };
 
@@ -97,6 +99,7 @@ describe.each(PLATFORMS)('ResilienceExceptionFilter (e2e, %s)', (platform) => {
       ['idempotency-key-missing', 400, undefined, 'orders'],
       ['idempotency-key-in-progress', 409, '2', 'orders'],
       ['idempotency-key-reuse', 422, undefined, 'orders'],
+      ['idempotency-outcome-unknown', 500, undefined, 'orders'],
       ['max-retries-exceeded', 502, undefined, 'inventory'],
     ])('answers %s with %d, Retry-After %s and a problem body', async (kind, status, retryAfter, name) => {
       const res = await request(app.getHttpServer()).get(`/fail/${kind}?token=secret`);
