@@ -19,6 +19,7 @@ import { StoredHttpResponse } from './idempotency-store';
 import { fingerprintOf, parseIdempotencyKey, scopedKey } from './idempotency-key';
 import { idempotencyStorage } from './idempotency.context';
 import {
+  BODY_NOT_PARSED,
   CORRUPT_RECORD,
   CYCLIC_FINGERPRINT,
   KEY_HEADER_INVALID,
@@ -146,6 +147,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // Without a caller, its key would share one space with every other anonymous caller's: refuse rather than replay.
     if (resolve !== 'shared' && (principal === undefined || principal === null || principal === ''))
       return this.answer(response, handled, principalMissing(method, path), method, 'missing_principal', key);
+    // A body that arrives but is not parsed yet would fingerprint as no body: two uploads would look alike.
+    if (request.body === undefined && carriesBody(request))
+      return this.answer(response, handled, bodyNotParsed(method, request, path), method, 'body_not_parsed', key);
     const storeKey = scopedKey(principal, httpMethod, route.template, key);
     const fingerprint = fingerprintOf(
       [httpMethod, route.template, route.params, queryOf(request), request.body ?? null],
@@ -331,6 +335,30 @@ function replay(stored: StoredHttpResponse, replayHeaders: readonly string[]): S
 function problem(error: ResilienceError, path: string): SubstituteAnswer {
   const answer = resilienceProblem(error, path);
   return { status: answer.status, headers: answer.headers, body: JSON.stringify(answer.body), drop: ANSWER_HEADERS };
+}
+
+/** Whether the request says a body follows (a length above 0, or a chunked body). */
+function carriesBody(request: HttpRequest): boolean {
+  const { headers } = request.raw ?? request;
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+function bodyNotParsed(method: IdempotentMethod, request: HttpRequest, path: string): SubstituteAnswer {
+  const contentType = (request.raw ?? request).headers['content-type'] ?? 'no content type';
+  const body = {
+    type: 'https://resilience4nest.dev/problems/idempotency-body-not-parsed',
+    title: 'Request body cannot be fingerprinted',
+    status: 415,
+    detail: BODY_NOT_PARSED(method.name, contentType.split(';')[0].trim()),
+    instance: path,
+  };
+  return {
+    status: 415,
+    headers: { 'Content-Type': 'application/problem+json; charset=utf-8' },
+    body: JSON.stringify(body),
+    drop: ANSWER_HEADERS,
+  };
 }
 
 function principalMissing(method: IdempotentMethod, path: string): SubstituteAnswer {

@@ -60,6 +60,12 @@ export const PRINCIPAL_REQUIRED = (target: string): string =>
   `Choose one on the route, @Idempotent({ principal: (req) => req.user?.id }), or for every route with the module option idempotency.principal; ` +
   `or give principal: 'shared' to let every client share one key space on purpose`;
 
+/** A keyed request's body is not parsed when the key is checked, so two different bodies would look the same. */
+export const BODY_NOT_PARSED = (target: string, contentType: string): string =>
+  `@Idempotent on ${target} cannot fingerprint this request: its body (${contentType}) is not parsed when the Idempotency-Key is checked ` +
+  `(a multipart upload read by FileInterceptor, or a stream the handler reads itself), so a different body under the same key would get the first one's answer. ` +
+  `Parse this content type before the route's interceptors run (a body parser or middleware), or send the body as JSON`;
+
 /** The principal resolver found no caller in this request: its key cannot be scoped to anyone. */
 export const PRINCIPAL_MISSING = (source: string): string =>
   `The request does not say who is asking: ${source} resolved to no principal, so its Idempotency-Key cannot be kept apart from other callers' keys. ` +

@@ -18,6 +18,8 @@ export type IdempotencyOutcome =
   | 'missing_key'
   /** The route's principal resolved to no caller (and is not `'shared'`): 401, nothing ran. */
   | 'missing_principal'
+  /** The request's body was not parsed when the key was checked, so it could not be fingerprinted: 415, nothing ran. */
+  | 'body_not_parsed'
   /** The method failed without effect (or rolled back); the key was freed for a retry. */
   | 'released'
   /** The outcome is unknown (5xx, timeout, a failed store write, an unresolved stale key); the key stays claimed for reconciliation. */

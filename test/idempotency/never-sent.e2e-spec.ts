@@ -1,6 +1,7 @@
 import { Body, Controller, Injectable, Post } from '@nestjs/common';
 import { VirtualClock } from '../../lib/clock';
 import { Idempotent, RESILIENCE_PROBLEMS, Retry } from '../../lib';
+import { BODY_NOT_PARSED } from '../../lib/idempotency/idempotency.messages';
 import { freePort } from '../support/wait';
 import { json, RunningApp, send, startApp } from './http-kit';
 
@@ -96,5 +97,45 @@ describe('@Idempotent after errors that prove the request never left', () => {
     expect(json(stale)).toMatchObject({ type: RESILIENCE_PROBLEMS.IDEMPOTENCY_OUTCOME_UNKNOWN.type, status: 500 });
     expect(json(stale).detail).toContain('outcome is unknown');
     expect(provider.charges).toBe(0);
+  });
+});
+
+@Controller()
+class UploadsController {
+  runs = 0;
+
+  @Post('upload')
+  @Idempotent()
+  upload() {
+    return { upload: ++this.runs };
+  }
+}
+
+describe('@Idempotent on a body that is not parsed when it runs', () => {
+  let running: RunningApp;
+
+  beforeEach(async () => {
+    running = await startApp({ idempotency: { principal: 'shared' } }, { controllers: [UploadsController] });
+  });
+  afterEach(() => running.close());
+
+  it('refuses the request with a message saying what to do, never replaying one body for another', async () => {
+    const first = await send(running.url, '/upload', {
+      key: 'k-upload',
+      body: 'first file',
+      headers: { 'content-type': 'text/plain' },
+    });
+    const second = await send(running.url, '/upload', {
+      key: 'k-upload',
+      body: 'another file',
+      headers: { 'content-type': 'text/plain' },
+    });
+    for (const refused of [first, second]) {
+      expect(refused.status).toBe(415);
+      expect(refused.headers.get('content-type')).toContain('application/problem+json');
+      expect(refused.headers.get('idempotent-replayed')).toBeNull();
+      expect(json(refused).detail).toBe(BODY_NOT_PARSED('UploadsController.upload', 'text/plain'));
+    }
+    expect(running.app.get(UploadsController).runs).toBe(0);
   });
 });
