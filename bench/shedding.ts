@@ -24,10 +24,17 @@ function door(options: LoadSheddingOptions): DoorMiddleware {
   );
 }
 
+/** A kept-alive connection that stays open: every request of the bench arrives on it. */
+class OpenSocket extends EventEmitter {
+  readonly closed = false;
+}
+
+const socket = new OpenSocket();
+
 /** One request through `middleware`: a fresh request object, the handler reached, the answer finished. */
 function request(middleware: DoorMiddleware, res: EndedResponse): Promise<number> {
   let reached = 0;
-  middleware({ headers: {} } as IncomingMessage, res as unknown as ServerResponse, () => reached++);
+  middleware({ headers: {}, socket } as unknown as IncomingMessage, res as unknown as ServerResponse, () => reached++);
   res.emit('close');
   res.removeAllListeners('close');
   return Promise.resolve(reached);

@@ -81,9 +81,9 @@ class Place {
 }
 
 /** Ties `place` to its response and to its connection: one listener per connection, however many requests it pipelines. */
-function hold(place: Place, socket: DoorSocket | null): void {
+function hold(place: Place, socket: DoorSocket | null | undefined): void {
   const res = place.res;
-  if (socket === null || typeof socket.once !== 'function') {
+  if (typeof socket?.once !== 'function') {
     res.once('close', () => place.release());
     return;
   }
