@@ -10,10 +10,18 @@ import { BenchSection } from './section';
 
 const ADDED_NS_TARGET = 300;
 
-/** A response that ends as soon as the handler is reached, as Node's would after writing. */
+/** A kept-alive connection that stays open: every request of the bench arrives on it. */
+class OpenSocket extends EventEmitter {
+  readonly closed = false;
+}
+
+const socket = new OpenSocket();
+
+/** A response that ends as soon as the handler is reached, as Node's would after writing, on its connection. */
 class EndedResponse extends EventEmitter {
   statusCode = 200;
   readonly writableFinished = true;
+  readonly socket = socket;
 }
 
 function door(options: LoadSheddingOptions): DoorMiddleware {
@@ -23,13 +31,6 @@ function door(options: LoadSheddingOptions): DoorMiddleware {
     'x-request-deadline-ms',
   );
 }
-
-/** A kept-alive connection that stays open: every request of the bench arrives on it. */
-class OpenSocket extends EventEmitter {
-  readonly closed = false;
-}
-
-const socket = new OpenSocket();
 
 /** One request through `middleware`: a fresh request object, the handler reached, the answer finished. */
 function request(middleware: DoorMiddleware, res: EndedResponse): Promise<number> {

@@ -11,11 +11,15 @@ const NO_TIME_LEFT = /^\s*0+\s*$/;
 /** Marks a request that has passed the door, so that no second middleware counts it again. */
 const ADMITTED = Symbol('resilience4nest:admitted');
 
+/** On a response: the place its request holds. */
+const PLACE = Symbol('resilience4nest:place');
+
 /** On a connection: the places its requests hold, given back when it closes. */
 const HELD = Symbol('resilience4nest:held-places');
 
 type DoorRequest = IncomingMessage & { [ADMITTED]?: true; originalUrl?: string };
 type DoorSocket = Socket & { [HELD]?: Set<Place> };
+type DoorResponse = ServerResponse & { [PLACE]?: Place };
 
 /** A Connect-style middleware, as Nest runs on Express and (through middie) on Fastify. */
 export type DoorMiddleware = (req: IncomingMessage, res: ServerResponse, next: () => void) => void;
@@ -50,7 +54,7 @@ export function loadSheddingDoor(
     const admission = shedder.tryAdmit(level);
     if (typeof admission === 'string') return answer(req, res, new OverloadedError(admission, level, retryAfterMs));
     req[ADMITTED] = true;
-    hold(new Place(shedder, admission, res), req.socket);
+    hold(shedder, admission, res, req.socket);
     next();
   };
 }
@@ -69,43 +73,60 @@ class Place {
     private readonly shedder: LoadShedder,
     private readonly admission: Admission,
     readonly res: ServerResponse,
+    /** The places held on the same connection, this one among them; undefined without a connection. */
+    readonly neighbours: Set<Place> | undefined,
   ) {}
 
   release(): void {
     if (!this.held) return;
     this.held = false;
+    this.neighbours?.delete(this);
     const res = this.res;
     // An overload answer from further in, or a client that gave up, is what the adaptive limit backs off from.
     this.shedder.release(this.admission, !res.writableFinished || res.statusCode === 503 || res.statusCode === 504);
   }
 }
 
-/** Ties `place` to its response and to its connection: one listener per connection, however many requests it pipelines. */
-function hold(place: Place, socket: DoorSocket | null | undefined): void {
-  const res = place.res;
-  if (typeof socket?.once !== 'function') {
-    res.once('close', () => place.release());
-    return;
-  }
-  if (socket.closed) {
+/**
+ * Ties a new place to its response and to its connection: one listener per
+ * connection, however many requests it pipelines, and no closure per request.
+ */
+function hold(
+  shedder: LoadShedder,
+  admission: Admission,
+  res: DoorResponse,
+  socket: DoorSocket | null | undefined,
+): void {
+  if (socket?.closed === true) {
     // The client left before the door: nothing will be written, so the place is not kept.
-    place.release();
+    new Place(shedder, admission, res, undefined).release();
     return;
   }
-  let held = socket[HELD];
-  if (held === undefined) {
-    const places = (held = socket[HELD] = new Set());
-    socket.once('close', () => {
-      for (const p of places) p.release();
-      places.clear();
-    });
+  // A response written on its connection closes with it; only one queued behind another (pipelined) may never close.
+  if ((res.socket !== null && res.socket !== undefined) || typeof socket?.on !== 'function') {
+    res[PLACE] = new Place(shedder, admission, res, undefined);
+    res.on('close', onResponseClose);
+    return;
   }
-  const places = held;
+  let places = socket[HELD];
+  if (places === undefined) {
+    places = socket[HELD] = new Set();
+    socket.on('close', onConnectionClose);
+  }
+  const place = new Place(shedder, admission, res, places);
   places.add(place);
-  res.once('close', () => {
-    places.delete(place);
-    place.release();
-  });
+  res[PLACE] = place;
+  res.on('close', onResponseClose);
+}
+
+function onResponseClose(this: DoorResponse): void {
+  this[PLACE]?.release();
+}
+
+function onConnectionClose(this: DoorSocket): void {
+  const places = this[HELD];
+  if (places === undefined) return;
+  for (const place of places) place.release();
 }
 
 function answer(req: DoorRequest, res: ServerResponse, error: ResilienceError): void {
