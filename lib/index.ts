@@ -115,3 +115,8 @@ export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
 export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
 export * from './observability';
+export { Hedge } from './hedge/hedge.decorator';
+export { HedgePolicy } from './hedge/hedge-policy';
+export type { HedgeBudgetDeniedEvent, HedgeEvent, HedgeMetrics, HedgeWinnerEvent } from './hedge/hedge-policy';
+export type { HedgeConfig, HedgeConfigInput, LatencyPercentile } from './hedge/hedge.config';
+export type { LayerKind } from './resilience.constants';

@@ -12,6 +12,7 @@ import type { RateLimiterStore } from './rate-limiter/rate-limiter-store';
 import type { PolicyKind } from './resilience.constants';
 import type { RetryConfigInput } from './retry/retry.config';
 import type { TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
+import type { HedgeConfigInput } from './hedge/hedge.config';
 
 /** How inbound deadlines are read. */
 export interface DeadlineOptions {
@@ -73,4 +74,6 @@ export interface ResilienceModuleOptions {
   logging?: LoggingOptions | boolean;
   /** Admission control at the server's door: a fixed or adaptive in-flight limit, event-loop delay, priorities. Default off. */
   loadShedding?: LoadSheddingOptions;
+  /** Hedge configs and instances for `@Hedge`: `delay`, `maxHedgedAttempts`, `budget`, `safe`, `latencyWindowSize`. */
+  hedging?: PolicySection<HedgeConfigInput>;
 }

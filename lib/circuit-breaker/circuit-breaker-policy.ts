@@ -7,6 +7,7 @@ import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { javaException } from '../java-exceptions';
 import { Policy, invokeThunk } from '../policy';
 import { refusal } from '../refusal';
+import { isSuperseded } from '../superseded';
 import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
 import {
@@ -468,6 +469,8 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   private classifyError(error: unknown): Outcome {
+    // An attempt cancelled because a hedge answered first says nothing about the dependency.
+    if (isSuperseded()) return IGNORED;
     if (this.ignoreExceptions.matches(error)) return IGNORED;
     if (error instanceof BulkheadFullError && !this.recordsBulkheadFull) return IGNORED;
     if (error instanceof TimeoutExceededError) return FAILURE;

@@ -130,6 +130,11 @@ export class RetryPolicy implements Policy {
     return this.budget?.tokens;
   }
 
+  /** @internal The retry budget itself, for hedges that draw from it; `undefined` without a budget. */
+  get retryBudget(): RetryBudget | undefined {
+    return this.budget;
+  }
+
   /** True when `error` would be retried (attempts, budget and deadline aside). */
   isRetryable(error: unknown): boolean {
     if (this.ignoreMatcher.matches(error)) return false;
