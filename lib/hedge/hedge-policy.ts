@@ -117,7 +117,7 @@ export class HedgePolicy implements Policy, HedgeDecisions {
 
   /** Runs `next(arg)` hedged: each attempt calls `next(arg)` in its own scope. */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    return new HedgedCall(this, next, arg, contextStorage.getStore()).start() as Promise<R>;
+    return new HedgedCall(this, next, arg, contextStorage.getStore()).start();
   }
 
   /**
@@ -182,7 +182,8 @@ class HedgedCall<A, R> {
   private readonly attempts: HedgeAttempt[] = [];
   private pending = 0;
   private done = false;
-  private timer: TimerHandle | undefined;
+  // undefined while no hedge is due (TimerHandle admits it).
+  private timer: TimerHandle;
   private lastStart = 0;
   /** The error of the latest attempt that reached the method, when one did. */
   private reached: unknown;

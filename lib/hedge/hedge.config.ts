@@ -28,8 +28,8 @@ export interface HedgeConfig {
   latencyWindowSize: number;
 }
 
-/** Hedge settings as written in options: durations may be strings, keys kebab-case. */
-export type HedgeConfigInput = Partial<Omit<HedgeConfig, 'delay'> & { delay: Duration | LatencyPercentile }>;
+/** Hedge settings as written in options: `delay` a duration or a percentile such as `'p95'`, keys kebab-case too. */
+export type HedgeConfigInput = Partial<Omit<HedgeConfig, 'delay'> & { delay: Duration }>;
 
 const PERCENTILE = /^p(\d{2}(?:\.\d+)?)$/i;
 const DELAY_EXPECTED = 'a duration (ms number or "250ms", "2s") or a percentile \'p50\' to \'p99.9\'';

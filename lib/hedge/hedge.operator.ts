@@ -44,7 +44,8 @@ class HedgedSubscription<T> {
   private readonly attempts: SubscribedAttempt[] = [];
   private kept: SubscribedAttempt | undefined;
   private pending = 0;
-  private timer: TimerHandle | undefined;
+  // undefined while no hedge is due (TimerHandle admits it).
+  private timer: TimerHandle;
   private lastStart = 0;
   private reached: unknown;
   private reachedAny = false;
