@@ -83,6 +83,13 @@ const SECTIONS: readonly Section[] = [
   },
   ...POLICY_SECTIONS.map(policySection),
   {
+    heading: 'hedging',
+    validate: (settings) => new ResilienceRegistry({ hedging: { instances: { probe: settings } } }, noWarnings),
+    defaults: () =>
+      new ResilienceRegistry({ hedging: { instances: { probe: {} } } }, noWarnings).hedge('probe')
+        .config as unknown as Settings,
+  },
+  {
     heading: 'idempotency',
     validate: (settings) => closeStore(resolveIdempotencyOptions(settings, systemClock)),
     defaults: () => closeStore(resolveIdempotencyOptions(undefined, systemClock)) as unknown as Settings,
