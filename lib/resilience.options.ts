@@ -13,6 +13,7 @@ import type { PolicyKind } from './resilience.constants';
 import type { RetryConfigInput } from './retry/retry.config';
 import type { TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
 import type { HedgeConfigInput } from './hedge/hedge.config';
+import type { TracingOptions } from './observability/tracing/tracing.options';
 
 /** How inbound deadlines are read. */
 export interface DeadlineOptions {
@@ -76,4 +77,6 @@ export interface ResilienceModuleOptions {
   loadShedding?: LoadSheddingOptions;
   /** Hedge configs and instances for `@Hedge`: `delay`, `maxHedgedAttempts`, `budget`, `safe`, `latencyWindowSize`. */
   hedging?: PolicySection<HedgeConfigInput>;
+  /** Resilience events on OpenTelemetry spans: `false` to turn off, `true` to require it. Default: on when a tracer provider is registered. */
+  tracing?: TracingOptions | boolean;
 }

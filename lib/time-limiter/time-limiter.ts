@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Clock, TimerHandle } from '../clock';
 import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
@@ -93,7 +94,9 @@ export class TimeLimiter implements Policy {
       parent,
       false,
     );
-    const attempt = new TimedAttempt<A, R>(this, scope, limit, byDeadline, observer);
+    // A listener of timeouts hears each in the context of its call, not of whoever armed the shared timer.
+    const context = this.timeoutStream.active ? AsyncLocalStorage.snapshot() : undefined;
+    const attempt = new TimedAttempt<A, R>(this, scope, limit, byDeadline, observer, context);
     if (byDeadline) attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
     else this.enqueue(attempt, limit);
     return attempt.start(next, arg);
@@ -238,6 +241,7 @@ class TimedAttempt<A, R> implements TimedEntry {
     private readonly limit: number,
     private readonly byDeadline: boolean,
     private readonly observer: AttemptObserver<R> | undefined,
+    private readonly context: ((fn: () => Error) => Error) | undefined,
   ) {
     this.deadline = scope.deadline;
   }
@@ -267,7 +271,10 @@ class TimedAttempt<A, R> implements TimedEntry {
     // Stryker disable next-line ConditionalExpression: the queue skips settled attempts; finish() clears an own timer
     if (this.settled) return;
     this.settled = true;
-    const error = this.limiter.timedOut(this.byDeadline, this.limit);
+    const error =
+      this.context === undefined
+        ? this.limiter.timedOut(this.byDeadline, this.limit)
+        : this.context(() => this.limiter.timedOut(this.byDeadline, this.limit));
     if (this.limiter.config.cancelRunningFuture) this.scope.abort(error);
     // A timer runs in the context of whoever armed it: an observer continues the call in its caller's.
     const parent = this.scope.parent;
