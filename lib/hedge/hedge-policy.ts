@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Observable } from 'rxjs';
 import { Clock, TimerHandle } from '../clock';
 import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
@@ -129,6 +130,11 @@ export class HedgePolicy implements Policy, HedgeDecisions {
     return new HedgedObservable(this, source);
   }
 
+  /** @internal True while someone listens to the hedges or answers. */
+  get observed(): boolean {
+    return this.hedgeStream.active || this.winnerStream.active;
+  }
+
   /** @internal Records how long an attempt took (or ran before it was cancelled). */
   recordLatency(ms: number): void {
     this.latencies?.record(ms);
@@ -190,13 +196,17 @@ class HedgedCall<A, R> {
   private reachedAny = false;
   private resolve!: (value: R) => void;
   private reject!: (error: unknown) => void;
+  /** The caller's async context, when someone listens: a hedge starts in it, whichever context fired the timer. */
+  private readonly context: ((fn: () => void) => void) | undefined;
 
   constructor(
     private readonly policy: HedgePolicy,
     private readonly next: (arg: A) => R | PromiseLike<R>,
     private readonly arg: A,
     private readonly parent: ResilienceContext | undefined,
-  ) {}
+  ) {
+    this.context = policy.observed ? AsyncLocalStorage.snapshot() : undefined;
+  }
 
   start(): Promise<R> {
     const promise = new Promise<R>((resolve, reject) => {
@@ -248,6 +258,11 @@ class HedgedCall<A, R> {
 
   private readonly onDelay = (): void => {
     this.timer = undefined;
+    if (this.context !== undefined) this.context(this.hedgeNow);
+    else this.hedgeNow();
+  };
+
+  private readonly hedgeNow = (): void => {
     if (this.done) return;
     const attempt = this.attempts.length + 1;
     if (!this.policy.admitHedge(attempt, this.parent)) return;
