@@ -8,9 +8,19 @@ import { overhead } from './overhead';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
 import { shedding } from './shedding';
+import { tracing } from './tracing';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
-const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, idempotency, metrics, shedding, observable];
+const SECTIONS: readonly BenchSection[] = [
+  overhead,
+  layers,
+  memory,
+  idempotency,
+  metrics,
+  shedding,
+  observable,
+  tracing,
+];
 
 /**
  * `npm run bench` runs every section; `npm run bench -- overhead memory`
