@@ -6,9 +6,9 @@ import { ObservedInstance } from '../instance-catalog';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from './span-attributes';
 import { OpenTelemetry } from './tracing.peer';
 
-/** The class name of an error, for `error.type`. */
+/** The class name of an error, for `error.type` (a subclass that keeps `name` 'Error' is named by its class). */
 function errorType(error: unknown): string {
-  if (error instanceof Error) return error.name;
+  if (error instanceof Error) return error.name === 'Error' ? error.constructor.name : error.name;
   return error === undefined ? 'undefined' : typeof error;
 }
 
