@@ -16,6 +16,7 @@ import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from './resilience.messages
 import { MethodFallbacks } from './method-fallbacks';
 import { HedgePolicy } from './hedge/hedge-policy';
 import { HEDGE_NOT_SAFE } from './hedge/hedge.messages';
+import { ResilienceTracing } from './observability/tracing/resilience-tracing';
 
 type Next = (args: unknown[]) => unknown;
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
@@ -64,6 +65,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     private readonly registry: ResilienceRegistry,
     private readonly idempotency: IdempotencyRegistry,
     private readonly methodFallbacks: MethodFallbacks,
+    private readonly tracing: ResilienceTracing,
   ) {}
 
   onModuleInit(): void {
@@ -123,7 +125,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
               : this.policyFor(layer, info),
     }));
     const original = info.original;
-    const call: Pipeline = (args) => original.apply(instance, args);
+    const call: Pipeline = this.tracing.attemptSpans((args) => original.apply(instance, args), info.target);
     const fused = fusedDepth(policies);
     const promise = (invoke: Pipeline): Pipeline => {
       let next: Next = invoke;

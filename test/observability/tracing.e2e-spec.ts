@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { context, Span, trace } from '@opentelemetry/api';
+import { context, propagation, Span, SpanStatusCode, trace } from '@opentelemetry/api';
+import { CompositePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import {
   CircuitBreaker,
+  DeadlinePropagator,
   Fallback,
   Hedge,
   RateLimiter,
@@ -49,6 +51,14 @@ class Inventory {
     await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 1000));
   }
 
+  @Timeout('slow')
+  async outgoingHeaders(): Promise<Record<string, string>> {
+    const headers: Record<string, string> = {};
+    await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 20));
+    propagation.inject(context.active(), headers);
+    return headers;
+  }
+
   @CircuitBreaker('open')
   async guarded(): Promise<void> {}
 
@@ -76,6 +86,7 @@ describe('tracing: resilience events on the active span', () => {
   afterAll(() => {
     trace.disable();
     context.disable();
+    propagation.disable();
   });
 
   beforeEach(() => exporter.reset());
@@ -237,6 +248,35 @@ describe('tracing: resilience events on the active span', () => {
         },
       },
     ]);
+    await moduleRef.close();
+  });
+
+  it('with spanPerAttempt, opens a child span for each attempt, numbered, failed ones marked', async () => {
+    const { moduleRef, clock } = await boot({ ...OPTIONS, tracing: { spanPerAttempt: true } });
+    await expect(traced(clock, () => moduleRef.get(Inventory).stock())).resolves.toBe(-1);
+    const spans = exporter.getFinishedSpans();
+    const parent = spans.find((s) => s.name === 'request')!;
+    const attempts = spans.filter((s) => s.name === 'Inventory.stock attempt');
+    expect(attempts.map((s) => s.attributes['resilience.attempt.number'])).toEqual([1, 2, 3]);
+    expect(attempts.every((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId)).toBe(true);
+    expect(attempts.every((s) => s.status.code === SpanStatusCode.ERROR)).toBe(true);
+    expect(attempts.map((s) => s.events.map((e) => e.name))).toEqual([['exception'], ['exception'], ['exception']]);
+    await moduleRef.close();
+  });
+
+  it('DeadlinePropagator sends the time left beside traceparent on every propagated request', async () => {
+    propagation.setGlobalPropagator(
+      new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new DeadlinePropagator()] }),
+    );
+    const { moduleRef, clock } = await boot();
+    const headers = await traced(clock, () => moduleRef.get(Inventory).outgoingHeaders());
+    // The attempt's 50 ms limit, 20 ms of it spent.
+    expect(headers['x-request-deadline-ms']).toBe('30');
+    expect(headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    const outside: Record<string, string> = {};
+    propagation.inject(context.active(), outside);
+    expect(outside['x-request-deadline-ms']).toBeUndefined();
+    expect(new DeadlinePropagator('x-deadline').fields()).toEqual(['x-deadline']);
     await moduleRef.close();
   });
 

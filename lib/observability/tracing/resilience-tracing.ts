@@ -2,6 +2,7 @@ import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/com
 import { IdempotencyRegistry } from '../../idempotency/idempotency.registry';
 import { loadOptionalPeer, tryLoadOptionalPeer } from '../../optional-peer';
 import { InstanceCatalog } from '../instance-catalog';
+import { withAttemptSpans } from './attempt-spans';
 import { ResilienceSpanEvents } from './span-events';
 import { OPENTELEMETRY_API, OpenTelemetry } from './tracing.peer';
 import { readTracingOptions, ResolvedTracingOptions } from './tracing.options';
@@ -40,6 +41,16 @@ export class ResilienceTracing implements OnApplicationBootstrap, OnModuleDestro
     // Resolved here, so a bad option or a missing peer (with `enabled: true`) fails while the application is created.
     this.options = readTracingOptions(catalog.registry.options.extras.tracing);
     if (this.options.enabled === true) loadOptionalPeer(OPENTELEMETRY_API, "module option 'tracing'");
+  }
+
+  /**
+   * @internal `call` with a span around each attempt when `spanPerAttempt`
+   * is set and tracing is on (decided when the pipelines are built); else `call` itself.
+   */
+  attemptSpans(call: (args: unknown[]) => unknown, target: string): (args: unknown[]) => unknown {
+    if (!this.options.spanPerAttempt) return call;
+    const otel = this.openTelemetry();
+    return otel === undefined ? call : withAttemptSpans(call, target, otel);
   }
 
   /** True once events are being recorded on spans. */
