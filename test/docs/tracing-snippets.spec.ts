@@ -6,7 +6,7 @@ describe('docs/tracing.md TypeScript snippets', () => {
     const { blocks, diagnostics } = checkMarkdownSnippets('docs/tracing.md', (code) =>
       code.replace("from './app.module'", "from '../../../sample-app/src/app.module'"),
     );
-    expect(blocks).toBe(2);
+    expect(blocks).toBe(3);
     expect(diagnostics).toEqual([]);
   });
 });
