@@ -27,7 +27,14 @@ export { ResilienceRegistry } from './resilience.registry';
 export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './resilience.registry';
 export type { JitterKind, RetryBudgetConfig, RetryConfig, RetryConfigInput } from './retry/retry.config';
 export { RetryPolicy } from './retry/retry';
-export type { RetryEvent, RetryMetrics, RetryOutcomeEvent, RetryStopReason, RetryStoppedEvent } from './retry/retry';
+export type {
+  RetryAttemptEvent,
+  RetryEvent,
+  RetryMetrics,
+  RetryOutcomeEvent,
+  RetryStopReason,
+  RetryStoppedEvent,
+} from './retry/retry';
 export { RetryBudget } from './retry/retry-budget';
 export { Retry } from './retry/retry.decorator';
 export type { TimeLimiterConfig, TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
@@ -61,6 +68,7 @@ export type {
   RateLimiterDrainedEvent,
   RateLimiterMetrics,
   RateLimiterRefusedEvent,
+  RateLimiterWaitEvent,
 } from './rate-limiter/rate-limiter-policy';
 export { RateLimiter } from './rate-limiter/rate-limiter.decorator';
 export type {

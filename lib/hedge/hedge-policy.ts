@@ -8,7 +8,7 @@ import { isRefusal, withRefusalCause } from '../refusal';
 import { RetryBudget } from '../retry/retry-budget';
 import { supersede } from '../superseded';
 import { HedgeConfig, quantileOf } from './hedge.config';
-import { HedgeDecisions, HedgedObservable, supersededReason } from './hedge.operator';
+import { HedgedObservable, supersededReason } from './hedge.operator';
 import { LatencyWindow } from './latency-window';
 
 /** Another attempt of a hedged call started (the second attempt is the first hedge). */
@@ -60,7 +60,7 @@ export interface HedgeMetrics {
  * scope under the caller's, so the request deadline bounds every one of
  * them and `currentSignal()` inside an attempt is that attempt's signal.
  */
-export class HedgePolicy implements Policy, HedgeDecisions {
+export class HedgePolicy implements Policy {
   private readonly latencies?: LatencyWindow;
   private readonly counters: HedgeMetrics = { hedged: 0, winner: 0, cancelled: 0, budgetDenied: 0 };
   private readonly hedgeStream = new EventStream<HedgeEvent>();

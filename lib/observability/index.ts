@@ -28,6 +28,6 @@ export type { FallbackShareCounts } from './fallback-share';
 export { ResilienceEndpointsModule } from './resilience-endpoints.module';
 export { ResilienceTracing } from './tracing/resilience-tracing';
 export { RESILIENCE_SPAN_ATTRIBUTES, RESILIENCE_SPAN_EVENTS } from './tracing/span-attributes';
-export type { TracingOptions } from './tracing/tracing.options';
+export type { ResolvedTracingOptions, TracingOptions } from './tracing/tracing.options';
 export { DeadlinePropagator } from './tracing/deadline-propagator';
 export type { HeaderSetter } from './tracing/deadline-propagator';

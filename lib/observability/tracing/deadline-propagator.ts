@@ -2,6 +2,7 @@ import { contextStorage, DEFAULT_DEADLINE_HEADER } from '../../context';
 
 /** Sets one header on a carrier; OpenTelemetry's `TextMapSetter`. */
 export interface HeaderSetter<Carrier> {
+  /** Sets header `key` to `value` on `carrier`. */
   set(carrier: Carrier, key: string, value: string): void;
 }
 

@@ -14,7 +14,9 @@ export interface TracingOptions {
 
 /** The resolved `tracing` option. */
 export interface ResolvedTracingOptions {
+  /** `auto`: record when a tracer provider is registered at bootstrap. */
   readonly enabled: boolean | 'auto';
+  /** A child span around each attempt. */
   readonly spanPerAttempt: boolean;
 }
 
