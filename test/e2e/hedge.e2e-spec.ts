@@ -192,6 +192,28 @@ describe('@Hedge', () => {
     });
   });
 
+  it('@Idempotent outermost: the key is claimed once, the copies run inside the claim, a repeat replays the winner', async () => {
+    @Injectable()
+    class Reservations {
+      constructor(readonly backend: Backend) {}
+
+      @Idempotent({ key: (id: string) => id })
+      @Hedge('reservations', { delay: 100 })
+      async reserve(id: string): Promise<string> {
+        return `${id}: copy ${await this.backend.fetch()}`;
+      }
+    }
+    const { moduleRef, clock } = await boot([Reservations], {});
+    const reservations = moduleRef.get(Reservations);
+    reservations.backend.plan = [1000, 30];
+    const first = reservations.reserve('r-1');
+    await clock.advance(200);
+    await expect(first).resolves.toBe('r-1: copy 2');
+    await expect(reservations.reserve('r-1')).resolves.toBe('r-1: copy 2');
+    expect(reservations.backend.started).toHaveLength(2);
+    await moduleRef.close();
+  });
+
   it('counts resilience4nest_hedge_calls_total by kind', async () => {
     const registry = new Registry();
     const { moduleRef, clock } = await boot([Catalog], { ...OPTIONS, metrics: { registry } });

@@ -5,7 +5,9 @@ import { CompositePropagator, W3CTraceContextPropagator } from '@opentelemetry/c
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import {
+  Bulkhead,
   CircuitBreaker,
+  Idempotent,
   DeadlinePropagator,
   Fallback,
   Hedge,
@@ -62,6 +64,14 @@ class Inventory {
   @CircuitBreaker('open')
   async guarded(): Promise<void> {}
 
+  @Bulkhead('closed')
+  async walledOff(): Promise<void> {}
+
+  @Idempotent({ key: (id: string) => id })
+  async reserve(id: string): Promise<string> {
+    return `reserved ${id}`;
+  }
+
   @RateLimiter('paced')
   async paced(): Promise<void> {}
 }
@@ -70,6 +80,7 @@ const OPTIONS: ResilienceModuleOptions = {
   retry: { instances: { inventory: { maxAttempts: 3, waitDuration: 100 } } },
   hedging: { instances: { catalog: { delay: 100 } } },
   timeLimiter: { instances: { slow: { timeoutDuration: 50 } } },
+  bulkhead: { instances: { closed: { maxConcurrentCalls: 0 } } },
   rateLimiter: { instances: { paced: { limitForPeriod: 1, limitRefreshPeriod: '1s', timeoutDuration: '5s' } } },
 };
 
@@ -246,6 +257,33 @@ describe('tracing: resilience events on the active span', () => {
           'resilience.instance': 'paced',
           'resilience.rate_limiter.wait_ms': 1000,
         },
+      },
+    ]);
+    await moduleRef.close();
+  });
+
+  it('shows a bulkhead refusal with its reason, and an idempotent replay', async () => {
+    const { moduleRef, clock } = await boot();
+    const inventory = moduleRef.get(Inventory);
+    await expect(traced(clock, () => inventory.walledOff())).rejects.toMatchObject({ name: 'BulkheadFullError' });
+    expect(eventsOf('request')).toEqual([
+      {
+        name: 'resilience.bulkhead.rejected',
+        attributes: {
+          'resilience.policy': 'bulkhead',
+          'resilience.instance': 'closed',
+          'resilience.bulkhead.reason': 'queue-full',
+          'error.type': 'BulkheadFullError',
+        },
+      },
+    ]);
+    exporter.reset();
+    await inventory.reserve('r-1');
+    await expect(traced(clock, () => inventory.reserve('r-1'))).resolves.toBe('reserved r-1');
+    expect(eventsOf('request')).toEqual([
+      {
+        name: 'resilience.idempotency.replayed',
+        attributes: { 'resilience.policy': 'idempotency', 'resilience.instance': 'Inventory.reserve' },
       },
     ]);
     await moduleRef.close();
