@@ -29,6 +29,11 @@ import {
 } from './resilience.module-definition';
 import { ResilienceRegistry } from './resilience.registry';
 
+/** The part of a Fastify instance the module uses. */
+interface FastifyHooks {
+  addHook(name: 'preHandler', hook: InboundDeadline['fastifyHook']): void;
+}
+
 /**
  * The resilience module: named policy instances from options, decorators
  * wired at bootstrap, and the request deadline scope. Global by default.
@@ -106,11 +111,7 @@ export class ResilienceModule
     if (adapter === undefined || adapter === null) return;
     const logger = new Logger('ResilienceModule');
     const inbound = new InboundDeadline(deadline, clock, (message) => logger.warn(message));
-    if (adapter.getType() === 'fastify')
-      (adapter.getInstance() as { addHook(name: 'preHandler', hook: InboundDeadline['fastifyHook']): void }).addHook(
-        'preHandler',
-        inbound.fastifyHook,
-      );
+    if (adapter.getType() === 'fastify') adapter.getInstance<FastifyHooks>().addHook('preHandler', inbound.fastifyHook);
     else consumer.apply(inbound.middleware).forRoutes('*');
   }
 
