@@ -48,7 +48,7 @@ async function refusals(registry: ResilienceRegistry): Promise<Error[]> {
   expect(errors[0]).toBeInstanceOf(CallNotPermittedError);
   expect(errors[1]).toBeInstanceOf(BulkheadFullError);
   expect(errors[2]).toBeInstanceOf(RateLimitedError);
-  return errors;
+  return errors as Error[];
 }
 
 describe('writableStackTraceEnabled', () => {
