@@ -4,6 +4,7 @@ import { context, propagation, Span, SpanStatusCode, trace } from '@opentelemetr
 import { CompositePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { contextStorage } from '../../lib/context';
 import {
   Bulkhead,
   CircuitBreaker,
@@ -14,6 +15,7 @@ import {
   RateLimiter,
   ResilienceModule,
   ResilienceModuleOptions,
+  ResilienceContext,
   ResilienceRegistry,
   ResilienceTracing,
   Retry,
@@ -307,8 +309,12 @@ describe('tracing: resilience events on the active span', () => {
       new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new DeadlinePropagator()] }),
     );
     const { moduleRef, clock } = await boot();
-    const headers = await traced(clock, () => moduleRef.get(Inventory).outgoingHeaders());
-    // The attempt's 50 ms limit, 20 ms of it spent.
+    // A request scope with a 1 s deadline, as the module's deadline middleware opens one.
+    const request = new ResilienceContext(clock, clock.now() + 1000);
+    const headers = await traced(clock, () =>
+      contextStorage.run(request, () => moduleRef.get(Inventory).outgoingHeaders()),
+    );
+    // The attempt's 50 ms limit (within the request's 1 s), 20 ms of it spent.
     expect(headers['x-request-deadline-ms']).toBe('30');
     expect(headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     const outside: Record<string, string> = {};
