@@ -57,15 +57,3 @@ describe('without @opentelemetry/api', () => {
     ).rejects.toThrow(/module option 'tracing' needs the optional peer dependency '@opentelemetry\/api'/);
   });
 });
-
-describe('with @opentelemetry/api but no tracer provider registered', () => {
-  it('subscribes to nothing', async () => {
-    const lib = jest.requireActual<typeof Lib>('../../lib');
-    const { tracerProviderRegistered } = jest.requireActual<
-      typeof import('../../lib/observability/tracing/resilience-tracing')
-    >('../../lib/observability/tracing/resilience-tracing');
-    const otel = jest.requireActual<typeof import('@opentelemetry/api')>('@opentelemetry/api');
-    expect(tracerProviderRegistered(otel)).toBe(false);
-    expect(lib.ResilienceTracing).toBeDefined();
-  });
-});
