@@ -51,6 +51,7 @@ export type { BulkheadConfig, BulkheadConfigInput } from './bulkhead/bulkhead.co
 export { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 export type {
   BulkheadCallFinishedEvent,
+  BulkheadCallWaitedEvent,
   BulkheadCallPermittedEvent,
   BulkheadCallRejectedEvent,
   BulkheadMetrics,

@@ -69,6 +69,11 @@ class Inventory {
   @Bulkhead('closed')
   async walledOff(): Promise<void> {}
 
+  @Bulkhead('single')
+  async oneAtATime(): Promise<void> {
+    await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 100));
+  }
+
   @Idempotent({ key: (id: string) => id })
   async reserve(id: string): Promise<string> {
     return `reserved ${id}`;
@@ -82,7 +87,9 @@ const OPTIONS: ResilienceModuleOptions = {
   retry: { instances: { inventory: { maxAttempts: 3, waitDuration: 100 } } },
   hedging: { instances: { catalog: { delay: 100 } } },
   timeLimiter: { instances: { slow: { timeoutDuration: 50 } } },
-  bulkhead: { instances: { closed: { maxConcurrentCalls: 0 } } },
+  bulkhead: {
+    instances: { closed: { maxConcurrentCalls: 0 }, single: { maxConcurrentCalls: 1, maxWaitDuration: '1s' } },
+  },
   rateLimiter: { instances: { paced: { limitForPeriod: 1, limitRefreshPeriod: '1s', timeoutDuration: '5s' } } },
 };
 
@@ -258,6 +265,28 @@ describe('tracing: resilience events on the active span', () => {
           'resilience.policy': 'rate_limiter',
           'resilience.instance': 'paced',
           'resilience.rate_limiter.wait_ms': 1000,
+        },
+      },
+    ]);
+    await moduleRef.close();
+  });
+
+  it('puts a bulkhead wait on the span of the call that waited, not of the call that gave the permit back', async () => {
+    const { moduleRef, clock } = await boot();
+    const inventory = moduleRef.get(Inventory);
+    const tracer = trace.getTracer('test');
+    const first = tracer.startActiveSpan('first', (span: Span) => inventory.oneAtATime().finally(() => span.end()));
+    const second = tracer.startActiveSpan('second', (span: Span) => inventory.oneAtATime().finally(() => span.end()));
+    await clock.advance(300);
+    await Promise.all([first, second]);
+    expect(eventsOf('first')).toEqual([]);
+    expect(eventsOf('second')).toEqual([
+      {
+        name: 'resilience.bulkhead.waited',
+        attributes: {
+          'resilience.policy': 'bulkhead',
+          'resilience.instance': 'single',
+          'resilience.bulkhead.wait_ms': 100,
         },
       },
     ]);

@@ -13,6 +13,8 @@ export const RESILIENCE_SPAN_EVENTS = {
   retryStopped: 'resilience.retry.stopped',
   /** The circuit breaker refused a call. */
   circuitBreakerNotPermitted: 'resilience.circuit_breaker.not_permitted',
+  /** A call waited in the bulkhead's queue for its permit. */
+  bulkheadWaited: 'resilience.bulkhead.waited',
   /** The bulkhead refused a call (queue full, wait ran out, aborted, deadline). */
   bulkheadRejected: 'resilience.bulkhead.rejected',
   /** An attempt ran out of time (its time limit or the request deadline). */
@@ -47,6 +49,8 @@ export const RESILIENCE_SPAN_ATTRIBUTES = {
   circuitBreakerState: 'resilience.circuit_breaker.state',
   /** Why the bulkhead refused: `queue-full`, `wait-timeout`, `aborted`, `deadline`. */
   bulkheadReason: 'resilience.bulkhead.reason',
+  /** The wait for a bulkhead permit, in ms. */
+  bulkheadWaitMs: 'resilience.bulkhead.wait_ms',
   /** The rate limiter's wait, in ms. */
   rateLimiterWaitMs: 'resilience.rate_limiter.wait_ms',
   /** The error class whose fallback handler answered. */

@@ -79,6 +79,11 @@ export class ResilienceSpanEvents {
         break;
       case 'bulkhead':
         on(
+          observed.instance.onCallWaited(({ name, waitMs }) =>
+            this.record(E.bulkheadWaited, { [A.policy]: 'bulkhead', [A.instance]: name, [A.bulkheadWaitMs]: waitMs }),
+          ),
+        );
+        on(
           observed.instance.onCallRejected(({ name, reason, error }) =>
             this.record(E.bulkheadRejected, {
               [A.policy]: 'bulkhead',
