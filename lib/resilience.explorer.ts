@@ -1,6 +1,9 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { overridePlace } from './config/config.messages';
+import { invalidOption } from './config/option-readers';
+import { findKey } from './config/relaxed-binding';
+import { BulkheadLayerOptions, BulkheadType } from './bulkhead/bulkhead.decorator';
 import { PolicyKind } from './resilience.constants';
 import { STANDARD_ORDER, StandardPipeline } from './standard-pipeline';
 import { countRunningModule, LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
@@ -161,6 +164,16 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
   private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {
     const kind = layer.kind as RegistryPolicy;
     const where = `@${layer.decorator} on ${info.target}`;
+    if (kind === 'bulkhead' && layer.name !== undefined && this.threadPoolType(layer, info) === 'THREADPOOL') {
+      return layer.overrides === undefined
+        ? this.registry.threadPoolBulkhead(layer.name, where)
+        : this.registry.deriveThreadPoolBulkhead(
+            layer.name,
+            layer.overrides,
+            overridePlace('threadPoolBulkhead', layer.decorator, layer.name, info.target),
+            where,
+          );
+    }
     if (layer.name === undefined) {
       return this.registry.derive(
         kind,
@@ -182,4 +195,16 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     }
     return this.registry.get(kind, layer.name, where);
   }
+
+  /** The `type` of a `@Bulkhead`, checked: a bad value fails bootstrap naming the method. */
+  private threadPoolType(layer: LayerSpec, info: TrampolineInfo): BulkheadType {
+    const type = (layer.options as BulkheadLayerOptions | undefined)?.type;
+    if (type === undefined) return 'SEMAPHORE';
+    const known = typeof type === 'string' ? findKey(type, BULKHEAD_TYPES) : undefined;
+    if (known === undefined)
+      invalidOption(overridePlace('bulkhead', layer.decorator, layer.name ?? '', info.target), 'type', "'SEMAPHORE' or 'THREADPOOL'", type);
+    return known;
+  }
 }
+
+const BULKHEAD_TYPES: readonly BulkheadType[] = ['SEMAPHORE', 'THREADPOOL'];

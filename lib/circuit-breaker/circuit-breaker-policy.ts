@@ -1,7 +1,7 @@
 import { Clock, TimerHandle } from '../clock';
 import { ErrorMatcher } from '../error-matcher';
 import { httpStatusOf } from '../error-status';
-import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
+import { BulkheadFullError, CallNotPermittedError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { javaException } from '../java-exceptions';
@@ -469,9 +469,11 @@ export class CircuitBreakerPolicy implements Policy {
 
   private classifyError(error: unknown): Outcome {
     if (this.ignoreExceptions.matches(error)) return IGNORED;
-    if (error instanceof BulkheadFullError && !this.recordsBulkheadFull) return IGNORED;
-    if (error instanceof TimeoutExceededError) return FAILURE;
+    const resilience4j = this.settings.exceptionRules === 'resilience4j';
+    if (!resilience4j && error instanceof BulkheadFullError && !this.recordsBulkheadFull) return IGNORED;
+    // As Resilience4j: with a list, only the listed errors are failures, a timeout included.
     if (!this.recordExceptions.empty) return this.recordExceptions.matches(error) ? FAILURE : SUCCESS;
+    if (resilience4j) return FAILURE;
     const status = httpStatusOf(error);
     return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429
       ? SUCCESS

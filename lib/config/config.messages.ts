@@ -43,6 +43,26 @@ export const ASPECT_ORDER_DIFFERS = (spring: readonly string[], order: readonly 
     .filter((k) => k !== 'idempotent' && k !== 'fallback')
     .join(' -> ')}. For Spring's nesting, set the module option order: [${spring.map((k) => `'${k}'`).join(', ')}]`;
 
+/** A key Spring's binder would ignore, accepted with no effect (Spring binding); a near miss gets a "did you mean". */
+export const IGNORED_UNKNOWN_KEY = (place: ConfigPlace, key: string, known: readonly string[]): string =>
+  `${PREFIX}: ${place}: unknown key '${key}' is ignored, as Spring's binder ignores it: the setting keeps its base config's or default value${suggest(key, known)}`;
+
+/** A section Spring's binder would ignore, accepted with no effect (Spring binding). */
+export const IGNORED_UNKNOWN_SECTION = (key: string, known: readonly string[]): string =>
+  `${PREFIX}: unknown section '${key}' is ignored, as Spring's binder ignores it: nothing is configured from it${suggest(key, known)}`;
+
+/** A Resilience4j 0.x property, which Spring ignores with Resilience4j 2.x (Spring binding). */
+export const IGNORED_LEGACY_PROPERTY = (place: ConfigPlace, key: string, replacement: string): string =>
+  `${PREFIX}: ${place}: '${key}' is a Resilience4j 0.x property, ignored as Spring ignores it with Resilience4j 2.x: the setting keeps its base config's or default value; write ${replacement} for it to take effect`;
+
+/** An unbracketed map key that Spring strips to letters, digits and `-`. */
+export const NAME_STRIPPED = (place: ConfigPlace, key: string, stripped: string): string =>
+  `${PREFIX}: ${place}: name '${key}' binds as '${stripped}', as Spring keeps only letters, digits and '-' of a map key written without brackets; write '[${key}]' to keep it as written`;
+
+/** An instance whose baseConfig is its own name: Resilience4j refuses the circular reference. */
+export const OWN_NAME_AS_BASE_CONFIG = (place: ConfigPlace, name: string): string =>
+  `${PREFIX}: invalid configuration of ${place}: key 'baseConfig' names '${name}', the instance's own name: a circular reference, which Resilience4j refuses at startup (give the config another name)`;
+
 /** A Resilience4j 0.x property, gone in 2.x. */
 export const LEGACY_PROPERTY = (place: ConfigPlace, key: string, replacement: string): string =>
   `${PREFIX}: invalid configuration of ${place}: '${key}' is a Resilience4j 0.x property; Resilience4j 2.x (and resilience4nest) use ${replacement}`;
