@@ -202,7 +202,12 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     if (type === undefined) return 'SEMAPHORE';
     const known = typeof type === 'string' ? findKey(type, BULKHEAD_TYPES) : undefined;
     if (known === undefined)
-      invalidOption(overridePlace('bulkhead', layer.decorator, layer.name ?? '', info.target), 'type', "'SEMAPHORE' or 'THREADPOOL'", type);
+      invalidOption(
+        overridePlace('bulkhead', layer.decorator, layer.name ?? '', info.target),
+        'type',
+        "'SEMAPHORE' or 'THREADPOOL'",
+        type,
+      );
     return known;
   }
 }

@@ -72,6 +72,8 @@ export interface ResolvedOptions {
   readonly threadPoolBulkhead: ResolvedSection<BulkheadConfig>;
   /** How the options were bound: `native` (forRoot's own options) or `spring` (an application.yml, see fromSpringConfig). */
   readonly binding: 'native' | 'spring';
+  /** What an unknown key does: fail (`error`) or warn and be ignored (`warn`). */
+  readonly unknownKeys: 'error' | 'warn';
   /** Sections owned by other parts of the module (idempotency, metrics), passed through as given. */
   readonly extras: Readonly<Record<string, unknown>>;
 }
@@ -180,6 +182,7 @@ export function resolveOptions(
     sections,
     threadPoolBulkhead,
     binding,
+    unknownKeys,
     extras,
   };
 }

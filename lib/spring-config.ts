@@ -40,7 +40,10 @@ export interface SpringConfigOptions {
  * ResilienceModule.forRoot(fromSpringConfig(readFileSync('application.yml', 'utf8')))
  * ```
  */
-export function fromSpringConfig(document: object | string, options: SpringConfigOptions = {}): ResilienceModuleOptions {
+export function fromSpringConfig(
+  document: object | string,
+  options: SpringConfigOptions = {},
+): ResilienceModuleOptions {
   const sections = withSectionNames(readResilience4jPart(document)) as ResilienceModuleOptions;
   const bound: ResilienceModuleOptions = { binding: 'spring', ...sections };
   if (options.unknownKeys !== undefined) bound.unknownKeys = options.unknownKeys;

@@ -250,7 +250,8 @@ export function resolveSection<T extends object>(
   warn: (message: string) => void,
   binding: SectionBinding = NATIVE_BINDING,
 ): ResolvedSection<T> {
-  const defaults = binding.defaults === undefined ? schema.defaults : ({ ...schema.defaults, ...binding.defaults } as T);
+  const defaults =
+    binding.defaults === undefined ? schema.defaults : ({ ...schema.defaults, ...binding.defaults } as T);
   const section = raw ?? {};
   if (!isPlainObject(section)) throw new Error(NOT_AN_OBJECT(schema.policy, section));
   // Maps, not objects: an instance may be named `__proto__`, which assigning into an object would swallow.

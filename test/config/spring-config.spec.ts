@@ -153,7 +153,7 @@ describe('thread-pool-bulkhead', () => {
     });
   });
 
-  it("loads a name declared in both sections: registry.bulkhead is the semaphore one, threadPoolBulkhead the other", () => {
+  it('loads a name declared in both sections: registry.bulkhead is the semaphore one, threadPoolBulkhead the other', () => {
     const r = registry({
       bulkhead: { instances: { reports: { maxConcurrentCalls: 3 } } },
       'thread-pool-bulkhead': { instances: { reports: { 'max-thread-pool-size': 2, 'queue-capacity': 1 } } },
@@ -163,7 +163,7 @@ describe('thread-pool-bulkhead', () => {
     expect(r.threadPoolBulkhead('reports')).not.toBe(r.bulkhead('reports'));
   });
 
-  it("gives an undeclared name the configs.default of the type asked for", () => {
+  it('gives an undeclared name the configs.default of the type asked for', () => {
     const r = registry({
       bulkhead: { configs: { default: { maxConcurrentCalls: 7 } } },
       'thread-pool-bulkhead': { configs: { default: { 'max-thread-pool-size': 2, 'queue-capacity': 2 } } },
