@@ -86,6 +86,10 @@ export const UNMATCHED_EXCEPTIONS = (
     consequence === undefined ? '' : `; as listed, ${consequence}`
   }`;
 
+/** A time limiter inside a breaker whose recordExceptions does not list timeouts: its timeouts count as successes. */
+export const TIMEOUT_NOT_RECORDED = (breaker: string, timeLimiter: string, target: string): string =>
+  `${PREFIX}: circuitBreaker instance '${breaker}' on ${target}: its record-exceptions list does not name timeouts, so a TimeoutExceededError from time limiter '${timeLimiter}' inside it counts as a success (as in Resilience4j), and slow calls never open it; add java.util.concurrent.TimeoutException (or TimeoutExceededError) to record-exceptions to count them as failures`;
+
 /** A forRootAsync factory that returned no options. */
 export const NO_ASYNC_OPTIONS = (value: null | undefined): string =>
   `${PREFIX}: ResilienceModule.forRootAsync: useFactory returned ${value} instead of options. If it reads ConfigService.get('resilience4j'): that is undefined when application.yml writes dotted root keys ('resilience4j.circuitbreaker:'); read the file with fromSpringConfig(document) instead (README, Configuration)`;
