@@ -47,6 +47,10 @@ export const ASPECT_ORDER_DIFFERS = (spring: readonly string[], order: readonly 
 export const IGNORED_UNKNOWN_KEY = (place: ConfigPlace, key: string, known: readonly string[]): string =>
   `${PREFIX}: ${place}: unknown key '${key}' is ignored, as Spring's binder ignores it: the setting keeps its base config's or default value${suggest(key, known)}`;
 
+/** A key the Resilience4j property class does not have, which Spring's binder ignores (Spring binding). */
+export const SPRING_IGNORED_PROPERTY = (place: ConfigPlace, key: string, instead: string): string =>
+  `${PREFIX}: ${place}: key '${key}' is no property of Resilience4j's, and is ignored as Spring's binder ignores it: ${instead}`;
+
 /** A section Spring's binder would ignore, accepted with no effect (Spring binding). */
 export const IGNORED_UNKNOWN_SECTION = (key: string, known: readonly string[]): string =>
   `${PREFIX}: unknown section '${key}' is ignored, as Spring's binder ignores it: nothing is configured from it${suggest(key, known)}`;
@@ -139,8 +143,40 @@ export function describe(value: unknown): string {
 function suggest(key: string, known: readonly string[]): string {
   // Compared in Spring's relaxed form, answered in the spelling the key was written in.
   const relaxed = (k: string): string => k.replace(/[-_]/g, '').toLowerCase();
-  const close = known.find((k) => distance(relaxed(k), relaxed(key)) <= 2);
+  const close = closestKey(key, known, relaxed);
   return close ? ` (did you mean '${inStyleOf(key, close)}'?)` : ` (known keys: ${known.join(', ')})`;
+}
+
+/**
+ * The known key `key` most likely stands for: one a couple of edits away, or
+ * one whose words hold the key's words in order (`permitted-calls-in-half-open-state`
+ * → `permittedNumberOfCallsInHalfOpenState`), or one within a third of the key's length.
+ */
+function closestKey(key: string, known: readonly string[], relaxed: (k: string) => string): string | undefined {
+  const written = relaxed(key);
+  const words = wordsOf(key);
+  let best: { key: string; distance: number } | undefined;
+  for (const candidate of known) {
+    const d = distance(relaxed(candidate), written);
+    const near =
+      d <= 2 || d <= Math.floor(written.length / 3) || (words.length > 1 && holdsInOrder(wordsOf(candidate), words));
+    if (near && (best === undefined || d < best.distance)) best = { key: candidate, distance: d };
+  }
+  return best?.key;
+}
+
+function wordsOf(key: string): string[] {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[\s_-]+/)
+    .filter(Boolean);
+}
+
+function holdsInOrder(words: readonly string[], part: readonly string[]): boolean {
+  let at = 0;
+  for (const word of words) if (word === part[at]) at++;
+  return at === part.length;
 }
 
 function inStyleOf(written: string, camel: string): string {

@@ -8,6 +8,7 @@ import {
   IGNORED_PROPERTY,
   IGNORED_UNKNOWN_KEY,
   INVALID_VALUE,
+  SPRING_IGNORED_PROPERTY,
   LEGACY_PROPERTY,
   NAME_STRIPPED,
   OWN_NAME_AS_BASE_CONFIG,
@@ -32,7 +33,12 @@ import {
   percentOption,
 } from './option-readers';
 import { bracketedName, findKey, isPlainObject } from './relaxed-binding';
-import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, LEGACY_PROPERTIES } from './resilience4j-properties';
+import {
+  IGNORED_INSTANCE_PROPERTIES,
+  IGNORED_SECTION_PROPERTIES,
+  LEGACY_PROPERTIES,
+  SPRING_IGNORED_PROPERTIES,
+} from './resilience4j-properties';
 
 /** How one config key is read and checked. */
 export type FieldSpec =
@@ -134,6 +140,15 @@ function handleResilience4jKey(
     warn(IGNORED_LEGACY_PROPERTY(place, rawKey, legacy[renamed]));
     return true;
   }
+  const springOnly =
+    binding.unknownKeys === 'warn' && table === IGNORED_INSTANCE_PROPERTIES
+      ? SPRING_IGNORED_PROPERTIES[policy]
+      : undefined;
+  const unbound = springOnly === undefined ? undefined : findKey(rawKey, Object.keys(springOnly));
+  if (springOnly !== undefined && unbound !== undefined) {
+    warn(SPRING_IGNORED_PROPERTY(place, rawKey, springOnly[unbound]));
+    return true;
+  }
   const ignored = table[policy];
   const known = ignored && findKey(rawKey, Object.keys(ignored));
   if (known === undefined) return false;
@@ -160,7 +175,7 @@ export function readPartial<T extends object>(
     onUnknown: (rawKey, value) => {
       if (handleResilience4jKey(schema.policy, rawKey, place, warn, binding)) return true;
       // Spring splits a dotted map key too, so 'payments.v2' arrives as instance 'payments' with a key 'v2'.
-      const hint = isPlainObject(value) ? DOTTED_NAME_HINT : '';
+      const hint = looksLikeSettings(value, known) ? DOTTED_NAME_HINT : '';
       if (binding.unknownKeys === 'error') throw new Error(UNKNOWN_KEY(place, rawKey, known) + hint);
       warn(IGNORED_UNKNOWN_KEY(place, rawKey, known) + hint);
       return true;
@@ -178,6 +193,11 @@ export function readPartial<T extends object>(
       checkExceptionNames(out[key] as ErrorClassOrName[], place, key, given.written(key), warn);
   }
   return out as Partial<T> & { baseConfig?: string };
+}
+
+/** A map holding known keys: most likely the settings of an instance whose dotted name was split. */
+function looksLikeSettings(value: unknown, known: readonly string[]): boolean {
+  return isPlainObject(value) && Object.keys(value).some((k) => findKey(k, known) !== undefined);
 }
 
 /**

@@ -46,7 +46,8 @@ async function failureOf(client: Client, url: string, options: HttpOptions = {})
       await axios.get(url, {
         timeout: options.timeoutMs,
         signal: options.signal,
-        lookup: options.lookup,
+        // axios types lookup after its own LookupAddress; it calls it as node:net does.
+        lookup: options.lookup as never,
         httpAgent: options.agent,
       });
   } catch (error) {
