@@ -95,6 +95,11 @@ export interface SectionBinding {
 /** How forRoot binds native options: every key must be known, names are kept as written. */
 export const NATIVE_BINDING: SectionBinding = { unknownKeys: 'error', spring: false };
 
+/** What an exception list that matches nothing would do, by key (Resilience4j's exception rules where they differ). */
+const UNMATCHED_CONSEQUENCE_RESILIENCE4J: Readonly<Record<string, string>> = {
+  retryExceptions: 'no error would be retried',
+};
+
 /** What an exception list that matches nothing would do, by key. */
 const UNMATCHED_CONSEQUENCE: Readonly<Record<string, string>> = {
   recordExceptions: 'every error would count as a success, so the breaker would never open',
@@ -110,6 +115,7 @@ function checkExceptionNames(
   key: string,
   rawKey: string,
   warn: (message: string) => void,
+  resilience4jRules: boolean,
 ): void {
   const foreign = list.filter((e): e is string => typeof e === 'string' && isForeignJavaName(e));
   if (foreign.length === 0) return;
@@ -118,7 +124,9 @@ function checkExceptionNames(
       place,
       rawKey,
       foreign,
-      foreign.length === list.length ? UNMATCHED_CONSEQUENCE[key] : undefined,
+      foreign.length === list.length
+        ? ((resilience4jRules ? UNMATCHED_CONSEQUENCE_RESILIENCE4J[key] : undefined) ?? UNMATCHED_CONSEQUENCE[key])
+        : undefined,
     ),
   );
 }
@@ -189,8 +197,11 @@ export function readPartial<T extends object>(
     }
     const spec = fields[key];
     out[key] = given.read(key, readerOf(spec));
-    if (spec.kind === 'errors' && out[key] !== undefined)
-      checkExceptionNames(out[key] as ErrorClassOrName[], place, key, given.written(key), warn);
+    if (spec.kind === 'errors' && out[key] !== undefined) {
+      const rules = given.has('exceptionRules') ? given.raw('exceptionRules') : binding.defaults?.exceptionRules;
+      const resilience4jRules = typeof rules === 'string' && findKey(rules, ['resilience4j']) !== undefined;
+      checkExceptionNames(out[key] as ErrorClassOrName[], place, key, given.written(key), warn, resilience4jRules);
+    }
   }
   return out as Partial<T> & { baseConfig?: string };
 }
