@@ -1,7 +1,7 @@
 import { Clock, TimerHandle } from '../clock';
 import { ErrorMatcher } from '../error-matcher';
 import { httpStatusOf } from '../error-status';
-import { BulkheadFullError, CallNotPermittedError } from '../errors';
+import { BulkheadFullError, CallNotPermittedError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { javaException } from '../java-exceptions';
@@ -348,7 +348,15 @@ export class CircuitBreakerPolicy implements Policy {
 
   /** The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
   notPermittedError(): CallNotPermittedError {
-    return refusal(new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs()));
+    return refusal(
+      refusalError(
+        this.config.writableStackTraceEnabled !== false,
+        CallNotPermittedError,
+        this.name,
+        this.currentState,
+        this.retryAfterMs(),
+      ),
+    );
   }
 
   /**

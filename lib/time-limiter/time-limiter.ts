@@ -1,5 +1,12 @@
 import { Clock, TimerHandle } from '../clock';
-import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
+import {
+  contextStorage,
+  DEFAULT_DEADLINE_HEADER,
+  policyScope,
+  ResilienceContext,
+  runAsAttempt,
+  ScopeOnDemand,
+} from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { EventStream } from '../events';
 import { invokeThunk, Policy } from '../policy';
@@ -7,6 +14,12 @@ import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { TimeLimiterConfig } from './time-limiter.config';
 import { TimedEntry, TimeLimitedObservable } from './time-limiter.operator';
+
+/**
+ * When a time-limited attempt runs in a context of its own (see
+ * {@link TimeLimiter.attemptContext}): `'auto'` or `'always'`.
+ */
+export type AttemptContextMode = 'auto' | 'always';
 
 /** The outcome of one time-limited call. */
 export interface TimeLimiterEvent {
@@ -47,6 +60,7 @@ export class TimeLimiter implements Policy {
    * @param name - instance name
    * @param config - resolved settings
    * @param clock - time source (also used by its attempts)
+   * @param attemptContext - `'always'`: every attempt runs in its own context; `'auto'`: only one inside a scope
    */
   constructor(
     /** The instance's name, as configured. */
@@ -55,6 +69,13 @@ export class TimeLimiter implements Policy {
     readonly config: TimeLimiterConfig,
     /** The time source for limits and deadlines, also used by its attempts. */
     readonly clock: Clock,
+    /**
+     * When an attempt runs in its own context (so that `currentSignal()`,
+     * `remainingTime()` and `deadlineHeaders()` inside it see the attempt):
+     * `'auto'` when it starts inside a request deadline or another scope,
+     * `'always'` for every attempt.
+     */
+    readonly attemptContext: AttemptContextMode = 'auto',
   ) {}
 
   /** Runs `fn` within the time limit. */
@@ -72,7 +93,7 @@ export class TimeLimiter implements Policy {
    */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer: AttemptObserver<R>): Promise<unknown>;
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer?: AttemptObserver<R>): Promise<unknown> {
-    const parent = contextStorage.getStore();
+    const parent = policyScope();
     const now = this.clock.now();
     const limit = this.attemptLimit(parent, now);
     if (limit < 0) {
@@ -86,14 +107,12 @@ export class TimeLimiter implements Policy {
       }
     }
     const byDeadline = limit < this.config.timeoutDuration;
-    const scope = new ResilienceContext(
-      this.clock,
-      now + limit,
-      parent?.header ?? DEFAULT_DEADLINE_HEADER,
-      parent,
-      false,
-    );
-    const attempt = new TimedAttempt<A, R>(this, scope, limit, byDeadline, observer);
+    // Outside any scope, an attempt gets its own only when asked to: entering one costs every call (see attemptContext).
+    const scope =
+      parent === undefined && this.attemptContext === 'auto'
+        ? undefined
+        : new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
+    const attempt = new TimedAttempt<A, R>(this, now + limit, scope, limit, byDeadline, observer);
     if (byDeadline) attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
     else this.enqueue(attempt, limit);
     return attempt.start(next, arg);
@@ -193,7 +212,7 @@ export class TimeLimiter implements Policy {
 
   /** @internal True when a call now would fail at once: the request's deadline has passed or the request was aborted. */
   refusesAtOnce(): boolean {
-    const parent = contextStorage.getStore();
+    const parent = policyScope();
     return (
       parent !== undefined &&
       parent.deadline !== Number.POSITIVE_INFINITY &&
@@ -226,7 +245,7 @@ export interface AttemptObserver<R> {
 }
 
 /** One attempt racing its expiry; a class rather than closures keeps the per-call cost flat. */
-class TimedAttempt<A, R> implements TimedEntry {
+class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
   private resolve!: (value: unknown) => void;
   private reject!: (error: unknown) => void;
   timer: TimerHandle;
@@ -234,15 +253,13 @@ class TimedAttempt<A, R> implements TimedEntry {
 
   constructor(
     private readonly limiter: TimeLimiter,
-    readonly scope: ResilienceContext,
+    readonly deadline: number,
+    /** The attempt's own context; none when it runs outside every scope (`attemptContext: 'auto'`) until a policy asks. */
+    private scope: ResilienceContext | undefined,
     private readonly limit: number,
     private readonly byDeadline: boolean,
     private readonly observer: AttemptObserver<R> | undefined,
-  ) {
-    this.deadline = scope.deadline;
-  }
-
-  readonly deadline: number;
+  ) {}
 
   start(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<unknown> {
     const promise = new Promise<unknown>((resolve, reject) => {
@@ -251,7 +268,7 @@ class TimedAttempt<A, R> implements TimedEntry {
     });
     let pending: R | PromiseLike<R>;
     try {
-      pending = contextStorage.run(this.scope, next, arg);
+      pending = this.scope === undefined ? runAsAttempt(this, next, arg) : contextStorage.run(this.scope, next, arg);
     } catch (error) {
       this.onRejected(error);
       return promise;
@@ -263,26 +280,31 @@ class TimedAttempt<A, R> implements TimedEntry {
     return promise;
   }
 
+  /** The attempt's scope, made when a policy inside its synchronous part needs one (a bulkhead wait, a nested limit). */
+  scopeOnDemand(): ResilienceContext {
+    this.scope ??= new ResilienceContext(this.limiter.clock, this.deadline, DEFAULT_DEADLINE_HEADER, undefined, false);
+    return this.scope;
+  }
+
   expire(): void {
     // Stryker disable next-line ConditionalExpression: the queue skips settled attempts; finish() clears an own timer
     if (this.settled) return;
     this.settled = true;
     const error = this.limiter.timedOut(this.byDeadline, this.limit);
-    if (this.limiter.config.cancelRunningFuture) this.scope.abort(error);
+    if (this.limiter.config.cancelRunningFuture) this.scope?.abort(error);
     // A timer runs in the context of whoever armed it: an observer continues the call in its caller's.
-    const parent = this.scope.parent;
+    const parent = this.scope?.parent;
     if (parent === undefined) contextStorage.exit(failAttempt, this, error);
     else contextStorage.run(parent, failAttempt, this, error);
   }
 
   private onFulfilled(value: R): void {
-    this.scope.dispose();
+    this.scope?.dispose();
     this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
     // Timers fire after I/O that is already due: a result past the limit may beat its timer, yet is a timeout.
-    if (this.limiter.clock.now() > this.scope.deadline)
-      return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
+    if (this.limiter.clock.now() > this.deadline) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
     this.limiter.finished(undefined, false);
     if (this.observer === undefined) {
       this.resolve(value);
@@ -296,12 +318,12 @@ class TimedAttempt<A, R> implements TimedEntry {
   }
 
   private onRejected(error: unknown): void {
-    this.scope.dispose();
+    this.scope?.dispose();
     this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
     // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
-    if (this.limiter.clock.now() > this.scope.deadline && !isRefusal(error))
+    if (this.limiter.clock.now() > this.deadline && !isRefusal(error))
       return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
     this.limiter.finished(error, true);
     this.fail(error);
