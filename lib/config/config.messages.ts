@@ -77,7 +77,7 @@ export const DUPLICATE_PROPERTY = (path: string): string =>
 
 /** A thread-pool bulkhead runs as a semaphore bulkhead here. */
 export const THREAD_POOL_BULKHEAD_MAPPED = (names: readonly string[]): string =>
-  `${PREFIX}: thread-pool-bulkhead instance(s) ${names.map((n) => `'${n}'`).join(', ')} run as bulkheads on the event loop (no thread pool in Node): max-thread-pool-size -> maxConcurrentCalls, queue-capacity -> queueCapacity; queued calls wait until a permit frees up, their time limit fires or their deadline passes; use them with @Bulkhead(name)`;
+  `${PREFIX}: thread-pool-bulkhead instance(s) ${names.map((n) => `'${n}'`).join(', ')} run as bulkheads on the event loop (no thread pool in Node): max-thread-pool-size -> maxConcurrentCalls, queue-capacity -> queueCapacity; queued calls wait until a permit frees up, their time limit fires or their deadline passes; use them with @Bulkhead(name, { type: 'THREADPOOL' })`;
 
 /** An exception list naming Java classes that nothing in a Node process throws. */
 export const UNMATCHED_EXCEPTIONS = (

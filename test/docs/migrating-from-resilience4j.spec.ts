@@ -89,7 +89,9 @@ describe('docs/migrating-from-resilience4j.md', () => {
     const expected = Object.entries(RESILIENCE4J_DEFAULTS).flatMap(([policy, keys]) =>
       Object.entries(keys).map(([key, value]) => [
         `${SECTION[policy]} \`${kebab(key)}\``,
-        shown((POLICY_SCHEMAS[policy as keyof typeof POLICY_SCHEMAS].defaults as unknown as Record<string, unknown>)[key]),
+        shown(
+          (POLICY_SCHEMAS[policy as keyof typeof POLICY_SCHEMAS].defaults as unknown as Record<string, unknown>)[key],
+        ),
         shown(value),
       ]),
     );
