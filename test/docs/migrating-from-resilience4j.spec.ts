@@ -85,7 +85,7 @@ describe('docs/migrating-from-resilience4j.md', () => {
         ? 'unbounded'
         : value === undefined
           ? '`max-concurrent-calls`'
-          : `\`${String(value)}\``;
+          : `\`${JSON.stringify(value).replace(/"/g, '')}\``;
     const expected = Object.entries(RESILIENCE4J_DEFAULTS).flatMap(([policy, keys]) =>
       Object.entries(keys).map(([key, value]) => [
         `${SECTION[policy]} \`${kebab(key)}\``,
