@@ -91,10 +91,21 @@ export class TimeLimiter implements Policy {
    *
    * @internal
    */
-  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer: AttemptObserver<R>): Promise<unknown>;
-  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer?: AttemptObserver<R>): Promise<unknown> {
+  call<A, R>(
+    next: (arg: A) => R | PromiseLike<R>,
+    arg: A,
+    observer: AttemptObserver<R>,
+    startedAt?: number,
+  ): Promise<unknown>;
+  call<A, R>(
+    next: (arg: A) => R | PromiseLike<R>,
+    arg: A,
+    observer?: AttemptObserver<R>,
+    startedAt?: number,
+  ): Promise<unknown> {
     const parent = policyScope();
-    const now = this.clock.now();
+    // A composed pipeline that already read the clock for this attempt passes the reading on.
+    const now = startedAt ?? this.clock.now();
     const limit = this.attemptLimit(parent, now);
     if (limit < 0) {
       const error = refusal(this.timedOut(true, this.config.timeoutDuration));
@@ -238,10 +249,10 @@ export class TimeLimiter implements Policy {
 export interface AttemptObserver<R> {
   /** The callee's own promise settled (also when that is after a timeout). */
   calleeSettled(): void;
-  /** What the attempt resolves with when the callee returned `value` in time (may throw or return a promise). */
-  fulfilled(value: R): unknown;
-  /** What the attempt resolves with when it failed with `error`, a timeout included (may throw or return a promise). */
-  rejected(error: unknown): unknown;
+  /** What the attempt resolves with when the callee returned `value` in time, at clock time `end` (may throw or return a promise). */
+  fulfilled(value: R, end?: number): unknown;
+  /** What the attempt resolves with when it failed with `error`, a timeout included, at `end` when read (may throw or return a promise). */
+  rejected(error: unknown, end?: number): unknown;
 }
 
 /** One attempt racing its expiry; a class rather than closures keeps the per-call cost flat. */
@@ -303,15 +314,16 @@ class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
     this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
+    const now = this.limiter.clock.now();
     // Timers fire after I/O that is already due: a result past the limit may beat its timer, yet is a timeout.
-    if (this.limiter.clock.now() > this.deadline) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
+    if (now > this.deadline) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit), now);
     this.limiter.finished(undefined, false);
     if (this.observer === undefined) {
       this.resolve(value);
       return;
     }
     try {
-      this.resolve(this.observer.fulfilled(value));
+      this.resolve(this.observer.fulfilled(value, now));
     } catch (error) {
       this.reject(error);
     }
@@ -322,21 +334,22 @@ class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
     this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
+    const now = this.limiter.clock.now();
     // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
-    if (this.limiter.clock.now() > this.deadline && !isRefusal(error))
-      return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
+    if (now > this.deadline && !isRefusal(error))
+      return this.fail(this.limiter.timedOut(this.byDeadline, this.limit), now);
     this.limiter.finished(error, true);
-    this.fail(error);
+    this.fail(error, now);
   }
 
-  /** Settles the attempt with `error`, or with what the observer makes of it. */
-  fail(error: unknown): void {
+  /** Settles the attempt with `error` (at clock time `now`, when read), or with what the observer makes of it. */
+  fail(error: unknown, now?: number): void {
     if (this.observer === undefined) {
       this.reject(error);
       return;
     }
     try {
-      this.resolve(this.observer.rejected(error));
+      this.resolve(this.observer.rejected(error, now));
     } catch (mapped) {
       this.reject(mapped);
     }
