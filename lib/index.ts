@@ -7,6 +7,7 @@ export type { PolicySection } from './config/schema';
 export type { Duration } from './config/duration';
 export { DEFAULT_ORDER } from './resilience.constants';
 export { fromSpringConfig } from './spring-config';
+export type { SpringConfigOptions } from './spring-config';
 export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './bulkhead/thread-pool-bulkhead.config';
 export type { PolicyKind } from './resilience.constants';
 export type { DeadlineOptions, ResilienceModuleOptions } from './resilience.options';
@@ -25,7 +26,13 @@ export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './resil
 export type { ResilienceModuleAsyncOptions } from './resilience.module-definition';
 export { ResilienceRegistry } from './resilience.registry';
 export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './resilience.registry';
-export type { JitterKind, RetryBudgetConfig, RetryConfig, RetryConfigInput } from './retry/retry.config';
+export type {
+  JitterKind,
+  RetryBudgetConfig,
+  RetryConfig,
+  RetryConfigInput,
+  RetryExceptionRules,
+} from './retry/retry.config';
 export { RetryPolicy } from './retry/retry';
 export type { RetryEvent, RetryMetrics, RetryOutcomeEvent, RetryStopReason, RetryStoppedEvent } from './retry/retry';
 export { RetryBudget } from './retry/retry-budget';
@@ -37,6 +44,7 @@ export { Timeout } from './time-limiter/timeout.decorator';
 export type {
   CircuitBreakerConfig,
   CircuitBreakerConfigInput,
+  CircuitBreakerExceptionRules,
   SlidingWindowType,
 } from './circuit-breaker/circuit-breaker.config';
 export { CircuitBreaker } from './circuit-breaker/circuit-breaker.decorator';
@@ -49,6 +57,7 @@ export type {
   BulkheadMetrics,
 } from './bulkhead/bulkhead-policy';
 export { Bulkhead } from './bulkhead/bulkhead.decorator';
+export type { BulkheadOptions, BulkheadType } from './bulkhead/bulkhead.decorator';
 export type {
   RateLimitedCallOutcome,
   RateLimiterConfig,

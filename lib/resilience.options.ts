@@ -62,6 +62,20 @@ export interface ResilienceModuleOptions {
   order?: readonly PolicyKind[];
   /** Inbound deadline handling. */
   deadline?: DeadlineOptions;
+  /**
+   * How the policy sections are bound. `native` (default): every key must be
+   * known, names are kept as written, this module's defaults apply.
+   * `spring` (what `fromSpringConfig` sets): as Spring binds an
+   * `application.yml` — a key Spring's binder ignores is a warning, an
+   * instance name written without brackets keeps only letters, digits and
+   * `-`, an empty value is no value, and Resilience4j's defaults replace the
+   * ones this module chose differently (retry `jitter: 'none'` and
+   * `exceptionRules: 'resilience4j'`, breaker `exceptionRules: 'resilience4j'`,
+   * an unbounded bulkhead queue).
+   */
+  binding?: 'native' | 'spring';
+  /** An unknown key: `error` (default with `binding: 'native'`) or a warning (default with `binding: 'spring'`). */
+  unknownKeys?: 'error' | 'warn';
   /** Retry configs and instances, as Resilience4j's `resilience4j.retry`. */
   retry?: PolicySection<RetryConfigInput>;
   /** Circuit breaker configs and instances, as Resilience4j's `resilience4j.circuitbreaker`. */

@@ -133,6 +133,8 @@ export class RetryPolicy implements Policy {
   /** True when `error` would be retried (attempts, budget and deadline aside). */
   isRetryable(error: unknown): boolean {
     if (this.ignoreMatcher.matches(error)) return false;
+    if (this.config.exceptionRules === 'resilience4j')
+      return this.retryMatcher.empty || this.retryMatcher.matches(error);
     return this.retryMatcher.matches(error) || isRetryableByDefault(error);
   }
 

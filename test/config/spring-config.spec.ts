@@ -153,12 +153,23 @@ describe('thread-pool-bulkhead', () => {
     });
   });
 
-  it('refuses a name that is also a bulkhead instance', () => {
-    expect(
-      messageOf(() =>
-        registry({ bulkhead: { instances: { reports: {} } }, 'thread-pool-bulkhead': { instances: { reports: {} } } }),
-      ),
-    ).toMatch(/threadPoolBulkhead instance 'reports': key 'name' must be not also a bulkhead instance/);
+  it('loads a name declared in both sections: registry.bulkhead is the semaphore one, threadPoolBulkhead the other', () => {
+    const r = registry({
+      bulkhead: { instances: { reports: { maxConcurrentCalls: 3 } } },
+      'thread-pool-bulkhead': { instances: { reports: { 'max-thread-pool-size': 2, 'queue-capacity': 1 } } },
+    });
+    expect(r.bulkhead('reports').config).toMatchObject({ maxConcurrentCalls: 3 });
+    expect(r.threadPoolBulkhead('reports').config).toMatchObject({ maxConcurrentCalls: 2, queueCapacity: 1 });
+    expect(r.threadPoolBulkhead('reports')).not.toBe(r.bulkhead('reports'));
+  });
+
+  it('gives an undeclared name the configs.default of the type asked for', () => {
+    const r = registry({
+      bulkhead: { configs: { default: { maxConcurrentCalls: 7 } } },
+      'thread-pool-bulkhead': { configs: { default: { 'max-thread-pool-size': 2, 'queue-capacity': 2 } } },
+    });
+    expect(r.bulkhead('other').config.maxConcurrentCalls).toBe(7);
+    expect(r.threadPoolBulkhead('other').config).toMatchObject({ maxConcurrentCalls: 2, queueCapacity: 2 });
   });
 
   it('leaves other bulkheads and undeclared names on the bulkhead defaults', () => {
@@ -476,6 +487,7 @@ describe('fromSpringConfig', () => {
         'resilience4j.thread-pool-bulkhead.instances.b.queue-capacity': 1,
       }),
     ).toEqual({
+      binding: 'spring',
       circuitBreaker: { instances: { a: { 'sliding-window-size': 5 } } },
       threadPoolBulkhead: { instances: { b: { 'queue-capacity': 1 } } },
     });
