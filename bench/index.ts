@@ -6,6 +6,7 @@ import { metrics } from './metrics';
 import { observable } from './observable';
 import { overhead } from './overhead';
 import { refusals } from './refusals';
+import { rateLimiterRedis } from './rate-limiter-redis';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
 import { shedding } from './shedding';
@@ -20,6 +21,7 @@ const SECTIONS: readonly BenchSection[] = [
   metrics,
   shedding,
   observable,
+  rateLimiterRedis,
 ];
 
 /**
