@@ -10,6 +10,7 @@ import { rateLimiterRedis } from './rate-limiter-redis';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
 import { shedding } from './shedding';
+import { tracing } from './tracing';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
 const SECTIONS: readonly BenchSection[] = [
@@ -22,6 +23,7 @@ const SECTIONS: readonly BenchSection[] = [
   shedding,
   observable,
   rateLimiterRedis,
+  tracing,
 ];
 
 /**

@@ -34,7 +34,14 @@ export type {
   RetryExceptionRules,
 } from './retry/retry.config';
 export { RetryPolicy } from './retry/retry';
-export type { RetryEvent, RetryMetrics, RetryOutcomeEvent, RetryStopReason, RetryStoppedEvent } from './retry/retry';
+export type {
+  RetryAttemptEvent,
+  RetryEvent,
+  RetryMetrics,
+  RetryOutcomeEvent,
+  RetryStopReason,
+  RetryStoppedEvent,
+} from './retry/retry';
 export { RetryBudget } from './retry/retry-budget';
 export { Retry } from './retry/retry.decorator';
 export type { TimeLimiterConfig, TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
@@ -52,6 +59,7 @@ export type { BulkheadConfig, BulkheadConfigInput } from './bulkhead/bulkhead.co
 export { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 export type {
   BulkheadCallFinishedEvent,
+  BulkheadCallWaitedEvent,
   BulkheadCallPermittedEvent,
   BulkheadCallRejectedEvent,
   BulkheadMetrics,
@@ -70,6 +78,7 @@ export type {
   RateLimiterDrainedEvent,
   RateLimiterMetrics,
   RateLimiterRefusedEvent,
+  RateLimiterWaitEvent,
 } from './rate-limiter/rate-limiter-policy';
 export { RateLimiter } from './rate-limiter/rate-limiter.decorator';
 export type {
@@ -124,3 +133,8 @@ export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
 export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
 export * from './observability';
+export { Hedge } from './hedge/hedge.decorator';
+export { HedgePolicy } from './hedge/hedge-policy';
+export type { HedgeBudgetDeniedEvent, HedgeEvent, HedgeMetrics, HedgeWinnerEvent } from './hedge/hedge-policy';
+export type { HedgeConfig, HedgeConfigInput, LatencyPercentile } from './hedge/hedge.config';
+export type { LayerKind } from './resilience.constants';

@@ -12,6 +12,8 @@ import type { RateLimiterStore } from './rate-limiter/rate-limiter-store';
 import type { PolicyKind } from './resilience.constants';
 import type { RetryConfigInput } from './retry/retry.config';
 import type { TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
+import type { HedgeConfigInput } from './hedge/hedge.config';
+import type { TracingOptions } from './observability/tracing/tracing.options';
 
 /** How inbound deadlines are read. */
 export interface DeadlineOptions {
@@ -100,4 +102,8 @@ export interface ResilienceModuleOptions {
   logging?: LoggingOptions | boolean;
   /** Admission control at the server's door: a fixed or adaptive in-flight limit, event-loop delay, priorities. Default off. */
   loadShedding?: LoadSheddingOptions;
+  /** Hedge configs and instances for `@Hedge`: `delay`, `maxHedgedAttempts`, `budget`, `safe`, `latencyWindowSize`. */
+  hedging?: PolicySection<HedgeConfigInput>;
+  /** Resilience events on OpenTelemetry spans: `false` to turn off, `true` to require it. Default: on when a tracer provider is registered. */
+  tracing?: TracingOptions | boolean;
 }

@@ -2,7 +2,7 @@ import { Clock } from './clock';
 import { describe, instancePlace, TOO_MANY_UNDECLARED_INSTANCES, UNKNOWN_INSTANCE } from './config/config.messages';
 import { ResilienceModuleOptions } from './resilience.options';
 import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './resolve-options';
-import { applyOverrides } from './config/schema';
+import { applyOverrides, resolveSection, ResolvedSection } from './config/schema';
 import { EventStream } from './events';
 import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
@@ -11,6 +11,10 @@ import { isRateLimiterStore, RateLimiterStore } from './rate-limiter/rate-limite
 import { NOT_A_STORE, SHARED_WITHOUT_STORE } from './rate-limiter/rate-limiter.messages';
 import { RetryPolicy } from './retry/retry';
 import { TimeLimiter } from './time-limiter/time-limiter';
+import { HedgePolicy } from './hedge/hedge-policy';
+import { HedgeConfig, HEDGE_SCHEMA } from './hedge/hedge.config';
+import { HEDGE_BUDGET_WITHOUT_RETRY_BUDGET } from './hedge/hedge.messages';
+import { RetryBudget } from './retry/retry-budget';
 
 /** The instance classes, by policy. */
 export interface PolicyInstances {
@@ -80,6 +84,9 @@ export class ResilienceRegistry {
   };
   private readonly threadPoolBulkheads = new Map<string, BulkheadPolicy>();
   private readonly derived: InstanceCreatedEvent[] = [];
+  private readonly hedging: ResolvedSection<HedgeConfig>;
+  private readonly hedgeInstances = new Map<string, HedgePolicy>();
+  private readonly hedgeList: HedgePolicy[] = [];
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
   private readonly warned = new Set<string>();
   private readonly undeclared: { [P in RegistryPolicy]: number } = {
@@ -103,6 +110,7 @@ export class ResilienceRegistry {
   ) {
     this.options = resolveOptions(options, (m) => this.warnOnce(m));
     this.rateLimiterStore = readRateLimiterStore(this.options.extras.rateLimiterStore);
+    this.hedging = resolveSection(HEDGE_SCHEMA, this.options.extras.hedging, (m) => this.warnOnce(m));
     const limiters = this.options.sections.rateLimiter;
     if (limiters.defaultConfig.shared)
       requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'config', 'default'));
@@ -178,6 +186,58 @@ export class ResilienceRegistry {
   /** The time limiter instance `name`. */
   timeLimiter(name: string): TimeLimiter {
     return this.get('timeLimiter', name);
+  }
+
+  /**
+   * The hedge instance `name` (section `hedging`), created on first use from
+   * its declaration or `configs.default`; in strict mode an undeclared name throws.
+   */
+  hedge(name: string, where = 'ResilienceRegistry'): HedgePolicy {
+    const existing = this.hedgeInstances.get(name);
+    if (existing !== undefined) return existing;
+    const declared = this.hedging.instances.get(name);
+    if (declared === undefined && this.options.strict) throw new Error(UNKNOWN_INSTANCE('hedging', name, where));
+    const place = instancePlace(
+      'hedging',
+      declared === undefined ? 'config' : 'instance',
+      declared === undefined ? 'default' : name,
+    );
+    const instance = this.createHedge(name, declared ?? this.hedging.defaultConfig, place);
+    this.hedgeInstances.set(name, instance);
+    return instance;
+  }
+
+  /**
+   * @internal A private hedge instance for one decorated method: the named
+   * instance's config (or `configs.default` when `anonymous`) with `overrides` applied.
+   */
+  deriveHedge(name: string, overrides: object, place: string, where: string, anonymous = false): HedgePolicy {
+    const declared = anonymous ? undefined : this.hedging.instances.get(name);
+    if (!anonymous && declared === undefined && this.options.strict)
+      throw new Error(UNKNOWN_INSTANCE('hedging', name, where));
+    const config = applyOverrides(HEDGE_SCHEMA, declared ?? this.hedging.defaultConfig, overrides, place, (m) =>
+      this.warnOnce(m),
+    );
+    return this.createHedge(name, config, place);
+  }
+
+  /** Every hedge instance created so far, the private ones of decorated methods included. */
+  get hedges(): readonly HedgePolicy[] {
+    return this.hedgeList;
+  }
+
+  private createHedge(name: string, config: HedgeConfig, place: string): HedgePolicy {
+    let budget: RetryBudget;
+    let refills = true;
+    if (typeof config.budget === 'string') {
+      const shared = this.get('retry', config.budget, place).retryBudget;
+      if (shared === undefined) throw new Error(HEDGE_BUDGET_WITHOUT_RETRY_BUDGET(place, config.budget));
+      budget = shared;
+      refills = false;
+    } else budget = new RetryBudget(config.budget);
+    const instance = new HedgePolicy(name, config, this.clock, budget, refills);
+    this.hedgeList.push(instance);
+    return instance;
   }
 
   /** Every instance of `policy` created so far. */

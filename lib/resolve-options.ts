@@ -103,7 +103,16 @@ const readUnknownKeys = enumOption(['error', 'warn'] as const);
 export const DEFAULT_MAX_UNDECLARED_INSTANCES = 100;
 
 /** Sections read by other parts of the module, which validate them. */
-const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShedding', 'rateLimiterStore'];
+const EXTRA_SECTIONS = [
+  'idempotency',
+  'metrics',
+  'health',
+  'logging',
+  'loadShedding',
+  'rateLimiterStore',
+  'hedging',
+  'tracing',
+];
 
 /**
  * Parses and validates module options. Throws one error naming the policy,

@@ -12,6 +12,7 @@ describe('scenario CLI', () => {
       'bulkhead',
       'overload',
       'retry-amplification',
+      'hedging',
     ]);
     expect(selectScenarios('all')).toBe(SCENARIOS);
     expect(selectScenarios('breaker')?.map((s) => s.name)).toEqual(['breaker']);

@@ -7,6 +7,7 @@ import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { javaException } from '../java-exceptions';
 import { Policy, invokeThunk } from '../policy';
 import { refusal } from '../refusal';
+import { isSuperseded } from '../superseded';
 import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
 import {
@@ -479,6 +480,8 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   private classifyError(error: unknown): Outcome {
+    // An attempt cancelled because a hedge answered first says nothing about the dependency.
+    if (isSuperseded()) return IGNORED;
     if (this.ignoreExceptions.matches(error)) return IGNORED;
     const resilience4j = this.settings.exceptionRules === 'resilience4j';
     if (!resilience4j && error instanceof BulkheadFullError && !this.recordsBulkheadFull) return IGNORED;

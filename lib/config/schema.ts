@@ -50,7 +50,8 @@ export type FieldSpec =
   | { kind: 'enum'; values: readonly string[] }
   | { kind: 'errors' }
   | { kind: 'function' }
-  | { kind: 'object'; fields: Record<string, FieldSpec> };
+  | { kind: 'object'; fields: Record<string, FieldSpec> }
+  | { kind: 'custom'; read: OptionReader<unknown> };
 
 /** The schema of one policy's settings. */
 export interface PolicySchema<T extends object> {
@@ -265,6 +266,8 @@ function readerOf(spec: FieldSpec): OptionReader<unknown> {
       for (const [key, field] of Object.entries(spec.fields)) fields[key] = readerOf(field);
       return objectOption(fields);
     }
+    case 'custom':
+      return spec.read;
   }
 }
 

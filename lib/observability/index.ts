@@ -26,3 +26,8 @@ export type {
 } from './resilience-health.indicator';
 export type { FallbackShareCounts } from './fallback-share';
 export { ResilienceEndpointsModule } from './resilience-endpoints.module';
+export { ResilienceTracing } from './tracing/resilience-tracing';
+export { RESILIENCE_SPAN_ATTRIBUTES, RESILIENCE_SPAN_EVENTS } from './tracing/span-attributes';
+export type { ResolvedTracingOptions, TracingOptions } from './tracing/tracing.options';
+export { DeadlinePropagator } from './tracing/deadline-propagator';
+export type { HeaderSetter } from './tracing/deadline-propagator';

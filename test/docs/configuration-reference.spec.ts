@@ -23,6 +23,7 @@ import {
   readLoggingOptions,
   readMetricsOptions,
 } from '../../lib/observability/observability.options';
+import { readTracingOptions } from '../../lib/observability/tracing/tracing.options';
 import { checkMarkdownSnippets } from '../support/markdown-snippets';
 
 const DOC = 'docs/configuration.md';
@@ -87,6 +88,18 @@ const SECTIONS: readonly Section[] = [
   },
   ...POLICY_SECTIONS.map(policySection),
   {
+    heading: 'tracing',
+    validate: (settings) => readTracingOptions(settings),
+    defaults: () => readTracingOptions(undefined) as unknown as Settings,
+  },
+  {
+    heading: 'hedging',
+    validate: (settings) => new ResilienceRegistry({ hedging: { instances: { probe: settings } } }, noWarnings),
+    defaults: () =>
+      new ResilienceRegistry({ hedging: { instances: { probe: {} } } }, noWarnings).hedge('probe')
+        .config as unknown as Settings,
+  },
+  {
     heading: 'idempotency',
     validate: (settings) => closeStore(resolveIdempotencyOptions(settings, systemClock)),
     defaults: () => closeStore(resolveIdempotencyOptions(undefined, systemClock)) as unknown as Settings,
@@ -137,6 +150,7 @@ const SPECIAL_DEFAULTS: Readonly<Record<string, (resolved: unknown, cell: string
   'threadPoolBulkhead.maxThreadPoolSize': (resolved) => resolved === availableParallelism(),
   'idempotency.store': (resolved) => resolved instanceof MemoryIdempotencyStore,
   'metrics.enabled': (resolved) => resolved === 'auto',
+  'tracing.enabled': (resolved) => resolved === 'auto',
 };
 
 /** Names an example cell may use. */
