@@ -114,4 +114,5 @@ export type {
 export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
 export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
+export * from './outbox';
 export * from './observability';

@@ -6,6 +6,7 @@ import type { Duration } from './config/duration';
 import type { PolicySection } from './config/schema';
 import type { IdempotencyModuleOptions } from './idempotency/idempotency.options';
 import type { LoadSheddingOptions } from './load-shedding/load-shedding.options';
+import type { OutboxModuleOptions } from './outbox/outbox.options';
 import type { HealthOptions, LoggingOptions, MetricsOptions } from './observability/observability.options';
 import type { RateLimiterConfigInput } from './rate-limiter/rate-limiter.config';
 import type { RateLimiterStore } from './rate-limiter/rate-limiter-store';
@@ -73,4 +74,6 @@ export interface ResilienceModuleOptions {
   logging?: LoggingOptions | boolean;
   /** Admission control at the server's door: a fixed or adaptive in-flight limit, event-loop delay, priorities. Default off. */
   loadShedding?: LoadSheddingOptions;
+  /** The transactional outbox: its PostgreSQL store, its publisher and the relay's settings. Default off. */
+  outbox?: OutboxModuleOptions;
 }
