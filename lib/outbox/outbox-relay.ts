@@ -232,6 +232,7 @@ export class OutboxRelay {
 
 /** The error's class name: rows and endpoints never keep messages. */
 function errorClass(error: unknown): string {
-  if (error instanceof Error) return error.name;
-  return typeof error;
+  if (!(error instanceof Error)) return typeof error;
+  // A subclass that does not set `name` still says what it is.
+  return error.name === 'Error' ? error.constructor.name : error.name;
 }
