@@ -108,7 +108,9 @@ export class Outbox implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       json = JSON.stringify(payload);
     } catch (error) {
-      throw new Error(PAYLOAD_NOT_JSON(topic, error instanceof Error ? error.message : String(error)));
+      throw new Error(PAYLOAD_NOT_JSON(topic, error instanceof Error ? error.message : String(error)), {
+        cause: error,
+      });
     }
     if (json === undefined) throw new Error(PAYLOAD_NOT_JSON(topic, `${typeof payload} has no JSON form`));
     await settings.store.insert(
@@ -206,7 +208,7 @@ export class Outbox implements OnApplicationBootstrap, OnModuleDestroy {
 
   private count(topic: string, result: OutboxPublishResult): void {
     let byResult = this.counts.get(topic);
-    if (byResult === undefined) this.counts.set(topic, (byResult = new Map()));
+    if (byResult === undefined) this.counts.set(topic, (byResult = new Map<OutboxPublishResult, number>()));
     byResult.set(result, (byResult.get(result) ?? 0) + 1);
   }
 
