@@ -46,3 +46,15 @@ export const NO_EVENT_ID = (args: readonly unknown[]): string =>
 
 export const RELAY_PASS_FAILED = (error: unknown): string =>
   `${PREFIX}: outbox relay pass failed (retried at the next poll): ${error instanceof Error ? error.name : describe(error)}`;
+
+export const UNKNOWN_PARKED_EVENT = (id: string): string =>
+  `${PREFIX}: no parked outbox event has id ${JSON.stringify(id)}`;
+
+export const OUTBOX_LAG = (lagMs: number, maxLagMs: number): string =>
+  `the oldest pending outbox event is ${lagMs} ms old, more than maxLag (${maxLagMs} ms)`;
+
+export const OUTBOX_PARKED = (parked: number, maxParked: number): string =>
+  `${parked} outbox events are parked, more than maxParked (${maxParked})`;
+
+export const BAD_HEALTH_OPTION = (key: string, expected: string, value: unknown): string =>
+  `${PREFIX}: ResilienceHealthIndicator.checkOutbox: option '${key}' must be ${expected}, got ${describe(value)}`;

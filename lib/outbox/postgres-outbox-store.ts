@@ -140,16 +140,9 @@ export class PostgresOutboxStore {
    */
   async insert(run: SqlRunner, row: NewOutboxRow, notify: boolean): Promise<void> {
     const now = Math.floor(this.clock.now());
-    await run(notify ? this.sql.insertNotify : this.sql.insert, [
-      row.id,
-      row.topic,
-      row.key,
-      row.payload,
-      row.headers,
-      now,
-      this.lockClass,
-      this.channel,
-    ]);
+    const values = [row.id, row.topic, row.key, row.payload, row.headers, now, this.lockClass];
+    if (notify) await run(this.sql.insertNotify, [...values, this.channel]);
+    else await run(this.sql.insert, values);
   }
 
   /**

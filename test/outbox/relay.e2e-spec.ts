@@ -146,6 +146,24 @@ describe('the outbox on PostgreSQL', () => {
       expect(Object.fromEntries(counts)).toEqual({ 'a:published': 1, 'b:published': 1 });
     });
 
+    it('wakes on LISTEN/NOTIFY when an adding transaction commits, with no poll due', async () => {
+      const { relay } = makeRelay(store, publisher.publish, {
+        clock,
+        relay: { notify: true, pollInterval: '1h', lease: '2h' },
+      });
+      relay.start();
+      try {
+        await inTransaction(pool, (tx) => outbox.add('t', 'first', { tx }));
+        await publisher.until(1);
+        await inTransaction(pool, (tx) => outbox.add('t', 'second', { tx }));
+        await publisher.until(2);
+        expect(clock.now()).toBe(START);
+        expect(publisher.events.map((e) => e.payload)).toEqual(['first', 'second']);
+      } finally {
+        await relay.stop();
+      }
+    });
+
     it('publishes one event per key at a time, in commit order, without holding up other keys', async () => {
       const { relay } = makeRelay(store, publisher.publish, { clock, relay: { pollInterval: 1000, lease: 30_000 } });
       for (const n of [1, 2, 3]) await inTransaction(pool, (tx) => outbox.add('t', `k${n}`, { tx, key: 'k' }));
