@@ -5,6 +5,7 @@ import { breaker } from './breaker';
 import { bulkhead } from './bulkhead';
 import { ScenarioReport } from './kit';
 import { overcharge } from './overcharge';
+import { outboxScenario } from './outbox';
 import { overload } from './overload';
 import { retryAmplification } from './retry-amplification';
 import { retryStorm } from './retry-storm';
@@ -56,6 +57,12 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
     name: 'retry-amplification',
     summary: 'three layers of 3 attempts against a failing service (27 calls) versus one layer with a budget',
     run: retryAmplification,
+  },
+  {
+    name: 'outbox',
+    summary:
+      'orders through the transactional outbox on PostgreSQL with random crashes and broker outages: none lost, none applied twice',
+    run: outboxScenario,
   },
 ];
 
