@@ -17,6 +17,7 @@ import {
 } from '../lib';
 import { readOutboxOptions } from '../lib/outbox/outbox.options';
 import { OutboxRelay } from '../lib/outbox/outbox-relay';
+import { startPostgres } from '../test/support/postgres-server';
 import { grouped, mulberry32, ScenarioReport, table } from './kit';
 import { lineChart } from './svg';
 
@@ -230,7 +231,7 @@ export async function runOutboxScenario(
   };
 
   let tick = 0;
-  let drainedAtS = 0;
+  let drainedAtS: number;
   for (;;) {
     if (clock.now() >= downUntil && random() < settings.outageStart) {
       const length = settings.outageMs[0] + Math.floor(random() * (settings.outageMs[1] - settings.outageMs[0]));
@@ -349,7 +350,7 @@ export async function outboxScenario(): Promise<ScenarioReport> {
       require('../test/support/postgres-server') as typeof import('../test/support/postgres-server');
     const server = await startPostgres(root);
     url = server.url;
-    stop = server.stop;
+    stop = () => server.stop();
   }
   try {
     const result = await runOutboxScenario(url, OUTBOX_SCENARIO, progress);
