@@ -12,6 +12,7 @@ describe('scenario CLI', () => {
       'bulkhead',
       'overload',
       'retry-amplification',
+      'outbox',
     ]);
     expect(selectScenarios('all')).toBe(SCENARIOS);
     expect(selectScenarios('breaker')?.map((s) => s.name)).toEqual(['breaker']);
