@@ -80,13 +80,19 @@ export interface OutboxStatus {
 
 /** A parked event as the status endpoint lists it: no payload and no headers (request data stays out). */
 export interface ParkedEventStatus {
+  /** The event id. */
   readonly id: string;
+  /** The event's topic. */
   readonly topic: string;
+  /** The ordering key (later events of this key wait behind a parked one). */
   readonly key: string | null;
+  /** Always `parked` in this list. */
   readonly state: OutboxEventState;
+  /** Failed relay passes. */
   readonly attempts: number;
   /** The class of the last publish error. */
   readonly lastError: string | undefined;
+  /** When the event was added, in ms since the epoch. */
   readonly occurredAt: number;
 }
 
@@ -175,10 +181,13 @@ export interface OutboxHealthOptions {
 
 /** What `checkOutbox` reports. */
 export interface OutboxHealthData {
+  /** Events not yet published. */
   readonly pending: number;
+  /** Events parked after `maxAttempts` failures. */
   readonly parked: number;
   /** Age of the oldest pending event, in ms. */
   readonly lagMs: number;
+  /** The `maxLag` checked against, in ms. */
   readonly maxLagMs: number;
   /** Why the check is down, when it is. */
   readonly reason?: string;

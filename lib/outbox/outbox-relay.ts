@@ -27,8 +27,11 @@ export interface RelayPassResult {
 
 /** What the relay needs from the application. */
 export interface RelayDependencies {
+  /** The clock of the poll and retention timers (and of the policies' waits). */
   readonly clock: Clock;
+  /** The retry instance each publish runs through. */
   readonly retry: RetryPolicy;
+  /** The circuit breaker each publish runs behind. */
   readonly circuitBreaker: CircuitBreakerPolicy;
   /** Counts each publish outcome by topic. */
   readonly count: (topic: string, result: OutboxPublishResult) => void;

@@ -56,8 +56,11 @@ export interface OutboxModuleOptions {
 
 /** The outbox options after validation. */
 export interface ResolvedOutboxOptions {
+  /** Where events are kept. */
   readonly store: PostgresOutboxStore;
+  /** The publisher as a function. */
   readonly publish: OutboxPublishFunction;
+  /** The relay's settings, durations in ms. */
   readonly relay: {
     readonly enabled: boolean;
     readonly batchSize: number;
@@ -68,7 +71,9 @@ export interface ResolvedOutboxOptions {
     readonly retry: string;
     readonly circuitBreaker: string;
   };
+  /** How long sent events are kept, in ms. */
   readonly retentionMs: number;
+  /** Whether the table is created at bootstrap. */
   readonly createSchema: boolean;
 }
 

@@ -21,8 +21,11 @@ export interface PostgresOutboxStoreOptions {
 
 /** One row to write, as `Outbox.add` made it. */
 export interface NewOutboxRow {
+  /** The event id. */
   readonly id: string;
+  /** The topic. */
   readonly topic: string;
+  /** The ordering key, or null. */
   readonly key: string | null;
   /** The payload as JSON text. */
   readonly payload: string;
@@ -43,6 +46,7 @@ export type FailedRowState = 'pending' | 'parked' | 'lost';
 
 /** A listening connection; `close` stops it. */
 export interface OutboxListener {
+  /** Stops listening and gives the connection back. */
   close(): void;
 }
 
@@ -99,8 +103,8 @@ export class PostgresOutboxStore {
   }
 
   /**
-   * The DDL of the outbox table and its indexes (idempotent: `IF NOT
-   * EXISTS`), for a migration when the module option `createSchema` is false.
+   * The DDL of the outbox table and its indexes (idempotent:
+   * `IF NOT EXISTS`), for a migration when the module option `createSchema` is false.
    */
   static schemaSql(table: string = DEFAULT_OUTBOX_TABLE): string {
     const quoted = quoteTable(table);
