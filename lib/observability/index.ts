@@ -26,3 +26,5 @@ export type {
 } from './resilience-health.indicator';
 export type { FallbackShareCounts } from './fallback-share';
 export { ResilienceEndpointsModule } from './resilience-endpoints.module';
+export { OUTBOX_FAMILIES } from './outbox-observability';
+export type { OutboxHealthData, OutboxHealthOptions, OutboxStatus, ParkedEventStatus } from './outbox-observability';

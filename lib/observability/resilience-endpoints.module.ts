@@ -3,7 +3,7 @@ import { createMetricsController } from './metrics.controller';
 import { readEndpointsOptions, ResilienceEndpointsOptions } from './observability.options';
 import { RESILIENCE_STATUS_OPTIONS, ResilienceStatus } from './resilience-status';
 import { createStatusAdminController, createStatusController } from './status.controller';
-import { createOutboxAdminController, createOutboxStatusController } from '../outbox/outbox-observability';
+import { createOutboxAdminController, createOutboxStatusController } from './outbox-observability';
 
 /**
  * Opt-in HTTP endpoints over the (global) `ResilienceModule`: `/metrics` in

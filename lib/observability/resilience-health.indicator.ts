@@ -12,7 +12,7 @@ import { readHealthOptions, ResolvedHealthOptions } from './observability.option
 import { loadOptionalPeer } from '../optional-peer';
 import { TERMINUS } from './observability.peers';
 import { Outbox } from '../outbox/outbox';
-import { OutboxHealthData, outboxHealth, OutboxHealthOptions } from '../outbox/outbox-observability';
+import { OutboxHealthData, outboxHealth, OutboxHealthOptions } from './outbox-observability';
 
 /**
  * A breaker's health, as Resilience4j's health indicator reports it: `UP`

@@ -10,7 +10,7 @@ import { MetricsRegistry, readMetricsOptions, ResolvedMetricsOptions } from './o
 import { loadOptionalPeer, tryLoadOptionalPeer } from '../optional-peer';
 import { PROM_CLIENT } from './observability.peers';
 import { Outbox } from '../outbox/outbox';
-import { outboxCollectors } from '../outbox/outbox-observability';
+import { outboxCollectors } from './outbox-observability';
 
 /**
  * Binds the application's instances to Prometheus series at bootstrap

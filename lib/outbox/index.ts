@@ -21,5 +21,3 @@ export type {
   PostgresOutboxStoreOptions,
 } from './postgres-outbox-store';
 export type { SqlRunner } from './outbox-transaction';
-export { OUTBOX_FAMILIES } from './outbox-observability';
-export type { OutboxHealthData, OutboxHealthOptions, OutboxStatus, ParkedEventStatus } from './outbox-observability';

@@ -1,8 +1,8 @@
 import { Controller, Get, HttpCode, NotFoundException, Param, Post, Type, UseGuards } from '@nestjs/common';
 import { Priority } from '../load-shedding/priority.decorator';
-import { Collector, FamilyDefinition } from '../observability/metric-family';
-import { GuardLike } from '../observability/observability.options';
-import { Outbox } from './outbox';
+import { Collector, FamilyDefinition } from './metric-family';
+import { GuardLike } from './observability.options';
+import { Outbox } from '../outbox/outbox';
 import { Duration, parseDuration } from '../config/duration';
 import {
   BAD_HEALTH_OPTION,
@@ -10,9 +10,9 @@ import {
   OUTBOX_NOT_CONFIGURED,
   OUTBOX_PARKED,
   UNKNOWN_PARKED_EVENT,
-} from './outbox.messages';
-import { OutboxPublishResult } from './outbox-relay';
-import { OutboxEventState, OutboxStats } from './outbox.types';
+} from '../outbox/outbox.messages';
+import { OutboxPublishResult } from '../outbox/outbox-relay';
+import { OutboxEventState, OutboxStats } from '../outbox/outbox.types';
 
 /** The outbox's series families. */
 export const OUTBOX_FAMILIES = {
