@@ -4,13 +4,23 @@ import { layers } from './layers';
 import { memory } from './memory';
 import { metrics } from './metrics';
 import { observable } from './observable';
+import { outbox } from './outbox';
 import { overhead } from './overhead';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
 import { shedding } from './shedding';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
-const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, idempotency, metrics, shedding, observable];
+const SECTIONS: readonly BenchSection[] = [
+  overhead,
+  layers,
+  memory,
+  idempotency,
+  metrics,
+  shedding,
+  observable,
+  outbox,
+];
 
 /**
  * `npm run bench` runs every section; `npm run bench -- overhead memory`
