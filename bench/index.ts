@@ -6,6 +6,7 @@ import { metrics } from './metrics';
 import { observable } from './observable';
 import { outbox } from './outbox';
 import { overhead } from './overhead';
+import { refusals } from './refusals';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
 import { shedding } from './shedding';
@@ -13,6 +14,7 @@ import { shedding } from './shedding';
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
 const SECTIONS: readonly BenchSection[] = [
   overhead,
+  refusals,
   layers,
   memory,
   idempotency,

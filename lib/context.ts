@@ -111,6 +111,39 @@ export function currentContext(): ResilienceContext | undefined {
   return contextStorage.getStore();
 }
 
+/** @internal An attempt that runs without a context of its own, and can make one when a policy inside it needs it. */
+export interface ScopeOnDemand {
+  scopeOnDemand(): ResilienceContext;
+}
+
+let synchronousAttempt: ScopeOnDemand | undefined;
+
+/**
+ * @internal Calls `fn(arg)` as the synchronous part of `attempt`, an attempt
+ * without a context of its own: a policy that runs inside it before its
+ * first `await` (a bulkhead queueing the call, a nested time limiter) finds
+ * the attempt through {@link policyScope}.
+ */
+export function runAsAttempt<A, R>(attempt: ScopeOnDemand, fn: (arg: A) => R, arg: A): R {
+  const outer = synchronousAttempt;
+  synchronousAttempt = attempt;
+  try {
+    return fn(arg);
+  } finally {
+    synchronousAttempt = outer;
+  }
+}
+
+/**
+ * @internal The scope a policy acts in: the async-local one, else the one of
+ * the attempt whose synchronous part is running (made on demand), so that a
+ * bulkhead wait or a nested time limit still ends with its attempt when the
+ * attempt entered no context.
+ */
+export function policyScope(): ResilienceContext | undefined {
+  return contextStorage.getStore() ?? synchronousAttempt?.scopeOnDemand();
+}
+
 /**
  * The `AbortSignal` of the current attempt (or request): aborted when the
  * attempt's time limit or the request deadline fires. `undefined` outside
