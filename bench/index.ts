@@ -4,6 +4,7 @@ import { layers } from './layers';
 import { memory } from './memory';
 import { metrics } from './metrics';
 import { observable } from './observable';
+import { outbox } from './outbox';
 import { overhead } from './overhead';
 import { refusals } from './refusals';
 import { rateLimiterRedis } from './rate-limiter-redis';
@@ -24,6 +25,7 @@ const SECTIONS: readonly BenchSection[] = [
   observable,
   rateLimiterRedis,
   tracing,
+  outbox,
 ];
 
 /**

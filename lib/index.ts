@@ -132,6 +132,7 @@ export type {
 export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
 export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
+export * from './outbox';
 export * from './observability';
 export { Hedge } from './hedge/hedge.decorator';
 export { HedgePolicy } from './hedge/hedge-policy';

@@ -6,6 +6,7 @@ import type { Duration } from './config/duration';
 import type { PolicySection } from './config/schema';
 import type { IdempotencyModuleOptions } from './idempotency/idempotency.options';
 import type { LoadSheddingOptions } from './load-shedding/load-shedding.options';
+import type { OutboxModuleOptions } from './outbox/outbox.options';
 import type { HealthOptions, LoggingOptions, MetricsOptions } from './observability/observability.options';
 import type { RateLimiterConfigInput } from './rate-limiter/rate-limiter.config';
 import type { RateLimiterStore } from './rate-limiter/rate-limiter-store';
@@ -106,4 +107,6 @@ export interface ResilienceModuleOptions {
   hedging?: PolicySection<HedgeConfigInput>;
   /** Resilience events on OpenTelemetry spans: `false` to turn off, `true` to require it. Default: on when a tracer provider is registered. */
   tracing?: TracingOptions | boolean;
+  /** The transactional outbox: its PostgreSQL store, its publisher and the relay's settings. Default off. */
+  outbox?: OutboxModuleOptions;
 }

@@ -112,6 +112,7 @@ const EXTRA_SECTIONS = [
   'rateLimiterStore',
   'hedging',
   'tracing',
+  'outbox',
 ];
 
 /**
