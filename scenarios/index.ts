@@ -64,6 +64,8 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
     summary:
       'a 5% slow tail (10x the median): caller p99/p99.9 with and without hedging at the p95, and the budget under overload',
     run: hedging,
+  },
+  {
     name: 'outbox',
     summary:
       'orders through the transactional outbox on PostgreSQL with random crashes and broker outages: none lost, none applied twice',
