@@ -530,6 +530,36 @@ describe('fromSpringConfig', () => {
     ).toBe(UNRESOLVED_PLACEHOLDER('resilience4j.retry.instances.a.max-attempts', '${NO_SUCH_VARIABLE_HERE}'));
   });
 
+  it('keeps a bracketed dotted name whole through fromSpringConfig and forRoot', () => {
+    const options = fromSpringConfig({ 'resilience4j.retry.instances.[payments.v2].max-attempts': 2 });
+    expect(registry(options).retry('payments.v2').config.maxAttempts).toBe(2);
+  });
+
+  it("binds a Spring file with Resilience4j's defaults, native options with this module's", () => {
+    const spring = registry(fromSpringConfig({ 'resilience4j.retry.instances.a.max-attempts': 2 }));
+    expect(spring.retry('a').config).toMatchObject({ jitter: 'none', exceptionRules: 'resilience4j' });
+    expect(spring.circuitBreaker('a').config.exceptionRules).toBe('resilience4j');
+    expect(spring.bulkhead('a').config.queueCapacity).toBe(Number.POSITIVE_INFINITY);
+    const native = registry({ retry: { instances: { a: { maxAttempts: 2 } } } });
+    expect(native.retry('a').config).toMatchObject({ jitter: 'full', exceptionRules: 'resilience4nest' });
+    expect(native.bulkhead('a').config.queueCapacity).toBeUndefined();
+  });
+
+  it("lets native options warn on unknown keys with unknownKeys: 'warn', and refuses other values", () => {
+    const warnings: string[] = [];
+    const r = registry({ unknownKeys: 'warn', retry: { instances: { a: { maxAtempts: 5 } } } }, (m) =>
+      warnings.push(m),
+    );
+    expect(r.retry('a').config.maxAttempts).toBe(3);
+    expect(warnings).toEqual([
+      expect.stringMatching(/unknown key 'maxAtempts' is ignored.*did you mean 'maxAttempts'/),
+    ]);
+    expect(messageOf(() => registry({ unknownKeys: 'ignore' }))).toMatch(
+      /key 'unknownKeys' must be one of 'error', 'warn'/,
+    );
+    expect(messageOf(() => registry({ binding: 'yaml' }))).toMatch(/key 'binding' must be one of 'native', 'spring'/);
+  });
+
   it('fails at the call when the part is missing or invalid', () => {
     expect(messageOf(() => fromSpringConfig('spring.application.name: orders'))).toBe(NO_RESILIENCE4J_PART(['spring']));
     expect(messageOf(() => fromSpringConfig('resilience4j.retry.instances.a.max-attempts: 0'))).toMatch(

@@ -1,3 +1,5 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { Injectable } from '@nestjs/common';
 import {
   Bulkhead,
@@ -6,6 +8,7 @@ import {
   CircuitBreaker,
   fromSpringConfig,
   RateLimiter,
+  ResilienceRegistry,
   Retry,
   Timeout,
   TimeoutExceededError,
@@ -529,5 +532,14 @@ describe('a circular baseConfig', () => {
         'resilience4j.circuitbreaker:\n  configs:\n    default: { sliding-window-size: 4 }\n  instances:\n    default: { base-config: default }\n',
       ),
     ).toThrow(/circuitBreaker instance 'default': key 'baseConfig' names 'default', the instance's own name/);
+  });
+});
+
+describe('every file in test/fixtures/spring', () => {
+  const files = readdirSync(join(__dirname, '..', 'fixtures', 'spring')).filter((f) => /\.(ya?ml|properties)$/.test(f));
+
+  it.each(files)('%s starts', (file) => {
+    const registry = new ResilienceRegistry(fromSpringConfig(springFixture(file)), () => undefined);
+    expect(registry.options.binding).toBe('spring');
   });
 });
