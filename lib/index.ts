@@ -7,6 +7,7 @@ export type { PolicySection } from './config/schema';
 export type { Duration } from './config/duration';
 export { DEFAULT_ORDER } from './resilience.constants';
 export { fromSpringConfig } from './spring-config';
+export type { SpringConfigOptions } from './spring-config';
 export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './bulkhead/thread-pool-bulkhead.config';
 export type { PolicyKind } from './resilience.constants';
 export type { DeadlineOptions, ResilienceModuleOptions } from './resilience.options';
@@ -25,7 +26,13 @@ export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './resil
 export type { ResilienceModuleAsyncOptions } from './resilience.module-definition';
 export { ResilienceRegistry } from './resilience.registry';
 export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './resilience.registry';
-export type { JitterKind, RetryBudgetConfig, RetryConfig, RetryConfigInput } from './retry/retry.config';
+export type {
+  JitterKind,
+  RetryBudgetConfig,
+  RetryConfig,
+  RetryConfigInput,
+  RetryExceptionRules,
+} from './retry/retry.config';
 export { RetryPolicy } from './retry/retry';
 export type {
   RetryAttemptEvent,
@@ -39,11 +46,12 @@ export { RetryBudget } from './retry/retry-budget';
 export { Retry } from './retry/retry.decorator';
 export type { TimeLimiterConfig, TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
 export { TimeLimiter } from './time-limiter/time-limiter';
-export type { TimeLimiterEvent } from './time-limiter/time-limiter';
+export type { AttemptContextMode, TimeLimiterEvent } from './time-limiter/time-limiter';
 export { Timeout } from './time-limiter/timeout.decorator';
 export type {
   CircuitBreakerConfig,
   CircuitBreakerConfigInput,
+  CircuitBreakerExceptionRules,
   SlidingWindowType,
 } from './circuit-breaker/circuit-breaker.config';
 export { CircuitBreaker } from './circuit-breaker/circuit-breaker.decorator';
@@ -57,6 +65,7 @@ export type {
   BulkheadMetrics,
 } from './bulkhead/bulkhead-policy';
 export { Bulkhead } from './bulkhead/bulkhead.decorator';
+export type { BulkheadOptions, BulkheadType } from './bulkhead/bulkhead.decorator';
 export type {
   RateLimitedCallOutcome,
   RateLimiterConfig,
@@ -123,6 +132,7 @@ export type {
 export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
 export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
+export * from './outbox';
 export * from './observability';
 export { Hedge } from './hedge/hedge.decorator';
 export { HedgePolicy } from './hedge/hedge-policy';

@@ -1,6 +1,12 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { overridePlace } from './config/config.messages';
+import { overridePlace, TIMEOUT_NOT_RECORDED } from './config/config.messages';
+import { ErrorMatcher } from './error-matcher';
+import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
+import { TimeoutExceededError } from './errors';
+import { invalidOption } from './config/option-readers';
+import { findKey } from './config/relaxed-binding';
+import { BulkheadLayerOptions, BulkheadType } from './bulkhead/bulkhead.decorator';
 import { LayerKind, PolicyKind } from './resilience.constants';
 import { STANDARD_ORDER, StandardPipeline } from './standard-pipeline';
 import { countRunningModule, LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
@@ -124,6 +130,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
               ? this.hedgeFor(layer, info, layers)
               : this.policyFor(layer, info),
     }));
+    this.checkTimeoutsRecorded(sorted, policies, info);
     const original = info.original;
     const call: Pipeline = this.tracing.attemptSpans((args) => original.apply(instance, args), info.target);
     const fused = fusedDepth(policies);
@@ -191,6 +198,16 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
   private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {
     const kind = layer.kind as RegistryPolicy;
     const where = `@${layer.decorator} on ${info.target}`;
+    if (kind === 'bulkhead' && layer.name !== undefined && this.threadPoolType(layer, info) === 'THREADPOOL') {
+      return layer.overrides === undefined
+        ? this.registry.threadPoolBulkhead(layer.name, where)
+        : this.registry.deriveThreadPoolBulkhead(
+            layer.name,
+            layer.overrides,
+            overridePlace('threadPoolBulkhead', layer.decorator, layer.name, info.target),
+            where,
+          );
+    }
     if (layer.name === undefined) {
       return this.registry.derive(
         kind,
@@ -212,4 +229,44 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     }
     return this.registry.get(kind, layer.name, where);
   }
+
+  /**
+   * Warns when a time limiter runs inside a breaker whose `recordExceptions`
+   * leaves timeouts out: Resilience4j (and this module) then count them as
+   * successes, which a file listing only IOException rarely means.
+   */
+  private checkTimeoutsRecorded(
+    innermostFirst: readonly LayerSpec[],
+    policies: readonly { readonly policy: Policy }[],
+    info: TrampolineInfo,
+  ): void {
+    const timeLimiter = innermostFirst.findIndex((l) => l.kind === 'timeLimiter');
+    const breaker = innermostFirst.findIndex((l) => l.kind === 'circuitBreaker');
+    if (timeLimiter < 0 || breaker < 0 || timeLimiter > breaker) return;
+    const breakerPolicy = policies[breaker].policy as CircuitBreakerPolicy;
+    const config = breakerPolicy.config;
+    if (config.recordExceptions.length === 0) return;
+    const timeLimiterName = innermostFirst[timeLimiter].name ?? info.target;
+    const timeout = new TimeoutExceededError(timeLimiterName, 0);
+    if (new ErrorMatcher(config.recordExceptions).matches(timeout)) return;
+    if (new ErrorMatcher(config.ignoreExceptions).matches(timeout)) return;
+    this.registry.warnOnce(TIMEOUT_NOT_RECORDED(breakerPolicy.name, timeLimiterName, info.target));
+  }
+
+  /** The `type` of a `@Bulkhead`, checked: a bad value fails bootstrap naming the method. */
+  private threadPoolType(layer: LayerSpec, info: TrampolineInfo): BulkheadType {
+    const type = (layer.options as BulkheadLayerOptions | undefined)?.type;
+    if (type === undefined) return 'SEMAPHORE';
+    const known = typeof type === 'string' ? findKey(type, BULKHEAD_TYPES) : undefined;
+    if (known === undefined)
+      invalidOption(
+        overridePlace('bulkhead', layer.decorator, layer.name ?? '', info.target),
+        'type',
+        "'SEMAPHORE' or 'THREADPOOL'",
+        type,
+      );
+    return known;
+  }
 }
+
+const BULKHEAD_TYPES: readonly BulkheadType[] = ['SEMAPHORE', 'THREADPOOL'];

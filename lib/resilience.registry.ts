@@ -82,6 +82,7 @@ export class ResilienceRegistry {
     timeLimiter: new Map(),
     rateLimiter: new Map(),
   };
+  private readonly threadPoolBulkheads = new Map<string, BulkheadPolicy>();
   private readonly derived: InstanceCreatedEvent[] = [];
   private readonly hedging: ResolvedSection<HedgeConfig>;
   private readonly hedgeInstances = new Map<string, HedgePolicy>();
@@ -137,9 +138,44 @@ export class ResilienceRegistry {
     return this.get('circuitBreaker', name);
   }
 
-  /** The bulkhead instance `name`. */
+  /**
+   * The bulkhead instance `name`: the semaphore bulkhead (Resilience4j's
+   * default type), or the thread-pool bulkhead when only `threadPoolBulkhead`
+   * declares the name.
+   */
   bulkhead(name: string): BulkheadPolicy {
     return this.get('bulkhead', name);
+  }
+
+  /**
+   * The thread-pool bulkhead `name` (`@Bulkhead(name, { type: 'THREADPOOL' })`),
+   * run as a bulkhead of `maxThreadPoolSize` calls at once and `queueCapacity`
+   * waiting; an undeclared name gets `threadPoolBulkhead.configs.default`.
+   */
+  threadPoolBulkhead(name: string, where = 'ResilienceRegistry'): BulkheadPolicy {
+    const existing = this.threadPoolBulkheads.get(name);
+    if (existing !== undefined) return existing;
+    const section = this.options.threadPoolBulkhead;
+    const declared = section.instances.get(name);
+    if (declared === undefined) {
+      if (this.options.strict) throw new Error(UNKNOWN_INSTANCE('threadPoolBulkhead', name, where));
+      this.countUndeclared('bulkhead', name);
+    }
+    const instance = this.create('bulkhead', name, declared ?? section.defaultConfig, false);
+    this.threadPoolBulkheads.set(name, instance);
+    return instance;
+  }
+
+  /** A private thread-pool bulkhead for one decorated method: `name`'s config with `overrides` applied. */
+  deriveThreadPoolBulkhead(name: string, overrides: object, place: string, where: string): BulkheadPolicy {
+    const section = this.options.threadPoolBulkhead;
+    const declared = section.instances.get(name);
+    if (declared === undefined && this.options.strict)
+      throw new Error(UNKNOWN_INSTANCE('threadPoolBulkhead', name, where));
+    const config = applyOverrides(POLICY_SCHEMAS.bulkhead, declared ?? section.defaultConfig, overrides, place, (m) =>
+      this.warnOnce(m),
+    );
+    return this.create('bulkhead', name, config, true);
   }
 
   /** The rate limiter instance `name`. */
@@ -217,12 +253,10 @@ export class ResilienceRegistry {
     const map = this.instances[policy] as Map<string, PolicyInstances[P]>;
     const existing = map.get(name);
     if (existing !== undefined) return existing;
+    if (policy === 'bulkhead' && this.onlyThreadPool(name))
+      return this.threadPoolBulkhead(name, where) as PolicyInstances[P];
     const config = this.configOf(policy, name, where);
-    if (!this.options.sections[policy].instances.has(name)) {
-      if (this.undeclared[policy] >= this.options.maxUndeclaredInstances)
-        throw new Error(TOO_MANY_UNDECLARED_INSTANCES(policy, name, this.options.maxUndeclaredInstances));
-      this.undeclared[policy]++;
-    }
+    if (!this.options.sections[policy].instances.has(name)) this.countUndeclared(policy, name);
     const instance = this.create(policy, name, config, false);
     map.set(name, instance);
     return instance;
@@ -241,11 +275,24 @@ export class ResilienceRegistry {
     where: string,
     anonymous = false,
   ): PolicyInstances[P] {
+    if (policy === 'bulkhead' && !anonymous && this.onlyThreadPool(name))
+      return this.deriveThreadPoolBulkhead(name, overrides, place, where) as PolicyInstances[P];
     const base = anonymous ? this.options.sections[policy].defaultConfig : this.configOf(policy, name, where);
     const config = applyOverrides(POLICY_SCHEMAS[policy], base, overrides, place, (m) => this.warnOnce(m));
     if (policy === 'rateLimiter' && (config as PolicyConfigs['rateLimiter']).shared)
       requireStore(this.rateLimiterStore, place);
     return this.create(policy, name, config, true);
+  }
+
+  /** True when `name` is a thread-pool bulkhead and no semaphore bulkhead: `@Bulkhead(name)` then uses it, as it did before both could share a name. */
+  private onlyThreadPool(name: string): boolean {
+    return this.options.threadPoolBulkhead.instances.has(name) && !this.options.sections.bulkhead.instances.has(name);
+  }
+
+  private countUndeclared(policy: RegistryPolicy, name: string): void {
+    if (this.undeclared[policy] >= this.options.maxUndeclaredInstances)
+      throw new Error(TOO_MANY_UNDECLARED_INSTANCES(policy, name, this.options.maxUndeclaredInstances));
+    this.undeclared[policy]++;
   }
 
   /** The declared config of `name`, else `configs.default`; in strict mode an undeclared name throws. */

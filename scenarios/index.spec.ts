@@ -13,6 +13,7 @@ describe('scenario CLI', () => {
       'overload',
       'retry-amplification',
       'hedging',
+      'outbox',
     ]);
     expect(selectScenarios('all')).toBe(SCENARIOS);
     expect(selectScenarios('breaker')?.map((s) => s.name)).toEqual(['breaker']);

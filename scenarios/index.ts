@@ -6,6 +6,7 @@ import { bulkhead } from './bulkhead';
 import { hedging } from './hedging';
 import { ScenarioReport } from './kit';
 import { overcharge } from './overcharge';
+import { outboxScenario } from './outbox';
 import { overload } from './overload';
 import { retryAmplification } from './retry-amplification';
 import { retryStorm } from './retry-storm';
@@ -63,6 +64,12 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
     summary:
       'a 5% slow tail (10x the median): caller p99/p99.9 with and without hedging at the p95, and the budget under overload',
     run: hedging,
+  },
+  {
+    name: 'outbox',
+    summary:
+      'orders through the transactional outbox on PostgreSQL with random crashes and broker outages: none lost, none applied twice',
+    run: outboxScenario,
   },
 ];
 

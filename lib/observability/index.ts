@@ -31,3 +31,5 @@ export { RESILIENCE_SPAN_ATTRIBUTES, RESILIENCE_SPAN_EVENTS } from './tracing/sp
 export type { ResolvedTracingOptions, TracingOptions } from './tracing/tracing.options';
 export { DeadlinePropagator } from './tracing/deadline-propagator';
 export type { HeaderSetter } from './tracing/deadline-propagator';
+export { OUTBOX_FAMILIES } from './outbox-observability';
+export type { OutboxHealthData, OutboxHealthOptions, OutboxStatus, ParkedEventStatus } from './outbox-observability';

@@ -149,6 +149,8 @@ export class RetryPolicy implements Policy {
   /** True when `error` would be retried (attempts, budget and deadline aside). */
   isRetryable(error: unknown): boolean {
     if (this.ignoreMatcher.matches(error)) return false;
+    if (this.config.exceptionRules === 'resilience4j')
+      return this.retryMatcher.empty || this.retryMatcher.matches(error);
     return this.retryMatcher.matches(error) || isRetryableByDefault(error);
   }
 
@@ -169,6 +171,9 @@ export class RetryPolicy implements Policy {
 
   /** Runs `next(arg)` with retries. */
   async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    // A caller that has already cancelled gets no attempt at all.
+    const scope = contextStorage.getStore();
+    if (scope?.aborted === true) throw scope.signal.reason;
     let result: R;
     try {
       result = await next(arg);
@@ -216,7 +221,10 @@ export class RetryPolicy implements Policy {
     reachedResult: boolean,
   ): Promise<R> {
     for (; ; attempt++) {
-      await this.sleep(wait);
+      const scope = contextStorage.getStore();
+      await this.sleep(wait, scope);
+      // The caller cancelled during the wait: no attempt follows, and the call ends with its abort.
+      if (scope?.aborted === true) throw this.failed(scope.signal.reason, attempt - 1);
       // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
       if (this.attemptStream.active) this.attemptStream.emit({ name: this.name, attempt });
       let result: R;
@@ -343,7 +351,19 @@ export class RetryPolicy implements Policy {
     return NO_RETRY;
   }
 
-  private sleep(ms: number): Promise<void> {
-    return ms <= 0 ? Promise.resolve() : new Promise((resolve) => this.clock.setTimeout(resolve, ms));
+  /** Waits `ms`, or until the caller's `scope` aborts, whichever comes first. */
+  private sleep(ms: number, scope: ResilienceContext | undefined): Promise<void> {
+    if (ms <= 0) return Promise.resolve();
+    if (scope === undefined) return new Promise((resolve) => this.clock.setTimeout(resolve, ms));
+    const signal = scope.signal;
+    return new Promise((resolve) => {
+      const done = () => {
+        this.clock.clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = this.clock.setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+    });
   }
 }

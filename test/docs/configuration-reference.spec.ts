@@ -68,7 +68,7 @@ const policySection = (policy: string): Section => ({
     if (policy !== 'threadPoolBulkhead')
       return resolved.sections[policy as keyof typeof resolved.sections].defaultConfig as unknown as Settings;
     // A thread-pool bulkhead resolves to the bulkhead it runs as.
-    const pool = resolved.sections.bulkhead.instances.get('pool')!;
+    const pool = resolved.threadPoolBulkhead.instances.get('pool')!;
     return {
       maxThreadPoolSize: pool.maxConcurrentCalls,
       queueCapacity: pool.queueCapacity,
