@@ -17,6 +17,8 @@ import { makeRelay, states, tableName } from './outbox-kit';
 
 const FIXTURE = join(__dirname, 'fixtures', 'crashing-order-service.ts');
 const LEASE = 30_000;
+/** Each test starts a child order service (ts-node compiling Nest and the library): slow on a busy machine. */
+const CHILD_TEST_MS = 180_000;
 
 /** The consumer's effect: one shipment per event id, however often it arrives. */
 @Injectable()
@@ -163,7 +165,7 @@ describe('the three crash points of the outbox, with SIGKILL', () => {
     expect(await states(pool, outboxTable)).toEqual({});
     expect(await survivor().runOnce()).toMatchObject({ claimed: 0 });
     expect(await consume()).toBe(0);
-  });
+  }, CHILD_TEST_MS);
 
   it('2. killed after the commit, before publishing: the next relay pass publishes it', async () => {
     const service = orderService('after-commit');
@@ -175,7 +177,7 @@ describe('the three crash points of the outbox, with SIGKILL', () => {
     expect(await consume()).toBe(1);
     expect(shipping.shipped).toEqual(['order-1']);
     expect(JSON.parse((await redis.lindex(list, 0)) as string)).toMatchObject({ id: ids[0] });
-  });
+  }, CHILD_TEST_MS);
 
   it('3. killed after publishing, before marking: published twice, shipped once', async () => {
     const service = orderService('after-publish');
@@ -190,7 +192,7 @@ describe('the three crash points of the outbox, with SIGKILL', () => {
     expect(await states(pool, outboxTable)).toEqual({ sent: 1 });
     expect(await consume()).toBe(2);
     expect(shipping.shipped).toEqual(['order-1']);
-  });
+  }, CHILD_TEST_MS);
 
   it('a relay killed while holding a batch: another instance takes the batch over after its lease', async () => {
     const service = orderService('holding-batch', 5);
@@ -204,5 +206,5 @@ describe('the three crash points of the outbox, with SIGKILL', () => {
     expect(await relay.runOnce()).toMatchObject({ claimed: 5, published: 5 });
     expect(await consume()).toBe(5);
     expect([...shipping.shipped].sort()).toEqual(['order-1', 'order-2', 'order-3', 'order-4', 'order-5']);
-  });
+  }, CHILD_TEST_MS);
 });
