@@ -7,9 +7,11 @@ import { observable } from './observable';
 import { outbox } from './outbox';
 import { overhead } from './overhead';
 import { refusals } from './refusals';
+import { rateLimiterRedis } from './rate-limiter-redis';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
 import { shedding } from './shedding';
+import { tracing } from './tracing';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
 const SECTIONS: readonly BenchSection[] = [
@@ -21,6 +23,8 @@ const SECTIONS: readonly BenchSection[] = [
   metrics,
   shedding,
   observable,
+  rateLimiterRedis,
+  tracing,
   outbox,
 ];
 

@@ -12,6 +12,7 @@ describe('scenario CLI', () => {
       'bulkhead',
       'overload',
       'retry-amplification',
+      'hedging',
       'outbox',
     ]);
     expect(selectScenarios('all')).toBe(SCENARIOS);

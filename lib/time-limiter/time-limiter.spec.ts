@@ -13,6 +13,7 @@ import {
 import { BulkheadFullError, DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { refusal } from '../refusal';
 import { AttemptContextMode, TimeLimiter, TimeLimiterEvent } from './time-limiter';
+import { READ_OUTSIDE_ATTEMPT_CONTEXT } from '../resilience.messages';
 import { Timeout } from './timeout.decorator';
 import { LaggingClock } from '../../test/support/pipelines';
 
@@ -353,6 +354,7 @@ describe('TimeLimiter: limits, scopes and the shared timer', () => {
     it('outside every scope, runs the call without a context of its own, and still times it out', async () => {
       const tl = new TimeLimiter('payments', { timeoutDuration: 100, cancelRunningFuture: true }, clock);
       expect(tl.attemptContext).toBe('auto');
+      const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
       let seen: AbortSignal | undefined = new AbortController().signal;
       let left = 0;
       const outcome = tl
@@ -366,6 +368,11 @@ describe('TimeLimiter: limits, scopes and the shared timer', () => {
       expect(await outcome).toBeInstanceOf(TimeoutExceededError);
       expect(seen).toBeUndefined();
       expect(left).toBe(Number.POSITIVE_INFINITY);
+      // The code read the attempt it expected to be in: said once, naming the reader and the option.
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn).toHaveBeenCalledWith(READ_OUTSIDE_ATTEMPT_CONTEXT('remainingTime'), 'ResilienceWarning');
+      expect(READ_OUTSIDE_ATTEMPT_CONTEXT('remainingTime')).toContain("attemptContext: 'always'");
+      warn.mockRestore();
     });
 
     it("inside a request's scope, runs the call in an attempt scope whose signal aborts at the limit", async () => {
