@@ -11,6 +11,9 @@ describe('outbox scenario', () => {
       orders: 300,
       relayCrashAfterPublish: 0.01,
       outageStart: 0.03,
+      // Short runs may draw none of these: one of each happens for sure.
+      outageAtTick: 5,
+      relayCrashAtPublish: 20,
     });
     // The draws happened: each kind of failure is in the run.
     expect(result.rolledBack).toBeGreaterThan(0);

@@ -47,6 +47,10 @@ export interface OutboxScenarioSettings {
   readonly outageStart: number;
   /** Outage length bounds, in ms. */
   readonly outageMs: readonly [number, number];
+  /** Also start an outage at this tick, whatever the draws (so a short run surely has one). */
+  readonly outageAtTick?: number;
+  /** Also let the relay that publishes the n-th message die, whatever the draws. */
+  readonly relayCrashAtPublish?: number;
 }
 
 /** The default run of `npm run scenario -- outbox`. */
@@ -182,7 +186,7 @@ export async function runOutboxScenario(
       publisher: async (event: OutboxEvent) => {
         if (dead) return new Promise<void>(() => undefined);
         await broker(event);
-        if (random() < settings.relayCrashAfterPublish) {
+        if (published === settings.relayCrashAtPublish || random() < settings.relayCrashAfterPublish) {
           dead = true;
           relayCrashes++;
           relays[slot] = makeRelay(slot);
@@ -233,7 +237,7 @@ export async function runOutboxScenario(
   let tick = 0;
   let drainedAtS: number;
   for (;;) {
-    if (clock.now() >= downUntil && random() < settings.outageStart) {
+    if (clock.now() >= downUntil && (tick === settings.outageAtTick || random() < settings.outageStart)) {
       const length = settings.outageMs[0] + Math.floor(random() * (settings.outageMs[1] - settings.outageMs[0]));
       downUntil = clock.now() + length;
       outages++;

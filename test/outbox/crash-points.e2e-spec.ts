@@ -17,6 +17,8 @@ import { makeRelay, states, tableName } from './outbox-kit';
 
 const FIXTURE = join(__dirname, 'fixtures', 'crashing-order-service.ts');
 const LEASE = 30_000;
+/** Each test starts a child order service (ts-node compiling Nest and the library): slow on a busy machine. */
+const CHILD_TEST_MS = 180_000;
 
 /** The consumer's effect: one shipment per event id, however often it arrives. */
 @Injectable()
@@ -154,55 +156,71 @@ describe('the three crash points of the outbox, with SIGKILL', () => {
     return (await pool.query(`SELECT count(*)::int AS n FROM ${ordersTable}`)).rows[0].n as number;
   }
 
-  it('1. killed before the commit: neither the order nor its event exists', async () => {
-    const service = orderService('before-commit');
-    await message(service, 'in-transaction');
-    await kill(service);
-    // The dead connection's transaction never commits: the server rolls it back.
-    expect(await orderCount()).toBe(0);
-    expect(await states(pool, outboxTable)).toEqual({});
-    expect(await survivor().runOnce()).toMatchObject({ claimed: 0 });
-    expect(await consume()).toBe(0);
-  });
+  it(
+    '1. killed before the commit: neither the order nor its event exists',
+    async () => {
+      const service = orderService('before-commit');
+      await message(service, 'in-transaction');
+      await kill(service);
+      // The dead connection's transaction never commits: the server rolls it back.
+      expect(await orderCount()).toBe(0);
+      expect(await states(pool, outboxTable)).toEqual({});
+      expect(await survivor().runOnce()).toMatchObject({ claimed: 0 });
+      expect(await consume()).toBe(0);
+    },
+    CHILD_TEST_MS,
+  );
 
-  it('2. killed after the commit, before publishing: the next relay pass publishes it', async () => {
-    const service = orderService('after-commit');
-    const [{ ids }] = await message<{ ids: string[] }>(service, 'committed');
-    await kill(service);
-    expect(await orderCount()).toBe(1);
-    expect(await states(pool, outboxTable)).toEqual({ pending: 1 });
-    expect(await survivor().runOnce()).toMatchObject({ claimed: 1, published: 1 });
-    expect(await consume()).toBe(1);
-    expect(shipping.shipped).toEqual(['order-1']);
-    expect(JSON.parse((await redis.lindex(list, 0)) as string)).toMatchObject({ id: ids[0] });
-  });
+  it(
+    '2. killed after the commit, before publishing: the next relay pass publishes it',
+    async () => {
+      const service = orderService('after-commit');
+      const [{ ids }] = await message<{ ids: string[] }>(service, 'committed');
+      await kill(service);
+      expect(await orderCount()).toBe(1);
+      expect(await states(pool, outboxTable)).toEqual({ pending: 1 });
+      expect(await survivor().runOnce()).toMatchObject({ claimed: 1, published: 1 });
+      expect(await consume()).toBe(1);
+      expect(shipping.shipped).toEqual(['order-1']);
+      expect(JSON.parse((await redis.lindex(list, 0)) as string)).toMatchObject({ id: ids[0] });
+    },
+    CHILD_TEST_MS,
+  );
 
-  it('3. killed after publishing, before marking: published twice, shipped once', async () => {
-    const service = orderService('after-publish');
-    await message(service, 'published');
-    await kill(service);
-    expect(await states(pool, outboxTable)).toEqual({ pending: 1 });
-    const relay = survivor();
-    // The dead relay's lease still holds the row.
-    expect(await relay.runOnce()).toMatchObject({ claimed: 0 });
-    await clock.advance(LEASE);
-    expect(await relay.runOnce()).toMatchObject({ claimed: 1, published: 1 });
-    expect(await states(pool, outboxTable)).toEqual({ sent: 1 });
-    expect(await consume()).toBe(2);
-    expect(shipping.shipped).toEqual(['order-1']);
-  });
+  it(
+    '3. killed after publishing, before marking: published twice, shipped once',
+    async () => {
+      const service = orderService('after-publish');
+      await message(service, 'published');
+      await kill(service);
+      expect(await states(pool, outboxTable)).toEqual({ pending: 1 });
+      const relay = survivor();
+      // The dead relay's lease still holds the row.
+      expect(await relay.runOnce()).toMatchObject({ claimed: 0 });
+      await clock.advance(LEASE);
+      expect(await relay.runOnce()).toMatchObject({ claimed: 1, published: 1 });
+      expect(await states(pool, outboxTable)).toEqual({ sent: 1 });
+      expect(await consume()).toBe(2);
+      expect(shipping.shipped).toEqual(['order-1']);
+    },
+    CHILD_TEST_MS,
+  );
 
-  it('a relay killed while holding a batch: another instance takes the batch over after its lease', async () => {
-    const service = orderService('holding-batch', 5);
-    await message(service, 'holding', 5);
-    await kill(service);
-    expect(await states(pool, outboxTable)).toEqual({ pending: 5 });
-    const relay = survivor();
-    await clock.advance(LEASE - 1000);
-    expect(await relay.runOnce()).toMatchObject({ claimed: 0 });
-    await clock.advance(1000);
-    expect(await relay.runOnce()).toMatchObject({ claimed: 5, published: 5 });
-    expect(await consume()).toBe(5);
-    expect([...shipping.shipped].sort()).toEqual(['order-1', 'order-2', 'order-3', 'order-4', 'order-5']);
-  });
+  it(
+    'a relay killed while holding a batch: another instance takes the batch over after its lease',
+    async () => {
+      const service = orderService('holding-batch', 5);
+      await message(service, 'holding', 5);
+      await kill(service);
+      expect(await states(pool, outboxTable)).toEqual({ pending: 5 });
+      const relay = survivor();
+      await clock.advance(LEASE - 1000);
+      expect(await relay.runOnce()).toMatchObject({ claimed: 0 });
+      await clock.advance(1000);
+      expect(await relay.runOnce()).toMatchObject({ claimed: 5, published: 5 });
+      expect(await consume()).toBe(5);
+      expect([...shipping.shipped].sort()).toEqual(['order-1', 'order-2', 'order-3', 'order-4', 'order-5']);
+    },
+    CHILD_TEST_MS,
+  );
 });
