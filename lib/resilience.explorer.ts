@@ -1,44 +1,20 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { overridePlace } from './config/config.messages';
-import { PolicyKind } from './resilience.constants';
-import { STANDARD_ORDER, StandardPipeline } from './standard-pipeline';
 import { countRunningModule, LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
 import { FallbackLayerOptions } from './fallback/fallback.decorator';
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
 import { FALLBACK_HANDLER_MISSING } from './fallback/fallback.messages';
 import { CheckedIdempotentOptions } from './idempotency/idempotency.options';
 import { IdempotencyRegistry } from './idempotency/idempotency.registry';
-import { observeUnder, Policy } from './policy';
-import { methodPipeline, ObservablePipeline } from './method-pipeline';
+import { Policy } from './policy';
+import { ComposedLayer, composeLayers, innermostFirst } from './layer-composition';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from './resilience.messages';
 import { MethodFallbacks } from './method-fallbacks';
 
-type Next = (args: unknown[]) => unknown;
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
-
-// Widened to every layer kind, so any layer can be looked up in it.
-const STANDARD_KINDS: readonly PolicyKind[] = STANDARD_ORDER;
-
-/**
- * How many of a method's layers (innermost first) the fused pipeline runs:
- * all its standard layers when they are the innermost ones and nest in the
- * pipeline's order, whatever order put them there; otherwise none, and every
- * layer is nested.
- */
-export function fusedDepth(layers: readonly { readonly kind: PolicyKind }[]): number {
-  let depth = 0;
-  let rank = STANDARD_KINDS.length;
-  for (; depth < layers.length; depth++) {
-    const next = STANDARD_KINDS.indexOf(layers[depth].kind);
-    if (next < 0 || next >= rank) break;
-    rank = next;
-  }
-  for (let i = depth; i < layers.length; i++) if (STANDARD_KINDS.includes(layers[i].kind)) return 0;
-  return depth;
-}
 
 /**
  * Finds every decorated method of providers and controllers at
@@ -102,9 +78,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const fallbacks = layers.filter((l) => l.kind === 'fallback');
     const single = layers.filter((l) => l.kind !== 'fallback');
     if (fallbacks.length > 0) single.push(fallbacks[0]);
-    // Innermost first.
-    const sorted = single.sort((a, b) => order.indexOf(b.kind) - order.indexOf(a.kind));
-    const policies = sorted.map((layer): { kind: PolicyKind; policy: Policy } => ({
+    const policies = innermostFirst(single, order).map((layer): ComposedLayer => ({
       kind: layer.kind,
       policy:
         layer.kind === 'fallback'
@@ -115,28 +89,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     }));
     const original = info.original;
     const call: Pipeline = (args) => original.apply(instance, args);
-    const fused = fusedDepth(policies);
-    const promise = (invoke: Pipeline): Pipeline => {
-      let next: Next = invoke;
-      let outer = policies;
-      if (fused > 0) {
-        const byKind: Record<string, unknown> = {};
-        for (const layer of policies.slice(0, fused)) byKind[layer.kind] = layer.policy;
-        next = new StandardPipeline(byKind, next, this.registry.clock).run;
-        outer = policies.slice(fused);
-      }
-      for (const { policy } of outer) {
-        const inner = next;
-        next = (args) => policy.call(inner, args);
-      }
-      return next;
-    };
-    const observe: ObservablePipeline = (source, args) => {
-      let observed = source;
-      for (const { policy } of policies) observed = observeUnder(policy, observed, args);
-      return observed;
-    };
-    const pipeline = methodPipeline(info.kind, call, promise, observe);
+    const pipeline = composeLayers(info.kind, call, policies, this.registry.clock);
     const fallback = policies.find((layer) => layer.kind === 'fallback')?.policy as FallbackPolicy | undefined;
     if (fallback === undefined) return pipeline;
     return (args) => {

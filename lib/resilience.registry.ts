@@ -11,6 +11,18 @@ import { isRateLimiterStore, RateLimiterStore } from './rate-limiter/rate-limite
 import { NOT_A_STORE, SHARED_WITHOUT_STORE } from './rate-limiter/rate-limiter.messages';
 import { RetryPolicy } from './retry/retry';
 import { TimeLimiter } from './time-limiter/time-limiter';
+import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
+import { ErrorClass } from './error-matcher';
+import { ComposedLayer, innermostFirst } from './layer-composition';
+import { PipelineFallback, PipelineOptions } from './pipeline/pipeline.options';
+import { ResiliencePipeline } from './pipeline/resilience-pipeline';
+import {
+  PIPELINE_BAD_ARGUMENT,
+  PIPELINE_BAD_FALLBACK,
+  PIPELINE_BAD_LAYER,
+  PIPELINE_NAMES_NOTHING,
+  PIPELINE_UNKNOWN_KEY,
+} from './pipeline/pipeline.messages';
 
 /** The instance classes, by policy. */
 export interface PolicyInstances {
@@ -47,6 +59,16 @@ type Factory<P extends RegistryPolicy> = (
   registry: ResilienceRegistry,
 ) => PolicyInstances[P];
 
+/** The registry's policies in a pipeline's options, and the fallback. */
+const PIPELINE_POLICIES: readonly RegistryPolicy[] = [
+  'retry',
+  'circuitBreaker',
+  'rateLimiter',
+  'timeLimiter',
+  'bulkhead',
+];
+const PIPELINE_KEYS = ['name', ...PIPELINE_POLICIES, 'fallback'];
+
 const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
   retry: (name, config, registry) => new RetryPolicy(name, config, registry.clock, registry.random),
   circuitBreaker: (name, config, registry) => new CircuitBreakerPolicy(name, config, registry.clock, registry.random),
@@ -78,6 +100,8 @@ export class ResilienceRegistry {
     rateLimiter: new Map(),
   };
   private readonly derived: InstanceCreatedEvent[] = [];
+  private readonly fallbackPolicies: FallbackPolicy[] = [];
+  private readonly fallbackStream = new EventStream<FallbackPolicy>();
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
   private readonly warned = new Set<string>();
   private readonly undeclared: { [P in RegistryPolicy]: number } = {
@@ -208,6 +232,69 @@ export class ResilienceRegistry {
     return instance;
   }
 
+  /**
+   * A pipeline of several policies around any function or Observable,
+   * composed as the decorators compose a method's (same order, semantics,
+   * events, metrics and fast path). Given a name, it holds every policy
+   * declared under that name (the instances a method decorated with all of
+   * them would use); given options, each policy is an instance name or
+   * inline options, plus typed fallbacks (options with no policy give a
+   * pipeline that only runs the function).
+   *
+   * @example
+   * ```ts
+   * const stock = registry.pipeline('inventory');
+   * await stock.execute((signal) => fetchStock(sku, signal));
+   * ```
+   */
+  pipeline(nameOrOptions: string | PipelineOptions): ResiliencePipeline {
+    if (typeof nameOrOptions === 'string') return this.namedPipeline(nameOrOptions);
+    if (nameOrOptions === null || typeof nameOrOptions !== 'object' || Array.isArray(nameOrOptions))
+      throw new Error(PIPELINE_BAD_ARGUMENT(nameOrOptions));
+    const options = nameOrOptions;
+    const name = options.name ?? 'pipeline';
+    if (typeof name !== 'string') throw new Error(PIPELINE_BAD_LAYER('pipeline', 'name', name));
+    for (const key of Object.keys(options))
+      if (!PIPELINE_KEYS.includes(key)) throw new Error(PIPELINE_UNKNOWN_KEY(name, key, PIPELINE_KEYS));
+    const where = `pipeline '${name}'`;
+    const layers: ComposedLayer[] = [];
+    for (const policy of PIPELINE_POLICIES) {
+      const given: unknown = options[policy];
+      if (given === undefined) continue;
+      if (typeof given === 'string') layers.push({ kind: policy, policy: this.get(policy, given, where) });
+      else if (given !== null && typeof given === 'object' && !Array.isArray(given))
+        layers.push({
+          kind: policy,
+          policy: this.derive(policy, name, given, `${policy} options of ${where}`, where, true),
+        });
+      else throw new Error(PIPELINE_BAD_LAYER(name, policy, given));
+    }
+    let fallback: FallbackPolicy | undefined;
+    if (options.fallback !== undefined) {
+      fallback = new FallbackPolicy(name, pipelineFallbacks(name, options.fallback));
+      layers.push({ kind: 'fallback', policy: fallback });
+      this.fallbackPolicies.push(fallback);
+      if (this.fallbackStream.active) this.fallbackStream.emit(fallback);
+    }
+    return new ResiliencePipeline(name, innermostFirst(layers, this.options.order), this.clock, fallback);
+  }
+
+  private namedPipeline(name: string): ResiliencePipeline {
+    const layers: ComposedLayer[] = PIPELINE_POLICIES.filter((policy) =>
+      this.options.sections[policy].instances.has(name),
+    ).map((policy) => ({ kind: policy, policy: this.get(policy, name, `pipeline '${name}'`) }));
+    if (layers.length === 0) throw new Error(PIPELINE_NAMES_NOTHING(name));
+    return new ResiliencePipeline(name, innermostFirst(layers, this.options.order), this.clock, undefined);
+  }
+
+  /** @internal The fallback policies of the pipelines made so far. */
+  get pipelineFallbacks(): readonly FallbackPolicy[] {
+    return this.fallbackPolicies;
+  }
+
+  /** @internal Each pipeline fallback policy made from now on. */
+  readonly onPipelineFallback = this.fallbackStream.subscribe;
+
   /** The private instances made from decorator overrides. */
   get derivedInstances(): readonly InstanceCreatedEvent[] {
     return this.derived;
@@ -225,6 +312,23 @@ export class ResilienceRegistry {
     this.warned.add(message);
     this.warn(message);
   }
+}
+
+/** A pipeline's fallbacks as the fallback policy's handler specs, checked. */
+function pipelineFallbacks(name: string, given: PipelineFallback | readonly PipelineFallback[]): FallbackHandlerSpec[] {
+  const list: readonly unknown[] = Array.isArray(given) ? given : [given];
+  return list.map((entry) => {
+    const candidate = entry as Partial<PipelineFallback> | null;
+    const errors: unknown = candidate?.errors;
+    const classes: unknown[] = Array.isArray(errors) ? errors : [errors];
+    const handler = candidate?.handler;
+    if (typeof handler !== 'function' || classes.length === 0 || classes.some((c) => typeof c !== 'function'))
+      throw new Error(PIPELINE_BAD_FALLBACK(name, entry));
+    return {
+      errors: classes as ErrorClass[],
+      handler: (_args: unknown[], error: unknown) => handler(error),
+    };
+  });
 }
 
 function readRateLimiterStore(value: unknown): RateLimiterStore | undefined {
