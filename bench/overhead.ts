@@ -10,6 +10,7 @@ const ISSUE_2_ADDED_NS = 1500;
 const ISSUE_3_ADDED_NS = 2000;
 const ISSUE_3_VS_COCKATIEL = 10;
 const RATE_LIMITER_ADDED_NS = 150;
+const PIPELINE_VS_DECORATORS = 1.1;
 
 const OURS = {
   bare: 'bare async method',
@@ -17,6 +18,7 @@ const OURS = {
   fullStack: 'full stack (decorators)',
   rateLimited: 'full stack + @RateLimiter',
   registry: 'full stack (registry execute)',
+  pipeline: 'full stack (registry.pipeline)',
 } as const;
 
 /** Where a figure was measured: a process with no AsyncLocalStorage ever run, or this one after ours ran. */
@@ -98,6 +100,7 @@ export const overhead: BenchSection = {
       ...bareRows,
       { m: full, process: 'ALS on' },
       { m: get(inProcess, OURS.registry), process: 'ALS on' },
+      { m: get(inProcess, OURS.pipeline), process: 'ALS on' },
       ...peerLabels.map((l): Row => ({ m: get(fresh, l), process: 'no ALS' })),
       ...peerLabels.map((l): Row => ({ m: get(inProcess, l), process: 'ALS on' })),
     ];
@@ -129,6 +132,14 @@ export const overhead: BenchSection = {
         `  added-overhead ratio ${times(overheadRatio)}; per-call ratio with the peer in this process (ALS on) ${times(sameProcess)}`,
       );
     }
+    const codePipeline = get(inProcess, OURS.pipeline);
+    console.log(
+      verdict(
+        `registry.pipeline within ${Math.round((PIPELINE_VS_DECORATORS - 1) * 100)} % of the decorators (per-call time, same process)`,
+        times(codePipeline.nsPerCall / full.nsPerCall),
+        codePipeline.nsPerCall <= full.nsPerCall * PIPELINE_VS_DECORATORS,
+      ),
+    );
     const opossum = get(fresh, PEER_LABELS.opossum);
     console.log(
       verdict(
@@ -164,6 +175,7 @@ export const overhead: BenchSection = {
         `"added" and "ratio" are against the bare call with no ALS. "no ALS": a fresh node process that never ran an`,
         `AsyncLocalStorage; "ALS on": this process, where our time limiter has run one (Node 20 then hooks every promise).`,
         `Full stack = @Fallback, @Retry (3 attempts), @CircuitBreaker (COUNT_BASED 100), @Timeout (1 s), @Bulkhead (25);`,
+        `registry.pipeline: the same four instances and a fallback, composed in code (no decorators).`,
         `cockatiel's wrap has no fallback layer; opossum is one breaker with timeout 1 s and capacity 25.`,
         `@RateLimiter: Resilience4j's defaults (50 permits per 500 ns, 5 s timeout), never refusing sequential calls.`,
       ].join('\n'),
@@ -183,6 +195,14 @@ async function measureWithResilience(): Promise<Measurement[]> {
   const bulkhead = registry.bulkhead('bench');
   const fallback = new FallbackPolicy('bench', [{ errors: [Error], handler: () => service.fallback(1, undefined) }]);
   const runThunk = (fn: () => Promise<number>): Promise<number> => fn();
+  const pipeline = registry.pipeline({
+    name: 'bench',
+    retry: 'bench',
+    circuitBreaker: 'bench',
+    timeLimiter: 'bench',
+    bulkhead: 'bench',
+    fallback: { errors: Error, handler: () => service.fallback(1, undefined) },
+  });
   const peerSet = peers(bare);
   try {
     const results = await measure([
@@ -198,6 +218,7 @@ async function measureWithResilience(): Promise<Measurement[]> {
           ),
         expect: 2,
       },
+      { label: OURS.pipeline, call: () => pipeline.execute(bare), expect: 2 },
       ...peerSet.candidates,
     ]);
     // Every path must have stayed on the happy path, or the figures mean something else.

@@ -115,3 +115,6 @@ export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
 export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
 export * from './observability';
+export { ResiliencePipeline } from './pipeline/resilience-pipeline';
+export type { PipelineCall } from './pipeline/resilience-pipeline';
+export type { PipelineFallback, PipelineOptions } from './pipeline/pipeline.options';
