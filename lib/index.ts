@@ -118,3 +118,6 @@ export * from './observability';
 export { ResiliencePipeline } from './pipeline/resilience-pipeline';
 export type { PipelineCall } from './pipeline/resilience-pipeline';
 export type { PipelineFallback, PipelineOptions } from './pipeline/pipeline.options';
+export { FaultInjector } from './fault-injection/fault-injector';
+export type { ActiveFault, FaultInjectedEvent, FaultKind } from './fault-injection/fault-injector';
+export type { FaultInjectionOptions, FaultSpec, InjectedError } from './fault-injection/fault-injection.options';

@@ -88,7 +88,8 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
             : this.policyFor(layer, info),
     }));
     const original = info.original;
-    const call: Pipeline = (args) => original.apply(instance, args);
+    const plain: Pipeline = (args) => original.apply(instance, args);
+    const call = this.registry.faults.enabled ? this.withFaults(info, layers, plain) : plain;
     const pipeline = composeLayers(info.kind, call, policies, this.registry.clock);
     const fallback = policies.find((layer) => layer.kind === 'fallback')?.policy as FallbackPolicy | undefined;
     if (fallback === undefined) return pipeline;
@@ -96,6 +97,16 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       fallback.countCall();
       return pipeline(args);
     };
+  }
+
+  /**
+   * The method's call with the faults injected under its instance names
+   * and its `Class.method` name, innermost: every layer reacts as to a real fault.
+   */
+  private withFaults(info: TrampolineInfo, layers: readonly LayerSpec[], call: Pipeline): Pipeline {
+    const names = [...new Set([...layers.flatMap((l) => (l.name === undefined ? [] : [l.name])), info.target])];
+    const faults = this.registry.faults;
+    return info.kind === 'promise' ? faults.wrapCall(names, call) : faults.wrapObservableCall(names, call);
   }
 
   private fallbackFor(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): FallbackPolicy {

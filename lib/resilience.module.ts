@@ -28,6 +28,7 @@ import {
   ResilienceConfigurableModule,
 } from './resilience.module-definition';
 import { ResilienceRegistry } from './resilience.registry';
+import { FaultInjector } from './fault-injection/fault-injector';
 
 /**
  * The resilience module: named policy instances from options, decorators
@@ -71,13 +72,25 @@ import { ResilienceRegistry } from './resilience.registry';
         return new LoadShedder(options, clock, random, options.eventLoopDelay && nodeEventLoopDelayProbe());
       },
     },
+    {
+      provide: FaultInjector,
+      inject: [ResilienceRegistry],
+      useFactory: (registry: ResilienceRegistry) => registry.faults,
+    },
     MethodFallbacks,
     ResilienceExplorer,
     { provide: APP_INTERCEPTOR, useClass: DeadlineInterceptor },
     ...OBSERVABILITY_PROVIDERS,
   ],
   // The idempotency interceptor is created in each controller's module and needs the registry from there.
-  exports: [ResilienceRegistry, IdempotencyRegistry, IdempotencyStore, LoadShedder, ...OBSERVABILITY_PROVIDERS],
+  exports: [
+    ResilienceRegistry,
+    IdempotencyRegistry,
+    IdempotencyStore,
+    LoadShedder,
+    FaultInjector,
+    ...OBSERVABILITY_PROVIDERS,
+  ],
 })
 export class ResilienceModule
   extends ResilienceConfigurableModule

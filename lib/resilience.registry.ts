@@ -16,6 +16,8 @@ import { ErrorClass } from './error-matcher';
 import { ComposedLayer, innermostFirst } from './layer-composition';
 import { PipelineFallback, PipelineOptions } from './pipeline/pipeline.options';
 import { ResiliencePipeline } from './pipeline/resilience-pipeline';
+import { FaultInjector } from './fault-injection/fault-injector';
+import { readFaultInjectionOptions } from './fault-injection/fault-injection.options';
 import {
   PIPELINE_BAD_ARGUMENT,
   PIPELINE_BAD_FALLBACK,
@@ -90,6 +92,8 @@ export class ResilienceRegistry {
    * @internal
    */
   readonly options: ResolvedOptions;
+  /** The faults injected per instance name (module option `faultInjection`; off unless enabled). */
+  readonly faults: FaultInjector;
   /** Where shared rate limiters keep their permits (module option `rateLimiterStore`). */
   readonly rateLimiterStore: RateLimiterStore | undefined;
   private readonly instances: { [P in RegistryPolicy]: Map<string, PolicyInstances[P]> } = {
@@ -125,6 +129,13 @@ export class ResilienceRegistry {
   ) {
     this.options = resolveOptions(options, (m) => this.warnOnce(m));
     this.rateLimiterStore = readRateLimiterStore(this.options.extras.rateLimiterStore);
+    this.faults = new FaultInjector(
+      readFaultInjectionOptions(this.options.extras.faultInjection),
+      this.clock,
+      this.random,
+      process.env.NODE_ENV,
+      (m) => this.warnOnce(m),
+    );
     const limiters = this.options.sections.rateLimiter;
     if (limiters.defaultConfig.shared)
       requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'config', 'default'));
@@ -276,7 +287,7 @@ export class ResilienceRegistry {
       this.fallbackPolicies.push(fallback);
       if (this.fallbackStream.active) this.fallbackStream.emit(fallback);
     }
-    return new ResiliencePipeline(name, innermostFirst(layers, this.options.order), this.clock, fallback);
+    return this.makePipeline(name, layers, fallback);
   }
 
   private namedPipeline(name: string): ResiliencePipeline {
@@ -284,7 +295,23 @@ export class ResilienceRegistry {
       this.options.sections[policy].instances.has(name),
     ).map((policy) => ({ kind: policy, policy: this.get(policy, name, `pipeline '${name}'`) }));
     if (layers.length === 0) throw new Error(PIPELINE_NAMES_NOTHING(name));
-    return new ResiliencePipeline(name, innermostFirst(layers, this.options.order), this.clock, undefined);
+    return this.makePipeline(name, layers, undefined);
+  }
+
+  private makePipeline(
+    name: string,
+    layers: ComposedLayer[],
+    fallback: FallbackPolicy | undefined,
+  ): ResiliencePipeline {
+    const faults = this.faults.enabled ? this.faults : undefined;
+    const names = [...new Set([...layers.filter((l) => l.kind !== 'fallback').map((l) => l.policy.name), name])];
+    return new ResiliencePipeline(
+      name,
+      innermostFirst(layers, this.options.order),
+      this.clock,
+      fallback,
+      faults && { faults, names },
+    );
   }
 
   /** @internal The fallback policies of the pipelines made so far. */

@@ -78,7 +78,15 @@ const PLAIN_KEYS = ['strict', 'maxUndeclaredInstances', 'clock', 'random', 'orde
 export const DEFAULT_MAX_UNDECLARED_INSTANCES = 100;
 
 /** Sections read by other parts of the module, which validate them. */
-const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShedding', 'rateLimiterStore'];
+const EXTRA_SECTIONS = [
+  'idempotency',
+  'metrics',
+  'health',
+  'logging',
+  'loadShedding',
+  'rateLimiterStore',
+  'faultInjection',
+];
 
 /**
  * Parses and validates module options. Throws one error naming the policy,

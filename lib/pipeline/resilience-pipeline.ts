@@ -2,6 +2,7 @@ import { Observable } from 'rxjs';
 import { Clock } from '../clock';
 import { currentSignal } from '../context';
 import { FallbackPolicy } from '../fallback/fallback';
+import { FaultInjector } from '../fault-injection/fault-injector';
 import { ComposedLayer, observableComposition, promiseComposition } from '../layer-composition';
 import { ObservablePipeline, Pipeline } from '../method-pipeline';
 
@@ -52,7 +53,7 @@ export class ResiliencePipeline {
    * @param policies - its layers, innermost first
    * @param clock - the registry's clock
    * @param fallback - its fallback policy, which counts each call for the fallback share
-   * @param wrapCall - wraps the innermost call (fault injection), when set
+   * @param injection - the fault injector and the names its faults are looked up under, when it is on
    */
   constructor(
     /** The pipeline's name: the instance name it was built from, or its `name` option. */
@@ -60,10 +61,10 @@ export class ResiliencePipeline {
     policies: readonly ComposedLayer[],
     clock: Clock,
     private readonly fallback: FallbackPolicy | undefined,
-    wrapCall: (call: Pipeline) => Pipeline = (call) => call,
+    private readonly injection?: { readonly faults: FaultInjector; readonly names: readonly string[] },
   ) {
     this.layers = [...policies].reverse().map(({ kind, policy }) => [kind, policy.name] as const);
-    const call = wrapCall(invokeCall);
+    const call = injection === undefined ? invokeCall : injection.faults.wrapCall(injection.names, invokeCall);
     this.run = policies.length === 0 ? (args) => settle(call, args) : promiseComposition(policies, clock)(call);
     this.observed = observableComposition(policies);
   }
@@ -85,6 +86,8 @@ export class ResiliencePipeline {
    */
   observe<T>(source: Observable<T>): Observable<T> {
     this.fallback?.countCall();
-    return this.observed(source, NO_ARGS) as Observable<T>;
+    const injection = this.injection;
+    const injected = injection === undefined ? source : injection.faults.observe(injection.names, source);
+    return this.observed(injected, NO_ARGS) as Observable<T>;
   }
 }
