@@ -97,7 +97,7 @@ export function readFaultInjectionOptions(raw: unknown): ResolvedFaultInjection 
   if (listed !== undefined) {
     if (listed === null || typeof listed !== 'object' || Array.isArray(listed))
       invalidOption(place, given.written('instances'), 'an object of instance names', listed);
-    for (const [name, fault] of Object.entries(listed as object))
+    for (const [name, fault] of Object.entries(listed))
       instances.set(name, readFault(fault, `faultInjection instance '${name}'`));
   }
   return {

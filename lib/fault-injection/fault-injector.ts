@@ -165,7 +165,7 @@ export class FaultInjector {
       const draw = this.draw(names);
       if (draw === undefined) return source.subscribe(subscriber);
       let inner: Subscription | undefined;
-      let timer: TimerHandle | undefined;
+      let timer: TimerHandle = undefined;
       const go = (): void => {
         timer = undefined;
         if (draw.replace === 'error') subscriber.error(this.error(draw.name, draw.fault.error!.error));
@@ -177,7 +177,7 @@ export class FaultInjector {
       if (draw.delay === 0) go();
       else timer = this.clock.setTimeout(go, draw.delay);
       return () => {
-        if (timer !== undefined) this.clock.clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         inner?.unsubscribe();
       };
     });
