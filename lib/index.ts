@@ -121,3 +121,5 @@ export type { PipelineFallback, PipelineOptions } from './pipeline/pipeline.opti
 export { FaultInjector } from './fault-injection/fault-injector';
 export type { ActiveFault, FaultInjectedEvent, FaultKind } from './fault-injection/fault-injector';
 export type { FaultInjectionOptions, FaultSpec, InjectedError } from './fault-injection/fault-injection.options';
+export { recordEvents } from './testing/event-recorder';
+export type { EventRecorder, RecordedPolicyEvent } from './testing/event-recorder';

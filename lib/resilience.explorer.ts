@@ -119,6 +119,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     });
     const policy = new FallbackPolicy(info.target, specs);
     this.methodFallbacks.add(policy);
+    this.registry.trackFallback(policy);
     return policy;
   }
 

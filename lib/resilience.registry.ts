@@ -284,8 +284,7 @@ export class ResilienceRegistry {
     if (options.fallback !== undefined) {
       fallback = new FallbackPolicy(name, pipelineFallbacks(name, options.fallback));
       layers.push({ kind: 'fallback', policy: fallback });
-      this.fallbackPolicies.push(fallback);
-      if (this.fallbackStream.active) this.fallbackStream.emit(fallback);
+      this.trackFallback(fallback);
     }
     return this.makePipeline(name, layers, fallback);
   }
@@ -314,13 +313,19 @@ export class ResilienceRegistry {
     );
   }
 
-  /** @internal The fallback policies of the pipelines made so far. */
-  get pipelineFallbacks(): readonly FallbackPolicy[] {
+  /** @internal The fallback policies of the pipelines and decorated methods made so far. */
+  get fallbacks(): readonly FallbackPolicy[] {
     return this.fallbackPolicies;
   }
 
-  /** @internal Each pipeline fallback policy made from now on. */
-  readonly onPipelineFallback = this.fallbackStream.subscribe;
+  /** @internal Each fallback policy of a pipeline or decorated method made from now on. */
+  readonly onFallbackCreated = this.fallbackStream.subscribe;
+
+  /** @internal Records the fallback policy of a pipeline or decorated method, for observability and `recordEvents`. */
+  trackFallback(policy: FallbackPolicy): void {
+    this.fallbackPolicies.push(policy);
+    if (this.fallbackStream.active) this.fallbackStream.emit(policy);
+  }
 
   /** The private instances made from decorator overrides. */
   get derivedInstances(): readonly InstanceCreatedEvent[] {

@@ -126,7 +126,7 @@ function build(scenario: Scenario, kind: SideKind) {
       : undefined;
   const policies: StandardLayers = {
     fallback: code
-      ? registry.pipelineFallbacks[0]
+      ? registry.fallbacks[0]
       : layers.fallback
         ? new FallbackPolicy(
             'm',

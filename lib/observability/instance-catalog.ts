@@ -40,14 +40,14 @@ export function watchInstances(
   const unsubscribe = registry.onInstanceCreated((event) => once(event as ObservedInstance));
   const visitFallback = (instance: FallbackPolicy): void =>
     once({ policy: 'fallback', name: instance.name, instance, derived: false });
-  const unsubscribePipelines = registry.onPipelineFallback(visitFallback);
+  const unsubscribePipelines = registry.onFallbackCreated(visitFallback);
   for (const policy of POLICIES) {
     for (const name of registry.options.sections[policy].instances.keys()) registry.get(policy, name);
     for (const instance of registry.all(policy))
       once({ policy, name: instance.name, instance, derived: false } as ObservedInstance);
   }
   for (const event of registry.derivedInstances) once(event as ObservedInstance);
-  for (const instance of [...fallbacks, ...registry.pipelineFallbacks]) visitFallback(instance);
+  for (const instance of [...fallbacks, ...registry.fallbacks]) visitFallback(instance);
   return () => {
     unsubscribe();
     unsubscribePipelines();
