@@ -1,5 +1,12 @@
 import { Clock } from './clock';
-import { describe, instancePlace, TOO_MANY_UNDECLARED_INSTANCES, UNKNOWN_INSTANCE } from './config/config.messages';
+import {
+  closeName,
+  describe,
+  instancePlace,
+  TOO_MANY_UNDECLARED_INSTANCES,
+  UNDECLARED_INSTANCE_CLOSE,
+  UNKNOWN_INSTANCE,
+} from './config/config.messages';
 import { ResilienceModuleOptions } from './resilience.options';
 import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './resolve-options';
 import { applyOverrides } from './config/schema';
@@ -226,8 +233,11 @@ export class ResilienceRegistry {
   private configOf<P extends RegistryPolicy>(policy: P, name: string, where: string): PolicyConfigs[P] {
     const section = this.options.sections[policy];
     const declared = section.instances.get(name);
-    if (declared === undefined && this.options.strict) throw new Error(UNKNOWN_INSTANCE(policy, name, where));
-    return declared ?? section.defaultConfig;
+    if (declared !== undefined) return declared;
+    const close = closeName(name, section.instances.keys());
+    if (this.options.strict) throw new Error(UNKNOWN_INSTANCE(policy, name, where, close));
+    if (close !== undefined) this.warnOnce(UNDECLARED_INSTANCE_CLOSE(policy, name, where, close));
+    return section.defaultConfig;
   }
 
   private create<P extends RegistryPolicy>(
