@@ -1,3 +1,4 @@
+import { roundMs } from '../format-ms';
 import { httpStatusOf } from '../error-status';
 import { Unsubscribe } from '../events';
 import { ObservedInstance } from './instance-catalog';
@@ -95,7 +96,7 @@ function render(name: string, type: string, at: number, event: RawEvent, withMes
     name,
     type,
     creationTime: new Date(at).toISOString(),
-    durationMs: event.durationMs,
+    durationMs: event.durationMs === undefined ? undefined : roundMs(event.durationMs),
     errorClass: error === undefined ? undefined : errorClass(error),
     errorStatus: error === undefined ? undefined : httpStatusOf(error),
     errorMessage: error === undefined || !withMessages ? undefined : errorMessage(error),
