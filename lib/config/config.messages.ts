@@ -18,8 +18,8 @@ export const UNKNOWN_KEY = (place: ConfigPlace, key: string, known: readonly str
 export const UNKNOWN_SECTION = (key: string, known: readonly string[]): string =>
   `${PREFIX}: invalid module options: unknown section '${key}'${suggest(key, known)}`;
 
-export const UNKNOWN_BASE_CONFIG = (place: ConfigPlace, base: string, known: readonly string[]): string =>
-  `${PREFIX}: invalid configuration of ${place}: key 'baseConfig' names config '${base}', which is not declared (declared: ${
+export const UNKNOWN_BASE_CONFIG = (place: ConfigPlace, key: string, base: string, known: readonly string[]): string =>
+  `${PREFIX}: invalid configuration of ${place}: key '${key}' names config '${base}', which is not declared (declared: ${
     known.length ? known.map((k) => `'${k}'`).join(', ') : 'none'
   })`;
 

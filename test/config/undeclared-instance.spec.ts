@@ -44,3 +44,18 @@ describe('a decorator naming an undeclared instance close to a declared one', ()
     );
   });
 });
+
+describe('a base config that is not declared', () => {
+  it.each([
+    ['base-config', "key 'base-config' names config 'shared'"],
+    ['baseConfig', "key 'baseConfig' names config 'shared'"],
+    ['BASE_CONFIG', "key 'BASE_CONFIG' names config 'shared'"],
+  ])('is named as written (%s), for an instance and for a config', (key, expected) => {
+    expect(() => new ResilienceRegistry({ retry: { instances: { payments: { [key]: 'shared' } } } })).toThrow(
+      `invalid configuration of retry instance 'payments': ${expected}`,
+    );
+    expect(() => new ResilienceRegistry({ retry: { configs: { slow: { [key]: 'shared' } } } })).toThrow(
+      `invalid configuration of retry config 'slow': ${expected}`,
+    );
+  });
+});
