@@ -120,6 +120,11 @@ export type { PipelineCall } from './pipeline/resilience-pipeline';
 export type { PipelineFallback, PipelineOptions } from './pipeline/pipeline.options';
 export { FaultInjector } from './fault-injection/fault-injector';
 export type { ActiveFault, FaultInjectedEvent, FaultKind } from './fault-injection/fault-injector';
-export type { FaultInjectionOptions, FaultSpec, InjectedError } from './fault-injection/fault-injection.options';
+export type {
+  FaultInjectionOptions,
+  FaultSpec,
+  InjectedError,
+  ResolvedFault,
+} from './fault-injection/fault-injection.options';
 export { recordEvents } from './testing/event-recorder';
 export type { EventRecorder, RecordedPolicyEvent } from './testing/event-recorder';

@@ -43,8 +43,11 @@ export interface FaultInjectionOptions {
 
 /** A validated fault: durations in ms. */
 export interface ResolvedFault {
+  /** Delay the call by `duration` ms, at `rate`. */
   readonly latency?: { readonly rate: number; readonly duration: number };
+  /** Fail the call with `error` instead of calling, at `rate`. */
   readonly error?: { readonly rate: number; readonly error: InjectedError };
+  /** Answer `value` instead of calling, at `rate`. */
   readonly outcome?: { readonly rate: number; readonly value: unknown };
 }
 

@@ -17,9 +17,11 @@ export type FaultKind = 'latency' | 'error' | 'outcome';
 
 /** One fault was injected into a call. */
 export interface FaultInjectedEvent {
+  /** Always `'FAULT_INJECTED'`. */
   readonly type: 'FAULT_INJECTED';
   /** The instance name whose fault it was. */
   readonly name: string;
+  /** What was injected: a delay, an error, or a substitute outcome. */
   readonly kind: FaultKind;
   /** The added delay, for a latency fault (ms). */
   readonly durationMs?: number;
@@ -27,6 +29,7 @@ export interface FaultInjectedEvent {
 
 /** A fault in force, as {@link FaultInjector.active} lists it. */
 export interface ActiveFault extends ResolvedFault {
+  /** The instance name the faults apply to. */
   readonly name: string;
   /** Time left before a fault injected with `for` ends (ms); absent when it lasts until cleared. */
   readonly remainingMs?: number;
