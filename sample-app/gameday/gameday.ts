@@ -1,5 +1,6 @@
 import { AxiosError } from 'axios';
 import request from 'supertest';
+import { App } from 'supertest/types';
 import { FaultInjector, FaultSpec } from 'resilience4nest';
 import { bootSampleApp, BootedSampleApp } from '../test/boot';
 
@@ -114,7 +115,7 @@ interface Signals {
 }
 
 async function signals(booted: BootedSampleApp): Promise<Signals> {
-  const server = booted.app.getHttpServer();
+  const server = booted.app.getHttpServer() as App;
   return {
     metrics: (await request(server).get('/metrics')).text,
     health: await request(server).get('/health'),
@@ -123,7 +124,7 @@ async function signals(booted: BootedSampleApp): Promise<Signals> {
 
 /** Sends `count` product page requests (EUR prices, so every part is used) and classifies the answers. */
 async function wave(booted: BootedSampleApp, count: number) {
-  const server = booted.app.getHttpServer();
+  const server = booted.app.getHttpServer() as App;
   const answers = await booted.driver.answerAll(
     Array.from({ length: count }, () => request(server).get('/products/sku-1?currency=EUR')),
   );
