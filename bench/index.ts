@@ -5,12 +5,22 @@ import { memory } from './memory';
 import { metrics } from './metrics';
 import { observable } from './observable';
 import { overhead } from './overhead';
+import { refusals } from './refusals';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
 import { shedding } from './shedding';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
-const SECTIONS: readonly BenchSection[] = [overhead, layers, memory, idempotency, metrics, shedding, observable];
+const SECTIONS: readonly BenchSection[] = [
+  overhead,
+  refusals,
+  layers,
+  memory,
+  idempotency,
+  metrics,
+  shedding,
+  observable,
+];
 
 /**
  * `npm run bench` runs every section; `npm run bench -- overhead memory`

@@ -32,7 +32,7 @@ export { RetryBudget } from './retry/retry-budget';
 export { Retry } from './retry/retry.decorator';
 export type { TimeLimiterConfig, TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
 export { TimeLimiter } from './time-limiter/time-limiter';
-export type { TimeLimiterEvent } from './time-limiter/time-limiter';
+export type { AttemptContextMode, TimeLimiterEvent } from './time-limiter/time-limiter';
 export { Timeout } from './time-limiter/timeout.decorator';
 export type {
   CircuitBreakerConfig,

@@ -22,6 +22,19 @@ export interface DeadlineOptions {
   defaultBudget?: Duration;
   /** Upper bound on a budget asked for by a header; a larger value is clamped to it. Default 24h. */
   maxBudget?: Duration;
+  /**
+   * When a time-limited attempt runs in an AsyncLocalStorage context of its
+   * own, so that `currentSignal()`, `remainingTime()` and `deadlineHeaders()`
+   * inside it see the attempt (its signal, aborted at its time limit, and its
+   * limit). `'auto'` (default): when the attempt starts inside a context — a
+   * request with a deadline (header or `defaultBudget`), or another
+   * attempt's. `'always'`: every attempt, for code that reads
+   * `currentSignal()` in calls made outside any request deadline. Entering a
+   * context costs every call that does it (and, on Node 20, makes every
+   * promise of the process dearer), so `'auto'` pays only where a deadline
+   * already needs one.
+   */
+  attemptContext?: 'auto' | 'always';
 }
 
 /**

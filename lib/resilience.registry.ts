@@ -82,7 +82,8 @@ const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
   retry: (name, config, registry) => new RetryPolicy(name, config, registry.clock, registry.random),
   circuitBreaker: (name, config, registry) => new CircuitBreakerPolicy(name, config, registry.clock, registry.random),
   bulkhead: (name, config, registry) => new BulkheadPolicy(name, config, registry.clock),
-  timeLimiter: (name, config, registry) => new TimeLimiter(name, config, registry.clock),
+  timeLimiter: (name, config, registry) =>
+    new TimeLimiter(name, config, registry.clock, registry.options.deadline.attemptContext),
   rateLimiter: (name, config, registry) =>
     new RateLimiterPolicy(name, config, registry.clock, config.shared ? registry.rateLimiterStore : undefined),
 };

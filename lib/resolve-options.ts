@@ -20,6 +20,7 @@ import {
 import {
   booleanOption,
   durationOption,
+  enumOption,
   GivenOptions,
   headerNameOption,
   integerOption,
@@ -63,7 +64,12 @@ export interface ResolvedOptions {
   readonly clock: Clock;
   readonly random: () => number;
   readonly order: readonly PolicyKind[];
-  readonly deadline: { readonly header: string; readonly defaultBudget?: number; readonly maxBudget?: number };
+  readonly deadline: {
+    readonly header: string;
+    readonly defaultBudget?: number;
+    readonly maxBudget?: number;
+    readonly attemptContext: 'auto' | 'always';
+  };
   readonly sections: { readonly [P in InstancePolicy]: ResolvedSection<PolicyConfigs[P]> };
   /** Sections owned by other parts of the module (idempotency, metrics), passed through as given. */
   readonly extras: Readonly<Record<string, unknown>>;
@@ -267,13 +273,15 @@ function readOrder(value: unknown): readonly PolicyKind[] {
 }
 
 const budget = durationOption({ positive: true, expected: 'a positive duration' });
+const attemptContextOption = enumOption(['auto', 'always'] as const);
 
 function readDeadline(value: unknown): ResolvedOptions['deadline'] {
-  if (value === undefined || value === null) return { header: DEFAULT_DEADLINE_HEADER };
-  const given = new GivenOptions(value, 'deadline options', ['header', 'defaultBudget', 'maxBudget']);
+  if (value === undefined || value === null) return { header: DEFAULT_DEADLINE_HEADER, attemptContext: 'auto' };
+  const given = new GivenOptions(value, 'deadline options', ['header', 'defaultBudget', 'maxBudget', 'attemptContext']);
   return {
     header: given.read('header', headerNameOption)?.toLowerCase() ?? DEFAULT_DEADLINE_HEADER,
     defaultBudget: given.read('defaultBudget', budget),
     maxBudget: given.read('maxBudget', budget),
+    attemptContext: given.read('attemptContext', attemptContextOption) ?? 'auto',
   };
 }

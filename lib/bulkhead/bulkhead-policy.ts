@@ -1,6 +1,6 @@
 import { Clock, TimerHandle } from '../clock';
-import { currentContext } from '../context';
-import { BulkheadFullError, DeadlineExceededError } from '../errors';
+import { policyScope } from '../context';
+import { BulkheadFullError, DeadlineExceededError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { Policy, invokeThunk } from '../policy';
 import { refusal } from '../refusal';
@@ -192,10 +192,10 @@ export class BulkheadPolicy implements Policy {
    */
   queueForPermit(grant: () => void, fail: (error: unknown) => void): object {
     if (this.depth >= this.queueCapacity) {
-      throw this.rejected(new BulkheadFullError(this.name, 'queue-full', this.retryAfterMs));
+      throw this.rejected(this.fullError('queue-full'));
     }
     let signal: AbortSignal | undefined;
-    const ctx = currentContext();
+    const ctx = policyScope();
     if (ctx !== undefined) {
       if (ctx.remaining() === 0) throw this.rejected(this.deadlineError());
       // Only a call that has to wait pays for creating the scope's signal. It aborts when the request
@@ -249,7 +249,17 @@ export class BulkheadPolicy implements Policy {
 
   private expire(waiter: Waiter): void {
     // Stryker disable next-line ConditionalExpression: unlink clears this timer, so it fires only while queued
-    if (waiter.queued) this.leave(waiter, new BulkheadFullError(this.name, 'wait-timeout', this.retryAfterMs));
+    if (waiter.queued) this.leave(waiter, this.fullError('wait-timeout'));
+  }
+
+  private fullError(reason: BulkheadFullError['reason']): BulkheadFullError {
+    return refusalError(
+      this.settings.writableStackTraceEnabled !== false,
+      BulkheadFullError,
+      this.name,
+      reason,
+      this.retryAfterMs,
+    );
   }
 
   private leave(waiter: Waiter, error: BulkheadFullError | DeadlineExceededError): void {
@@ -271,9 +281,7 @@ export class BulkheadPolicy implements Policy {
   }
 
   private abortError(reason: unknown): BulkheadFullError | DeadlineExceededError {
-    return reason instanceof DeadlineExceededError
-      ? this.deadlineError()
-      : new BulkheadFullError(this.name, 'aborted', this.retryAfterMs);
+    return reason instanceof DeadlineExceededError ? this.deadlineError() : this.fullError('aborted');
   }
 
   private deadlineError(): DeadlineExceededError {

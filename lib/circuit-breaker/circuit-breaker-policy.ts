@@ -1,7 +1,7 @@
 import { Clock, TimerHandle } from '../clock';
 import { ErrorMatcher } from '../error-matcher';
 import { httpStatusOf } from '../error-status';
-import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
+import { BulkheadFullError, CallNotPermittedError, refusalError, TimeoutExceededError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { javaException } from '../java-exceptions';
@@ -325,12 +325,13 @@ export class CircuitBreakerPolicy implements Policy {
    * Records a call permitted by {@link CircuitBreakerPolicy.tryAcquirePermission}:
    * the epoch and clock time it started at, and how it ended (`outcome` is
    * the error when `failed`, else the result). Its duration runs to `end`
-   * when given (an Observable's first value), else to now. A `recordResult`
+   * when given (an Observable's first value), else to now; `now`, when the
+   * caller has just read the clock, saves reading it again. A `recordResult`
    * that throws is recorded as the call's error and its exception rethrown.
    */
-  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown, end?: number): void {
+  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown, end?: number, now?: number): void {
     if (failed) {
-      this.complete(epoch, start, this.classifyError(outcome), outcome, end);
+      this.complete(epoch, start, this.classifyError(outcome), outcome, end, now);
       return;
     }
     let classified: Outcome;
@@ -338,15 +339,23 @@ export class CircuitBreakerPolicy implements Policy {
       classified = this.classifyResult(outcome);
     } catch (predicateError) {
       // As Resilience4j: a throwing recordResult is recorded as the call's error, then thrown, so no permit is lost.
-      this.complete(epoch, start, this.classifyError(predicateError), predicateError, end);
+      this.complete(epoch, start, this.classifyError(predicateError), predicateError, end, now);
       throw predicateError;
     }
-    this.complete(epoch, start, classified, outcome, end);
+    this.complete(epoch, start, classified, outcome, end, now);
   }
 
   /** The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
   notPermittedError(): CallNotPermittedError {
-    return refusal(new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs()));
+    return refusal(
+      refusalError(
+        this.config.writableStackTraceEnabled !== false,
+        CallNotPermittedError,
+        this.name,
+        this.currentState,
+        this.retryAfterMs(),
+      ),
+    );
   }
 
   /**
@@ -483,8 +492,15 @@ export class CircuitBreakerPolicy implements Policy {
     return recordResult !== undefined && recordResult(result) ? FAILURE : SUCCESS;
   }
 
-  private complete(epoch: number, start: number, outcome: Outcome, value: unknown, end: number | undefined): void {
-    const now = this.clock.now();
+  private complete(
+    epoch: number,
+    start: number,
+    outcome: Outcome,
+    value: unknown,
+    end: number | undefined,
+    reading: number | undefined,
+  ): void {
+    const now = reading ?? this.clock.now();
     this.record(epoch, now, (end ?? now) - start, outcome, value);
   }
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DeadlineExceededError, OverloadedError, ResilienceError } from '../errors';
-import { resilienceProblem } from '../filter/resilience-problems';
+import { DeadlineExceededError, OverloadedError } from '../errors';
+import { answerWithProblem as answer } from '../filter/problem-response';
 import { Admission, LoadShedder } from './load-shedder';
 import { isPriorityLevel, PriorityLevel } from './priority.decorator';
 
@@ -54,15 +54,4 @@ export function loadSheddingDoor(
 function release(shedder: LoadShedder, admission: Admission, res: ServerResponse): void {
   // An overload answer from further in, or a client that gave up, is what the adaptive limit backs off from.
   shedder.release(admission, !res.writableFinished || res.statusCode === 503 || res.statusCode === 504);
-}
-
-function answer(req: DoorRequest, res: ServerResponse, error: ResilienceError): void {
-  const problem = resilienceProblem(error, (req.originalUrl ?? req.url ?? '').split('?')[0]);
-  const body =
-    error instanceof OverloadedError
-      ? { ...problem.body, reason: error.reason, priority: error.priority }
-      : problem.body;
-  res.statusCode = problem.status;
-  for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
-  res.end(JSON.stringify(body));
 }

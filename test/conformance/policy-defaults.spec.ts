@@ -59,6 +59,8 @@ describe("each policy's defaults are Resilience4j's", () => {
       // This module's own: a breaker joins the health indicator only when asked to.
       registerHealthIndicator: false,
       allowHealthIndicatorToFail: false,
+      // CircuitBreakerConfig.DEFAULT_WRITABLE_STACK_TRACE_ENABLED
+      writableStackTraceEnabled: true,
     });
   });
 
@@ -88,6 +90,8 @@ describe("each policy's defaults are Resilience4j's", () => {
       maxWaitDuration: 0,
       // This module's own: no bound on waiting callers beyond maxWaitDuration.
       queueCapacity: undefined,
+      // BulkheadConfig.DEFAULT_WRITABLE_STACK_TRACE_ENABLED
+      writableStackTraceEnabled: true,
     });
   });
 
@@ -95,6 +99,8 @@ describe("each policy's defaults are Resilience4j's", () => {
     expect(resolvedDefaults(THREAD_POOL_BULKHEAD_SCHEMA)).toEqual({
       maxThreadPoolSize: availableParallelism(),
       queueCapacity: 100,
+      // ThreadPoolBulkheadConfig.DEFAULT_WRITABLE_STACK_TRACE_ENABLED
+      writableStackTraceEnabled: true,
     });
   });
 
@@ -120,7 +126,6 @@ describe('Resilience4j properties with no effect here', () => {
       resolver(CIRCUIT_BREAKER_SCHEMA),
       [
         'eventConsumerBufferSize',
-        'writableStackTraceEnabled',
         'recordFailurePredicate',
         'recordExceptionPredicate',
         'ignoreExceptionPredicate',
@@ -143,28 +148,14 @@ describe('Resilience4j properties with no effect here', () => {
         'consumeResultBeforeRetryAttempt',
       ],
     ],
-    [
-      'bulkhead',
-      resolver(BULKHEAD_SCHEMA),
-      ['eventConsumerBufferSize', 'writableStackTraceEnabled', 'fairCallHandlingStrategyEnabled'],
-    ],
+    ['bulkhead', resolver(BULKHEAD_SCHEMA), ['eventConsumerBufferSize', 'fairCallHandlingStrategyEnabled']],
     [
       'threadPoolBulkhead',
       resolver(THREAD_POOL_BULKHEAD_SCHEMA),
-      [
-        'eventConsumerBufferSize',
-        'writableStackTraceEnabled',
-        'coreThreadPoolSize',
-        'keepAliveDuration',
-        'contextPropagators',
-      ],
+      ['eventConsumerBufferSize', 'coreThreadPoolSize', 'keepAliveDuration', 'contextPropagators'],
     ],
     ['timeLimiter', resolver(TIME_LIMITER_SCHEMA), ['eventConsumerBufferSize']],
-    [
-      'rateLimiter',
-      resolver(RATE_LIMITER_SCHEMA),
-      ['eventConsumerBufferSize', 'writableStackTraceEnabled', 'subscribeForEvents'],
-    ],
+    ['rateLimiter', resolver(RATE_LIMITER_SCHEMA), ['eventConsumerBufferSize', 'subscribeForEvents']],
   ];
 
   describe.each(cases)('%s', (policy, resolve, properties) => {

@@ -68,7 +68,11 @@ const policySection = (policy: string): Section => ({
       return resolved.sections[policy as keyof typeof resolved.sections].defaultConfig as unknown as Settings;
     // A thread-pool bulkhead resolves to the bulkhead it runs as.
     const pool = resolved.sections.bulkhead.instances.get('pool')!;
-    return { maxThreadPoolSize: pool.maxConcurrentCalls, queueCapacity: pool.queueCapacity };
+    return {
+      maxThreadPoolSize: pool.maxConcurrentCalls,
+      queueCapacity: pool.queueCapacity,
+      writableStackTraceEnabled: pool.writableStackTraceEnabled,
+    };
   },
 });
 
