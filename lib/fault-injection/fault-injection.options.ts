@@ -72,7 +72,7 @@ const injectedErrorOption: OptionReader<InjectedError> = (value, place, key) => 
   );
 };
 
-/** Reads one instance's faults, naming `place` (`faultInjection instance 'inventory'`) in errors. */
+/** Reads one instance's faults, naming `place` (`faultInjection.instances.inventory`) in errors. */
 export function readFault(raw: unknown, place: string): ResolvedFault {
   const given = new GivenOptions(raw, place, ['latency', 'error', 'outcome']);
   const latency = given.nested('latency', ['rate', 'duration']);
@@ -101,7 +101,7 @@ export function readFaultInjectionOptions(raw: unknown): ResolvedFaultInjection 
     if (listed === null || typeof listed !== 'object' || Array.isArray(listed))
       invalidOption(place, given.written('instances'), 'an object of instance names', listed);
     for (const [name, fault] of Object.entries(listed))
-      instances.set(name, readFault(fault, `faultInjection instance '${name}'`));
+      instances.set(name, readFault(fault, `faultInjection.instances.${name}`));
   }
   return {
     enabled: given.read('enabled', booleanOption) ?? false,

@@ -1,3 +1,4 @@
+import { readFaultInjectionOptions } from '../../lib/fault-injection/fault-injection.options';
 import { Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -113,6 +114,11 @@ const SECTIONS: readonly Section[] = [
     defaults: () => readLoggingOptions(undefined) as unknown as Settings,
   },
   {
+    heading: 'faultInjection',
+    validate: (settings) => readFaultInjectionOptions(settings),
+    defaults: () => readFaultInjectionOptions({}) as unknown as Settings,
+  },
+  {
     heading: 'loadShedding',
     validate: (settings) => readLoadSheddingOptions(settings),
     defaults: () =>
@@ -137,6 +143,7 @@ const SPECIAL_DEFAULTS: Readonly<Record<string, (resolved: unknown, cell: string
   'threadPoolBulkhead.maxThreadPoolSize': (resolved) => resolved === availableParallelism(),
   'idempotency.store': (resolved) => resolved instanceof MemoryIdempotencyStore,
   'metrics.enabled': (resolved) => resolved === 'auto',
+  'faultInjection.instances': (resolved) => resolved instanceof Map && resolved.size === 0,
 };
 
 /** Names an example cell may use. */
