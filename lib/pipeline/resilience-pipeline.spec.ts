@@ -57,9 +57,12 @@ describe('ResilienceRegistry.pipeline', () => {
     expect(() => r.pipeline(42 as never)).toThrow('registry.pipeline() takes an instance name or an options object');
   });
 
-  it("gives the function its attempt's signal, aborted when the time limit fires", async () => {
+  it("gives the function its attempt's signal, aborted when the time limit fires (attempts with a context)", async () => {
     const clock = new VirtualClock();
-    const pipeline = registry(clock).pipeline({ timeLimiter: { timeoutDuration: 100 } });
+    // Outside a request deadline, an attempt has a context (and a signal) of its own only with attemptContext 'always'.
+    const pipeline = new ResilienceRegistry({ clock, deadline: { attemptContext: 'always' } }).pipeline({
+      timeLimiter: { timeoutDuration: 100 },
+    });
     let seen: AbortSignal | undefined;
     const outcome = pipeline
       .execute((signal) => {

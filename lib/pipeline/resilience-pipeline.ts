@@ -71,8 +71,10 @@ export class ResiliencePipeline {
 
   /**
    * Runs `fn` through every layer; a retry calls it again. `fn` receives
-   * the attempt's `AbortSignal` (aborted when its time limit or the request
-   * deadline fires) when it declares a parameter.
+   * `currentSignal()` when it declares a parameter: the attempt's signal
+   * (aborted when its time limit or the request deadline fires) where the
+   * attempt has a context of its own (inside a request deadline, or with
+   * `deadline.attemptContext: 'always'`).
    */
   execute<T>(fn: PipelineCall<T>): Promise<T> {
     this.fallback?.countCall();

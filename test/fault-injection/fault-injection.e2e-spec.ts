@@ -189,7 +189,8 @@ describe('fault injection through the decorator stack', () => {
   });
 
   it('fires the timeout on injected latency, and the real call never runs for the abandoned attempt', async () => {
-    const app = await boot({ enabled: true });
+    // The delay ends early on the attempt's signal, which an attempt has outside a request deadline with 'always'.
+    const app = await boot({ enabled: true }, { deadline: { attemptContext: 'always' } });
     app.faults.inject('inventory', { latency: { rate: 1, duration: '5s' } });
     const started = app.clock.now();
     const outcome = await settle(app.clock, app.service.stock('a'));
