@@ -1,17 +1,17 @@
 import { Clock } from './clock';
 import { methodPipeline, ObservablePipeline, Pipeline, ReturnKind } from './method-pipeline';
 import { observeUnder, Policy } from './policy';
-import { PolicyKind } from './resilience.constants';
+import { LayerKind, PolicyKind } from './resilience.constants';
 import { STANDARD_ORDER, StandardPipeline } from './standard-pipeline';
 
 /** One policy of a composed call and the layer kind that places it. */
 export interface ComposedLayer {
-  readonly kind: PolicyKind;
+  readonly kind: LayerKind;
   readonly policy: Policy;
 }
 
 // Widened to every layer kind, so any layer can be looked up in it.
-const STANDARD_KINDS: readonly PolicyKind[] = STANDARD_ORDER;
+const STANDARD_KINDS: readonly LayerKind[] = STANDARD_ORDER;
 
 /**
  * How many of a method's layers (innermost first) the fused pipeline runs:
@@ -19,7 +19,7 @@ const STANDARD_KINDS: readonly PolicyKind[] = STANDARD_ORDER;
  * pipeline's order, whatever order put them there; otherwise none, and every
  * layer is nested.
  */
-export function fusedDepth(layers: readonly { readonly kind: PolicyKind }[]): number {
+export function fusedDepth(layers: readonly { readonly kind: LayerKind }[]): number {
   let depth = 0;
   let rank = STANDARD_KINDS.length;
   for (; depth < layers.length; depth++) {
@@ -31,12 +31,14 @@ export function fusedDepth(layers: readonly { readonly kind: PolicyKind }[]): nu
   return depth;
 }
 
+/** Where a layer sits in `order` (higher is further in); a hedge sits right inside the retry. */
+function rankOf(kind: LayerKind, order: readonly PolicyKind[]): number {
+  return kind === 'hedge' ? order.indexOf('retry') + 0.5 : order.indexOf(kind);
+}
+
 /** `layers` sorted innermost first under `order` (outermost first), as the decorators compose them. */
-export function innermostFirst<L extends { readonly kind: PolicyKind }>(
-  layers: L[],
-  order: readonly PolicyKind[],
-): L[] {
-  return layers.sort((a, b) => order.indexOf(b.kind) - order.indexOf(a.kind));
+export function innermostFirst<L extends { readonly kind: LayerKind }>(layers: L[], order: readonly PolicyKind[]): L[] {
+  return layers.sort((a, b) => rankOf(b.kind, order) - rankOf(a.kind, order));
 }
 
 /**

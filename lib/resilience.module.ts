@@ -19,6 +19,7 @@ import { loadSheddingDoor } from './load-shedding/load-shedding.door';
 import { readLoadSheddingOptions } from './load-shedding/load-shedding.options';
 import { DEFAULT_PRIORITY } from './load-shedding/priority.decorator';
 import { routePriorities } from './load-shedding/route-priorities';
+import { Outbox } from './outbox/outbox';
 import { OBSERVABILITY_PROVIDERS } from './observability/observability.providers';
 import { ResilienceExplorer } from './resilience.explorer';
 import { MethodFallbacks } from './method-fallbacks';
@@ -84,6 +85,7 @@ interface FastifyHooks {
     },
     MethodFallbacks,
     ResilienceExplorer,
+    Outbox,
     ...OBSERVABILITY_PROVIDERS,
   ],
   // The idempotency interceptor is created in each controller's module and needs the registry from there.
@@ -93,6 +95,7 @@ interface FastifyHooks {
     IdempotencyStore,
     LoadShedder,
     FaultInjector,
+    Outbox,
     ...OBSERVABILITY_PROVIDERS,
   ],
 })

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Clock, TimerHandle } from '../clock';
 import { policyScope } from '../context';
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../errors';
@@ -46,7 +47,17 @@ export interface BulkheadCallFinishedEvent {
   readonly durationMs: number;
 }
 
+/** A call that waited in the queue got its permit. */
+export interface BulkheadCallWaitedEvent {
+  /** The bulkhead's name. */
+  readonly name: string;
+  /** How long the call waited for its permit, in ms. */
+  readonly waitMs: number;
+}
+
 interface Waiter {
+  /** The waiting call's async context and queueing time, kept only while someone listens to waits. */
+  waited: { readonly context: (fn: () => void) => void; readonly since: number } | undefined;
   prev: Waiter | undefined;
   next: Waiter | undefined;
   queued: boolean;
@@ -68,6 +79,7 @@ export class BulkheadPolicy implements Policy {
   private readonly permittedEvents = new EventStream<BulkheadCallPermittedEvent>();
   private readonly rejectedEvents = new EventStream<BulkheadCallRejectedEvent>();
   private readonly finishedEvents = new EventStream<BulkheadCallFinishedEvent>();
+  private readonly waitedEvents = new EventStream<BulkheadCallWaitedEvent>();
 
   /** Fires when a call gets a permit. */
   readonly onCallPermitted: EventSubscriber<BulkheadCallPermittedEvent> = this.permittedEvents.subscribe;
@@ -77,6 +89,8 @@ export class BulkheadPolicy implements Policy {
   readonly onBulkheadRejected: EventSubscriber<BulkheadCallRejectedEvent> = this.onCallRejected;
   /** Fires when a permitted call finishes and releases its permit. */
   readonly onCallFinished: EventSubscriber<BulkheadCallFinishedEvent> = this.finishedEvents.subscribe;
+  /** Fires when a call that waited in the queue gets its permit, in that call's own async context. */
+  readonly onCallWaited: EventSubscriber<BulkheadCallWaitedEvent> = this.waitedEvents.subscribe;
 
   private readonly settings: Readonly<BulkheadConfig>;
   private readonly queueCapacity: number;
@@ -204,6 +218,7 @@ export class BulkheadPolicy implements Policy {
       if (signal.aborted) throw this.rejected(this.abortError(signal.reason));
     }
     const waiter: Waiter = {
+      waited: this.waitedEvents.active ? { context: AsyncLocalStorage.snapshot(), since: this.clock.now() } : undefined,
       prev: this.tail,
       next: undefined,
       queued: true,
@@ -244,6 +259,10 @@ export class BulkheadPolicy implements Policy {
       return;
     }
     this.unlink(waiter);
+    const waited = waiter.waited;
+    // Told in the waiting call's context: the permit is handed over from whichever call released it.
+    if (waited !== undefined)
+      waited.context(() => this.waitedEvents.emit({ name: this.name, waitMs: this.clock.now() - waited.since }));
     waiter.grant();
   }
 

@@ -66,6 +66,28 @@ export const IGNORED_INSTANCE_PROPERTIES: Readonly<Record<string, Readonly<Recor
   },
 };
 
+const HEALTH = 'only circuit breakers and rate limiters report to the health indicator (ResilienceHealthIndicator)';
+
+/**
+ * Keys found in real application.yml files where Resilience4j's property
+ * class has no such property, so Spring's binder ignores them: with
+ * `binding: 'spring'` (fromSpringConfig) each is a warning saying what
+ * happens instead; in native options, an unknown key like any other.
+ */
+export const SPRING_IGNORED_PROPERTIES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  bulkhead: {
+    type: "the type is chosen where the bulkhead is used: @Bulkhead(name) for this one, @Bulkhead(name, { type: 'THREADPOOL' }) for the thread-pool-bulkhead of the name",
+    registerHealthIndicator: HEALTH,
+  },
+  threadPoolBulkhead: {
+    tags: TAGS,
+    registerHealthIndicator: HEALTH,
+  },
+  timeLimiter: {
+    registerHealthIndicator: HEALTH,
+  },
+};
+
 /** Section-level keys (beside `configs` and `instances`) accepted with a warning, by policy section. */
 export const IGNORED_SECTION_PROPERTIES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   circuitBreaker: { tags: TAGS, metrics: METRICS, circuitBreakerAspectOrder: ASPECT_ORDER },

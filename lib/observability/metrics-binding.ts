@@ -128,6 +128,11 @@ export const METRIC_FAMILIES = {
     'counter',
     'Requests with an idempotency key, by outcome',
   ),
+  hedgeCalls: family(
+    'resilience4nest_hedge_calls_total',
+    'counter',
+    'Hedged attempts started, calls a hedge answered, and attempts cancelled because another answered first',
+  ),
 } as const satisfies Record<string, FamilyDefinition>;
 
 const STATES: readonly CircuitBreakerState[] = [
@@ -212,6 +217,7 @@ export class ResilienceMetricsBinding {
   private readonly countCalls: MetricsBindingOptions['countCalls'];
   private readonly faults: ResilienceRegistry['faults'];
   private readonly detach: () => void;
+  private readonly hedges: ResilienceRegistry['hedges'];
   private closed = false;
 
   /**
@@ -225,6 +231,7 @@ export class ResilienceMetricsBinding {
     this.leLabels = buckets.map(String);
     this.countCalls = options.countCalls;
     this.faults = registry.faults;
+    this.hedges = registry.hedges;
     // Attached before subscribing, so a name clash leaves nothing subscribed.
     this.detach = attachCollectors(options.registry, this.collectors(), buckets);
     this.subscriptions.push(watchInstances(registry, options.fallbacks ?? [], (observed) => this.bind(observed)));
@@ -452,6 +459,17 @@ export class ResilienceMetricsBinding {
         (emit) => {
           for (const [name, counts] of this.faults.injected())
             for (const kind of ['latency', 'error', 'outcome'] as const) emit({ name, kind }, counts[kind]);
+        },
+      ],
+      [
+        f.hedgeCalls,
+        (emit) => {
+          for (const hedge of this.hedges) {
+            const m = hedge.metrics;
+            emit({ name: hedge.name, kind: 'hedged' }, m.hedged);
+            emit({ name: hedge.name, kind: 'winner' }, m.winner);
+            emit({ name: hedge.name, kind: 'cancelled' }, m.cancelled);
+          }
         },
       ],
       [

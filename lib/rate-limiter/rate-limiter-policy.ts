@@ -44,6 +44,14 @@ export interface RateLimiterRefusedEvent {
   readonly error: RateLimitedError | DeadlineExceededError;
 }
 
+/** A caller reserved permits of a later period and waits for them. */
+export interface RateLimiterWaitEvent {
+  /** The rate limiter's name. */
+  readonly name: string;
+  /** How long the caller waits for its permits, in ms. */
+  readonly waitMs: number;
+}
+
 /** The permits left in the period were drained (Resilience4j's `DRAINED`). */
 export interface RateLimiterDrainedEvent {
   /** The rate limiter's name. */
@@ -83,11 +91,14 @@ function refusedAsFalse(error: unknown): boolean {
  */
 export class RateLimiterPolicy implements Policy {
   private readonly acquiredEvents = new EventStream<RateLimiterAcquiredEvent>();
+  private readonly waitEvents = new EventStream<RateLimiterWaitEvent>();
   private readonly refusedEvents = new EventStream<RateLimiterRefusedEvent>();
   private readonly drainedEvents = new EventStream<RateLimiterDrainedEvent>();
 
   /** Fires when a caller gets its permits (after any wait). */
   readonly onSuccess: EventSubscriber<RateLimiterAcquiredEvent> = this.acquiredEvents.subscribe;
+  /** A caller starts waiting for permits it reserved in a later period (told in the caller's own context). */
+  readonly onWait: EventSubscriber<RateLimiterWaitEvent> = this.waitEvents.subscribe;
   /** Fires when a caller is refused. */
   readonly onFailure: EventSubscriber<RateLimiterRefusedEvent> = this.refusedEvents.subscribe;
   /** Same as {@link RateLimiterPolicy.onFailure}, under the name the other policies use for refusals. */
@@ -450,6 +461,7 @@ export class RateLimiterPolicy implements Policy {
 
   private sleep(waitMs: number, permits: number): Promise<void> {
     this.waiting++;
+    if (this.waitEvents.active) this.waitEvents.emit({ name: this.name, waitMs });
     return new Promise<void>((resolve) => {
       this.clock.setTimeout(() => {
         this.waiting--;

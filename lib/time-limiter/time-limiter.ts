@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Clock, TimerHandle } from '../clock';
 import {
   contextStorage,
@@ -123,7 +124,9 @@ export class TimeLimiter implements Policy {
       parent === undefined && this.attemptContext === 'auto'
         ? undefined
         : new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
-    const attempt = new TimedAttempt<A, R>(this, now + limit, scope, limit, byDeadline, observer);
+    // A listener of timeouts hears each in the context of its call, not of whoever armed the shared timer.
+    const context = this.timeoutStream.active ? AsyncLocalStorage.snapshot() : undefined;
+    const attempt = new TimedAttempt<A, R>(this, now + limit, scope, limit, byDeadline, observer, context);
     if (byDeadline) attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
     else this.enqueue(attempt, limit);
     return attempt.start(next, arg);
@@ -270,6 +273,7 @@ class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
     private readonly limit: number,
     private readonly byDeadline: boolean,
     private readonly observer: AttemptObserver<R> | undefined,
+    private readonly context: ((fn: () => Error) => Error) | undefined,
   ) {}
 
   start(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<unknown> {
@@ -301,7 +305,10 @@ class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
     // Stryker disable next-line ConditionalExpression: the queue skips settled attempts; finish() clears an own timer
     if (this.settled) return;
     this.settled = true;
-    const error = this.limiter.timedOut(this.byDeadline, this.limit);
+    const error =
+      this.context === undefined
+        ? this.limiter.timedOut(this.byDeadline, this.limit)
+        : this.context(() => this.limiter.timedOut(this.byDeadline, this.limit));
     if (this.limiter.config.cancelRunningFuture) this.scope?.abort(error);
     // A timer runs in the context of whoever armed it: an observer continues the call in its caller's.
     const parent = this.scope?.parent;

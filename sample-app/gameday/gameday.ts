@@ -157,7 +157,7 @@ export async function runGameDay(
   scenario: Scenario,
   progress: (line: string) => void = () => undefined,
 ): Promise<PhaseRow[]> {
-  const booted = await bootSampleApp(false, 'express', undefined, { faultInjection: { enabled: true } });
+  const booted = await bootSampleApp(false, 'express', undefined, undefined, { faultInjection: { enabled: true } });
   const faults = booted.app.get(FaultInjector);
   const rows: PhaseRow[] = [];
   const phases: Phase[] = [

@@ -33,12 +33,14 @@ export interface BootedSampleApp {
  * @param logger - The Nest logger setting of the application.
  * @param platform - The HTTP platform the app runs on.
  * @param idempotencyStore - Makes the shop's idempotency store (on the module's clock) instead of the one from the environment.
+ * @param beforeInit - Configures the application before it is initialized (a middleware in front of every route, say).
  * @param options - Module options added to the shop's (e.g. `faultInjection` for a game day).
  */
 export async function bootSampleApp(
   logger: NestApplicationOptions['logger'],
   platform: Platform = 'express',
   idempotencyStore?: (clock: VirtualClock) => { store: IdempotencyStore; close: () => Promise<void> },
+  beforeInit?: (app: INestApplication) => void,
   options: ResilienceModuleOptions = {},
 ): Promise<BootedSampleApp> {
   const clock = new VirtualClock();
@@ -66,6 +68,7 @@ export async function bootSampleApp(
     .compile();
   const app = createPlatformApp(moduleRef, platform, { logger });
   app.useGlobalFilters(new ResilienceExceptionFilter());
+  beforeInit?.(app);
   await initPlatformApp(app);
   return {
     app,

@@ -56,6 +56,8 @@ describe("each policy's defaults are Resilience4j's", () => {
       recordExceptions: [],
       ignoreExceptions: [],
       recordResult: undefined,
+      // This module's own: 4xx answers count as successes (fromSpringConfig sets 'resilience4j').
+      exceptionRules: 'resilience4nest',
       // This module's own: a breaker joins the health indicator only when asked to.
       registerHealthIndicator: false,
       allowHealthIndicatorToFail: false,
@@ -77,7 +79,9 @@ describe("each policy's defaults are Resilience4j's", () => {
       ignoreExceptions: [],
       retryOnResult: undefined,
       failAfterMaxAttempts: false,
-      // This module's own: full jitter, a cap on a server's Retry-After, no retry budget.
+      // This module's own: the default retryable set, full jitter, a cap on a server's Retry-After, no retry budget
+      // (fromSpringConfig sets exceptionRules 'resilience4j' and jitter 'none').
+      exceptionRules: 'resilience4nest',
       jitter: 'full',
       retryAfterMaxWait: 30 * SECOND,
       budget: undefined,
