@@ -14,7 +14,8 @@ const POLICY_FOLDERS = '^lib/(retry|circuit-breaker|bulkhead|time-limiter|rate-l
  */
 const ABOVE_POLICIES = [
   '^lib/resilience[.](module|module-definition|explorer|registry|options)[.]ts$',
-  '^lib/(resolve-options|spring-config|standard-pipeline|method-fallbacks|deadline[.]interceptor)[.]ts$',
+  '^lib/(resolve-options|spring-config|standard-pipeline|layer-composition|method-fallbacks|deadline[.]interceptor)[.]ts$',
+  '^lib/(pipeline|fault-injection|testing)/',
   '^lib/(observability|idempotency)/',
   '^lib/filter/resilience-exception[.]filter[.]ts$',
   '^lib/index[.]ts$',

@@ -13,6 +13,7 @@ const FULL_STACK_VS_COCKATIEL = 25;
 const FULL_STACK_VS_OPOSSUM = 2;
 const PROCESS_TAX = 1.1;
 const RATE_LIMITER_ADDED_NS = 150;
+const PIPELINE_VS_DECORATORS = 1.1;
 
 const OURS = {
   bare: 'bare async method',
@@ -20,6 +21,7 @@ const OURS = {
   fullStack: 'full stack (decorators)',
   rateLimited: 'full stack + @RateLimiter',
   registry: 'full stack (registry execute)',
+  pipeline: 'full stack (registry.pipeline)',
 } as const;
 
 /** Where a figure was measured: a fresh process that never loaded this module, or this one after ours ran. */
@@ -105,6 +107,7 @@ export const overhead: BenchSection = {
       ...bareRows,
       { m: full, process: 'this' },
       { m: get(inProcess, OURS.registry), process: 'this' },
+      { m: get(inProcess, OURS.pipeline), process: 'this' },
       ...peerLabels.map((l): Row => ({ m: get(fresh, l), process: 'fresh' })),
       ...peerLabels.map((l): Row => ({ m: get(inProcess, l), process: 'this' })),
     ];
@@ -136,6 +139,14 @@ export const overhead: BenchSection = {
         `  added-overhead ratio ${times(overheadRatio)}; per-call ratio with the peer in this process ${times(sameProcess)}`,
       );
     }
+    const codePipeline = get(inProcess, OURS.pipeline);
+    console.log(
+      verdict(
+        `registry.pipeline within ${Math.round((PIPELINE_VS_DECORATORS - 1) * 100)} % of the decorators (per-call time, same process)`,
+        times(codePipeline.nsPerCall / full.nsPerCall),
+        codePipeline.nsPerCall <= full.nsPerCall * PIPELINE_VS_DECORATORS,
+      ),
+    );
     const opossum = get(fresh, PEER_LABELS.opossum);
     const vsOpossum = opossum.nsPerCall / full.nsPerCall;
     console.log(
@@ -195,6 +206,7 @@ export const overhead: BenchSection = {
         `"added" and "ratio" are against the bare call in the fresh process. "fresh": a node process that never loaded`,
         `this module; "this": this process, after our decorated calls (no request deadline, so no AsyncLocalStorage).`,
         `Full stack = @Fallback, @Retry (3 attempts), @CircuitBreaker (COUNT_BASED 100), @Timeout (1 s), @Bulkhead (25);`,
+        `registry.pipeline: the same four instances and a fallback, composed in code (no decorators).`,
         `cockatiel's wrap has no fallback layer; opossum is one breaker with timeout 1 s and capacity 25.`,
         `@RateLimiter: Resilience4j's defaults (50 permits per 500 ns, 5 s timeout), never refusing sequential calls.`,
       ].join('\n'),
@@ -214,6 +226,14 @@ async function measureWithResilience(): Promise<Measurement[]> {
   const bulkhead = registry.bulkhead('bench');
   const fallback = new FallbackPolicy('bench', [{ errors: [Error], handler: () => service.fallback(1, undefined) }]);
   const runThunk = (fn: () => Promise<number>): Promise<number> => fn();
+  const pipeline = registry.pipeline({
+    name: 'bench',
+    retry: 'bench',
+    circuitBreaker: 'bench',
+    timeLimiter: 'bench',
+    bulkhead: 'bench',
+    fallback: { errors: Error, handler: () => service.fallback(1, undefined) },
+  });
   const peerSet = peers(bare);
   try {
     const results = await measure([
@@ -229,6 +249,7 @@ async function measureWithResilience(): Promise<Measurement[]> {
           ),
         expect: 2,
       },
+      { label: OURS.pipeline, call: () => pipeline.execute(bare), expect: 2 },
       ...peerSet.candidates,
     ]);
     // Every path must have stayed on the happy path, or the figures mean something else.

@@ -1,3 +1,5 @@
+import { formatMs } from './format-ms';
+
 /**
  * Base class of every error this module raises. Like every JavaScript
  * error, `name` is the class name (`'CallNotPermittedError'`); the policy
@@ -103,7 +105,7 @@ export class TimeoutExceededError extends ResilienceError {
     /** The time limit the call ran past, in ms (`timeoutDuration`). */
     readonly timeoutMs: number,
   ) {
-    super(instance, `TimeLimiter '${instance}' recorded a call that exceeded ${timeoutMs}ms`);
+    super(instance, `TimeLimiter '${instance}' recorded a call that exceeded ${formatMs(timeoutMs)}ms`);
   }
 }
 

@@ -134,6 +134,19 @@ export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
 export * from './outbox';
 export * from './observability';
+export { ResiliencePipeline } from './pipeline/resilience-pipeline';
+export type { PipelineCall } from './pipeline/resilience-pipeline';
+export type { PipelineFallback, PipelineOptions } from './pipeline/pipeline.options';
+export { FaultInjector } from './fault-injection/fault-injector';
+export type { ActiveFault, FaultInjectedEvent, FaultKind } from './fault-injection/fault-injector';
+export type {
+  FaultInjectionOptions,
+  FaultSpec,
+  InjectedError,
+  ResolvedFault,
+} from './fault-injection/fault-injection.options';
+export { recordEvents } from './testing/event-recorder';
+export type { EventRecorder, RecordedPolicyEvent } from './testing/event-recorder';
 export { Hedge } from './hedge/hedge.decorator';
 export { HedgePolicy } from './hedge/hedge-policy';
 export type { HedgeBudgetDeniedEvent, HedgeEvent, HedgeMetrics, HedgeWinnerEvent } from './hedge/hedge-policy';

@@ -7,16 +7,14 @@ import { TimeoutExceededError } from './errors';
 import { invalidOption } from './config/option-readers';
 import { findKey } from './config/relaxed-binding';
 import { BulkheadLayerOptions, BulkheadType } from './bulkhead/bulkhead.decorator';
-import { LayerKind, PolicyKind } from './resilience.constants';
-import { STANDARD_ORDER, StandardPipeline } from './standard-pipeline';
 import { countRunningModule, LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
 import { FallbackLayerOptions } from './fallback/fallback.decorator';
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
 import { FALLBACK_HANDLER_MISSING } from './fallback/fallback.messages';
 import { CheckedIdempotentOptions } from './idempotency/idempotency.options';
 import { IdempotencyRegistry } from './idempotency/idempotency.registry';
-import { observeUnder, Policy } from './policy';
-import { methodPipeline, ObservablePipeline } from './method-pipeline';
+import { Policy } from './policy';
+import { ComposedLayer, composeLayers, innermostFirst } from './layer-composition';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from './resilience.messages';
 import { MethodFallbacks } from './method-fallbacks';
@@ -24,35 +22,8 @@ import { HedgePolicy } from './hedge/hedge-policy';
 import { HEDGE_NOT_SAFE } from './hedge/hedge.messages';
 import { ResilienceTracing } from './observability/tracing/resilience-tracing';
 
-type Next = (args: unknown[]) => unknown;
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
-
-// Widened to every layer kind, so any layer can be looked up in it.
-const STANDARD_KINDS: readonly LayerKind[] = STANDARD_ORDER;
-
-/** Where a layer sits in `order` (higher is further in); a hedge sits right inside the retry. */
-function rankOf(kind: LayerKind, order: readonly PolicyKind[]): number {
-  return kind === 'hedge' ? order.indexOf('retry') + 0.5 : order.indexOf(kind);
-}
-
-/**
- * How many of a method's layers (innermost first) the fused pipeline runs:
- * all its standard layers when they are the innermost ones and nest in the
- * pipeline's order, whatever order put them there; otherwise none, and every
- * layer is nested.
- */
-export function fusedDepth(layers: readonly { readonly kind: LayerKind }[]): number {
-  let depth = 0;
-  let rank = STANDARD_KINDS.length;
-  for (; depth < layers.length; depth++) {
-    const next = STANDARD_KINDS.indexOf(layers[depth].kind);
-    if (next < 0 || next >= rank) break;
-    rank = next;
-  }
-  for (let i = depth; i < layers.length; i++) if (STANDARD_KINDS.includes(layers[i].kind)) return 0;
-  return depth;
-}
 
 /**
  * Finds every decorated method of providers and controllers at
@@ -117,9 +88,8 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const fallbacks = layers.filter((l) => l.kind === 'fallback');
     const single = layers.filter((l) => l.kind !== 'fallback');
     if (fallbacks.length > 0) single.push(fallbacks[0]);
-    // Innermost first.
-    const sorted = single.sort((a, b) => rankOf(b.kind, order) - rankOf(a.kind, order));
-    const policies = sorted.map((layer): { kind: LayerKind; policy: Policy } => ({
+    const sorted = innermostFirst(single, order);
+    const policies = sorted.map((layer): ComposedLayer => ({
       kind: layer.kind,
       policy:
         layer.kind === 'fallback'
@@ -132,29 +102,10 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     }));
     this.checkTimeoutsRecorded(sorted, policies, info);
     const original = info.original;
-    const call: Pipeline = this.tracing.attemptSpans((args) => original.apply(instance, args), info.target);
-    const fused = fusedDepth(policies);
-    const promise = (invoke: Pipeline): Pipeline => {
-      let next: Next = invoke;
-      let outer = policies;
-      if (fused > 0) {
-        const byKind: Record<string, unknown> = {};
-        for (const layer of policies.slice(0, fused)) byKind[layer.kind] = layer.policy;
-        next = new StandardPipeline(byKind, next, this.registry.clock).run;
-        outer = policies.slice(fused);
-      }
-      for (const { policy } of outer) {
-        const inner = next;
-        next = (args) => policy.call(inner, args);
-      }
-      return next;
-    };
-    const observe: ObservablePipeline = (source, args) => {
-      let observed = source;
-      for (const { policy } of policies) observed = observeUnder(policy, observed, args);
-      return observed;
-    };
-    const pipeline = methodPipeline(info.kind, call, promise, observe);
+    const plain: Pipeline = (args) => original.apply(instance, args);
+    const innermost = this.registry.faults.enabled ? this.withFaults(info, layers, plain) : plain;
+    const call: Pipeline = this.tracing.attemptSpans(innermost, info.target);
+    const pipeline = composeLayers(info.kind, call, policies, this.registry.clock);
     const fallback = policies.find((layer) => layer.kind === 'fallback')?.policy as FallbackPolicy | undefined;
     if (fallback === undefined) return pipeline;
     return (args) => {
@@ -173,7 +124,18 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     });
     const policy = new FallbackPolicy(info.target, specs);
     this.methodFallbacks.add(policy);
+    this.registry.trackFallback(policy);
     return policy;
+  }
+
+  /**
+   * The method's call with the faults injected under its instance names
+   * and its `Class.method` name, innermost: every layer reacts as to a real fault.
+   */
+  private withFaults(info: TrampolineInfo, layers: readonly LayerSpec[], call: Pipeline): Pipeline {
+    const names = [...new Set([...layers.flatMap((l) => (l.name === undefined ? [] : [l.name])), info.target])];
+    const faults = this.registry.faults;
+    return info.kind === 'promise' ? faults.wrapCall(names, call) : faults.wrapObservableCall(names, call);
   }
 
   /** The method's hedge; refused unless the method is safe to run more than once at a time. */

@@ -29,6 +29,7 @@ import {
   ResilienceConfigurableModule,
 } from './resilience.module-definition';
 import { ResilienceRegistry } from './resilience.registry';
+import { FaultInjector } from './fault-injection/fault-injector';
 
 /** The part of a Fastify instance the module uses. */
 interface FastifyHooks {
@@ -77,13 +78,26 @@ interface FastifyHooks {
         return new LoadShedder(options, clock, random, options.eventLoopDelay && nodeEventLoopDelayProbe());
       },
     },
+    {
+      provide: FaultInjector,
+      inject: [ResilienceRegistry],
+      useFactory: (registry: ResilienceRegistry) => registry.faults,
+    },
     MethodFallbacks,
     ResilienceExplorer,
     Outbox,
     ...OBSERVABILITY_PROVIDERS,
   ],
   // The idempotency interceptor is created in each controller's module and needs the registry from there.
-  exports: [ResilienceRegistry, IdempotencyRegistry, IdempotencyStore, LoadShedder, Outbox, ...OBSERVABILITY_PROVIDERS],
+  exports: [
+    ResilienceRegistry,
+    IdempotencyRegistry,
+    IdempotencyStore,
+    LoadShedder,
+    FaultInjector,
+    Outbox,
+    ...OBSERVABILITY_PROVIDERS,
+  ],
 })
 export class ResilienceModule
   extends ResilienceConfigurableModule

@@ -6,6 +6,7 @@ import type { Duration } from './config/duration';
 import type { PolicySection } from './config/schema';
 import type { IdempotencyModuleOptions } from './idempotency/idempotency.options';
 import type { LoadSheddingOptions } from './load-shedding/load-shedding.options';
+import type { FaultInjectionOptions } from './fault-injection/fault-injection.options';
 import type { OutboxModuleOptions } from './outbox/outbox.options';
 import type { HealthOptions, LoggingOptions, MetricsOptions } from './observability/observability.options';
 import type { RateLimiterConfigInput } from './rate-limiter/rate-limiter.config';
@@ -103,6 +104,8 @@ export interface ResilienceModuleOptions {
   logging?: LoggingOptions | boolean;
   /** Admission control at the server's door: a fixed or adaptive in-flight limit, event-loop delay, priorities. Default off. */
   loadShedding?: LoadSheddingOptions;
+  /** Latency, errors and substitute outcomes injected per instance name, for game days and tests. Off unless `enabled`; refused in production unless `allowInProduction`. */
+  faultInjection?: FaultInjectionOptions;
   /** Hedge configs and instances for `@Hedge`: `delay`, `maxHedgedAttempts`, `budget`, `safe`, `latencyWindowSize`. */
   hedging?: PolicySection<HedgeConfigInput>;
   /** Resilience events on OpenTelemetry spans: `false` to turn off, `true` to require it. Default: on when a tracer provider is registered. */

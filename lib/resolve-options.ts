@@ -110,6 +110,7 @@ const EXTRA_SECTIONS = [
   'logging',
   'loadShedding',
   'rateLimiterStore',
+  'faultInjection',
   'hedging',
   'tracing',
   'outbox',

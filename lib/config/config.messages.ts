@@ -18,8 +18,8 @@ export const UNKNOWN_KEY = (place: ConfigPlace, key: string, known: readonly str
 export const UNKNOWN_SECTION = (key: string, known: readonly string[]): string =>
   `${PREFIX}: invalid module options: unknown section '${key}'${suggest(key, known)}`;
 
-export const UNKNOWN_BASE_CONFIG = (place: ConfigPlace, base: string, known: readonly string[]): string =>
-  `${PREFIX}: invalid configuration of ${place}: key 'baseConfig' names config '${base}', which is not declared (declared: ${
+export const UNKNOWN_BASE_CONFIG = (place: ConfigPlace, key: string, base: string, known: readonly string[]): string =>
+  `${PREFIX}: invalid configuration of ${place}: key '${key}' names config '${base}', which is not declared (declared: ${
     known.length ? known.map((k) => `'${k}'`).join(', ') : 'none'
   })`;
 
@@ -118,8 +118,19 @@ export const DOTTED_NAME_HINT =
 export const WHOLE_DOCUMENT_HINT =
   ' (a whole application.yml goes through fromSpringConfig(document), which takes its resilience4j part)';
 
-export const UNKNOWN_INSTANCE = (policy: string, name: string, where: string): string =>
-  `${PREFIX}: ${where} uses ${policy} instance '${name}', which is not declared and 'strict' is true`;
+export const UNKNOWN_INSTANCE = (policy: string, name: string, where: string, close?: string): string =>
+  `${PREFIX}: ${where} uses ${policy} instance '${name}', which is not declared and 'strict' is true` +
+  (close === undefined ? '' : ` (did you mean '${close}'?)`);
+
+export const UNDECLARED_INSTANCE_CLOSE = (policy: string, name: string, where: string, close: string): string =>
+  `${PREFIX}: ${where} uses ${policy} instance '${name}', which is not declared: it gets configs.default (did you mean '${close}'?)`;
+
+/** The name of `known` a few edits from `name` (a likely typo of it: 2 for long names, fewer for short), if any. */
+export function closeName(name: string, known: Iterable<string>): string | undefined {
+  const most = Math.min(2, Math.floor(name.length / 4));
+  for (const candidate of known) if (candidate !== name && distance(candidate, name) <= most) return candidate;
+  return undefined;
+}
 
 export const TOO_MANY_UNDECLARED_INSTANCES = (policy: string, name: string, max: number): string =>
   `${PREFIX}: ${policy} instance '${name}' is not declared, and ${max} undeclared ${policy} instances exist already (module option 'maxUndeclaredInstances'); ` +

@@ -78,6 +78,8 @@ export interface ResolvedSection<T> {
 }
 
 const BASE_CONFIG = 'baseConfig';
+/** Where a partial keeps the spelling its `baseConfig` key was written in. */
+const BASE_CONFIG_WRITTEN = 'baseConfigKey';
 
 /**
  * How the keys and names of a section are bound. Native options (forRoot)
@@ -194,6 +196,8 @@ export function readPartial<T extends object>(
   for (const key of given.keys()) {
     if (key === BASE_CONFIG) {
       out.baseConfig = given.read(key, configName);
+      // Messages quote the key as the file spells it (`base-config`).
+      out[BASE_CONFIG_WRITTEN] = given.written(key);
       continue;
     }
     const spec = fields[key];
@@ -336,7 +340,7 @@ export function resolveSection<T extends object>(
     const baseName = partial.baseConfig ?? (name === 'default' ? undefined : 'default');
     if (partial.baseConfig !== undefined && !partialConfigs.has(partial.baseConfig)) {
       throw new Error(
-        UNKNOWN_BASE_CONFIG(instancePlace(schema.policy, 'config', name), partial.baseConfig, [
+        UNKNOWN_BASE_CONFIG(instancePlace(schema.policy, 'config', name), writtenBaseKey(partial), partial.baseConfig, [
           ...partialConfigs.keys(),
         ]),
       );
@@ -359,7 +363,9 @@ export function resolveSection<T extends object>(
       // Resilience4j refuses an instance built on a config of its own name at startup (a circular reference).
       if (partial.baseConfig === name) throw new Error(OWN_NAME_AS_BASE_CONFIG(place, name));
       if (!partialConfigs.has(partial.baseConfig)) {
-        throw new Error(UNKNOWN_BASE_CONFIG(place, partial.baseConfig, [...partialConfigs.keys()]));
+        throw new Error(
+          UNKNOWN_BASE_CONFIG(place, writtenBaseKey(partial), partial.baseConfig, [...partialConfigs.keys()]),
+        );
       }
       base = resolveConfig(partial.baseConfig, []);
     }
@@ -383,8 +389,14 @@ export function applyOverrides<T extends object>(
   return merged;
 }
 
+/** The `baseConfig` key of `partial` as it was written. */
+function writtenBaseKey(partial: object): string {
+  return (partial as Record<string, string | undefined>)[BASE_CONFIG_WRITTEN] ?? BASE_CONFIG;
+}
+
 function merge<T extends object>(base: T, partial: Partial<T> & { baseConfig?: string }): T {
   const out = { ...base } as Record<string, unknown>;
-  for (const [key, value] of Object.entries(partial)) if (key !== BASE_CONFIG) out[key] = value;
+  for (const [key, value] of Object.entries(partial))
+    if (key !== BASE_CONFIG && key !== BASE_CONFIG_WRITTEN) out[key] = value;
   return Object.freeze(out) as T;
 }

@@ -182,7 +182,7 @@ describe('module options', () => {
       [
         'an unknown baseConfig',
         { retry: { configs: { default: {} }, instances: { inventory: { baseConfig: 'shared' } } } },
-        UNKNOWN_BASE_CONFIG("retry instance 'inventory'", 'shared', ['default']),
+        UNKNOWN_BASE_CONFIG("retry instance 'inventory'", 'baseConfig', 'shared', ['default']),
       ],
       [
         'a baseConfig cycle',

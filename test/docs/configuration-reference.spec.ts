@@ -1,3 +1,4 @@
+import { readFaultInjectionOptions } from '../../lib/fault-injection/fault-injection.options';
 import { Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -126,6 +127,11 @@ const SECTIONS: readonly Section[] = [
     defaults: () => readLoggingOptions(undefined) as unknown as Settings,
   },
   {
+    heading: 'faultInjection',
+    validate: (settings) => readFaultInjectionOptions(settings),
+    defaults: () => readFaultInjectionOptions({}) as unknown as Settings,
+  },
+  {
     heading: 'loadShedding',
     validate: (settings) => readLoadSheddingOptions(settings),
     defaults: () =>
@@ -151,6 +157,7 @@ const SPECIAL_DEFAULTS: Readonly<Record<string, (resolved: unknown, cell: string
   'idempotency.store': (resolved) => resolved instanceof MemoryIdempotencyStore,
   'metrics.enabled': (resolved) => resolved === 'auto',
   'tracing.enabled': (resolved) => resolved === 'auto',
+  'faultInjection.instances': (resolved) => resolved instanceof Map && resolved.size === 0,
 };
 
 /** Names an example cell may use. */
