@@ -6,7 +6,7 @@
  * them (the module options, registry, explorer, module, observability,
  * idempotency). A layer imports only layers below it.
  */
-const POLICY_FOLDERS = '^lib/(retry|circuit-breaker|bulkhead|time-limiter|rate-limiter|fallback|load-shedding)/';
+const POLICY_FOLDERS = '^lib/(retry|circuit-breaker|bulkhead|time-limiter|rate-limiter|fallback|load-shedding|hedge)/';
 
 /**
  * What sits above the policies: wiring, the assembled module options, observability, idempotency and
@@ -14,7 +14,8 @@ const POLICY_FOLDERS = '^lib/(retry|circuit-breaker|bulkhead|time-limiter|rate-l
  */
 const ABOVE_POLICIES = [
   '^lib/resilience[.](module|module-definition|explorer|registry|options)[.]ts$',
-  '^lib/(resolve-options|spring-config|standard-pipeline|method-fallbacks|deadline[.]interceptor)[.]ts$',
+  '^lib/(resolve-options|spring-config|standard-pipeline|layer-composition|method-fallbacks|deadline[.]interceptor)[.]ts$',
+  '^lib/(pipeline|fault-injection|testing)/',
   '^lib/(observability|idempotency)/',
   '^lib/filter/resilience-exception[.]filter[.]ts$',
   '^lib/index[.]ts$',

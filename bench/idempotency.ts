@@ -7,7 +7,8 @@ import { Clock } from '../lib/clock';
 import { MemoryIdempotencyStore, PostgresIdempotencyStore, StoredHttpResponse } from '../lib';
 import { RunningServer, startPostgres } from '../test/support/postgres-server';
 import { urlVariable } from '../test/support/server-env';
-import { measure } from './measure';
+import { ownerToken } from '../lib/idempotency/owner-token';
+import { collectGarbage, measure } from './measure';
 import { ns, printHeading, printTable, spread, times, verdict } from './report';
 import { BenchSection } from './section';
 
@@ -22,6 +23,10 @@ const LEASE_MS = 30_000;
 const TTL_MS = 24 * 60 * 60 * 1000;
 /** Keys the memory bench cycles through: a steady working set, as keys expire in a running service. */
 const MEMORY_KEYS = 100_000;
+/** In-flight keys whose heap is measured. */
+const IN_FLIGHT_KEYS = 100_000;
+const IN_FLIGHT_TARGET_BYTES = 300;
+const TOKEN_TARGET_BYTES = 64;
 
 const RESPONSE: StoredHttpResponse = {
   kind: 'http',
@@ -40,9 +45,11 @@ const FINGERPRINT = 'a'.repeat(64);
  */
 export const idempotency: BenchSection = {
   name: 'idempotency',
-  summary: 'claims/s: PostgresIdempotencyStore vs raw INSERT … ON CONFLICT; memory store claim+complete/s',
+  summary:
+    'claims/s: PostgresIdempotencyStore vs raw INSERT … ON CONFLICT; memory store claim+complete/s and bytes per in-flight key',
   async run() {
     await memoryStore();
+    await inFlightMemory();
     await postgres();
   },
 };
@@ -85,6 +92,61 @@ async function memoryStore(): Promise<void> {
   );
 }
 
+/**
+ * Heap held per in-flight key of the memory store (claimed, not completed),
+ * and per owner token against a `randomUUID()` string. The keys and
+ * fingerprints are built before the first reading: they are the caller's
+ * strings, whose size depends on the route and principal.
+ */
+async function inFlightMemory(): Promise<void> {
+  const clock: Clock = { now: () => 1_700_000_000_000, setTimeout: () => undefined, clearTimeout: () => undefined };
+  const keys = Array.from({ length: IN_FLIGHT_KEYS }, (_, i) => `["acct-${i}","POST","/payments","key-${i}"]`);
+  const fingerprints = keys.map((_, i) => i.toString(16).padStart(64, 'f'));
+  const store = new MemoryIdempotencyStore({ clock, maxKeys: IN_FLIGHT_KEYS });
+  const perKey = await heldPerItem(async () => {
+    for (let i = 0; i < IN_FLIGHT_KEYS; i++) {
+      const claim = await store.claim(keys[i], fingerprints[i]);
+      if (claim.outcome !== 'claimed') throw new Error(`memory store: claim of a free key answered ${claim.outcome}`);
+    }
+    if (store.size !== IN_FLIGHT_KEYS) throw new Error(`memory store holds ${store.size} keys, not ${IN_FLIGHT_KEYS}`);
+    return store;
+  });
+  const compact = await heldPerItem(async () => Array.from({ length: IN_FLIGHT_KEYS }, ownerToken), 8);
+  const uuid = await heldPerItem(async () => Array.from({ length: IN_FLIGHT_KEYS }, () => randomUUID()), 8);
+
+  printHeading(`Idempotency — memory per in-flight key (${IN_FLIGHT_KEYS.toLocaleString('en-US')} keys)`);
+  printTable(
+    [{ heading: 'what is held', align: 'left' }, { heading: 'bytes each' }],
+    [
+      ['MemoryIdempotencyStore in-flight key (entry, map slot, expiry, token)', ns(perKey)],
+      ['owner token (128 random bits, base64url)', ns(compact)],
+      ['randomUUID() string, for comparison', ns(uuid)],
+    ],
+  );
+  console.log('');
+  console.log(
+    verdict(`≤ ${IN_FLIGHT_TARGET_BYTES} B per in-flight key`, `${ns(perKey)} B`, perKey <= IN_FLIGHT_TARGET_BYTES),
+  );
+  console.log(verdict(`≤ ${TOKEN_TARGET_BYTES} B per owner token`, `${ns(compact)} B`, compact <= TOKEN_TARGET_BYTES));
+  console.log('');
+  console.log(
+    'Growth of the JS heap after forced full GCs, divided by the count; the keys and fingerprints were built ' +
+      'before the first reading and are not counted. Token rows exclude the array slot holding each one.',
+  );
+}
+
+/** Heap bytes per item that `build()`'s result holds, less `slotBytes` each (the array slot of a list). */
+async function heldPerItem(build: () => Promise<unknown>, slotBytes = 0): Promise<number> {
+  collectGarbage();
+  const before = process.memoryUsage().heapUsed;
+  const held = await build();
+  collectGarbage();
+  const after = process.memoryUsage().heapUsed;
+  // Read after the second reading, so the collector cannot free it before.
+  if (held === undefined) throw new Error('nothing was held');
+  return (after - before) / IN_FLIGHT_KEYS - slotBytes;
+}
+
 async function postgres(): Promise<void> {
   printHeading('Idempotency — PostgreSQL claims');
   const server = await postgresServer();
@@ -113,7 +175,7 @@ async function postgres(): Promise<void> {
         const result = await pool.query(insert, [
           `raw-${serial++}`,
           FINGERPRINT,
-          randomUUID(),
+          ownerToken(),
           now,
           now + LEASE_MS,
           now + TTL_MS,

@@ -151,3 +151,37 @@ describe('VirtualClock: long durations in policies are exact', () => {
     request.dispose();
   });
 });
+
+describe('VirtualClock.runUntilSettled', () => {
+  const wait = (clock: VirtualClock, ms: number, value: string): Promise<string> =>
+    new Promise((resolve) => clock.setTimeout(() => resolve(value), ms));
+
+  it('fires timers in order until the promise settles, and no further', async () => {
+    const clock = new VirtualClock();
+    const later = wait(clock, 5_000, 'later');
+    const chained = wait(clock, 100, 'a').then(() => wait(clock, 250, 'b'));
+    await expect(clock.runUntilSettled(chained)).resolves.toBe('b');
+    expect(clock.now()).toBe(350);
+    expect(clock.pendingTimers).toBe(1);
+    await expect(clock.runUntilSettled(later)).resolves.toBe('later');
+  });
+
+  it('rejects with the promise error', async () => {
+    const clock = new VirtualClock();
+    const failing = wait(clock, 10, 'x').then(() => Promise.reject(new Error('down')));
+    await expect(clock.runUntilSettled(failing)).rejects.toThrow('down');
+  });
+
+  it('fails after maxTime of virtual time, and when no timer is left', async () => {
+    const clock = new VirtualClock();
+    await expect(clock.runUntilSettled(wait(clock, 2_000, 'x'), { maxTime: 1_000 })).rejects.toThrow(
+      'VirtualClock.runUntilSettled: the promise did not settle within maxTime 1000 ms of virtual time (next timer at 2000 ms)',
+    );
+    expect(clock.now()).toBe(1_000);
+    const idle = new VirtualClock(40);
+    await expect(idle.runUntilSettled(new Promise(() => undefined))).rejects.toThrow(
+      'the promise is still pending at 40 ms and no timer is left to fire',
+    );
+    await expect(clock.runUntilSettled(Promise.resolve(1), { maxTime: -1 })).rejects.toThrow(RangeError);
+  });
+});

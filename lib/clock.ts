@@ -155,6 +155,48 @@ export class VirtualClock implements Clock {
     return true;
   }
 
+  /**
+   * Fires timers in due order, letting promise callbacks run after each,
+   * until `promise` settles; answers what it resolves to, or rejects with
+   * its error. Bounded: fails when the promise is still pending after
+   * `maxTime` ms of virtual time (default 60 s), or when no timer is left
+   * that could settle it.
+   *
+   * @example
+   * ```ts
+   * const quote = await clock.runUntilSettled(pricing.quote('sku-1'), { maxTime: 10_000 });
+   * ```
+   */
+  async runUntilSettled<T>(promise: PromiseLike<T>, options: { readonly maxTime?: number } = {}): Promise<T> {
+    const maxTime = options.maxTime ?? 60_000;
+    if (!(maxTime >= 0))
+      throw new RangeError(`VirtualClock.runUntilSettled: maxTime must be a non-negative number, got ${maxTime}`);
+    let settled = false;
+    const outcome = Promise.resolve(promise);
+    outcome.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    const limit = this.current + maxTime;
+    await VirtualClock.settle();
+    while (!settled) {
+      const next = this.peek();
+      if (next === undefined)
+        throw new Error(
+          `VirtualClock.runUntilSettled: the promise is still pending at ${this.current} ms and no timer is left to fire (it waits on something other than this clock)`,
+        );
+      if (next.at > limit) {
+        await this.advance(limit - this.current);
+        if (settled) break;
+        throw new Error(
+          `VirtualClock.runUntilSettled: the promise did not settle within maxTime ${maxTime} ms of virtual time (next timer at ${next.at} ms)`,
+        );
+      }
+      await this.advance(next.at - this.current);
+    }
+    return outcome;
+  }
+
   /** Lets every queued promise callback (and any `setImmediate` before it) run. */
   static settle(): Promise<void> {
     return new Promise((resolve) => setImmediate(resolve));

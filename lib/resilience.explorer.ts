@@ -1,44 +1,29 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { overridePlace } from './config/config.messages';
-import { PolicyKind } from './resilience.constants';
-import { STANDARD_ORDER, StandardPipeline } from './standard-pipeline';
+import { overridePlace, TIMEOUT_NOT_RECORDED } from './config/config.messages';
+import { ErrorMatcher } from './error-matcher';
+import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
+import { TimeoutExceededError } from './errors';
+import { invalidOption } from './config/option-readers';
+import { findKey } from './config/relaxed-binding';
+import { BulkheadLayerOptions, BulkheadType } from './bulkhead/bulkhead.decorator';
 import { countRunningModule, LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
 import { FallbackLayerOptions } from './fallback/fallback.decorator';
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback/fallback';
 import { FALLBACK_HANDLER_MISSING } from './fallback/fallback.messages';
 import { CheckedIdempotentOptions } from './idempotency/idempotency.options';
 import { IdempotencyRegistry } from './idempotency/idempotency.registry';
-import { observeUnder, Policy } from './policy';
-import { methodPipeline, ObservablePipeline } from './method-pipeline';
+import { Policy } from './policy';
+import { ComposedLayer, composeLayers, innermostFirst } from './layer-composition';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from './resilience.messages';
 import { MethodFallbacks } from './method-fallbacks';
+import { HedgePolicy } from './hedge/hedge-policy';
+import { HEDGE_NOT_SAFE } from './hedge/hedge.messages';
+import { ResilienceTracing } from './observability/tracing/resilience-tracing';
 
-type Next = (args: unknown[]) => unknown;
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
-
-// Widened to every layer kind, so any layer can be looked up in it.
-const STANDARD_KINDS: readonly PolicyKind[] = STANDARD_ORDER;
-
-/**
- * How many of a method's layers (innermost first) the fused pipeline runs:
- * all its standard layers when they are the innermost ones and nest in the
- * pipeline's order, whatever order put them there; otherwise none, and every
- * layer is nested.
- */
-export function fusedDepth(layers: readonly { readonly kind: PolicyKind }[]): number {
-  let depth = 0;
-  let rank = STANDARD_KINDS.length;
-  for (; depth < layers.length; depth++) {
-    const next = STANDARD_KINDS.indexOf(layers[depth].kind);
-    if (next < 0 || next >= rank) break;
-    rank = next;
-  }
-  for (let i = depth; i < layers.length; i++) if (STANDARD_KINDS.includes(layers[i].kind)) return 0;
-  return depth;
-}
 
 /**
  * Finds every decorated method of providers and controllers at
@@ -57,6 +42,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     private readonly registry: ResilienceRegistry,
     private readonly idempotency: IdempotencyRegistry,
     private readonly methodFallbacks: MethodFallbacks,
+    private readonly tracing: ResilienceTracing,
   ) {}
 
   onModuleInit(): void {
@@ -102,41 +88,24 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const fallbacks = layers.filter((l) => l.kind === 'fallback');
     const single = layers.filter((l) => l.kind !== 'fallback');
     if (fallbacks.length > 0) single.push(fallbacks[0]);
-    // Innermost first.
-    const sorted = single.sort((a, b) => order.indexOf(b.kind) - order.indexOf(a.kind));
-    const policies = sorted.map((layer): { kind: PolicyKind; policy: Policy } => ({
+    const sorted = innermostFirst(single, order);
+    const policies = sorted.map((layer): ComposedLayer => ({
       kind: layer.kind,
       policy:
         layer.kind === 'fallback'
           ? this.fallbackFor(instance, info, fallbacks)
           : layer.kind === 'idempotent'
             ? this.idempotency.policyFor(info, layer.options as CheckedIdempotentOptions, method)
-            : this.policyFor(layer, info),
+            : layer.kind === 'hedge'
+              ? this.hedgeFor(layer, info, layers)
+              : this.policyFor(layer, info),
     }));
+    this.checkTimeoutsRecorded(sorted, policies, info);
     const original = info.original;
-    const call: Pipeline = (args) => original.apply(instance, args);
-    const fused = fusedDepth(policies);
-    const promise = (invoke: Pipeline): Pipeline => {
-      let next: Next = invoke;
-      let outer = policies;
-      if (fused > 0) {
-        const byKind: Record<string, unknown> = {};
-        for (const layer of policies.slice(0, fused)) byKind[layer.kind] = layer.policy;
-        next = new StandardPipeline(byKind, next, this.registry.clock).run;
-        outer = policies.slice(fused);
-      }
-      for (const { policy } of outer) {
-        const inner = next;
-        next = (args) => policy.call(inner, args);
-      }
-      return next;
-    };
-    const observe: ObservablePipeline = (source, args) => {
-      let observed = source;
-      for (const { policy } of policies) observed = observeUnder(policy, observed, args);
-      return observed;
-    };
-    const pipeline = methodPipeline(info.kind, call, promise, observe);
+    const plain: Pipeline = (args) => original.apply(instance, args);
+    const innermost = this.registry.faults.enabled ? this.withFaults(info, layers, plain) : plain;
+    const call: Pipeline = this.tracing.attemptSpans(innermost, info.target);
+    const pipeline = composeLayers(info.kind, call, policies, this.registry.clock);
     const fallback = policies.find((layer) => layer.kind === 'fallback')?.policy as FallbackPolicy | undefined;
     if (fallback === undefined) return pipeline;
     return (args) => {
@@ -155,12 +124,52 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     });
     const policy = new FallbackPolicy(info.target, specs);
     this.methodFallbacks.add(policy);
+    this.registry.trackFallback(policy);
     return policy;
+  }
+
+  /**
+   * The method's call with the faults injected under its instance names
+   * and its `Class.method` name, innermost: every layer reacts as to a real fault.
+   */
+  private withFaults(info: TrampolineInfo, layers: readonly LayerSpec[], call: Pipeline): Pipeline {
+    const names = [...new Set([...layers.flatMap((l) => (l.name === undefined ? [] : [l.name])), info.target])];
+    const faults = this.registry.faults;
+    return info.kind === 'promise' ? faults.wrapCall(names, call) : faults.wrapObservableCall(names, call);
+  }
+
+  /** The method's hedge; refused unless the method is safe to run more than once at a time. */
+  private hedgeFor(layer: LayerSpec, info: TrampolineInfo, layers: readonly LayerSpec[]): HedgePolicy {
+    const where = `@Hedge on ${info.target}`;
+    const name = layer.name ?? info.target;
+    const hedge =
+      layer.name === undefined || layer.overrides !== undefined
+        ? this.registry.deriveHedge(
+            name,
+            layer.overrides ?? {},
+            overridePlace('hedging', 'Hedge', name, info.target),
+            where,
+            layer.name === undefined,
+          )
+        : this.registry.hedge(layer.name, where);
+    if (!hedge.config.safe && !layers.some((l) => l.kind === 'idempotent'))
+      throw new Error(HEDGE_NOT_SAFE(info.target, name));
+    return hedge;
   }
 
   private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {
     const kind = layer.kind as RegistryPolicy;
     const where = `@${layer.decorator} on ${info.target}`;
+    if (kind === 'bulkhead' && layer.name !== undefined && this.threadPoolType(layer, info) === 'THREADPOOL') {
+      return layer.overrides === undefined
+        ? this.registry.threadPoolBulkhead(layer.name, where)
+        : this.registry.deriveThreadPoolBulkhead(
+            layer.name,
+            layer.overrides,
+            overridePlace('threadPoolBulkhead', layer.decorator, layer.name, info.target),
+            where,
+          );
+    }
     if (layer.name === undefined) {
       return this.registry.derive(
         kind,
@@ -182,4 +191,44 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     }
     return this.registry.get(kind, layer.name, where);
   }
+
+  /**
+   * Warns when a time limiter runs inside a breaker whose `recordExceptions`
+   * leaves timeouts out: Resilience4j (and this module) then count them as
+   * successes, which a file listing only IOException rarely means.
+   */
+  private checkTimeoutsRecorded(
+    innermostFirst: readonly LayerSpec[],
+    policies: readonly { readonly policy: Policy }[],
+    info: TrampolineInfo,
+  ): void {
+    const timeLimiter = innermostFirst.findIndex((l) => l.kind === 'timeLimiter');
+    const breaker = innermostFirst.findIndex((l) => l.kind === 'circuitBreaker');
+    if (timeLimiter < 0 || breaker < 0 || timeLimiter > breaker) return;
+    const breakerPolicy = policies[breaker].policy as CircuitBreakerPolicy;
+    const config = breakerPolicy.config;
+    if (config.recordExceptions.length === 0) return;
+    const timeLimiterName = innermostFirst[timeLimiter].name ?? info.target;
+    const timeout = new TimeoutExceededError(timeLimiterName, 0);
+    if (new ErrorMatcher(config.recordExceptions).matches(timeout)) return;
+    if (new ErrorMatcher(config.ignoreExceptions).matches(timeout)) return;
+    this.registry.warnOnce(TIMEOUT_NOT_RECORDED(breakerPolicy.name, timeLimiterName, info.target));
+  }
+
+  /** The `type` of a `@Bulkhead`, checked: a bad value fails bootstrap naming the method. */
+  private threadPoolType(layer: LayerSpec, info: TrampolineInfo): BulkheadType {
+    const type = (layer.options as BulkheadLayerOptions | undefined)?.type;
+    if (type === undefined) return 'SEMAPHORE';
+    const known = typeof type === 'string' ? findKey(type, BULKHEAD_TYPES) : undefined;
+    if (known === undefined)
+      invalidOption(
+        overridePlace('bulkhead', layer.decorator, layer.name ?? '', info.target),
+        'type',
+        "'SEMAPHORE' or 'THREADPOOL'",
+        type,
+      );
+    return known;
+  }
 }
+
+const BULKHEAD_TYPES: readonly BulkheadType[] = ['SEMAPHORE', 'THREADPOOL'];

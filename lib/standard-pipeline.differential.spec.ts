@@ -16,7 +16,8 @@ import { nestedPipeline } from '../test/support/pipelines';
 
 /**
  * The fused pipeline against the same policies nested one `call` inside the
- * other (Fallback → Retry → CircuitBreaker → TimeLimiter → Bulkhead), under
+ * other (Fallback → Retry → CircuitBreaker → TimeLimiter → Bulkhead), and
+ * against a code pipeline (`registry.pipeline`) of the same instances, under
  * request deadlines (some already expired), `retryOnResult`, `recordResult`
  * and several fallback classes, one handler of which throws. Both sides must
  * give the same outcomes at the same times, the same policy state and the
@@ -70,7 +71,10 @@ interface Scenario {
   readonly steps: ReadonlyArray<{ concurrent: number; advance: number; deadline: Deadline }>;
 }
 
-function build(scenario: Scenario, kind: 'standard' | 'nested') {
+/** The decorators' fused pipeline, the policies nested by hand, and a code pipeline from `registry.pipeline`. */
+type SideKind = 'standard' | 'nested' | 'code';
+
+function build(scenario: Scenario, kind: SideKind) {
   const clock = new VirtualClock();
   const registry = new ResilienceRegistry({
     clock,
@@ -104,13 +108,31 @@ function build(scenario: Scenario, kind: 'standard' | 'nested') {
     bulkhead: { instances: { bh: { maxConcurrentCalls: 2, maxWaitDuration: 200, queueCapacity: 1 } } },
   });
   const { layers } = scenario;
+  const code =
+    kind === 'code'
+      ? registry.pipeline({
+          name: 'm',
+          retry: layers.retry ? 'r' : undefined,
+          circuitBreaker: layers.circuitBreaker ? 'cb' : undefined,
+          timeLimiter: layers.timeLimiter ? 'tl' : undefined,
+          bulkhead: layers.bulkhead ? 'bh' : undefined,
+          fallback: layers.fallback
+            ? scenario.fallbacks.map((name) => ({
+                errors: FALLBACKS[name].errors,
+                handler: (error: unknown) => FALLBACKS[name].handler([], error),
+              }))
+            : undefined,
+        })
+      : undefined;
   const policies: StandardLayers = {
-    fallback: layers.fallback
-      ? new FallbackPolicy(
-          'm',
-          scenario.fallbacks.map((name) => FALLBACKS[name]),
-        )
-      : undefined,
+    fallback: code
+      ? registry.fallbacks[0]
+      : layers.fallback
+        ? new FallbackPolicy(
+            'm',
+            scenario.fallbacks.map((name) => FALLBACKS[name]),
+          )
+        : undefined,
     retry: layers.retry ? registry.retry('r') : undefined,
     circuitBreaker: layers.circuitBreaker ? registry.circuitBreaker('cb') : undefined,
     timeLimiter: layers.timeLimiter ? registry.timeLimiter('tl') : undefined,
@@ -172,9 +194,11 @@ function build(scenario: Scenario, kind: 'standard' | 'nested') {
     }
   };
   const run =
-    kind === 'standard'
-      ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run
-      : nestedPipeline(policies, (args) => invoke(args[0]));
+    code !== undefined
+      ? (args: unknown[]) => code.execute(() => invoke(args[0]))
+      : kind === 'standard'
+        ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run
+        : nestedPipeline(policies, (args) => invoke(args[0]));
   /** Starts call `id`, under a request deadline when `deadline` says so. */
   const start = (id: number, deadline: Deadline): Promise<unknown> => {
     if (deadline === 'none') return run([id]);
@@ -261,12 +285,12 @@ const RESULT_RETRIES_EXHAUSTED: Scenario = {
   steps: [{ concurrent: 2, advance: 400, deadline: 'none' }],
 };
 
-describe('StandardPipeline against nested policies', () => {
+describe('StandardPipeline against nested policies and a code pipeline', () => {
   it('gives the same outcomes, events and policy state under deadlines, result predicates and fallbacks', async () => {
     await fc.assert(
       fc.asyncProperty(scenarios, async (scenario) => {
-        const sides = [build(scenario, 'standard'), build(scenario, 'nested')];
-        const outcomes: string[][] = [[], []];
+        const sides = [build(scenario, 'standard'), build(scenario, 'nested'), build(scenario, 'code')];
+        const outcomes: string[][] = [[], [], []];
         let id = 0;
         for (const step of scenario.steps) {
           // As in standard-pipeline.spec.ts: calls start 1 ms apart and every duration is a multiple of 10 ms
@@ -287,12 +311,17 @@ describe('StandardPipeline against nested policies', () => {
           }
           for (const side of sides) await side.clock.advance(step.advance);
           expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
+          expect(snapshot(sides[2])).toEqual(snapshot(sides[0]));
         }
         for (const side of sides) await side.clock.advance(10_000);
         expect([...outcomes[0]].sort()).toEqual([...outcomes[1]].sort());
         // Events of one instant may interleave differently (a promise per layer when nested); across instants they may not.
         expect([...sides[0].events].sort()).toEqual([...sides[1].events].sort());
         expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
+        // The code pipeline is the decorated method's own composition: the same outcomes and events, in the same order.
+        expect(outcomes[2]).toEqual(outcomes[0]);
+        expect(sides[2].events).toEqual(sides[0].events);
+        expect(snapshot(sides[2])).toEqual(snapshot(sides[0]));
         for (const [state, seen] of Object.entries(STATES)) if (seen(sides[0].events, outcomes[0])) reached.add(state);
       }),
       // The rarest state (three 'stale' answers in a row with failAfterMaxAttempts) is seeded, so the coverage check never flakes.

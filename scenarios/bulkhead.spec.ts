@@ -1,5 +1,8 @@
 import { bulkheadChart, bulkheadTable, runBulkhead } from './bulkhead';
 
+// Runs for many seconds on an idle machine: headroom for a busy one.
+jest.setTimeout(120_000);
+
 describe('bulkhead scenario', () => {
   it('without a bulkhead a slow reviews call stalls every endpoint; with 40 the others keep answering', async () => {
     const result = await runBulkhead();

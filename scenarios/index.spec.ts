@@ -12,6 +12,8 @@ describe('scenario CLI', () => {
       'bulkhead',
       'overload',
       'retry-amplification',
+      'hedging',
+      'outbox',
     ]);
     expect(selectScenarios('all')).toBe(SCENARIOS);
     expect(selectScenarios('breaker')?.map((s) => s.name)).toEqual(['breaker']);

@@ -1,5 +1,8 @@
 import { overloadChart, overloadTable, runOverload } from './overload';
 
+// Runs for many seconds on an idle machine: headroom for a busy one.
+jest.setTimeout(120_000);
+
 describe('overload scenario', () => {
   it('without shedding goodput collapses under 2× and 3× load; with shedding it holds ≥ 90% of capacity with a short p99 and critical requests served', async () => {
     const result = await runOverload();
@@ -31,5 +34,21 @@ describe('overload scenario', () => {
 
     expect(overloadTable(result)).toMatch(/fixed cap 30\s+3×\s+197\s+98\.3%/);
     expect(overloadChart(result).match(/<polyline/g)).toHaveLength(3);
+  });
+});
+
+describe('adaptive limits with their defaults at 3× overload', () => {
+  it('vegas keeps goodput within 5% of a fixed cap at the pool size, with p99 within 1.3× of its', async () => {
+    const result = await runOverload({
+      loads: [3],
+      shedding: {
+        'fixed cap 20': { maxConcurrentRequests: 20 },
+        'vegas defaults': { adaptive: { algorithm: 'vegas' } },
+      },
+    });
+    const [fixed, vegas] = result.rows.filter((r) => r.policy !== 'no shedding');
+    expect(fixed.goodputShare).toBeGreaterThan(95);
+    expect(vegas.goodput).toBeGreaterThanOrEqual(0.95 * fixed.goodput);
+    expect(vegas.admittedP99).toBeLessThanOrEqual(1.3 * fixed.admittedP99);
   });
 });

@@ -1,5 +1,8 @@
 import { referenceModel, RETRY_STORM_DEFAULTS, retryStormChart, retryStormTable, runRetryStorm } from './retry-storm';
 
+// Runs for many seconds on an idle machine: headroom for a busy one.
+jest.setTimeout(120_000);
+
 describe('retry-storm scenario', () => {
   it('the reference model prints its published figures over its 600 s', () => {
     const rows = [referenceModel(false, 0), referenceModel(true, 10), referenceModel(true, 0.1)].map((trace) => ({

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Clock, TimerHandle } from '../clock';
 import {
   ClaimOptions,
@@ -16,6 +15,7 @@ import {
   wallClock,
 } from './idempotency-store';
 import { INVALID_STORE_COUNT, MEMORY_STORE_FULL } from './idempotency.messages';
+import { ownerToken } from './owner-token';
 
 const STORE = 'MemoryIdempotencyStore';
 
@@ -105,7 +105,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
         this.sweep(now);
         if (this.entries.size >= this.maxKeys) throw new Error(MEMORY_STORE_FULL(this.maxKeys));
       }
-      const token = randomUUID();
+      const token = ownerToken();
       const fresh: Entry = {
         fingerprint,
         createdAt: now,
@@ -136,7 +136,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       return { outcome: 'in_progress', record: inProgress(key, entry), retryAfterMs: entry.leaseExpiresAt - now };
     }
     const stale = inProgress(key, entry);
-    entry.token = randomUUID();
+    entry.token = ownerToken();
     entry.leaseExpiresAt = now + leaseMs;
     this.extend(key, entry, entry.leaseExpiresAt);
     return { outcome: 'stale', token: entry.token, record: stale };

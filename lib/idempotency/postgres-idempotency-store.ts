@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Clock } from '../clock';
 import {
   ClaimOptions,
@@ -15,6 +15,7 @@ import {
 } from './idempotency-store';
 import { PostgresPoolClient, PostgresQueryable, TransactionalIdempotencyStore } from './transactional-store';
 import { CLAIM_DID_NOT_SETTLE, CORRUPT_RECORD, INVALID_TABLE_NAME, POOL_CANNOT_CONNECT } from './idempotency.messages';
+import { ownerToken } from './owner-token';
 
 const STORE = 'PostgresIdempotencyStore';
 
@@ -108,7 +109,7 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
     await this.ready();
     const now = Math.floor(this.clock.now());
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-      const token = randomUUID();
+      const token = ownerToken();
       const fresh = [key, fingerprint, token, now, now + leaseMs, now + ttlMs];
       const claimed: ClaimResult = {
         outcome: 'claimed',

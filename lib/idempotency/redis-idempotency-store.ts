@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Clock } from '../clock';
 import {
   ClaimOptions,
@@ -15,6 +15,7 @@ import {
   wallClock,
 } from './idempotency-store';
 import { CORRUPT_RECORD, REDIS_NOT_DURABLE } from './idempotency.messages';
+import { ownerToken } from './owner-token';
 
 const STORE = 'RedisIdempotencyStore';
 
@@ -202,7 +203,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   async claim(key: string, fingerprint: string, options?: ClaimOptions): Promise<ClaimResult> {
     const { leaseMs, ttlMs } = claimDurations(STORE, options);
     const now = Math.floor(this.clock.now());
-    const token = randomUUID();
+    const token = ownerToken();
     const [outcome, raw] = (await this.run(SCRIPTS.claim, key, [now, fingerprint, token, leaseMs, ttlMs])) as [
       string,
       string?,

@@ -104,6 +104,7 @@ describe('LoadShedder', () => {
   });
 
   // Netflix concurrency-limits, VegasLimit: no queue → grow by β; a queue beyond β → shrink by log10(limit); drops shrink.
+  // Vegas reads one sample per 20 finished requests (their average latency); a drop counts at once.
   it('vegas: the limit grows while latency stays at its no-load level, shrinks under queueing and on drops', async () => {
     const clock = new VirtualClock();
     const s = shedder(
@@ -112,7 +113,7 @@ describe('LoadShedder', () => {
     );
     await saturate(s, clock, 10, 1500);
     const steady = s.limit;
-    await saturate(s, clock, 40, 300);
+    await saturate(s, clock, 40, 2000);
     const loaded = s.limit;
     expect(steady).toBeGreaterThan(100);
     expect(loaded).toBeLessThan(steady / 2);
@@ -121,6 +122,38 @@ describe('LoadShedder', () => {
     await clock.advance(40);
     s.release(a, true);
     expect(s.limit).toBeLessThan(before);
+  });
+});
+
+describe('Vegas under work of uneven length', () => {
+  // 20 slots of 50–150 ms work: single requests make the fastest one the no-load latency, and every other look queued.
+  it('holds its limit at the pool size or above when requests queue only beyond it', async () => {
+    const clock = new VirtualClock();
+    const s = shedder({ adaptive: { algorithm: 'vegas' } }, clock);
+    let draw = 0;
+    const serviceMs = (): number => 50 + ((draw++ * 37) % 101);
+    const running: Array<{ admission: Admission; endsAt: number }> = [];
+    const queued: Admission[] = [];
+    const lowest: number[] = [];
+    for (let t = 0; t < 30_000; t++) {
+      // Three times what 20 slots of 100 ms on average serve: 0.6 arrivals a ms.
+      for (let n = (t * 3) % 5 < 3 ? 1 : 0; n > 0; n--) {
+        const admission = s.tryAdmit('normal');
+        if (typeof admission !== 'string') queued.push(admission);
+      }
+      while (running.length < 20 && queued.length > 0) {
+        running.push({ admission: queued.shift() as Admission, endsAt: t + serviceMs() });
+      }
+      await clock.advance(1);
+      for (let i = running.length - 1; i >= 0; i--) {
+        if (running[i].endsAt <= t + 1) {
+          s.release(running[i].admission, false);
+          running.splice(i, 1);
+        }
+      }
+      if (t >= 5_000) lowest.push(s.limit);
+    }
+    expect(Math.min(...lowest)).toBeGreaterThanOrEqual(20);
   });
 });
 

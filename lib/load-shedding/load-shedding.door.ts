@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { DeadlineExceededError, OverloadedError, ResilienceError } from '../errors';
-import { resilienceProblem } from '../filter/resilience-problems';
+import { DeadlineExceededError, OverloadedError } from '../errors';
+import { answerWithProblem as answer } from '../filter/problem-response';
 import { Admission, LoadShedder } from './load-shedder';
 import { isPriorityLevel, PriorityLevel } from './priority.decorator';
 
@@ -127,15 +127,4 @@ function onConnectionClose(this: DoorSocket): void {
   const places = this[HELD];
   if (places === undefined) return;
   for (const place of places) place.release();
-}
-
-function answer(req: DoorRequest, res: ServerResponse, error: ResilienceError): void {
-  const problem = resilienceProblem(error, (req.originalUrl ?? req.url ?? '').split('?')[0]);
-  const body =
-    error instanceof OverloadedError
-      ? { ...problem.body, reason: error.reason, priority: error.priority }
-      : problem.body;
-  res.statusCode = problem.status;
-  for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
-  res.end(JSON.stringify(body));
 }

@@ -1,3 +1,4 @@
+import { roundMs } from '../format-ms';
 import { httpStatusOf } from '../error-status';
 import { Unsubscribe } from '../events';
 import { ObservedInstance } from './instance-catalog';
@@ -95,7 +96,7 @@ function render(name: string, type: string, at: number, event: RawEvent, withMes
     name,
     type,
     creationTime: new Date(at).toISOString(),
-    durationMs: event.durationMs,
+    durationMs: event.durationMs === undefined ? undefined : roundMs(event.durationMs),
     errorClass: error === undefined ? undefined : errorClass(error),
     errorStatus: error === undefined ? undefined : httpStatusOf(error),
     errorMessage: error === undefined || !withMessages ? undefined : errorMessage(error),
@@ -117,6 +118,61 @@ function errorMessage(error: unknown): string {
     return String(error);
   } catch {
     return typeof error;
+  }
+}
+
+/**
+ * Subscribes to every event of one instance, each under Resilience4j's
+ * event type name (`SUCCESS`, `STATE_TRANSITION`, `RETRY`, `FALLBACK`…);
+ * returns the unsubscribe functions.
+ */
+export function subscribeEvents(
+  observed: ObservedInstance,
+  on: (type: string) => (event: object) => void,
+): Unsubscribe[] {
+  switch (observed.policy) {
+    case 'circuitBreaker': {
+      const b = observed.instance;
+      return [
+        b.onSuccess(on('SUCCESS')),
+        b.onError(on('ERROR')),
+        b.onIgnoredError(on('IGNORED_ERROR')),
+        b.onCallNotPermitted(on('NOT_PERMITTED')),
+        b.onStateTransition(on('STATE_TRANSITION')),
+        b.onReset(on('RESET')),
+        b.onFailureRateExceeded(on('FAILURE_RATE_EXCEEDED')),
+        b.onSlowCallRateExceeded(on('SLOW_CALL_RATE_EXCEEDED')),
+      ];
+    }
+    case 'retry': {
+      const r = observed.instance;
+      const stopped = on('RETRY_STOPPED');
+      return [
+        r.onRetry(on('RETRY')),
+        r.onSuccess(on('SUCCESS')),
+        r.onError(on('ERROR')),
+        // Running out of attempts is followed by ERROR anyway; the other reasons say why a retry did not happen.
+        r.onRetryStopped((event) => event.reason !== 'max-attempts' && stopped(event)),
+      ];
+    }
+    case 'bulkhead': {
+      const b = observed.instance;
+      return [
+        b.onCallPermitted(on('CALL_PERMITTED')),
+        b.onCallRejected(on('CALL_REJECTED')),
+        b.onCallFinished(on('CALL_FINISHED')),
+      ];
+    }
+    case 'timeLimiter': {
+      const t = observed.instance;
+      return [t.onSuccess(on('SUCCESS')), t.onError(on('ERROR')), t.onTimeout(on('TIMEOUT'))];
+    }
+    case 'rateLimiter': {
+      const r = observed.instance;
+      return [r.onSuccess(on('SUCCESSFUL_ACQUIRE')), r.onFailure(on('FAILED_ACQUIRE')), r.onDrained(on('DRAINED'))];
+    }
+    case 'fallback':
+      return [observed.instance.onFallback(on('FALLBACK'))];
   }
 }
 
@@ -144,51 +200,7 @@ export class EventJournal {
     const list = this.rings.get(observed.policy) ?? [];
     list.push(ring);
     this.rings.set(observed.policy, list);
-    const on = (type: string) => (event: object) => ring.push(type, event);
-    switch (observed.policy) {
-      case 'circuitBreaker': {
-        const b = observed.instance;
-        return [
-          b.onSuccess(on('SUCCESS')),
-          b.onError(on('ERROR')),
-          b.onIgnoredError(on('IGNORED_ERROR')),
-          b.onCallNotPermitted(on('NOT_PERMITTED')),
-          b.onStateTransition(on('STATE_TRANSITION')),
-          b.onReset(on('RESET')),
-          b.onFailureRateExceeded(on('FAILURE_RATE_EXCEEDED')),
-          b.onSlowCallRateExceeded(on('SLOW_CALL_RATE_EXCEEDED')),
-        ];
-      }
-      case 'retry': {
-        const r = observed.instance;
-        const stopped = on('RETRY_STOPPED');
-        return [
-          r.onRetry(on('RETRY')),
-          r.onSuccess(on('SUCCESS')),
-          r.onError(on('ERROR')),
-          // Running out of attempts is followed by ERROR anyway; the other reasons say why a retry did not happen.
-          r.onRetryStopped((event) => event.reason !== 'max-attempts' && stopped(event)),
-        ];
-      }
-      case 'bulkhead': {
-        const b = observed.instance;
-        return [
-          b.onCallPermitted(on('CALL_PERMITTED')),
-          b.onCallRejected(on('CALL_REJECTED')),
-          b.onCallFinished(on('CALL_FINISHED')),
-        ];
-      }
-      case 'timeLimiter': {
-        const t = observed.instance;
-        return [t.onSuccess(on('SUCCESS')), t.onError(on('ERROR')), t.onTimeout(on('TIMEOUT'))];
-      }
-      case 'rateLimiter': {
-        const r = observed.instance;
-        return [r.onSuccess(on('SUCCESSFUL_ACQUIRE')), r.onFailure(on('FAILED_ACQUIRE')), r.onDrained(on('DRAINED'))];
-      }
-      case 'fallback':
-        return [observed.instance.onFallback(on('FALLBACK'))];
-    }
+    return subscribeEvents(observed, (type) => (event) => ring.push(type, event));
   }
 
   /** The recorded events of `policy`'s instances (of `name` only, if given), oldest first. */

@@ -20,7 +20,7 @@ const POLICIES: readonly RegistryPolicy[] = ['retry', 'circuitBreaker', 'bulkhea
 
 /**
  * Calls `visit` once for every instance of `registry` and every fallback
- * policy: the declared instances (created now, as Resilience4j creates its
+ * policy (of decorated methods and of the registry's pipelines): the declared instances (created now, as Resilience4j creates its
  * configured instances at startup, so their series exist before the first
  * call), those made so far, and each one made later. Returns the function
  * that stops watching for later ones.
@@ -38,14 +38,21 @@ export function watchInstances(
   };
   // Subscribed first, so an instance made while the existing ones are visited is not missed.
   const unsubscribe = registry.onInstanceCreated((event) => once(event as ObservedInstance));
+  const visitFallback = (instance: FallbackPolicy): void =>
+    once({ policy: 'fallback', name: instance.name, instance, derived: false });
+  const unsubscribePipelines = registry.onFallbackCreated(visitFallback);
   for (const policy of POLICIES) {
     for (const name of registry.options.sections[policy].instances.keys()) registry.get(policy, name);
     for (const instance of registry.all(policy))
       once({ policy, name: instance.name, instance, derived: false } as ObservedInstance);
   }
+  for (const name of registry.options.threadPoolBulkhead.instances.keys()) registry.threadPoolBulkhead(name);
   for (const event of registry.derivedInstances) once(event as ObservedInstance);
-  for (const instance of fallbacks) once({ policy: 'fallback', name: instance.name, instance, derived: false });
-  return unsubscribe;
+  for (const instance of [...fallbacks, ...registry.fallbacks]) visitFallback(instance);
+  return () => {
+    unsubscribe();
+    unsubscribePipelines();
+  };
 }
 
 /**

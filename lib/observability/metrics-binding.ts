@@ -118,10 +118,20 @@ export const METRIC_FAMILIES = {
     'Calls that left the bulkhead without a permit',
   ),
   bulkheadQueueDepth: family('resilience4nest_bulkhead_queue_depth', 'gauge', 'Calls waiting for a bulkhead permit'),
+  injectedFaults: family(
+    'resilience4nest_injected_faults_total',
+    'counter',
+    'Faults injected on purpose (module option faultInjection), by instance name and kind',
+  ),
   idempotencyRequests: family(
     'resilience4nest_idempotency_requests_total',
     'counter',
     'Requests with an idempotency key, by outcome',
+  ),
+  hedgeCalls: family(
+    'resilience4nest_hedge_calls_total',
+    'counter',
+    'Hedged attempts started, calls a hedge answered, and attempts cancelled because another answered first',
   ),
 } as const satisfies Record<string, FamilyDefinition>;
 
@@ -205,7 +215,9 @@ export class ResilienceMetricsBinding {
   private readonly boundsMs: Float64Array;
   private readonly leLabels: readonly string[];
   private readonly countCalls: MetricsBindingOptions['countCalls'];
+  private readonly faults: ResilienceRegistry['faults'];
   private readonly detach: () => void;
+  private readonly hedges: ResilienceRegistry['hedges'];
   private closed = false;
 
   /**
@@ -218,6 +230,8 @@ export class ResilienceMetricsBinding {
     this.boundsMs = Float64Array.from(buckets, (s) => s * 1000);
     this.leLabels = buckets.map(String);
     this.countCalls = options.countCalls;
+    this.faults = registry.faults;
+    this.hedges = registry.hedges;
     // Attached before subscribing, so a name clash leaves nothing subscribed.
     this.detach = attachCollectors(options.registry, this.collectors(), buckets);
     this.subscriptions.push(watchInstances(registry, options.fallbacks ?? [], (observed) => this.bind(observed)));
@@ -438,6 +452,24 @@ export class ResilienceMetricsBinding {
         f.fallbackGuardedCalls,
         (emit) => {
           for (const { policy, calls, counted } of this.fallbacks) if (counted) emit({ name: policy.name }, calls);
+        },
+      ],
+      [
+        f.injectedFaults,
+        (emit) => {
+          for (const [name, counts] of this.faults.injected())
+            for (const kind of ['latency', 'error', 'outcome'] as const) emit({ name, kind }, counts[kind]);
+        },
+      ],
+      [
+        f.hedgeCalls,
+        (emit) => {
+          for (const hedge of this.hedges) {
+            const m = hedge.metrics;
+            emit({ name: hedge.name, kind: 'hedged' }, m.hedged);
+            emit({ name: hedge.name, kind: 'winner' }, m.winner);
+            emit({ name: hedge.name, kind: 'cancelled' }, m.cancelled);
+          }
         },
       ],
       [

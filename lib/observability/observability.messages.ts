@@ -1,3 +1,4 @@
+import { formatMs } from '../format-ms';
 import { PREFIX } from '../resilience.messages';
 import { CircuitBreakerMetrics } from '../circuit-breaker/circuit-breaker-policy';
 import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
@@ -42,7 +43,7 @@ export const BREAKER_TRANSITION = (
   const why =
     opening === undefined
       ? ''
-      : ` (failure rate ${rate(opening.failureRate)}, slow-call rate ${rate(opening.slowCallRate)} over ${opening.numberOfBufferedCalls} calls); calls are refused for ${openMs} ms`;
+      : ` (failure rate ${rate(opening.failureRate)}, slow-call rate ${rate(opening.slowCallRate)} over ${opening.numberOfBufferedCalls} calls); calls are refused for ${formatMs(openMs)} ms`;
   return `circuit breaker '${name}' ${from} -> ${to}${why}`;
 };
 
@@ -52,7 +53,7 @@ export const BUDGET_EXHAUSTED = (name: string): string =>
 
 /** An episode of retry-budget denials ended. */
 export const BUDGET_RECOVERED = (name: string, denied: number, ms: number): string =>
-  `retry '${name}': retry budget no longer denying; ${denied} retries were denied over ${ms} ms`;
+  `retry '${name}': retry budget no longer denying; ${denied} retries were denied over ${formatMs(ms)} ms`;
 
 /** The first bulkhead rejection of an episode. */
 export const BULKHEAD_SATURATED = (name: string, maxConcurrentCalls: number, reason: string): string =>
@@ -60,4 +61,4 @@ export const BULKHEAD_SATURATED = (name: string, maxConcurrentCalls: number, rea
 
 /** An episode of bulkhead rejections ended. */
 export const BULKHEAD_RECOVERED = (name: string, rejected: number, ms: number): string =>
-  `bulkhead '${name}' no longer saturated; ${rejected} calls were rejected over ${ms} ms`;
+  `bulkhead '${name}' no longer saturated; ${rejected} calls were rejected over ${formatMs(ms)} ms`;

@@ -1,7 +1,9 @@
 import {
   BadRequestException,
   Body,
+  ConflictException,
   Controller,
+  Delete,
   Get,
   HttpCode,
   NotFoundException,
@@ -10,9 +12,12 @@ import {
   Type,
   UseGuards,
 } from '@nestjs/common';
+import { ActiveFault, FaultInjector } from '../fault-injection/fault-injector';
+import { FaultSpec } from '../fault-injection/fault-injection.options';
 import { LoadShedder, SHED_REASONS, ShedReason } from '../load-shedding/load-shedder';
 import { Priority, PRIORITY_LEVELS, PriorityLevel } from '../load-shedding/priority.decorator';
 import { RecordedEvent, StatusPolicy } from './event-journal';
+import { FAULTS_DISABLED } from '../fault-injection/fault-injection.messages';
 import { INVALID_UPDATE_STATE, UNKNOWN_STATUS_INSTANCE } from './observability.messages';
 import { GuardLike } from './observability.options';
 import { BREAKER_UPDATES, BreakerUpdate, InstanceStatus, ResilienceStatus } from './resilience-status';
@@ -77,11 +82,29 @@ function resourceOf(resource: string): Resource {
   return found;
 }
 
+/** `GET /faults`: whether fault injection is on, and the faults in force. */
+interface FaultsStatus {
+  readonly enabled: boolean;
+  readonly faults: object[];
+}
+
+/** The faults in force as JSON: an error class given as a class is shown by its name. */
+function faultsStatus(faults: FaultInjector): FaultsStatus {
+  const json = (fault: ActiveFault): object => {
+    const error = fault.error;
+    return error !== undefined && typeof error.error === 'function'
+      ? { ...fault, error: { rate: error.rate, error: error.error.name } }
+      : fault;
+  };
+  return { enabled: faults.enabled, faults: faults.active().map(json) };
+}
+
 /**
  * The read-only status controller at `path`: `GET /` (every instance),
  * `GET /circuitbreakers`, `/retries`, `/bulkheads`, `/timelimiters`, `/ratelimiters`,
  * `/fallbacks` (each `/:name` too) and their `…events` counterparts, and
- * `GET /loadshedding` (the load shedder's limit, requests in flight and refusals).
+ * `GET /loadshedding` (the load shedder's limit, requests in flight and refusals) and `GET /faults`
+ * (the faults injected in force).
  */
 export function createStatusController(path: string, guards: readonly GuardLike[]): Type<unknown> {
   @Controller(path)
@@ -91,7 +114,13 @@ export function createStatusController(path: string, guards: readonly GuardLike[
     constructor(
       readonly status: ResilienceStatus,
       readonly shedder: LoadShedder,
+      readonly faults: FaultInjector,
     ) {}
+
+    @Get('faults')
+    activeFaults(): FaultsStatus {
+      return faultsStatus(this.faults);
+    }
 
     @Get()
     all(): Record<string, InstanceStatus[]> {
@@ -127,8 +156,10 @@ export function createStatusController(path: string, guards: readonly GuardLike[
 }
 
 /**
- * The state-changing status route at `path`, behind `guards`:
- * `POST /circuitbreakers/:name` with `{ "updateState": "FORCE_OPEN" | "CLOSE" | "DISABLE" | "METRICS_ONLY" }`.
+ * The state-changing status routes at `path`, behind `guards`:
+ * `POST /circuitbreakers/:name` with `{ "updateState": "FORCE_OPEN" | "CLOSE" | "DISABLE" | "METRICS_ONLY" }`;
+ * `POST /faults/:name` with a fault (`{ "error": { "rate": 1, "error": 503 }, "for": "5m" }`),
+ * `DELETE /faults/:name` and `DELETE /faults` (fault injection must be enabled).
  */
 export function createStatusAdminController(path: string, guards: readonly GuardLike[]): Type<unknown> {
   @Controller(path)
@@ -136,7 +167,37 @@ export function createStatusAdminController(path: string, guards: readonly Guard
   @Priority('critical')
   @UseGuards(...guards)
   class ResilienceStatusAdminController {
-    constructor(readonly status: ResilienceStatus) {}
+    constructor(
+      readonly status: ResilienceStatus,
+      readonly faults: FaultInjector,
+    ) {}
+
+    @Post('faults/:name')
+    @HttpCode(200)
+    inject(@Param('name') name: string, @Body() body: unknown): FaultsStatus {
+      const { for: lasting, ...fault } = (body ?? {}) as FaultSpec & { for?: number | string };
+      if (!this.faults.enabled) throw new ConflictException(FAULTS_DISABLED(name));
+      try {
+        this.faults.inject(name, fault, { for: lasting });
+      } catch (error) {
+        throw new BadRequestException((error as Error).message);
+      }
+      return faultsStatus(this.faults);
+    }
+
+    @Delete('faults/:name')
+    @HttpCode(200)
+    clearFault(@Param('name') name: string): FaultsStatus {
+      this.faults.clear(name);
+      return faultsStatus(this.faults);
+    }
+
+    @Delete('faults')
+    @HttpCode(200)
+    clearFaults(): FaultsStatus {
+      this.faults.clear();
+      return faultsStatus(this.faults);
+    }
 
     @Post('circuitbreakers/:name')
     @HttpCode(200)

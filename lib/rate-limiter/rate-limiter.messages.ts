@@ -1,3 +1,4 @@
+import { formatMs } from '../format-ms';
 import { PREFIX } from '../resilience.messages';
 
 export const SHARED_WITHOUT_STORE = (place: string): string =>
@@ -15,4 +16,4 @@ export const BAD_PERMITS = (name: string, value: unknown): string =>
 export const STORE_UNAVAILABLE = (name: string, reason: string): string =>
   `${PREFIX}: RateLimiter '${name}' could not reach its store (${reason}) and fails closed`;
 
-export const STORE_TIMED_OUT = (ms: number): string => `no answer within ${ms}ms`;
+export const STORE_TIMED_OUT = (ms: number): string => `no answer within ${formatMs(ms)}ms`;

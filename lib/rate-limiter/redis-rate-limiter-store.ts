@@ -8,9 +8,9 @@ export const DEFAULT_RATE_LIMITER_REDIS_PREFIX = 'resilience4nest:ratelimiter:';
 /** The commands the store sends; an `ioredis` `Redis` (or `Cluster`) client provides them. */
 export interface RedisRateLimiterClient {
   /** Runs a cached Lua script by its SHA-1. */
-  evalsha(sha1: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
+  evalsha(sha1: string, numkeys: number, ...args: (string | number | Buffer)[]): Promise<unknown>;
   /** Runs (and caches) a Lua script. */
-  eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
+  eval(script: string, numkeys: number, ...args: (string | number | Buffer)[]): Promise<unknown>;
 }
 
 /** Options of {@link RedisRateLimiterStore}. */
@@ -29,56 +29,88 @@ export interface RedisRateLimiterStoreOptions {
 }
 
 /**
- * Resilience4j's `AtomicRateLimiter` step on a Redis hash (origin, cycle,
- * permits), times in microseconds: refill for the periods gone by, compute
- * the wait for the permits, reserve them when the wait fits the timeout.
- * Numbers are written with %.0f / %.17g, since Lua's default formatting
- * keeps only 14 digits.
- * KEYS: state. ARGV: permits, limitForPeriod, period µs, timeout µs, drain (0/1), now µs ('' = Redis TIME).
+ * Resilience4j's `AtomicRateLimiter` step on one Redis string, times in
+ * microseconds: refill for the periods gone by, compute the wait for the
+ * permits, reserve them when the wait fits the timeout.
+ *
+ * Every redis.call, table and number-to-text conversion is a good part of
+ * the script's time inside Redis, so it takes one binary argument (five
+ * little-endian doubles: permits; limitForPeriod; period; timeout, -1 to
+ * drain; now, -1 for Redis `TIME`), keeps its state as three packed
+ * doubles (origin, cycle, permits left), writes only when it took
+ * permits (or started the periods), and sets the expiry only at the first
+ * write of a period.
+ * The common answers are one integer, n = permits left × (period + 1) +
+ * µs to the next period: n when the permits were taken at once, -1 - n
+ * when they were refused (the caller works the wait out from n). Any
+ * other answer (a wait, a drain, fractions, figures past 2^53) is text:
+ * "reserved drained wait left toNext".
+ * KEYS: state.
  */
 const ACQUIRE = `
-if redis.replicate_commands then redis.replicate_commands() end
-local permits = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
-local period = tonumber(ARGV[3])
-local timeout = tonumber(ARGV[4])
-local now
-if ARGV[6] ~= '' then
-  now = tonumber(ARGV[6])
-else
+local permits, limit, period, timeout, now = struct.unpack('<ddddd', ARGV[1])
+if now < 0 then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2]
 end
-local state = redis.call('HMGET', KEYS[1], 'origin', 'cycle', 'permits')
-local origin, cycle, available = tonumber(state[1]), tonumber(state[2]), tonumber(state[3])
-if origin == nil or cycle == nil or available == nil or now < origin then
-  origin, cycle, available = now, 0, limit
+local state = redis.call('GET', KEYS[1])
+local origin, cycle, available
+if state then
+  origin, cycle, available = struct.unpack('<ddd', state)
+  if now < origin then state = nil end
 end
+if not state then origin, cycle, available = now, -1, limit end
 local elapsed = now - origin
 local current = math.floor(elapsed / period)
-if current ~= cycle then
-  available = math.min(available + (current - cycle) * limit, limit)
-  cycle = current
+local first = current ~= cycle
+if first then
+  available = available + (current - cycle) * limit
+  if available > limit then available = limit end
 end
 local toNext = (current + 1) * period - elapsed
 local wait = 0
 if available < permits then
-  wait = math.max(0, math.ceil((permits - available - limit) / limit)) * period + toNext
+  local cycles = math.ceil((permits - available - limit) / limit)
+  if cycles < 0 then cycles = 0 end
+  wait = cycles * period + toNext
 end
-local reserved, drained = 0, 0
-if ARGV[5] == '1' then
-  if available > 0 then drained = available; available = 0 end
+local reserved, taken = 0, 0
+if timeout < 0 then
+  if available > 0 then taken = available end
 elseif wait <= timeout then
-  reserved = 1
-  available = available - permits
+  reserved, taken = 1, permits
 end
-redis.call('HSET', KEYS[1], 'origin', string.format('%.0f', origin), 'cycle', string.format('%.0f', cycle), 'permits', string.format('%.0f', available))
-redis.call('PEXPIRE', KEYS[1], math.ceil((period + timeout) / 1000) + 1000)
-return {reserved, string.format('%.17g', wait), available, string.format('%.17g', toNext), drained}
+-- A refusal changes nothing stored but where the periods start: a new key's origin is written all the same.
+if taken > 0 or not state then
+  available = available - taken
+  local packed = struct.pack('<ddd', origin, current, available)
+  if first then
+    -- Kept until the last period its permits may be reserved in has ended, and a second more.
+    redis.call('SET', KEYS[1], packed, 'PX', math.ceil((toNext + math.ceil(math.max(timeout, 0) / period) * period) / 1000) + 1000)
+  else
+    redis.call('SET', KEYS[1], packed, 'KEEPTTL')
+  end
+end
+if timeout >= 0 and available >= 0 and (reserved == 0 or wait == 0) and period % 1 == 0 and toNext % 1 == 0 then
+  local n = available * (period + 1) + toNext
+  if n < 2^53 then
+    if reserved == 1 then return n end
+    return -1 - n
+  end
+end
+local drained = timeout < 0 and taken or 0
+-- %d is much cheaper than %.17g, and exact for whole numbers below 2^53.
+if wait % 1 == 0 and toNext % 1 == 0 and available % 1 == 0 and wait < 2^53 and toNext < 2^53 and math.abs(available) < 2^53 then
+  return string.format('%d %d %d %d %d', reserved, drained, wait, available, toNext)
+end
+return string.format('%d %d %.17g %.17g %.17g', reserved, drained, wait, available, toNext)
 `;
 
 const SHA = createHash('sha1').update(ACQUIRE).digest('hex');
 const MICROS_PER_MS = 1000;
+/** `now` or `timeout` in the script's argument: read the time from Redis; drain. */
+const UNSET = -1;
+const ARGUMENT_BYTES = 5 * 8;
 
 /**
  * Keeps shared rate limiters' permits in Redis: one atomic Lua script per
@@ -111,30 +143,50 @@ export class RedisRateLimiterStore implements RateLimiterStore {
 
   /** {@inheritDoc RateLimiterStore.acquire} */
   async acquire(request: RateLimiterStoreRequest): Promise<RateLimiterStoreAnswer> {
-    const args = [
-      request.permits,
-      request.limitForPeriod,
-      String(request.limitRefreshPeriodMs * MICROS_PER_MS),
-      String(request.timeoutMs * MICROS_PER_MS),
-      request.drain ? 1 : 0,
-      this.clock === undefined ? '' : String(Math.round(this.clock.now() * MICROS_PER_MS)),
-    ];
+    const periodUs = request.limitRefreshPeriodMs * MICROS_PER_MS;
+    const argument = Buffer.allocUnsafe(ARGUMENT_BYTES);
+    argument.writeDoubleLE(request.permits, 0);
+    argument.writeDoubleLE(request.limitForPeriod, 8);
+    argument.writeDoubleLE(periodUs, 16);
+    argument.writeDoubleLE(request.drain ? UNSET : request.timeoutMs * MICROS_PER_MS, 24);
+    argument.writeDoubleLE(this.clock === undefined ? UNSET : Math.round(this.clock.now() * MICROS_PER_MS), 32);
     const key = this.prefix + request.name;
     let reply: unknown;
     try {
-      reply = await this.client.evalsha(SHA, 1, key, ...args);
+      reply = await this.client.evalsha(SHA, 1, key, argument);
     } catch (error) {
       // The script cache is empty after a Redis restart or failover; EVAL reloads it.
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      reply = await this.client.eval(ACQUIRE, 1, key, ...args);
+      reply = await this.client.eval(ACQUIRE, 1, key, argument);
     }
-    const [reserved, wait, available, toNext, drained] = reply as [number, string, number, string, number];
+    if (typeof reply === 'number') return integerAnswer(reply, request, periodUs);
+    const [reserved, drained, wait, available, toNext] = String(reply).split(' ').map(Number);
     return {
       reserved: reserved === 1,
-      waitMs: Number(wait) / MICROS_PER_MS,
-      availablePermissions: Number(available),
-      nextPeriodInMs: Number(toNext) / MICROS_PER_MS,
-      drained: Number(drained),
+      waitMs: wait / MICROS_PER_MS,
+      availablePermissions: available,
+      nextPeriodInMs: toNext / MICROS_PER_MS,
+      drained,
     };
   }
+}
+
+/** Decodes the script's integer answer (permits taken at once, or refused); exact, since n < 2^53. */
+function integerAnswer(reply: number, request: RateLimiterStoreRequest, periodUs: number): RateLimiterStoreAnswer {
+  const refused = reply < 0;
+  const n = refused ? -1 - reply : reply;
+  const available = Math.floor(n / (periodUs + 1));
+  const toNextUs = n - available * (periodUs + 1);
+  // Refused means fewer permits are left than asked for: the wait runs to the period that has them, as in the script.
+  const limit = request.limitForPeriod;
+  const waitUs = refused
+    ? Math.max(0, Math.ceil((request.permits - available - limit) / limit)) * periodUs + toNextUs
+    : 0;
+  return {
+    reserved: !refused,
+    waitMs: waitUs / MICROS_PER_MS,
+    availablePermissions: available,
+    nextPeriodInMs: toNextUs / MICROS_PER_MS,
+    drained: 0,
+  };
 }

@@ -2,7 +2,13 @@ import { HttpService } from '@nestjs/axios';
 import { INestApplication, NestApplicationOptions } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
-import { IdempotencyStore, RESILIENCE_MODULE_OPTIONS, ResilienceExceptionFilter, VirtualClock } from 'resilience4nest';
+import {
+  IdempotencyStore,
+  RESILIENCE_MODULE_OPTIONS,
+  ResilienceExceptionFilter,
+  ResilienceModuleOptions,
+  VirtualClock,
+} from 'resilience4nest';
 import { createPlatformApp, initPlatformApp, Platform } from '../../test/support/platforms';
 import { AppModule, shopResilienceOptions } from '../src/app.module';
 import { Dependencies } from '../src/downstream/dependencies';
@@ -27,11 +33,15 @@ export interface BootedSampleApp {
  * @param logger - The Nest logger setting of the application.
  * @param platform - The HTTP platform the app runs on.
  * @param idempotencyStore - Makes the shop's idempotency store (on the module's clock) instead of the one from the environment.
+ * @param beforeInit - Configures the application before it is initialized (a middleware in front of every route, say).
+ * @param options - Module options added to the shop's (e.g. `faultInjection` for a game day).
  */
 export async function bootSampleApp(
   logger: NestApplicationOptions['logger'],
   platform: Platform = 'express',
   idempotencyStore?: (clock: VirtualClock) => { store: IdempotencyStore; close: () => Promise<void> },
+  beforeInit?: (app: INestApplication) => void,
+  options: ResilienceModuleOptions = {},
 ): Promise<BootedSampleApp> {
   const clock = new VirtualClock();
   const storeIo = { inFlight: 0 };
@@ -52,11 +62,13 @@ export async function bootSampleApp(
         ...shopResilienceOptions(config, dependencies, idempotency),
         clock,
         random: () => 0.5,
+        ...options,
       }),
     })
     .compile();
   const app = createPlatformApp(moduleRef, platform, { logger });
   app.useGlobalFilters(new ResilienceExceptionFilter());
+  beforeInit?.(app);
   await initPlatformApp(app);
   return {
     app,

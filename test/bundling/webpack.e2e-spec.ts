@@ -11,6 +11,9 @@ import { promisify } from 'node:util';
 import * as ts from 'typescript';
 import webpack from 'webpack';
 
+// Runs for many seconds on an idle machine: headroom for a busy one.
+jest.setTimeout(120_000);
+
 const root = join(__dirname, '..', '..');
 const FIXTURE = join('test', 'bundling', 'fixture', 'main.ts');
 

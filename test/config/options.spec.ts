@@ -117,11 +117,6 @@ describe('module options', () => {
         IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize,
       ),
       IGNORED_PROPERTY(
-        "circuitBreaker config 'default'",
-        'writable-stack-trace-enabled',
-        IGNORED_INSTANCE_PROPERTIES.circuitBreaker.writableStackTraceEnabled,
-      ),
-      IGNORED_PROPERTY(
         "circuitBreaker instance 'a'",
         'event-consumer-buffer-size',
         IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize,
@@ -187,7 +182,7 @@ describe('module options', () => {
       [
         'an unknown baseConfig',
         { retry: { configs: { default: {} }, instances: { inventory: { baseConfig: 'shared' } } } },
-        UNKNOWN_BASE_CONFIG("retry instance 'inventory'", 'shared', ['default']),
+        UNKNOWN_BASE_CONFIG("retry instance 'inventory'", 'baseConfig', 'shared', ['default']),
       ],
       [
         'a baseConfig cycle',

@@ -12,6 +12,7 @@ const root = join(__dirname, '..', '..');
 describe("README's forRootAsync + @nestjs/config recipe", () => {
   let dir: string;
   let AppModule: Type<unknown>;
+  let recipe: string;
 
   beforeAll(() => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -20,16 +21,23 @@ describe("README's forRootAsync + @nestjs/config recipe", () => {
       .filter((code) => code.includes('forRootAsync'));
     expect(blocks).toHaveLength(1);
     dir = mkdtempSync(join(__dirname, '.recipe-'));
-    writeFileSync(join(dir, 'app.module.ts'), blocks[0]);
+    recipe = blocks[0];
+    writeFileSync(join(dir, 'app.module.ts'), recipe);
     copyFileSync(join(root, 'test', 'fixtures', 'spring', 'dotted-root.yml'), join(dir, 'application.yml'));
     ({ AppModule } = require(join(dir, 'app.module.ts')) as { AppModule: Type<unknown> });
   });
 
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('boots with the settings of the application.yml beside it', async () => {
+  it('uses nothing an ES module lacks (the layout `nest new` makes on NestJS 12)', () => {
+    expect(recipe).not.toMatch(/__dirname|__filename|require\(/);
+  });
+
+  it('boots with the settings of the application.yml in the directory the app starts in', async () => {
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const cwd = process.cwd();
     try {
+      process.chdir(dir);
       const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
       const registry = moduleRef.get(ResilienceRegistry);
       expect(registry.circuitBreaker('payments').config).toMatchObject({
@@ -41,6 +49,7 @@ describe("README's forRootAsync + @nestjs/config recipe", () => {
       expect(registry.timeLimiter('inventory').config.timeoutDuration).toBe(2000);
       await moduleRef.close();
     } finally {
+      process.chdir(cwd);
       warn.mockRestore();
     }
   });

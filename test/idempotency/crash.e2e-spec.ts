@@ -8,6 +8,9 @@ import { Idempotent, IdempotencyReconciler, PostgresIdempotencyStore, StaleIdemp
 import { serverOrSkip } from '../support/server-env';
 import { json, RunningApp, send, startApp } from './http-kit';
 
+// Runs for many seconds on an idle machine: headroom for a busy one.
+jest.setTimeout(120_000);
+
 const LEASE = 30_000;
 const FIXTURE = join(__dirname, 'fixtures', 'crashing-payment-service.ts');
 

@@ -9,6 +9,9 @@ import { serverOrSkip } from '../support/server-env';
 import { RunningApp, startApp } from './http-kit';
 import { report } from '../support/report';
 
+// Runs for many seconds on an idle machine: headroom for a busy one.
+jest.setTimeout(120_000);
+
 /**
  * The payment simulation of `npm run scenario -- overcharge` (docs/decisions/0003),
  * end to end over HTTP on PostgreSQL: 100 payments of 999 pence, each tried up

@@ -208,6 +208,19 @@ describe.each([memoryTarget(), postgresTarget('contract'), redisTarget('contract
         expect(expectOutcome(await store.claim('k', 'fp'), 'completed').record.response).toEqual(CREATED);
       });
 
+      it('hands out a fresh 128-bit base64url owner token at each claim and takeover', async () => {
+        const tokens: string[] = [];
+        for (let i = 0; i < 20; i++) {
+          tokens.push(expectOutcome(await store.claim(`k${i}`, 'fp', { leaseMs: LEASE }), 'claimed').token);
+        }
+        await clock.advance(LEASE);
+        for (let i = 0; i < 20; i++) {
+          tokens.push(expectOutcome(await store.claim(`k${i}`, 'fp', { leaseMs: LEASE }), 'stale').token);
+        }
+        for (const token of tokens) expect(token).toMatch(/^[A-Za-z0-9_-]{21}[AQgw]$/);
+        expect(new Set(tokens).size).toBe(tokens.length);
+      });
+
       it('refuses an unknown token and an unknown key', async () => {
         await store.claim('k', 'fp');
         expect(await store.complete('k', 'not-the-token', CREATED)).toBe(false);

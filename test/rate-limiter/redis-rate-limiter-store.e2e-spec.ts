@@ -1,10 +1,15 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import Redis from 'ioredis';
 import { DeadlineExceededError, RateLimitedError, ResilienceRegistry, VirtualClock } from '../../lib';
 import { contextStorage, ResilienceContext } from '../../lib/context';
-import { RateLimiterStore, RateLimiterStoreAnswer } from '../../lib/rate-limiter/rate-limiter-store';
+import {
+  RateLimiterStore,
+  RateLimiterStoreAnswer,
+  RateLimiterStoreRequest,
+} from '../../lib/rate-limiter/rate-limiter-store';
 import { RedisRateLimiterStore } from '../../lib/rate-limiter/redis-rate-limiter-store';
 import { serverOrSkip } from '../support/server-env';
 
@@ -46,6 +51,54 @@ function registryWith(store: RateLimiterStore, clock: VirtualClock, config: obje
     rateLimiterStore: store,
     rateLimiter: { instances: { partner: { shared: true, ...config } } },
   });
+}
+
+/**
+ * Resilience4j's `AtomicRateLimiter` step, in whole microseconds, as a
+ * shared limiter must compute it: periods from the first acquire, refill
+ * for the periods gone by, reserve when the wait fits the timeout.
+ */
+class AtomicRateLimiterModel {
+  private origin: number | undefined;
+  private cycle = 0;
+  private permits = 0;
+
+  step(request: RateLimiterStoreRequest, nowUs: number): RateLimiterStoreAnswer {
+    const limit = request.limitForPeriod;
+    const period = request.limitRefreshPeriodMs * 1000;
+    if (this.origin === undefined || nowUs < this.origin) {
+      this.origin = nowUs;
+      this.cycle = 0;
+      this.permits = limit;
+    }
+    const elapsed = nowUs - this.origin;
+    const current = Math.floor(elapsed / period);
+    if (current !== this.cycle) {
+      this.permits = Math.min(this.permits + (current - this.cycle) * limit, limit);
+      this.cycle = current;
+    }
+    const toNext = (current + 1) * period - elapsed;
+    const wait =
+      this.permits >= request.permits
+        ? 0
+        : Math.max(0, Math.ceil((request.permits - this.permits - limit) / limit)) * period + toNext;
+    let reserved = false;
+    let drained = 0;
+    if (request.drain) {
+      drained = Math.max(this.permits, 0);
+      this.permits -= drained;
+    } else if (wait <= request.timeoutMs * 1000) {
+      reserved = true;
+      this.permits -= request.permits;
+    }
+    return {
+      reserved,
+      waitMs: wait / 1000,
+      availablePermissions: this.permits,
+      nextPeriodInMs: toNext / 1000,
+      drained,
+    };
+  }
 }
 
 describe('RedisRateLimiterStore (real Redis)', () => {
@@ -117,6 +170,70 @@ describe('RedisRateLimiterStore (real Redis)', () => {
     expect(third).toBe(true);
   });
 
+  it('answers every acquire, reservation and drain as Resilience4j computes them (random sequences)', async () => {
+    const step = fc.record({
+      advanceUs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 3_000_000 })),
+      permits: fc.integer({ min: 1, max: 7 }),
+      drain: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          limitForPeriod: fc.integer({ min: 1, max: 5 }),
+          // Whole and fractional milliseconds, and periods far longer than a run.
+          limitRefreshPeriodMs: fc.constantFrom(1, 250, 1000, 2.5, 0.0015, 86_400_000),
+          timeoutMs: fc.constantFrom(0, 400, 1000, 5000),
+        }),
+        fc.array(step, { minLength: 1, maxLength: 25 }),
+        async (config, steps) => {
+          const clock = new VirtualClock(1_000_000);
+          const store = storeOn(clock);
+          const model = new AtomicRateLimiterModel();
+          for (const { advanceUs, permits, drain } of steps) {
+            await clock.advance(advanceUs / 1000);
+            const request = { name: 'model', ...config, permits: drain ? 0 : permits, drain };
+            const expected = model.step(request, Math.round(clock.now() * 1000));
+            const answer = await store.acquire(request);
+            expect(answer.reserved).toBe(expected.reserved);
+            expect(answer.drained).toBe(expected.drained);
+            expect(answer.availablePermissions).toBe(expected.availablePermissions);
+            expect(answer.waitMs).toBeCloseTo(expected.waitMs, 9);
+            expect(answer.nextPeriodInMs).toBeCloseTo(expected.nextPeriodInMs, 9);
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('keeps limits in the billions and periods of days exact', async () => {
+    const clock = new VirtualClock(1_000_000);
+    const store = storeOn(clock);
+    const request = {
+      name: 'large',
+      permits: 1_000_000_000,
+      limitForPeriod: 3_000_000_000,
+      limitRefreshPeriodMs: 86_400_000,
+      timeoutMs: 0,
+      drain: false,
+    };
+    expect(await store.acquire(request)).toEqual({
+      reserved: true,
+      waitMs: 0,
+      availablePermissions: 2_000_000_000,
+      nextPeriodInMs: 86_400_000,
+      drained: 0,
+    });
+    await clock.advance(0.001);
+    expect(await store.acquire({ ...request, permits: 2_000_000_001 })).toEqual({
+      reserved: false,
+      waitMs: 86_399_999.999,
+      availablePermissions: 2_000_000_000,
+      nextPeriodInMs: 86_399_999.999,
+      drained: 0,
+    });
+  });
+
   it('keys expire once idle past a period and the timeout (Redis frees them itself)', async () => {
     const store = new RedisRateLimiterStore({ client, prefix: `rl-test:${randomUUID()}:` });
     const answer = await store.acquire({
@@ -131,6 +248,28 @@ describe('RedisRateLimiterStore (real Redis)', () => {
     const ttl = await client.pttl(`${(store as unknown as { prefix: string }).prefix}ttl`);
     expect(ttl).toBeGreaterThan(2000);
     expect(ttl).toBeLessThanOrEqual(3000);
+  });
+
+  it('keeps a key at least until the last period holding its reserved permits has ended', async () => {
+    const clock = new VirtualClock(1_000_000);
+    const prefix = `rl-test:${randomUUID()}:`;
+    const store = new RedisRateLimiterStore({ client, prefix, clock });
+    const request = {
+      name: 'reserved',
+      permits: 1,
+      limitForPeriod: 1,
+      limitRefreshPeriodMs: 10_000,
+      timeoutMs: 15_000,
+      drain: false,
+    };
+    expect(await store.acquire(request)).toMatchObject({ reserved: true, waitMs: 0 });
+    await clock.advance(5_000);
+    expect(await store.acquire(request)).toMatchObject({ reserved: true, waitMs: 5_000 });
+    expect(await store.acquire(request)).toMatchObject({ reserved: true, waitMs: 15_000 });
+    // The third permit is in the period ending 25 s from now; past it the key would start full anyway.
+    const ttl = await client.pttl(`${prefix}reserved`);
+    expect(ttl).toBeGreaterThan(25_000);
+    expect(ttl).toBeLessThanOrEqual(31_000);
   });
 
   it('two processes, each with its own application, sharing a limit of 10 per period admit exactly 10 of 50 calls', async () => {

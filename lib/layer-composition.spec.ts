@@ -1,5 +1,5 @@
 import { DEFAULT_ORDER, PolicyKind } from './resilience.constants';
-import { fusedDepth } from './resilience.explorer';
+import { fusedDepth } from './layer-composition';
 
 /** A method's layers innermost first, as the explorer sorts them under `order`. */
 function layersOf(kinds: readonly PolicyKind[], order: readonly PolicyKind[]): { kind: PolicyKind }[] {

@@ -1,0 +1,38 @@
+import type { BulkheadConfigInput } from '../bulkhead/bulkhead.config';
+import type { CircuitBreakerConfigInput } from '../circuit-breaker/circuit-breaker.config';
+import type { ErrorClass } from '../error-matcher';
+import type { RateLimiterConfigInput } from '../rate-limiter/rate-limiter.config';
+import type { RetryConfigInput } from '../retry/retry.config';
+import type { TimeLimiterConfigInput } from '../time-limiter/time-limiter.config';
+
+/** One fallback of a pipeline: the error classes it answers for and what it answers with. */
+export interface PipelineFallback {
+  /** The error classes this handler answers for (subclasses included, unless one has a handler of its own). */
+  readonly errors: ErrorClass | readonly ErrorClass[];
+  /** Answers instead of the call, given its error: a value, a Promise, or (for `observe`) an Observable. */
+  readonly handler: (error: unknown) => unknown;
+}
+
+/**
+ * The policies of a pipeline built with `registry.pipeline(options)`: each
+ * one the name of an instance (declared, or made from `configs.default` as
+ * a decorator's would be) or inline options (applied over `configs.default`).
+ * The layers nest in the decorators' order (module option `order`), whatever
+ * order they are listed in.
+ */
+export interface PipelineOptions {
+  /** Names the inline instances and the fallback in events and metrics. Default `'pipeline'`. */
+  readonly name?: string;
+  /** A retry instance name, or inline retry options. */
+  readonly retry?: string | RetryConfigInput;
+  /** A circuit breaker instance name, or inline options. */
+  readonly circuitBreaker?: string | CircuitBreakerConfigInput;
+  /** A rate limiter instance name, or inline options. */
+  readonly rateLimiter?: string | RateLimiterConfigInput;
+  /** A time limiter instance name, or inline options. */
+  readonly timeLimiter?: string | TimeLimiterConfigInput;
+  /** A bulkhead instance name, or inline options. */
+  readonly bulkhead?: string | BulkheadConfigInput;
+  /** Typed fallbacks: the most specific declared class of the error answers, as with `@Fallback`. */
+  readonly fallback?: PipelineFallback | readonly PipelineFallback[];
+}

@@ -1,0 +1,95 @@
+import { Observable } from 'rxjs';
+import { Clock } from '../clock';
+import { currentSignal } from '../context';
+import { FallbackPolicy } from '../fallback/fallback';
+import { FaultInjector } from '../fault-injection/fault-injector';
+import { ComposedLayer, observableComposition, promiseComposition } from '../layer-composition';
+import { ObservablePipeline, Pipeline } from '../method-pipeline';
+
+/** What `execute` runs: a function of the attempt's signal (aborted on timeout or deadline), or of nothing. */
+export type PipelineCall<T> = (signal: AbortSignal | undefined) => T | PromiseLike<T>;
+
+/** No arguments: what an Observable's policies pass to a fallback handler. */
+const NO_ARGS: unknown[] = [];
+
+/** Calls the function in a pipeline call's argument array; the signal is read only by a function that takes one. */
+function invokeCall(args: unknown[]): unknown {
+  const fn = args[0] as PipelineCall<unknown>;
+  return fn.length === 0 ? (fn as () => unknown)() : fn(currentSignal());
+}
+
+/** A promise of what `call(args)` returns or throws. */
+function settle(call: Pipeline, args: unknown[]): Promise<unknown> {
+  try {
+    return Promise.resolve(call(args));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * Several policies composed around any function or Observable, as the
+ * decorators compose them around a method: the same order (module option
+ * `order`), semantics, events, metrics and fused fast path. Made by
+ * `ResilienceRegistry.pipeline`; Resilience4j's `Decorators.ofSupplier`,
+ * Polly's `ResiliencePipelineBuilder` and cockatiel's `wrap` map to it.
+ *
+ * @example
+ * ```ts
+ * const pipeline = registry.pipeline({ retry: 'inventory', circuitBreaker: 'inventory', timeLimiter: { timeoutDuration: '2s' } });
+ * const stock = await pipeline.execute((signal) => fetch(url, { signal }).then((r) => r.json()));
+ * ```
+ */
+export class ResiliencePipeline {
+  /** The layers, outermost first, as `[kind, instance name]` pairs. */
+  readonly layers: readonly (readonly [kind: string, name: string])[];
+  private readonly run: Pipeline;
+  private readonly observed: ObservablePipeline;
+
+  /**
+   * @internal Made by `ResilienceRegistry.pipeline`.
+   *
+   * @param name - the pipeline's name
+   * @param policies - its layers, innermost first
+   * @param clock - the registry's clock
+   * @param fallback - its fallback policy, which counts each call for the fallback share
+   * @param injection - the fault injector and the names its faults are looked up under, when it is on
+   */
+  constructor(
+    /** The pipeline's name: the instance name it was built from, or its `name` option. */
+    readonly name: string,
+    policies: readonly ComposedLayer[],
+    clock: Clock,
+    private readonly fallback: FallbackPolicy | undefined,
+    private readonly injection?: { readonly faults: FaultInjector; readonly names: readonly string[] },
+  ) {
+    this.layers = [...policies].reverse().map(({ kind, policy }) => [kind, policy.name] as const);
+    const call = injection === undefined ? invokeCall : injection.faults.wrapCall(injection.names, invokeCall);
+    this.run = policies.length === 0 ? (args) => settle(call, args) : promiseComposition(policies, clock)(call);
+    this.observed = observableComposition(policies);
+  }
+
+  /**
+   * Runs `fn` through every layer; a retry calls it again. `fn` receives
+   * `currentSignal()` when it declares a parameter: the attempt's signal
+   * (aborted when its time limit or the request deadline fires) where the
+   * attempt has a context of its own (inside a request deadline, or with
+   * `deadline.attemptContext: 'always'`).
+   */
+  execute<T>(fn: PipelineCall<T>): Promise<T> {
+    this.fallback?.countCall();
+    return this.run([fn]) as Promise<T>;
+  }
+
+  /**
+   * `source` with each subscription run through every layer, as a decorated
+   * Observable-returning method's: retry re-subscribes, the time limit
+   * applies per emitted value, refusals arrive as errors on subscribe.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    this.fallback?.countCall();
+    const injection = this.injection;
+    const injected = injection === undefined ? source : injection.faults.observe(injection.names, source);
+    return this.observed(injected, NO_ARGS) as Observable<T>;
+  }
+}

@@ -1,0 +1,67 @@
+import { CanActivate, ExecutionContext, INestApplication } from '@nestjs/common';
+import request from 'supertest';
+import { ResilienceEndpointsModule, ResilienceModuleOptions } from '../../lib';
+import { FAULTS_DISABLED } from '../../lib/fault-injection/fault-injection.messages';
+import { bootApp, Shop } from '../observability/kit';
+import { VirtualClock } from '../../lib';
+
+class OperatorGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    return context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-operator'] === 'yes';
+  }
+}
+
+async function boot(
+  options: ResilienceModuleOptions,
+): Promise<{ app: INestApplication; clock: VirtualClock; shop: Shop }> {
+  return bootApp(
+    { metrics: false, logging: false, ...options },
+    { imports: [ResilienceEndpointsModule.forRoot({ status: { writable: { guards: [OperatorGuard] } } })] },
+  );
+}
+
+describe('the guarded fault endpoints', () => {
+  it('inject, list and clear faults at run time, behind the writable guards', async () => {
+    const { app, clock, shop } = await boot({ faultInjection: { enabled: true } });
+    const http = () => request(app.getHttpServer());
+    await http()
+      .post('/actuator/faults/psp')
+      .send({ error: { rate: 1, error: 503 } })
+      .expect(403);
+
+    const injected = await http()
+      .post('/actuator/faults/psp')
+      .set('x-operator', 'yes')
+      .send({ error: { rate: 1, error: 503 }, for: '1m' })
+      .expect(200);
+    expect(injected.body).toEqual({
+      enabled: true,
+      faults: [{ name: 'psp', error: { rate: 1, error: 503 }, remainingMs: 60_000 }],
+    });
+    // The breaker named psp now sees injected 503s.
+    const charged = shop.charge(10, false).catch((e: unknown) => e);
+    await clock.advance(10);
+    expect(await charged).toMatchObject({ status: 503 });
+
+    const bad = await http()
+      .post('/actuator/faults/psp')
+      .set('x-operator', 'yes')
+      .send({ latency: { rate: 1 } })
+      .expect(400);
+    expect(bad.body.message).toContain("'latency'");
+    await http().delete('/actuator/faults/psp').set('x-operator', 'yes').expect(200, { enabled: true, faults: [] });
+    await http().get('/actuator/faults').set('x-operator', 'yes').expect(200, { enabled: true, faults: [] });
+    await app.close();
+  });
+
+  it('answer 409 when fault injection is off', async () => {
+    const { app } = await boot({});
+    const { body } = await request(app.getHttpServer())
+      .post('/actuator/faults/psp')
+      .set('x-operator', 'yes')
+      .send({ error: { rate: 1, error: 503 } })
+      .expect(409);
+    expect(body.message).toBe(FAULTS_DISABLED('psp'));
+    await app.close();
+  });
+});
