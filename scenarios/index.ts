@@ -5,7 +5,7 @@ import { breaker } from './breaker';
 import { bulkhead } from './bulkhead';
 import { ScenarioReport } from './kit';
 import { overcharge } from './overcharge';
-import { overload } from './overload';
+import { adaptiveDefaults, overload } from './overload';
 import { retryAmplification } from './retry-amplification';
 import { retryStorm } from './retry-storm';
 
@@ -51,6 +51,11 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
     summary:
       'a server of fixed capacity offered 1×, 2× and 3× of it, without shedding and with a fixed cap or an adaptive limit',
     run: overload,
+  },
+  {
+    name: 'adaptive-defaults',
+    summary: 'Gradient2 and Vegas on their defaults at 3× capacity against fixed caps around the pool size',
+    run: adaptiveDefaults,
   },
   {
     name: 'retry-amplification',
