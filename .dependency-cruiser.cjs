@@ -6,7 +6,7 @@
  * them (the module options, registry, explorer, module, observability,
  * idempotency). A layer imports only layers below it.
  */
-const POLICY_FOLDERS = '^lib/(retry|circuit-breaker|bulkhead|time-limiter|rate-limiter|fallback|load-shedding)/';
+const POLICY_FOLDERS = '^lib/(retry|circuit-breaker|bulkhead|time-limiter|rate-limiter|fallback|load-shedding|hedge)/';
 
 /**
  * What sits above the policies: wiring, the assembled module options, observability, idempotency and

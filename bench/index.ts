@@ -4,15 +4,19 @@ import { layers } from './layers';
 import { memory } from './memory';
 import { metrics } from './metrics';
 import { observable } from './observable';
+import { outbox } from './outbox';
 import { overhead } from './overhead';
+import { refusals } from './refusals';
 import { rateLimiterRedis } from './rate-limiter-redis';
 import { printEnvironment } from './report';
 import { BenchSection } from './section';
 import { shedding } from './shedding';
+import { tracing } from './tracing';
 
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
 const SECTIONS: readonly BenchSection[] = [
   overhead,
+  refusals,
   layers,
   memory,
   idempotency,
@@ -20,6 +24,8 @@ const SECTIONS: readonly BenchSection[] = [
   shedding,
   observable,
   rateLimiterRedis,
+  tracing,
+  outbox,
 ];
 
 /**

@@ -121,7 +121,7 @@ async function verify(candidate: Candidate): Promise<void> {
  * For figures that must not be coloured by what this process has done
  * (e.g. AsyncLocalStorage, once run, slows every promise after it).
  */
-export function measureInFreshProcess(script: string): Promise<Measurement[]> {
+export function measureInFreshProcess<T = Measurement[]>(script: string): Promise<T> {
   const args = ['--expose-gc', '-r', 'ts-node/register/transpile-only', resolve(__dirname, script)];
   return new Promise((done, fail) => {
     execFile(
@@ -131,7 +131,7 @@ export function measureInFreshProcess(script: string): Promise<Measurement[]> {
       (error, stdout, stderr) => {
         if (error) return fail(new Error(`${script} failed: ${error.message}\n${stderr}`));
         try {
-          done(JSON.parse(stdout) as Measurement[]);
+          done(JSON.parse(stdout) as T);
         } catch {
           fail(new Error(`${script} printed no measurements:\n${stdout}\n${stderr}`));
         }

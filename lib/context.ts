@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Clock, TimerHandle } from './clock';
 import { DeadlineExceededError } from './errors';
+import { READ_OUTSIDE_ATTEMPT_CONTEXT } from './resilience.messages';
 
 /** Default name of the header that carries the remaining deadline in ms. */
 export const DEFAULT_DEADLINE_HEADER = 'x-request-deadline-ms';
@@ -111,18 +112,66 @@ export function currentContext(): ResilienceContext | undefined {
   return contextStorage.getStore();
 }
 
+/** @internal An attempt that runs without a context of its own, and can make one when a policy inside it needs it. */
+export interface ScopeOnDemand {
+  scopeOnDemand(): ResilienceContext;
+}
+
+let synchronousAttempt: ScopeOnDemand | undefined;
+let warnedReadOutside = false;
+
+/**
+ * The context the public readers see. A read inside a time-limited attempt
+ * that entered no context (`attemptContext: 'auto'` outside any deadline)
+ * sees none, and says so once: the code expected the attempt's signal.
+ */
+function readableContext(reader: string): ResilienceContext | undefined {
+  const ctx = contextStorage.getStore();
+  if (ctx === undefined && synchronousAttempt !== undefined && !warnedReadOutside) {
+    warnedReadOutside = true;
+    process.emitWarning(READ_OUTSIDE_ATTEMPT_CONTEXT(reader), 'ResilienceWarning');
+  }
+  return ctx;
+}
+
+/**
+ * @internal Calls `fn(arg)` as the synchronous part of `attempt`, an attempt
+ * without a context of its own: a policy that runs inside it before its
+ * first `await` (a bulkhead queueing the call, a nested time limiter) finds
+ * the attempt through {@link policyScope}.
+ */
+export function runAsAttempt<A, R>(attempt: ScopeOnDemand, fn: (arg: A) => R, arg: A): R {
+  const outer = synchronousAttempt;
+  synchronousAttempt = attempt;
+  try {
+    return fn(arg);
+  } finally {
+    synchronousAttempt = outer;
+  }
+}
+
+/**
+ * @internal The scope a policy acts in: the async-local one, else the one of
+ * the attempt whose synchronous part is running (made on demand), so that a
+ * bulkhead wait or a nested time limit still ends with its attempt when the
+ * attempt entered no context.
+ */
+export function policyScope(): ResilienceContext | undefined {
+  return contextStorage.getStore() ?? synchronousAttempt?.scopeOnDemand();
+}
+
 /**
  * The `AbortSignal` of the current attempt (or request): aborted when the
  * attempt's time limit or the request deadline fires. `undefined` outside
  * any scope. Pass it to `fetch`, database drivers and the like.
  */
 export function currentSignal(): AbortSignal | undefined {
-  return contextStorage.getStore()?.signal;
+  return readableContext('currentSignal')?.signal;
 }
 
 /** Milliseconds left for the current attempt or request; `Infinity` when no deadline applies. */
 export function remainingTime(): number {
-  const ctx = contextStorage.getStore();
+  const ctx = readableContext('remainingTime');
   return ctx === undefined ? Number.POSITIVE_INFINITY : ctx.remaining();
 }
 
@@ -131,7 +180,7 @@ export function remainingTime(): number {
  * (`{ 'x-request-deadline-ms': '1840' }`); empty when no deadline applies.
  */
 export function deadlineHeaders(): Record<string, string> {
-  const ctx = contextStorage.getStore();
+  const ctx = readableContext('deadlineHeaders');
   if (ctx === undefined || ctx.deadline === Number.POSITIVE_INFINITY) return {};
   // Whole milliseconds in plain digits, never `1e+24`, whatever budget the scope was given.
   return { [ctx.header]: String(Math.floor(Math.min(ctx.remaining(), Number.MAX_SAFE_INTEGER))) };

@@ -28,6 +28,28 @@ Object.defineProperty(ResilienceError.prototype, 'name', {
   configurable: true,
 });
 
+/**
+ * @internal Builds a refusal error with or without a stack trace, as
+ * Resilience4j's `writableStackTraceEnabled` asks. Without one, V8 walks no
+ * frames: the error keeps its name, message and fields, and `stack` is only
+ * its first line. A refused call under overload then costs about what an
+ * admitted one does.
+ */
+export function refusalError<A extends unknown[], E extends Error>(
+  withStackTrace: boolean,
+  ErrorClass: new (...args: A) => E,
+  ...args: A
+): E {
+  if (withStackTrace) return new ErrorClass(...args);
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new ErrorClass(...args);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /** The circuit breaker refused the call: it never left, so refusing is safe. */
 export class CallNotPermittedError extends ResilienceError {
   /** Always `'CALL_NOT_PERMITTED'`. */

@@ -7,6 +7,7 @@ export type { PolicySection } from './config/schema';
 export type { Duration } from './config/duration';
 export { DEFAULT_ORDER } from './resilience.constants';
 export { fromSpringConfig } from './spring-config';
+export type { SpringConfigOptions } from './spring-config';
 export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './bulkhead/thread-pool-bulkhead.config';
 export type { PolicyKind } from './resilience.constants';
 export type { DeadlineOptions, ResilienceModuleOptions } from './resilience.options';
@@ -25,18 +26,32 @@ export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './resil
 export type { ResilienceModuleAsyncOptions } from './resilience.module-definition';
 export { ResilienceRegistry } from './resilience.registry';
 export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './resilience.registry';
-export type { JitterKind, RetryBudgetConfig, RetryConfig, RetryConfigInput } from './retry/retry.config';
+export type {
+  JitterKind,
+  RetryBudgetConfig,
+  RetryConfig,
+  RetryConfigInput,
+  RetryExceptionRules,
+} from './retry/retry.config';
 export { RetryPolicy } from './retry/retry';
-export type { RetryEvent, RetryMetrics, RetryOutcomeEvent, RetryStopReason, RetryStoppedEvent } from './retry/retry';
+export type {
+  RetryAttemptEvent,
+  RetryEvent,
+  RetryMetrics,
+  RetryOutcomeEvent,
+  RetryStopReason,
+  RetryStoppedEvent,
+} from './retry/retry';
 export { RetryBudget } from './retry/retry-budget';
 export { Retry } from './retry/retry.decorator';
 export type { TimeLimiterConfig, TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
 export { TimeLimiter } from './time-limiter/time-limiter';
-export type { TimeLimiterEvent } from './time-limiter/time-limiter';
+export type { AttemptContextMode, TimeLimiterEvent } from './time-limiter/time-limiter';
 export { Timeout } from './time-limiter/timeout.decorator';
 export type {
   CircuitBreakerConfig,
   CircuitBreakerConfigInput,
+  CircuitBreakerExceptionRules,
   SlidingWindowType,
 } from './circuit-breaker/circuit-breaker.config';
 export { CircuitBreaker } from './circuit-breaker/circuit-breaker.decorator';
@@ -44,11 +59,13 @@ export type { BulkheadConfig, BulkheadConfigInput } from './bulkhead/bulkhead.co
 export { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 export type {
   BulkheadCallFinishedEvent,
+  BulkheadCallWaitedEvent,
   BulkheadCallPermittedEvent,
   BulkheadCallRejectedEvent,
   BulkheadMetrics,
 } from './bulkhead/bulkhead-policy';
 export { Bulkhead } from './bulkhead/bulkhead.decorator';
+export type { BulkheadOptions, BulkheadType } from './bulkhead/bulkhead.decorator';
 export type {
   RateLimitedCallOutcome,
   RateLimiterConfig,
@@ -61,6 +78,7 @@ export type {
   RateLimiterDrainedEvent,
   RateLimiterMetrics,
   RateLimiterRefusedEvent,
+  RateLimiterWaitEvent,
 } from './rate-limiter/rate-limiter-policy';
 export { RateLimiter } from './rate-limiter/rate-limiter.decorator';
 export type {
@@ -114,4 +132,10 @@ export type {
 export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
 export type { PriorityLevel } from './load-shedding/priority.decorator';
 export * from './idempotency';
+export * from './outbox';
 export * from './observability';
+export { Hedge } from './hedge/hedge.decorator';
+export { HedgePolicy } from './hedge/hedge-policy';
+export type { HedgeBudgetDeniedEvent, HedgeEvent, HedgeMetrics, HedgeWinnerEvent } from './hedge/hedge-policy';
+export type { HedgeConfig, HedgeConfigInput, LatencyPercentile } from './hedge/hedge.config';
+export type { LayerKind } from './resilience.constants';

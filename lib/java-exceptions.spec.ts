@@ -24,21 +24,22 @@ const SAMPLES: Record<string, unknown> = {
 /** What each documented name matches among the samples (the table in docs/migrating-from-resilience4j.md). */
 const EXPECTED: Record<string, string[]> = {
   'java.lang.Exception': Object.keys(SAMPLES),
-  'java.io.IOException': ['ECONNREFUSED', 'fetch failed'],
+  'java.io.IOException': ['ECONNREFUSED', 'fetch failed', 'AbortSignal.timeout'],
   'java.net.ConnectException': ['ECONNREFUSED', 'fetch failed'],
-  'java.net.SocketTimeoutException': ['ECONNREFUSED', 'fetch failed'],
+  'java.net.SocketTimeoutException': ['AbortSignal.timeout'],
+  'java.net.UnknownHostException': [],
   'java.util.concurrent.TimeoutException': ['TimeoutExceededError', 'AbortSignal.timeout'],
   'org.springframework.web.client.HttpServerErrorException': ['HTTP 500', 'HTTP 503'],
   'org.springframework.web.client.HttpClientErrorException': ['HTTP 404'],
   'org.springframework.web.reactive.function.client.WebClientResponseException': ['HTTP 404', 'HTTP 500', 'HTTP 503'],
-  'org.springframework.web.client.ResourceAccessException': ['ECONNREFUSED', 'fetch failed'],
+  'org.springframework.web.client.ResourceAccessException': ['ECONNREFUSED', 'fetch failed', 'AbortSignal.timeout'],
   'feign.FeignException': ['HTTP 404', 'HTTP 500', 'HTTP 503'],
   'org.springframework.web.client.HttpServerErrorException$ServiceUnavailable': ['HTTP 503'],
   'feign.FeignException.NotFound': ['HTTP 404'],
   'io.github.resilience4j.circuitbreaker.CallNotPermittedException': ['CallNotPermittedError'],
   'io.github.resilience4j.bulkhead.BulkheadFullException': ['BulkheadFullError'],
   'io.github.resilience4j.ratelimiter.RequestNotPermitted': ['RateLimitedError'],
-  IOException: ['ECONNREFUSED', 'fetch failed'],
+  IOException: ['ECONNREFUSED', 'fetch failed', 'AbortSignal.timeout'],
 };
 
 describe('Java exception names', () => {

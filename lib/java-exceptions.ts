@@ -21,13 +21,72 @@ const statusIn =
 // DOMException is not an Error subclass in every realm, so aborts are told by their name.
 const named = (error: unknown, name: string): boolean =>
   typeof error === 'object' && error !== null && (error as { name?: unknown }).name === name;
-const isTimeout = (error: unknown): boolean => error instanceof TimeoutExceededError || named(error, 'TimeoutError');
+/** An `AbortSignal.timeout()` abort: fetch rejects with its TimeoutError, node:http with an AbortError caused by it. */
+const isSignalTimeout = (error: unknown): boolean =>
+  named(error, 'TimeoutError') ||
+  (named(error, 'AbortError') && named((error as { cause?: unknown }).cause, 'TimeoutError'));
+const isTimeout = (error: unknown): boolean => error instanceof TimeoutExceededError || isSignalTimeout(error);
 
-const CONNECTION =
-  'connection errors (ECONNRESET, ECONNREFUSED, ETIMEDOUT, EPIPE, EAI_AGAIN, ECONNABORTED, a failed fetch)';
+/** The codes an error and its causes carry (`fetch` puts undici's in `cause`, axios copies Node's onto its own error). */
+function hasCode(error: unknown, codes: ReadonlySet<string>): boolean {
+  for (
+    let e: unknown = error, depth = 0;
+    e !== null && typeof e === 'object' && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && codes.has(code)) return true;
+  }
+  return false;
+}
+
+/** getaddrinfo's failures: the name did not resolve, or not now. */
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA']);
+/** No connection was made: refused, or no route to the host or its network. */
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN']);
+const NO_ROUTE_CODES = new Set(['EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN']);
+/** An open connection failed: reset, broken pipe, closed by the other side (undici's socket errors). */
+const SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+/** A socket or HTTP client ran out of time (undici's connect, headers and body timeouts). */
+const SOCKET_TIMEOUT_CODES = new Set([
+  'ETIMEDOUT',
+  'ESOCKETTIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
+const CONNECT_TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT']);
+
+/** axios's own timeout (`timeout: ms`: ECONNABORTED "timeout of …ms exceeded"), or its cancel by an `AbortSignal.timeout()`. */
+function isAxiosTimeout(error: unknown): boolean {
+  if (error === null || typeof error !== 'object') return false;
+  const e = error as { code?: unknown; message?: unknown; config?: { signal?: { reason?: unknown } } };
+  if (e.code === 'ECONNABORTED' && typeof e.message === 'string' && e.message.includes('timeout')) return true;
+  return e.code === 'ERR_CANCELED' && named(e.config?.signal?.reason, 'TimeoutError');
+}
+
+/** A socket-level timeout: Java's SocketTimeoutException. */
+const isSocketTimeout = (error: unknown): boolean =>
+  hasCode(error, SOCKET_TIMEOUT_CODES) || isAxiosTimeout(error) || isSignalTimeout(error);
+
+/** Any I/O failure of a call: Java's IOException and the client exceptions that wrap one. */
+const isIoFailure = (error: unknown): boolean =>
+  isConnectionError(error) ||
+  hasCode(error, DNS_CODES) ||
+  hasCode(error, CONNECT_CODES) ||
+  hasCode(error, SOCKET_CODES) ||
+  isSocketTimeout(error);
+
+const IO =
+  'I/O failures: connection errors (ECONNREFUSED, ECONNRESET, EPIPE, ECONNABORTED, EHOSTUNREACH, ENETUNREACH, a failed fetch, undici UND_ERR_SOCKET), DNS failures (ENOTFOUND, EAI_AGAIN) and socket timeouts (ETIMEDOUT, undici UND_ERR_*_TIMEOUT, an axios timeout, an AbortSignal.timeout() abort)';
+const SOCKET =
+  'connection and socket errors: ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, ECONNRESET, EPIPE, ECONNABORTED, undici UND_ERR_SOCKET';
+const SOCKET_TIMEOUT =
+  'socket timeouts: ETIMEDOUT, undici UND_ERR_CONNECT_TIMEOUT, UND_ERR_HEADERS_TIMEOUT and UND_ERR_BODY_TIMEOUT, an axios timeout, an AbortSignal.timeout() abort';
+const TIMEOUTS = 'timeouts (TimeoutExceededError, an AbortSignal.timeout() abort)';
 const ANY_STATUS = 'errors carrying any HTTP status';
 
-const connection = (name: string): JavaException => ({ name, meaning: CONNECTION, matches: isConnectionError });
+const io = (name: string): JavaException => ({ name, meaning: IO, matches: isIoFailure });
 const anyStatus = (name: string): JavaException => ({ name, meaning: ANY_STATUS, matches: statusIn(100, 599) });
 const clientStatus = (name: string): JavaException => ({
   name,
@@ -79,34 +138,52 @@ export const JAVA_EXCEPTIONS: readonly JavaException[] = [
   { name: 'java.lang.Throwable', meaning: 'every error', matches: anyError },
   { name: 'java.lang.Exception', meaning: 'every error', matches: anyError },
   { name: 'java.lang.RuntimeException', meaning: 'every error', matches: anyError },
-  connection('java.io.IOException'),
-  connection('java.io.UncheckedIOException'),
-  connection('java.net.ConnectException'),
-  connection('java.net.SocketException'),
-  connection('java.net.SocketTimeoutException'),
-  connection('java.net.UnknownHostException'),
-  connection('java.net.http.HttpConnectTimeoutException'),
+  io('java.io.IOException'),
+  io('java.io.UncheckedIOException'),
   {
-    name: 'java.util.concurrent.TimeoutException',
-    meaning: 'timeouts (TimeoutExceededError, an AbortSignal.timeout() abort)',
-    matches: isTimeout,
+    name: 'java.net.SocketException',
+    meaning: SOCKET,
+    // axios reports its own timeout as ECONNABORTED: a SocketTimeoutException, which is no SocketException.
+    matches: (e) => !isAxiosTimeout(e) && (hasCode(e, CONNECT_CODES) || hasCode(e, SOCKET_CODES)),
   },
+  {
+    name: 'java.net.ConnectException',
+    meaning: 'no connection made: ECONNREFUSED, EHOSTUNREACH, ENETUNREACH',
+    matches: (e) => hasCode(e, CONNECT_CODES),
+  },
+  {
+    name: 'java.net.NoRouteToHostException',
+    meaning: 'no route to the host: EHOSTUNREACH, ENETUNREACH',
+    matches: (e) => hasCode(e, NO_ROUTE_CODES),
+  },
+  {
+    name: 'java.net.UnknownHostException',
+    meaning: 'DNS failures: ENOTFOUND, EAI_AGAIN',
+    matches: (e) => hasCode(e, DNS_CODES),
+  },
+  { name: 'java.net.SocketTimeoutException', meaning: SOCKET_TIMEOUT, matches: isSocketTimeout },
+  {
+    name: 'java.net.http.HttpConnectTimeoutException',
+    meaning: 'connect timeouts: undici UND_ERR_CONNECT_TIMEOUT',
+    matches: (e) => hasCode(e, CONNECT_TIMEOUT_CODES),
+  },
+  { name: 'java.util.concurrent.TimeoutException', meaning: TIMEOUTS, matches: isTimeout },
   {
     name: 'java.net.http.HttpTimeoutException',
-    meaning: 'timeouts (TimeoutExceededError, an AbortSignal.timeout() abort)',
-    matches: isTimeout,
+    meaning: `${TIMEOUTS} and ${SOCKET_TIMEOUT}`,
+    matches: (e) => isTimeout(e) || isSocketTimeout(e),
   },
-  connection(`${SPRING_CLIENT}.ResourceAccessException`),
+  io(`${SPRING_CLIENT}.ResourceAccessException`),
   anyStatus(`${SPRING_CLIENT}.RestClientResponseException`),
   anyStatus(`${SPRING_CLIENT}.HttpStatusCodeException`),
   serverStatus(`${SPRING_CLIENT}.HttpServerErrorException`),
   clientStatus(`${SPRING_CLIENT}.HttpClientErrorException`),
   anyStatus(`${SPRING_WEBCLIENT}.WebClientResponseException`),
-  connection(`${SPRING_WEBCLIENT}.WebClientRequestException`),
+  io(`${SPRING_WEBCLIENT}.WebClientRequestException`),
   anyStatus('feign.FeignException'),
   serverStatus('feign.FeignException$FeignServerException'),
   clientStatus('feign.FeignException$FeignClientException'),
-  connection('feign.RetryableException'),
+  io('feign.RetryableException'),
   {
     name: 'io.github.resilience4j.circuitbreaker.CallNotPermittedException',
     meaning: 'CallNotPermittedError',

@@ -8,12 +8,12 @@ import {
   UNWIRED_AFTER_BOOTSTRAP,
 } from './resilience.messages';
 import { Pipeline, plainReturnType, ReturnKind, returnKindOf } from './method-pipeline';
-import { PolicyKind, RESILIENCE_LAYERS } from './resilience.constants';
+import { LayerKind, RESILIENCE_LAYERS } from './resilience.constants';
 import { Logger } from '@nestjs/common';
 
 /** One layer declared by a decorator on a method. */
 export interface LayerSpec {
-  readonly kind: PolicyKind;
+  readonly kind: LayerKind;
   /** Instance name (named policies). */
   readonly name?: string;
   /** Per-method overrides of the named instance's settings. */

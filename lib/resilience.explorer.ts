@@ -1,7 +1,13 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { overridePlace } from './config/config.messages';
-import { PolicyKind } from './resilience.constants';
+import { overridePlace, TIMEOUT_NOT_RECORDED } from './config/config.messages';
+import { ErrorMatcher } from './error-matcher';
+import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
+import { TimeoutExceededError } from './errors';
+import { invalidOption } from './config/option-readers';
+import { findKey } from './config/relaxed-binding';
+import { BulkheadLayerOptions, BulkheadType } from './bulkhead/bulkhead.decorator';
+import { LayerKind, PolicyKind } from './resilience.constants';
 import { STANDARD_ORDER, StandardPipeline } from './standard-pipeline';
 import { countRunningModule, LayerSpec, Pipeline, ResilienceMetadataAccessor, TrampolineInfo } from './metadata';
 import { FallbackLayerOptions } from './fallback/fallback.decorator';
@@ -14,13 +20,21 @@ import { methodPipeline, ObservablePipeline } from './method-pipeline';
 import { RegistryPolicy, ResilienceRegistry } from './resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from './resilience.messages';
 import { MethodFallbacks } from './method-fallbacks';
+import { HedgePolicy } from './hedge/hedge-policy';
+import { HEDGE_NOT_SAFE } from './hedge/hedge.messages';
+import { ResilienceTracing } from './observability/tracing/resilience-tracing';
 
 type Next = (args: unknown[]) => unknown;
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
 // Widened to every layer kind, so any layer can be looked up in it.
-const STANDARD_KINDS: readonly PolicyKind[] = STANDARD_ORDER;
+const STANDARD_KINDS: readonly LayerKind[] = STANDARD_ORDER;
+
+/** Where a layer sits in `order` (higher is further in); a hedge sits right inside the retry. */
+function rankOf(kind: LayerKind, order: readonly PolicyKind[]): number {
+  return kind === 'hedge' ? order.indexOf('retry') + 0.5 : order.indexOf(kind);
+}
 
 /**
  * How many of a method's layers (innermost first) the fused pipeline runs:
@@ -28,7 +42,7 @@ const STANDARD_KINDS: readonly PolicyKind[] = STANDARD_ORDER;
  * pipeline's order, whatever order put them there; otherwise none, and every
  * layer is nested.
  */
-export function fusedDepth(layers: readonly { readonly kind: PolicyKind }[]): number {
+export function fusedDepth(layers: readonly { readonly kind: LayerKind }[]): number {
   let depth = 0;
   let rank = STANDARD_KINDS.length;
   for (; depth < layers.length; depth++) {
@@ -57,6 +71,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     private readonly registry: ResilienceRegistry,
     private readonly idempotency: IdempotencyRegistry,
     private readonly methodFallbacks: MethodFallbacks,
+    private readonly tracing: ResilienceTracing,
   ) {}
 
   onModuleInit(): void {
@@ -103,18 +118,21 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const single = layers.filter((l) => l.kind !== 'fallback');
     if (fallbacks.length > 0) single.push(fallbacks[0]);
     // Innermost first.
-    const sorted = single.sort((a, b) => order.indexOf(b.kind) - order.indexOf(a.kind));
-    const policies = sorted.map((layer): { kind: PolicyKind; policy: Policy } => ({
+    const sorted = single.sort((a, b) => rankOf(b.kind, order) - rankOf(a.kind, order));
+    const policies = sorted.map((layer): { kind: LayerKind; policy: Policy } => ({
       kind: layer.kind,
       policy:
         layer.kind === 'fallback'
           ? this.fallbackFor(instance, info, fallbacks)
           : layer.kind === 'idempotent'
             ? this.idempotency.policyFor(info, layer.options as CheckedIdempotentOptions, method)
-            : this.policyFor(layer, info),
+            : layer.kind === 'hedge'
+              ? this.hedgeFor(layer, info, layers)
+              : this.policyFor(layer, info),
     }));
+    this.checkTimeoutsRecorded(sorted, policies, info);
     const original = info.original;
-    const call: Pipeline = (args) => original.apply(instance, args);
+    const call: Pipeline = this.tracing.attemptSpans((args) => original.apply(instance, args), info.target);
     const fused = fusedDepth(policies);
     const promise = (invoke: Pipeline): Pipeline => {
       let next: Next = invoke;
@@ -158,9 +176,38 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     return policy;
   }
 
+  /** The method's hedge; refused unless the method is safe to run more than once at a time. */
+  private hedgeFor(layer: LayerSpec, info: TrampolineInfo, layers: readonly LayerSpec[]): HedgePolicy {
+    const where = `@Hedge on ${info.target}`;
+    const name = layer.name ?? info.target;
+    const hedge =
+      layer.name === undefined || layer.overrides !== undefined
+        ? this.registry.deriveHedge(
+            name,
+            layer.overrides ?? {},
+            overridePlace('hedging', 'Hedge', name, info.target),
+            where,
+            layer.name === undefined,
+          )
+        : this.registry.hedge(layer.name, where);
+    if (!hedge.config.safe && !layers.some((l) => l.kind === 'idempotent'))
+      throw new Error(HEDGE_NOT_SAFE(info.target, name));
+    return hedge;
+  }
+
   private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {
     const kind = layer.kind as RegistryPolicy;
     const where = `@${layer.decorator} on ${info.target}`;
+    if (kind === 'bulkhead' && layer.name !== undefined && this.threadPoolType(layer, info) === 'THREADPOOL') {
+      return layer.overrides === undefined
+        ? this.registry.threadPoolBulkhead(layer.name, where)
+        : this.registry.deriveThreadPoolBulkhead(
+            layer.name,
+            layer.overrides,
+            overridePlace('threadPoolBulkhead', layer.decorator, layer.name, info.target),
+            where,
+          );
+    }
     if (layer.name === undefined) {
       return this.registry.derive(
         kind,
@@ -182,4 +229,44 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     }
     return this.registry.get(kind, layer.name, where);
   }
+
+  /**
+   * Warns when a time limiter runs inside a breaker whose `recordExceptions`
+   * leaves timeouts out: Resilience4j (and this module) then count them as
+   * successes, which a file listing only IOException rarely means.
+   */
+  private checkTimeoutsRecorded(
+    innermostFirst: readonly LayerSpec[],
+    policies: readonly { readonly policy: Policy }[],
+    info: TrampolineInfo,
+  ): void {
+    const timeLimiter = innermostFirst.findIndex((l) => l.kind === 'timeLimiter');
+    const breaker = innermostFirst.findIndex((l) => l.kind === 'circuitBreaker');
+    if (timeLimiter < 0 || breaker < 0 || timeLimiter > breaker) return;
+    const breakerPolicy = policies[breaker].policy as CircuitBreakerPolicy;
+    const config = breakerPolicy.config;
+    if (config.recordExceptions.length === 0) return;
+    const timeLimiterName = innermostFirst[timeLimiter].name ?? info.target;
+    const timeout = new TimeoutExceededError(timeLimiterName, 0);
+    if (new ErrorMatcher(config.recordExceptions).matches(timeout)) return;
+    if (new ErrorMatcher(config.ignoreExceptions).matches(timeout)) return;
+    this.registry.warnOnce(TIMEOUT_NOT_RECORDED(breakerPolicy.name, timeLimiterName, info.target));
+  }
+
+  /** The `type` of a `@Bulkhead`, checked: a bad value fails bootstrap naming the method. */
+  private threadPoolType(layer: LayerSpec, info: TrampolineInfo): BulkheadType {
+    const type = (layer.options as BulkheadLayerOptions | undefined)?.type;
+    if (type === undefined) return 'SEMAPHORE';
+    const known = typeof type === 'string' ? findKey(type, BULKHEAD_TYPES) : undefined;
+    if (known === undefined)
+      invalidOption(
+        overridePlace('bulkhead', layer.decorator, layer.name ?? '', info.target),
+        'type',
+        "'SEMAPHORE' or 'THREADPOOL'",
+        type,
+      );
+    return known;
+  }
 }
+
+const BULKHEAD_TYPES: readonly BulkheadType[] = ['SEMAPHORE', 'THREADPOOL'];

@@ -7,11 +7,11 @@ import {
   OnApplicationBootstrap,
   OnModuleDestroy,
 } from '@nestjs/common';
-import { APP_INTERCEPTOR, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner } from '@nestjs/core';
 import { NO_ASYNC_OPTIONS } from './config/config.messages';
 import { ResilienceModuleOptions } from './resilience.options';
-import { DeadlineInterceptor } from './deadline.interceptor';
 import { IdempotencyStore } from './idempotency/idempotency-store';
+import { InboundDeadline } from './inbound-deadline';
 import { IdempotencyRegistry } from './idempotency/idempotency.registry';
 import { nodeEventLoopDelayProbe } from './load-shedding/event-loop-delay';
 import { LoadShedder } from './load-shedding/load-shedder';
@@ -19,6 +19,7 @@ import { loadSheddingDoor } from './load-shedding/load-shedding.door';
 import { readLoadSheddingOptions } from './load-shedding/load-shedding.options';
 import { DEFAULT_PRIORITY } from './load-shedding/priority.decorator';
 import { routePriorities } from './load-shedding/route-priorities';
+import { Outbox } from './outbox/outbox';
 import { OBSERVABILITY_PROVIDERS } from './observability/observability.providers';
 import { ResilienceExplorer } from './resilience.explorer';
 import { MethodFallbacks } from './method-fallbacks';
@@ -28,6 +29,11 @@ import {
   ResilienceConfigurableModule,
 } from './resilience.module-definition';
 import { ResilienceRegistry } from './resilience.registry';
+
+/** The part of a Fastify instance the module uses. */
+interface FastifyHooks {
+  addHook(name: 'preHandler', hook: InboundDeadline['fastifyHook']): void;
+}
 
 /**
  * The resilience module: named policy instances from options, decorators
@@ -73,11 +79,11 @@ import { ResilienceRegistry } from './resilience.registry';
     },
     MethodFallbacks,
     ResilienceExplorer,
-    { provide: APP_INTERCEPTOR, useClass: DeadlineInterceptor },
+    Outbox,
     ...OBSERVABILITY_PROVIDERS,
   ],
   // The idempotency interceptor is created in each controller's module and needs the registry from there.
-  exports: [ResilienceRegistry, IdempotencyRegistry, IdempotencyStore, LoadShedder, ...OBSERVABILITY_PROVIDERS],
+  exports: [ResilienceRegistry, IdempotencyRegistry, IdempotencyStore, LoadShedder, Outbox, ...OBSERVABILITY_PROVIDERS],
 })
 export class ResilienceModule
   extends ResilienceConfigurableModule
@@ -88,15 +94,31 @@ export class ResilienceModule
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly shedder: LoadShedder,
+    private readonly adapterHost: HttpAdapterHost,
   ) {
     super();
   }
 
-  /** With `loadShedding` set, puts the load shedder's door in front of every route, before guards, pipes and interceptors. */
+  /**
+   * Puts the module's work at the server's door, before guards, pipes and
+   * interceptors: with `loadShedding` set, the load shedder's door; then the
+   * inbound deadline scope (a middleware on Express, a `preHandler` hook on
+   * Fastify, which runs after the body is parsed).
+   */
   configure(consumer: MiddlewareConsumer): void {
+    const { extras, deadline, clock } = this.registry.options;
+    if (extras.loadShedding !== undefined) this.mountDoor(consumer, deadline.header);
+    const adapter = this.adapterHost?.httpAdapter;
+    // A microservice-only application has no HTTP adapter, and no inbound HTTP deadline to read.
+    if (adapter === undefined || adapter === null) return;
+    const logger = new Logger('ResilienceModule');
+    const inbound = new InboundDeadline(deadline, clock, (message) => logger.warn(message));
+    if (adapter.getType() === 'fastify') adapter.getInstance<FastifyHooks>().addHook('preHandler', inbound.fastifyHook);
+    else consumer.apply(inbound.middleware).forRoutes('*');
+  }
+
+  private mountDoor(consumer: MiddlewareConsumer, header: string): void {
     const shedder = this.shedder;
-    if (this.registry.options.extras.loadShedding === undefined) return;
-    const header = this.registry.options.deadline.header;
     const special = routePriorities(this.discovery, this.scanner);
     for (const [level, routes] of special)
       consumer.apply(loadSheddingDoor(shedder, level, header)).forRoutes(...routes);

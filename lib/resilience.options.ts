@@ -6,12 +6,15 @@ import type { Duration } from './config/duration';
 import type { PolicySection } from './config/schema';
 import type { IdempotencyModuleOptions } from './idempotency/idempotency.options';
 import type { LoadSheddingOptions } from './load-shedding/load-shedding.options';
+import type { OutboxModuleOptions } from './outbox/outbox.options';
 import type { HealthOptions, LoggingOptions, MetricsOptions } from './observability/observability.options';
 import type { RateLimiterConfigInput } from './rate-limiter/rate-limiter.config';
 import type { RateLimiterStore } from './rate-limiter/rate-limiter-store';
 import type { PolicyKind } from './resilience.constants';
 import type { RetryConfigInput } from './retry/retry.config';
 import type { TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
+import type { HedgeConfigInput } from './hedge/hedge.config';
+import type { TracingOptions } from './observability/tracing/tracing.options';
 
 /** How inbound deadlines are read. */
 export interface DeadlineOptions {
@@ -21,6 +24,19 @@ export interface DeadlineOptions {
   defaultBudget?: Duration;
   /** Upper bound on a budget asked for by a header; a larger value is clamped to it. Default 24h. */
   maxBudget?: Duration;
+  /**
+   * When a time-limited attempt runs in an AsyncLocalStorage context of its
+   * own, so that `currentSignal()`, `remainingTime()` and `deadlineHeaders()`
+   * inside it see the attempt (its signal, aborted at its time limit, and its
+   * limit). `'auto'` (default): when the attempt starts inside a context — a
+   * request with a deadline (header or `defaultBudget`), or another
+   * attempt's. `'always'`: every attempt, for code that reads
+   * `currentSignal()` in calls made outside any request deadline. Entering a
+   * context costs every call that does it (and, on Node 20, makes every
+   * promise of the process dearer), so `'auto'` pays only where a deadline
+   * already needs one.
+   */
+  attemptContext?: 'auto' | 'always';
 }
 
 /**
@@ -49,6 +65,20 @@ export interface ResilienceModuleOptions {
   order?: readonly PolicyKind[];
   /** Inbound deadline handling. */
   deadline?: DeadlineOptions;
+  /**
+   * How the policy sections are bound. `native` (default): every key must be
+   * known, names are kept as written, this module's defaults apply.
+   * `spring` (what `fromSpringConfig` sets): as Spring binds an
+   * `application.yml` — a key Spring's binder ignores is a warning, an
+   * instance name written without brackets keeps only letters, digits and
+   * `-`, an empty value is no value, and Resilience4j's defaults replace the
+   * ones this module chose differently (retry `jitter: 'none'` and
+   * `exceptionRules: 'resilience4j'`, breaker `exceptionRules: 'resilience4j'`,
+   * an unbounded bulkhead queue).
+   */
+  binding?: 'native' | 'spring';
+  /** An unknown key: `error` (default with `binding: 'native'`) or a warning (default with `binding: 'spring'`). */
+  unknownKeys?: 'error' | 'warn';
   /** Retry configs and instances, as Resilience4j's `resilience4j.retry`. */
   retry?: PolicySection<RetryConfigInput>;
   /** Circuit breaker configs and instances, as Resilience4j's `resilience4j.circuitbreaker`. */
@@ -73,4 +103,10 @@ export interface ResilienceModuleOptions {
   logging?: LoggingOptions | boolean;
   /** Admission control at the server's door: a fixed or adaptive in-flight limit, event-loop delay, priorities. Default off. */
   loadShedding?: LoadSheddingOptions;
+  /** Hedge configs and instances for `@Hedge`: `delay`, `maxHedgedAttempts`, `budget`, `safe`, `latencyWindowSize`. */
+  hedging?: PolicySection<HedgeConfigInput>;
+  /** Resilience events on OpenTelemetry spans: `false` to turn off, `true` to require it. Default: on when a tracer provider is registered. */
+  tracing?: TracingOptions | boolean;
+  /** The transactional outbox: its PostgreSQL store, its publisher and the relay's settings. Default off. */
+  outbox?: OutboxModuleOptions;
 }

@@ -2,7 +2,7 @@ import { Clock } from './clock';
 import { describe, instancePlace, TOO_MANY_UNDECLARED_INSTANCES, UNKNOWN_INSTANCE } from './config/config.messages';
 import { ResilienceModuleOptions } from './resilience.options';
 import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './resolve-options';
-import { applyOverrides } from './config/schema';
+import { applyOverrides, resolveSection, ResolvedSection } from './config/schema';
 import { EventStream } from './events';
 import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
@@ -11,6 +11,10 @@ import { isRateLimiterStore, RateLimiterStore } from './rate-limiter/rate-limite
 import { NOT_A_STORE, SHARED_WITHOUT_STORE } from './rate-limiter/rate-limiter.messages';
 import { RetryPolicy } from './retry/retry';
 import { TimeLimiter } from './time-limiter/time-limiter';
+import { HedgePolicy } from './hedge/hedge-policy';
+import { HedgeConfig, HEDGE_SCHEMA } from './hedge/hedge.config';
+import { HEDGE_BUDGET_WITHOUT_RETRY_BUDGET } from './hedge/hedge.messages';
+import { RetryBudget } from './retry/retry-budget';
 
 /** The instance classes, by policy. */
 export interface PolicyInstances {
@@ -51,7 +55,8 @@ const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
   retry: (name, config, registry) => new RetryPolicy(name, config, registry.clock, registry.random),
   circuitBreaker: (name, config, registry) => new CircuitBreakerPolicy(name, config, registry.clock, registry.random),
   bulkhead: (name, config, registry) => new BulkheadPolicy(name, config, registry.clock),
-  timeLimiter: (name, config, registry) => new TimeLimiter(name, config, registry.clock),
+  timeLimiter: (name, config, registry) =>
+    new TimeLimiter(name, config, registry.clock, registry.options.deadline.attemptContext),
   rateLimiter: (name, config, registry) =>
     new RateLimiterPolicy(name, config, registry.clock, config.shared ? registry.rateLimiterStore : undefined),
 };
@@ -77,7 +82,11 @@ export class ResilienceRegistry {
     timeLimiter: new Map(),
     rateLimiter: new Map(),
   };
+  private readonly threadPoolBulkheads = new Map<string, BulkheadPolicy>();
   private readonly derived: InstanceCreatedEvent[] = [];
+  private readonly hedging: ResolvedSection<HedgeConfig>;
+  private readonly hedgeInstances = new Map<string, HedgePolicy>();
+  private readonly hedgeList: HedgePolicy[] = [];
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
   private readonly warned = new Set<string>();
   private readonly undeclared: { [P in RegistryPolicy]: number } = {
@@ -101,6 +110,7 @@ export class ResilienceRegistry {
   ) {
     this.options = resolveOptions(options, (m) => this.warnOnce(m));
     this.rateLimiterStore = readRateLimiterStore(this.options.extras.rateLimiterStore);
+    this.hedging = resolveSection(HEDGE_SCHEMA, this.options.extras.hedging, (m) => this.warnOnce(m));
     const limiters = this.options.sections.rateLimiter;
     if (limiters.defaultConfig.shared)
       requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'config', 'default'));
@@ -128,9 +138,44 @@ export class ResilienceRegistry {
     return this.get('circuitBreaker', name);
   }
 
-  /** The bulkhead instance `name`. */
+  /**
+   * The bulkhead instance `name`: the semaphore bulkhead (Resilience4j's
+   * default type), or the thread-pool bulkhead when only `threadPoolBulkhead`
+   * declares the name.
+   */
   bulkhead(name: string): BulkheadPolicy {
     return this.get('bulkhead', name);
+  }
+
+  /**
+   * The thread-pool bulkhead `name` (`@Bulkhead(name, { type: 'THREADPOOL' })`),
+   * run as a bulkhead of `maxThreadPoolSize` calls at once and `queueCapacity`
+   * waiting; an undeclared name gets `threadPoolBulkhead.configs.default`.
+   */
+  threadPoolBulkhead(name: string, where = 'ResilienceRegistry'): BulkheadPolicy {
+    const existing = this.threadPoolBulkheads.get(name);
+    if (existing !== undefined) return existing;
+    const section = this.options.threadPoolBulkhead;
+    const declared = section.instances.get(name);
+    if (declared === undefined) {
+      if (this.options.strict) throw new Error(UNKNOWN_INSTANCE('threadPoolBulkhead', name, where));
+      this.countUndeclared('bulkhead', name);
+    }
+    const instance = this.create('bulkhead', name, declared ?? section.defaultConfig, false);
+    this.threadPoolBulkheads.set(name, instance);
+    return instance;
+  }
+
+  /** A private thread-pool bulkhead for one decorated method: `name`'s config with `overrides` applied. */
+  deriveThreadPoolBulkhead(name: string, overrides: object, place: string, where: string): BulkheadPolicy {
+    const section = this.options.threadPoolBulkhead;
+    const declared = section.instances.get(name);
+    if (declared === undefined && this.options.strict)
+      throw new Error(UNKNOWN_INSTANCE('threadPoolBulkhead', name, where));
+    const config = applyOverrides(POLICY_SCHEMAS.bulkhead, declared ?? section.defaultConfig, overrides, place, (m) =>
+      this.warnOnce(m),
+    );
+    return this.create('bulkhead', name, config, true);
   }
 
   /** The rate limiter instance `name`. */
@@ -141,6 +186,58 @@ export class ResilienceRegistry {
   /** The time limiter instance `name`. */
   timeLimiter(name: string): TimeLimiter {
     return this.get('timeLimiter', name);
+  }
+
+  /**
+   * The hedge instance `name` (section `hedging`), created on first use from
+   * its declaration or `configs.default`; in strict mode an undeclared name throws.
+   */
+  hedge(name: string, where = 'ResilienceRegistry'): HedgePolicy {
+    const existing = this.hedgeInstances.get(name);
+    if (existing !== undefined) return existing;
+    const declared = this.hedging.instances.get(name);
+    if (declared === undefined && this.options.strict) throw new Error(UNKNOWN_INSTANCE('hedging', name, where));
+    const place = instancePlace(
+      'hedging',
+      declared === undefined ? 'config' : 'instance',
+      declared === undefined ? 'default' : name,
+    );
+    const instance = this.createHedge(name, declared ?? this.hedging.defaultConfig, place);
+    this.hedgeInstances.set(name, instance);
+    return instance;
+  }
+
+  /**
+   * @internal A private hedge instance for one decorated method: the named
+   * instance's config (or `configs.default` when `anonymous`) with `overrides` applied.
+   */
+  deriveHedge(name: string, overrides: object, place: string, where: string, anonymous = false): HedgePolicy {
+    const declared = anonymous ? undefined : this.hedging.instances.get(name);
+    if (!anonymous && declared === undefined && this.options.strict)
+      throw new Error(UNKNOWN_INSTANCE('hedging', name, where));
+    const config = applyOverrides(HEDGE_SCHEMA, declared ?? this.hedging.defaultConfig, overrides, place, (m) =>
+      this.warnOnce(m),
+    );
+    return this.createHedge(name, config, place);
+  }
+
+  /** Every hedge instance created so far, the private ones of decorated methods included. */
+  get hedges(): readonly HedgePolicy[] {
+    return this.hedgeList;
+  }
+
+  private createHedge(name: string, config: HedgeConfig, place: string): HedgePolicy {
+    let budget: RetryBudget;
+    let refills = true;
+    if (typeof config.budget === 'string') {
+      const shared = this.get('retry', config.budget, place).retryBudget;
+      if (shared === undefined) throw new Error(HEDGE_BUDGET_WITHOUT_RETRY_BUDGET(place, config.budget));
+      budget = shared;
+      refills = false;
+    } else budget = new RetryBudget(config.budget);
+    const instance = new HedgePolicy(name, config, this.clock, budget, refills);
+    this.hedgeList.push(instance);
+    return instance;
   }
 
   /** Every instance of `policy` created so far. */
@@ -156,12 +253,10 @@ export class ResilienceRegistry {
     const map = this.instances[policy] as Map<string, PolicyInstances[P]>;
     const existing = map.get(name);
     if (existing !== undefined) return existing;
+    if (policy === 'bulkhead' && this.onlyThreadPool(name))
+      return this.threadPoolBulkhead(name, where) as PolicyInstances[P];
     const config = this.configOf(policy, name, where);
-    if (!this.options.sections[policy].instances.has(name)) {
-      if (this.undeclared[policy] >= this.options.maxUndeclaredInstances)
-        throw new Error(TOO_MANY_UNDECLARED_INSTANCES(policy, name, this.options.maxUndeclaredInstances));
-      this.undeclared[policy]++;
-    }
+    if (!this.options.sections[policy].instances.has(name)) this.countUndeclared(policy, name);
     const instance = this.create(policy, name, config, false);
     map.set(name, instance);
     return instance;
@@ -180,11 +275,24 @@ export class ResilienceRegistry {
     where: string,
     anonymous = false,
   ): PolicyInstances[P] {
+    if (policy === 'bulkhead' && !anonymous && this.onlyThreadPool(name))
+      return this.deriveThreadPoolBulkhead(name, overrides, place, where) as PolicyInstances[P];
     const base = anonymous ? this.options.sections[policy].defaultConfig : this.configOf(policy, name, where);
     const config = applyOverrides(POLICY_SCHEMAS[policy], base, overrides, place, (m) => this.warnOnce(m));
     if (policy === 'rateLimiter' && (config as PolicyConfigs['rateLimiter']).shared)
       requireStore(this.rateLimiterStore, place);
     return this.create(policy, name, config, true);
+  }
+
+  /** True when `name` is a thread-pool bulkhead and no semaphore bulkhead: `@Bulkhead(name)` then uses it, as it did before both could share a name. */
+  private onlyThreadPool(name: string): boolean {
+    return this.options.threadPoolBulkhead.instances.has(name) && !this.options.sections.bulkhead.instances.has(name);
+  }
+
+  private countUndeclared(policy: RegistryPolicy, name: string): void {
+    if (this.undeclared[policy] >= this.options.maxUndeclaredInstances)
+      throw new Error(TOO_MANY_UNDECLARED_INSTANCES(policy, name, this.options.maxUndeclaredInstances));
+    this.undeclared[policy]++;
   }
 
   /** The declared config of `name`, else `configs.default`; in strict mode an undeclared name throws. */

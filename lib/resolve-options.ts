@@ -11,6 +11,7 @@ import {
   ASPECT_ORDER_DIFFERS,
   DUPLICATE_PROPERTY,
   IGNORED_SECTION,
+  IGNORED_UNKNOWN_SECTION,
   INVALID_VALUE,
   NOT_AN_OBJECT,
   THREAD_POOL_BULKHEAD_MAPPED,
@@ -20,6 +21,7 @@ import {
 import {
   booleanOption,
   durationOption,
+  enumOption,
   GivenOptions,
   headerNameOption,
   integerOption,
@@ -27,7 +29,8 @@ import {
 } from './config/option-readers';
 import { canonicalKey, findKey, isPlainObject, unflatten } from './config/relaxed-binding';
 import { IGNORED_SECTIONS } from './config/resilience4j-properties';
-import { PolicySchema, resolveSection, ResolvedSection } from './config/schema';
+import { RESILIENCE4J_DEFAULTS } from './config/resilience4j-defaults';
+import { NATIVE_BINDING, PolicySchema, resolveSection, ResolvedSection, SectionBinding } from './config/schema';
 import { DEFAULT_DEADLINE_HEADER } from './context';
 import { RATE_LIMITER_SCHEMA, RateLimiterConfig } from './rate-limiter/rate-limiter.config';
 import { DEFAULT_ORDER, PolicyKind } from './resilience.constants';
@@ -63,8 +66,19 @@ export interface ResolvedOptions {
   readonly clock: Clock;
   readonly random: () => number;
   readonly order: readonly PolicyKind[];
-  readonly deadline: { readonly header: string; readonly defaultBudget?: number; readonly maxBudget?: number };
+  readonly deadline: {
+    readonly header: string;
+    readonly defaultBudget?: number;
+    readonly maxBudget?: number;
+    readonly attemptContext: 'auto' | 'always';
+  };
   readonly sections: { readonly [P in InstancePolicy]: ResolvedSection<PolicyConfigs[P]> };
+  /** The thread-pool bulkheads, as the bulkheads they run as (`@Bulkhead(name, { type: 'THREADPOOL' })`). */
+  readonly threadPoolBulkhead: ResolvedSection<BulkheadConfig>;
+  /** How the options were bound: `native` (forRoot's own options) or `spring` (an application.yml, see fromSpringConfig). */
+  readonly binding: 'native' | 'spring';
+  /** What an unknown key does: fail (`error`) or warn and be ignored (`warn`). */
+  readonly unknownKeys: 'error' | 'warn';
   /** Sections owned by other parts of the module (idempotency, metrics), passed through as given. */
   readonly extras: Readonly<Record<string, unknown>>;
 }
@@ -72,13 +86,34 @@ export interface ResolvedOptions {
 const POLICY_NAMES = Object.keys(POLICY_SCHEMAS) as InstancePolicy[];
 const MODULE_OPTIONS = 'module options';
 const atLeastOne = integerOption(1);
-const PLAIN_KEYS = ['strict', 'maxUndeclaredInstances', 'clock', 'random', 'order', 'deadline'];
+const PLAIN_KEYS = [
+  'strict',
+  'maxUndeclaredInstances',
+  'clock',
+  'random',
+  'order',
+  'deadline',
+  'binding',
+  'unknownKeys',
+];
+const readBinding = enumOption(['native', 'spring'] as const);
+const readUnknownKeys = enumOption(['error', 'warn'] as const);
 
 /** Undeclared instances allowed per policy when `maxUndeclaredInstances` is not given. */
 export const DEFAULT_MAX_UNDECLARED_INSTANCES = 100;
 
 /** Sections read by other parts of the module, which validate them. */
-const EXTRA_SECTIONS = ['idempotency', 'metrics', 'health', 'logging', 'loadShedding', 'rateLimiterStore'];
+const EXTRA_SECTIONS = [
+  'idempotency',
+  'metrics',
+  'health',
+  'logging',
+  'loadShedding',
+  'rateLimiterStore',
+  'hedging',
+  'tracing',
+  'outbox',
+];
 
 /**
  * Parses and validates module options. Throws one error naming the policy,
@@ -98,6 +133,7 @@ export function resolveOptions(
   const plain: Record<string, unknown> = {};
   const extras: Record<string, unknown> = {};
   let threadPoolRaw: unknown;
+  const unknownSections: string[] = [];
   for (const [rawKey, value] of Object.entries(raw)) {
     const policy = findKey(rawKey, POLICY_NAMES);
     const key = findKey(rawKey, [...PLAIN_KEYS, ...EXTRA_SECTIONS]);
@@ -120,31 +156,31 @@ export function resolveOptions(
           ),
         );
       threadPoolRaw = value;
-    } else {
-      const ignored = findKey(rawKey, Object.keys(IGNORED_SECTIONS));
-      if (ignored === undefined) {
-        const known = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...EXTRA_SECTIONS];
-        throw new Error(
-          UNKNOWN_SECTION(rawKey, known) + (findKey(rawKey, SPRING_ROOTS) !== undefined ? WHOLE_DOCUMENT_HINT : ''),
-        );
-      }
-      warn(IGNORED_SECTION(rawKey, IGNORED_SECTIONS[ignored]));
-    }
+    } else unknownSections.push(rawKey);
   }
+  const binding = plain.binding === undefined ? 'native' : readBinding(plain.binding, MODULE_OPTIONS, 'binding');
+  const unknownKeys =
+    plain.unknownKeys === undefined
+      ? binding === 'spring'
+        ? 'warn'
+        : 'error'
+      : readUnknownKeys(plain.unknownKeys, MODULE_OPTIONS, 'unknownKeys');
+  const sectionBinding: SectionBinding =
+    binding === 'spring' ? { unknownKeys, spring: true } : { ...NATIVE_BINDING, unknownKeys };
+  for (const rawKey of unknownSections) checkUnknownSection(rawKey, unknownKeys, warn);
   const sections = {} as { [P in InstancePolicy]: ResolvedSection<PolicyConfigs[P]> };
   for (const policy of POLICY_NAMES) {
     (sections as Record<InstancePolicy, unknown>)[policy] = resolveSection(
       POLICY_SCHEMAS[policy] as PolicySchema<object>,
       sectionsRaw[policy],
       warn,
+      binding === 'spring' ? { ...sectionBinding, defaults: RESILIENCE4J_DEFAULTS[policy] } : sectionBinding,
     );
   }
-  if (threadPoolRaw !== undefined)
-    sections.bulkhead = withThreadPoolBulkheads(
-      sections.bulkhead,
-      resolveSection(THREAD_POOL_BULKHEAD_SCHEMA, threadPoolRaw, warn),
-      warn,
-    );
+  const threadPoolBulkhead = threadPoolBulkheads(
+    resolveSection(THREAD_POOL_BULKHEAD_SCHEMA, threadPoolRaw, warn, sectionBinding),
+    warn,
+  );
   const order = readOrder(plain.order);
   const spring = orderFromAspectOrders(sectionsRaw, order);
   if (spring !== undefined) warn(ASPECT_ORDER_DIFFERS(spring, order));
@@ -159,8 +195,22 @@ export function resolveOptions(
     order,
     deadline: readDeadline(plain.deadline),
     sections,
+    threadPoolBulkhead,
+    binding,
+    unknownKeys,
     extras,
   };
+}
+
+/** A top-level key that is no section: a Resilience4j section with no equivalent (a warning), else an error or, as Spring's binder does, a warning. */
+function checkUnknownSection(rawKey: string, unknownKeys: 'error' | 'warn', warn: (message: string) => void): void {
+  const ignored = findKey(rawKey, Object.keys(IGNORED_SECTIONS));
+  if (ignored !== undefined) return warn(IGNORED_SECTION(rawKey, IGNORED_SECTIONS[ignored]));
+  const known = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...EXTRA_SECTIONS];
+  const wholeDocument = findKey(rawKey, SPRING_ROOTS) !== undefined;
+  if (unknownKeys === 'error' || wholeDocument)
+    throw new Error(UNKNOWN_SECTION(rawKey, known) + (wholeDocument ? WHOLE_DOCUMENT_HINT : ''));
+  warn(IGNORED_UNKNOWN_SECTION(rawKey, known));
 }
 
 /**
@@ -201,28 +251,15 @@ function hoistResilience4j(raw: Record<string, unknown>): Record<string, unknown
   return out;
 }
 
-/** Adds the bulkheads that thread-pool bulkhead instances run as; a name in both sections is an error. */
-function withThreadPoolBulkheads(
-  bulkhead: ResolvedSection<BulkheadConfig>,
+/** The bulkheads that thread-pool bulkheads run as: `maxThreadPoolSize` calls at once, `queueCapacity` waiting. */
+function threadPoolBulkheads(
   threadPool: ResolvedSection<ThreadPoolBulkheadConfig>,
   warn: (message: string) => void,
 ): ResolvedSection<BulkheadConfig> {
-  const instances = new Map(bulkhead.instances);
-  for (const [name, config] of threadPool.instances) {
-    if (instances.has(name)) {
-      throw new Error(
-        INVALID_VALUE(
-          `threadPoolBulkhead instance '${name}'`,
-          'name',
-          'not also a bulkhead instance (@Bulkhead(name) would not know which to use)',
-          name,
-        ),
-      );
-    }
-    instances.set(name, Object.freeze(asBulkhead(config)));
-  }
+  const instances = new Map<string, BulkheadConfig>();
+  for (const [name, config] of threadPool.instances) instances.set(name, Object.freeze(asBulkhead(config)));
   if (threadPool.instances.size > 0) warn(THREAD_POOL_BULKHEAD_MAPPED([...threadPool.instances.keys()]));
-  return { defaultConfig: bulkhead.defaultConfig, instances };
+  return { defaultConfig: Object.freeze(asBulkhead(threadPool.defaultConfig)), instances };
 }
 
 function readClock(value: unknown): Clock {
@@ -259,13 +296,15 @@ function readOrder(value: unknown): readonly PolicyKind[] {
 }
 
 const budget = durationOption({ positive: true, expected: 'a positive duration' });
+const attemptContextOption = enumOption(['auto', 'always'] as const);
 
 function readDeadline(value: unknown): ResolvedOptions['deadline'] {
-  if (value === undefined || value === null) return { header: DEFAULT_DEADLINE_HEADER };
-  const given = new GivenOptions(value, 'deadline options', ['header', 'defaultBudget', 'maxBudget']);
+  if (value === undefined || value === null) return { header: DEFAULT_DEADLINE_HEADER, attemptContext: 'auto' };
+  const given = new GivenOptions(value, 'deadline options', ['header', 'defaultBudget', 'maxBudget', 'attemptContext']);
   return {
     header: given.read('header', headerNameOption)?.toLowerCase() ?? DEFAULT_DEADLINE_HEADER,
     defaultBudget: given.read('defaultBudget', budget),
     maxBudget: given.read('maxBudget', budget),
+    attemptContext: given.read('attemptContext', attemptContextOption) ?? 'auto',
   };
 }

@@ -2,20 +2,37 @@ import { readResilience4jPart } from './config/spring-document';
 import { resolveOptions, withSectionNames } from './resolve-options';
 import { ResilienceModuleOptions } from './resilience.options';
 
+/** How `fromSpringConfig` binds a file. */
+export interface SpringConfigOptions {
+  /**
+   * A key Spring's binder ignores (a typo, a Resilience4j 0.x property, a
+   * key the property class does not have): `warn` (default, as Spring: the
+   * application starts, with one warning naming the key, where it sits and
+   * what happens instead) or `error` (it fails startup, as native options do).
+   */
+  unknownKeys?: 'warn' | 'error';
+}
+
 /**
  * The module options of a Spring Boot `application.yml`: its `resilience4j`
- * part, read the way Spring reads it — dotted keys at any depth
- * (`resilience4j.circuitbreaker:` as a root key), camelCase, kebab-case or
- * snake_case keys, `${ENV_VAR:default}` placeholders, and the documents of a
- * multi-document file that apply (those without a profile, then those of the
- * profiles in `SPRING_PROFILES_ACTIVE`). Sections come back under this
+ * part, read and bound the way Spring reads and binds it — dotted keys at
+ * any depth (`resilience4j.circuitbreaker:` as a root key), camelCase,
+ * kebab-case or snake_case keys, `${ENV_VAR:default}` placeholders, the
+ * documents of a multi-document file that apply (those without a profile,
+ * then those of the profiles in `SPRING_PROFILES_ACTIVE`), instance names
+ * written without brackets stripped to letters, digits and `-`, an empty
+ * value read as no value, and keys Spring's binder ignores accepted with a
+ * warning. The options carry `binding: 'spring'`, so the file means what it
+ * means under Resilience4j: where this module's defaults differ on purpose
+ * (jitter, the default retryable set, 4xx answers as successes, the bounded
+ * bulkhead queue), Resilience4j's apply. Sections come back under this
  * module's names (`circuitbreaker` → `circuitBreaker`), their keys as
  * written. The options are checked here, so a bad value fails at this call;
- * properties that have no effect here are warned about once each when the
- * options are used (`forRoot`).
+ * warnings are given once each when the options are used (`forRoot`).
  *
  * @param document - the file's text (`.yml` needs the optional peer `yaml`;
  *   `.properties` text is read as it is), or the object a YAML parser made of it
+ * @param options - how strictly to bind it
  * @throws Error naming the key and value when the part is missing or invalid
  *
  * @example
@@ -23,8 +40,13 @@ import { ResilienceModuleOptions } from './resilience.options';
  * ResilienceModule.forRoot(fromSpringConfig(readFileSync('application.yml', 'utf8')))
  * ```
  */
-export function fromSpringConfig(document: object | string): ResilienceModuleOptions {
-  const options = withSectionNames(readResilience4jPart(document)) as ResilienceModuleOptions;
-  resolveOptions(options, () => undefined);
-  return options;
+export function fromSpringConfig(
+  document: object | string,
+  options: SpringConfigOptions = {},
+): ResilienceModuleOptions {
+  const sections = withSectionNames(readResilience4jPart(document)) as ResilienceModuleOptions;
+  const bound: ResilienceModuleOptions = { binding: 'spring', ...sections };
+  if (options.unknownKeys !== undefined) bound.unknownKeys = options.unknownKeys;
+  resolveOptions(bound, () => undefined);
+  return bound;
 }

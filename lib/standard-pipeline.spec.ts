@@ -190,3 +190,34 @@ describe('StandardPipeline', () => {
     expect(side.policies.bulkhead!.metrics.availableConcurrentCalls).toBe(2);
   });
 });
+
+describe('StandardPipeline: clock readings', () => {
+  /** A virtual clock that counts its readings. */
+  class CountingClock extends VirtualClock {
+    readings = 0;
+    override now(): number {
+      this.readings++;
+      return super.now();
+    }
+  }
+
+  it('a happy-path call of the full stack reads the clock twice: once as it starts, once as it ends', async () => {
+    const clock = new CountingClock();
+    const registry = new ResilienceRegistry({ ...OPTIONS, clock, random: () => 0.5 });
+    const pipeline = new StandardPipeline(
+      {
+        fallback: new FallbackPolicy('m', [{ errors: [CallNotPermittedError], handler: () => 'refused' }]),
+        retry: registry.retry('r'),
+        circuitBreaker: registry.circuitBreaker('cb'),
+        timeLimiter: registry.timeLimiter('tl'),
+        bulkhead: registry.bulkhead('bh'),
+      },
+      async () => 'ok',
+      clock,
+    );
+    await pipeline.run([]);
+    clock.readings = 0;
+    for (let i = 0; i < 10; i++) await expect(pipeline.run([])).resolves.toBe('ok');
+    expect(clock.readings).toBe(20);
+  });
+});

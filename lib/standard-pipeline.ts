@@ -86,24 +86,29 @@ export class StandardPipeline {
     const run = new Attempt(this, args, first, epoch, start);
     const rateLimiter = this.rateLimiter;
     if (rateLimiter !== undefined) {
+      // One clock reading serves the breaker's timing, the rate limiter's period and the time limit.
+      if (breaker === undefined) start = this.clock.now();
       // No free permit this period: wait for a reserved one (or the refusal), then go on.
-      // One clock reading serves the breaker's timing and the rate limiter's period.
-      if (!rateLimiter.tryAcquire(breaker !== undefined ? start : this.clock.now())) {
+      if (!rateLimiter.tryAcquire(start)) {
         return rateLimiter.waitForPermission().then(
           () => {
             run.drains = this.drains;
-            return this.enter(run, args);
+            return this.enter(run, args, undefined);
           },
           (refusal: unknown) => run.rejected(refusal),
         );
       }
       run.drains = this.drains;
     }
-    return this.enter(run, args);
+    return this.enter(run, args, breaker !== undefined || rateLimiter !== undefined ? start : undefined);
   }
 
-  /** The rest of an attempt once it holds its breaker and rate limiter permits: time limit, bulkhead, method. */
-  private enter(run: Attempt, args: unknown[]): Promise<unknown> {
+  /**
+   * The rest of an attempt once it holds its breaker and rate limiter
+   * permits: time limit, bulkhead, method. `now` is the clock reading the
+   * attempt started with, when one was taken.
+   */
+  private enter(run: Attempt, args: unknown[], now: number | undefined): Promise<unknown> {
     const bulkhead = this.bulkhead;
     let next = this.invoke;
     // The time limiter sits outside the bulkhead: a call it refuses at once never takes a permit.
@@ -112,7 +117,7 @@ export class StandardPipeline {
       // No free permit: wait in the bulkhead's queue; it gives the permit back itself.
       if (run.permit === NO_PERMIT) next = (queuedArgs) => bulkhead.call(this.invoke, queuedArgs);
     }
-    if (this.limiter !== undefined) return this.limiter.call(next, args, run);
+    if (this.limiter !== undefined) return this.limiter.call(next, args, run, now);
     let pending: unknown;
     try {
       pending = next(args);
@@ -200,12 +205,12 @@ class Attempt implements AttemptObserver<unknown> {
     }
   }
 
-  fulfilled(value: unknown): unknown {
+  fulfilled(value: unknown, end?: number): unknown {
     if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(false, value);
     const breaker = this.pipeline.breaker;
     if (breaker !== undefined) {
       try {
-        breaker.recordCall(this.epoch, this.start, false, value);
+        breaker.recordCall(this.epoch, this.start, false, value, end, end);
       } catch (predicateError) {
         // recordResult threw: the attempt failed with that error (as the nested breaker's call does).
         if (!this.first) throw predicateError;
@@ -215,9 +220,9 @@ class Attempt implements AttemptObserver<unknown> {
     return this.first ? this.pipeline.afterResult(this.args, value) : value;
   }
 
-  rejected(error: unknown): unknown {
+  rejected(error: unknown, end?: number): unknown {
     if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(true, error);
-    this.pipeline.breaker?.recordCall(this.epoch, this.start, true, error);
+    this.pipeline.breaker?.recordCall(this.epoch, this.start, true, error, end, end);
     if (!this.first) throw error;
     return this.pipeline.afterError(this.args, error);
   }

@@ -1,6 +1,7 @@
 import autocannon from 'autocannon';
 import { freePort, startApp } from './app';
 import { overload } from './overload';
+import { tax } from './tax';
 
 /*
  * npm run load [-- seconds]: starts the sample app in a child process on a
@@ -16,7 +17,8 @@ import { overload } from './overload';
  */
 
 const USAGE = `usage: npm run load [-- <seconds per run>]   bare route, full stack and an open breaker (default 8 s)
-       npm run load -- overload [<seconds>]   a pool-bound route offered 3× its capacity: without shedding, fixed caps, adaptive defaults, the sample's (default 10 s)`;
+       npm run load -- overload [<seconds>]   a pool-bound route offered 3× its capacity: without shedding, fixed caps, adaptive defaults, the sample's (default 10 s)
+       npm run load -- tax [<seconds>]   a trivial route of an app with and without the module, Express and Fastify (default 5 s)`;
 
 const SECONDS = Number(process.argv[2] ?? 8);
 const CONNECTIONS = 10;
@@ -136,6 +138,7 @@ async function throughput(): Promise<void> {
 function main(args: readonly string[]): Promise<void> {
   const [first, second] = args;
   if (first === 'overload') return overload(second === undefined ? 10 : positiveSeconds(second));
+  if (first === 'tax') return tax(second === undefined ? 5 : positiveSeconds(second));
   if (first !== undefined && (first.startsWith('-') || !(Number(first) > 0))) {
     console.log(USAGE);
     if (first !== '--help' && first !== '-h') process.exitCode = 2;

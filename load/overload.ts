@@ -169,9 +169,7 @@ export async function overload(seconds: number): Promise<void> {
   const top = Math.max(...fixed.map(goodput));
   const best = fixed.find((row) => goodput(row) >= 0.99 * top) as Row;
   const bestP99 = p99(best.result.servedLatencies);
-  console.log(
-    `\nAdaptive defaults against the best fixed cap of this run (${best.name}, by requests served in time):\n`,
-  );
+  console.log(`\nAdaptive defaults against the best fixed cap of this run (${best.name}):\n`);
   console.log('| adaptive | served in time / best cap | p99 / best cap | goodput within 5% | p99 ≤ 1.3× |');
   console.log('|:--|--:|--:|:--|:--|');
   for (const row of rows.filter((r) => r.name.endsWith('defaults'))) {

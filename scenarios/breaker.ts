@@ -127,7 +127,9 @@ export interface OutageRun extends OutageFigures {
 
 /** One caller per tick for 60 s against the real decorated provider, then lets every call settle. */
 export async function runOutage(cls: typeof WithoutBreaker | typeof WithBreaker): Promise<OutageRun> {
+  // The callers are not inside a request deadline: 'always' lets the dependency see each attempt's signal.
   const { moduleRef, clock } = await bootScenario([Dependency, cls], {
+    deadline: { attemptContext: 'always' },
     circuitBreaker: { instances: { dependency: BREAKER } },
   });
   try {

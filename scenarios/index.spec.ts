@@ -13,6 +13,8 @@ describe('scenario CLI', () => {
       'overload',
       'adaptive-defaults',
       'retry-amplification',
+      'hedging',
+      'outbox',
     ]);
     expect(selectScenarios('all')).toBe(SCENARIOS);
     expect(selectScenarios('breaker')?.map((s) => s.name)).toEqual(['breaker']);

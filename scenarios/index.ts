@@ -3,8 +3,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { breaker } from './breaker';
 import { bulkhead } from './bulkhead';
+import { hedging } from './hedging';
 import { ScenarioReport } from './kit';
 import { overcharge } from './overcharge';
+import { outboxScenario } from './outbox';
 import { adaptiveDefaults, overload } from './overload';
 import { retryAmplification } from './retry-amplification';
 import { retryStorm } from './retry-storm';
@@ -61,6 +63,18 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
     name: 'retry-amplification',
     summary: 'three layers of 3 attempts against a failing service (27 calls) versus one layer with a budget',
     run: retryAmplification,
+  },
+  {
+    name: 'hedging',
+    summary:
+      'a 5% slow tail (10x the median): caller p99/p99.9 with and without hedging at the p95, and the budget under overload',
+    run: hedging,
+  },
+  {
+    name: 'outbox',
+    summary:
+      'orders through the transactional outbox on PostgreSQL with random crashes and broker outages: none lost, none applied twice',
+    run: outboxScenario,
   },
 ];
 

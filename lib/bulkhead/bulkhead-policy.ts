@@ -1,6 +1,7 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Clock, TimerHandle } from '../clock';
-import { currentContext } from '../context';
-import { BulkheadFullError, DeadlineExceededError } from '../errors';
+import { policyScope } from '../context';
+import { BulkheadFullError, DeadlineExceededError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { Policy, invokeThunk } from '../policy';
 import { refusal } from '../refusal';
@@ -46,7 +47,17 @@ export interface BulkheadCallFinishedEvent {
   readonly durationMs: number;
 }
 
+/** A call that waited in the queue got its permit. */
+export interface BulkheadCallWaitedEvent {
+  /** The bulkhead's name. */
+  readonly name: string;
+  /** How long the call waited for its permit, in ms. */
+  readonly waitMs: number;
+}
+
 interface Waiter {
+  /** The waiting call's async context and queueing time, kept only while someone listens to waits. */
+  waited: { readonly context: (fn: () => void) => void; readonly since: number } | undefined;
   prev: Waiter | undefined;
   next: Waiter | undefined;
   queued: boolean;
@@ -68,6 +79,7 @@ export class BulkheadPolicy implements Policy {
   private readonly permittedEvents = new EventStream<BulkheadCallPermittedEvent>();
   private readonly rejectedEvents = new EventStream<BulkheadCallRejectedEvent>();
   private readonly finishedEvents = new EventStream<BulkheadCallFinishedEvent>();
+  private readonly waitedEvents = new EventStream<BulkheadCallWaitedEvent>();
 
   /** Fires when a call gets a permit. */
   readonly onCallPermitted: EventSubscriber<BulkheadCallPermittedEvent> = this.permittedEvents.subscribe;
@@ -77,6 +89,8 @@ export class BulkheadPolicy implements Policy {
   readonly onBulkheadRejected: EventSubscriber<BulkheadCallRejectedEvent> = this.onCallRejected;
   /** Fires when a permitted call finishes and releases its permit. */
   readonly onCallFinished: EventSubscriber<BulkheadCallFinishedEvent> = this.finishedEvents.subscribe;
+  /** Fires when a call that waited in the queue gets its permit, in that call's own async context. */
+  readonly onCallWaited: EventSubscriber<BulkheadCallWaitedEvent> = this.waitedEvents.subscribe;
 
   private readonly settings: Readonly<BulkheadConfig>;
   private readonly queueCapacity: number;
@@ -192,10 +206,10 @@ export class BulkheadPolicy implements Policy {
    */
   queueForPermit(grant: () => void, fail: (error: unknown) => void): object {
     if (this.depth >= this.queueCapacity) {
-      throw this.rejected(new BulkheadFullError(this.name, 'queue-full', this.retryAfterMs));
+      throw this.rejected(this.fullError('queue-full'));
     }
     let signal: AbortSignal | undefined;
-    const ctx = currentContext();
+    const ctx = policyScope();
     if (ctx !== undefined) {
       if (ctx.remaining() === 0) throw this.rejected(this.deadlineError());
       // Only a call that has to wait pays for creating the scope's signal. It aborts when the request
@@ -204,6 +218,7 @@ export class BulkheadPolicy implements Policy {
       if (signal.aborted) throw this.rejected(this.abortError(signal.reason));
     }
     const waiter: Waiter = {
+      waited: this.waitedEvents.active ? { context: AsyncLocalStorage.snapshot(), since: this.clock.now() } : undefined,
       prev: this.tail,
       next: undefined,
       queued: true,
@@ -244,12 +259,26 @@ export class BulkheadPolicy implements Policy {
       return;
     }
     this.unlink(waiter);
+    const waited = waiter.waited;
+    // Told in the waiting call's context: the permit is handed over from whichever call released it.
+    if (waited !== undefined)
+      waited.context(() => this.waitedEvents.emit({ name: this.name, waitMs: this.clock.now() - waited.since }));
     waiter.grant();
   }
 
   private expire(waiter: Waiter): void {
     // Stryker disable next-line ConditionalExpression: unlink clears this timer, so it fires only while queued
-    if (waiter.queued) this.leave(waiter, new BulkheadFullError(this.name, 'wait-timeout', this.retryAfterMs));
+    if (waiter.queued) this.leave(waiter, this.fullError('wait-timeout'));
+  }
+
+  private fullError(reason: BulkheadFullError['reason']): BulkheadFullError {
+    return refusalError(
+      this.settings.writableStackTraceEnabled !== false,
+      BulkheadFullError,
+      this.name,
+      reason,
+      this.retryAfterMs,
+    );
   }
 
   private leave(waiter: Waiter, error: BulkheadFullError | DeadlineExceededError): void {
@@ -271,9 +300,7 @@ export class BulkheadPolicy implements Policy {
   }
 
   private abortError(reason: unknown): BulkheadFullError | DeadlineExceededError {
-    return reason instanceof DeadlineExceededError
-      ? this.deadlineError()
-      : new BulkheadFullError(this.name, 'aborted', this.retryAfterMs);
+    return reason instanceof DeadlineExceededError ? this.deadlineError() : this.fullError('aborted');
   }
 
   private deadlineError(): DeadlineExceededError {

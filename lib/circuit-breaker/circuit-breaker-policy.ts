@@ -1,12 +1,13 @@
 import { Clock, TimerHandle } from '../clock';
 import { ErrorMatcher } from '../error-matcher';
 import { httpStatusOf } from '../error-status';
-import { BulkheadFullError, CallNotPermittedError, TimeoutExceededError } from '../errors';
+import { BulkheadFullError, CallNotPermittedError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { javaException } from '../java-exceptions';
 import { Policy, invokeThunk } from '../policy';
 import { refusal } from '../refusal';
+import { isSuperseded } from '../superseded';
 import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
 import {
@@ -139,6 +140,7 @@ export class CircuitBreakerPolicy implements Policy {
   private timer: TimerHandle;
   // Stryker disable next-line BooleanLiteral: entering METRICS_ONLY, the only state that reads it, sets it to false
   private thresholdsReported = false;
+  private readonly settings: CircuitBreakerConfig;
   private readonly ignoreExceptions: ErrorMatcher;
   private readonly recordExceptions: ErrorMatcher;
   private readonly recordsBulkheadFull: boolean;
@@ -162,19 +164,20 @@ export class CircuitBreakerPolicy implements Policy {
   constructor(
     /** The instance's name, as configured. */
     readonly name: string,
-    private readonly settings: CircuitBreakerConfig,
+    settings: CircuitBreakerConfig,
     /** The time source for call durations, the open wait and its timers. */
     readonly clock: Clock,
     private readonly random: () => number = Math.random,
   ) {
-    this.closedWindow = createSlidingWindow(settings.slidingWindowType, settings.slidingWindowSize);
-    // As Resilience4j: a count-based window can never hold more calls than its size.
-    this.closedMinimumCalls =
-      settings.slidingWindowType === 'COUNT_BASED'
-        ? Math.min(settings.minimumNumberOfCalls, settings.slidingWindowSize)
-        : settings.minimumNumberOfCalls;
-    this.openWait = settings.waitDurationInOpenState;
+    // Half-open trials count against the minimum as written, as Resilience4j's forHalfOpen metrics read it.
     this.halfOpenMinimumCalls = Math.min(settings.minimumNumberOfCalls, settings.permittedNumberOfCallsInHalfOpenState);
+    // As Resilience4j's CircuitBreakerConfig: a count-based window can never hold more calls than its size, and the config says so.
+    if (settings.slidingWindowType === 'COUNT_BASED' && settings.minimumNumberOfCalls > settings.slidingWindowSize)
+      settings = Object.freeze({ ...settings, minimumNumberOfCalls: settings.slidingWindowSize });
+    this.settings = settings;
+    this.closedWindow = createSlidingWindow(settings.slidingWindowType, settings.slidingWindowSize);
+    this.closedMinimumCalls = settings.minimumNumberOfCalls;
+    this.openWait = settings.waitDurationInOpenState;
     this.window = this.closedWindow;
     this.minimumCalls = this.closedMinimumCalls;
     this.ignoreExceptions = matcherOf(settings.ignoreExceptions);
@@ -325,12 +328,13 @@ export class CircuitBreakerPolicy implements Policy {
    * Records a call permitted by {@link CircuitBreakerPolicy.tryAcquirePermission}:
    * the epoch and clock time it started at, and how it ended (`outcome` is
    * the error when `failed`, else the result). Its duration runs to `end`
-   * when given (an Observable's first value), else to now. A `recordResult`
+   * when given (an Observable's first value), else to now; `now`, when the
+   * caller has just read the clock, saves reading it again. A `recordResult`
    * that throws is recorded as the call's error and its exception rethrown.
    */
-  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown, end?: number): void {
+  recordCall(epoch: number, start: number, failed: boolean, outcome: unknown, end?: number, now?: number): void {
     if (failed) {
-      this.complete(epoch, start, this.classifyError(outcome), outcome, end);
+      this.complete(epoch, start, this.classifyError(outcome), outcome, end, now);
       return;
     }
     let classified: Outcome;
@@ -338,15 +342,23 @@ export class CircuitBreakerPolicy implements Policy {
       classified = this.classifyResult(outcome);
     } catch (predicateError) {
       // As Resilience4j: a throwing recordResult is recorded as the call's error, then thrown, so no permit is lost.
-      this.complete(epoch, start, this.classifyError(predicateError), predicateError, end);
+      this.complete(epoch, start, this.classifyError(predicateError), predicateError, end, now);
       throw predicateError;
     }
-    this.complete(epoch, start, classified, outcome, end);
+    this.complete(epoch, start, classified, outcome, end, now);
   }
 
   /** The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
   notPermittedError(): CallNotPermittedError {
-    return refusal(new CallNotPermittedError(this.name, this.currentState, this.retryAfterMs()));
+    return refusal(
+      refusalError(
+        this.config.writableStackTraceEnabled !== false,
+        CallNotPermittedError,
+        this.name,
+        this.currentState,
+        this.retryAfterMs(),
+      ),
+    );
   }
 
   /**
@@ -468,10 +480,14 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   private classifyError(error: unknown): Outcome {
+    // An attempt cancelled because a hedge answered first says nothing about the dependency.
+    if (isSuperseded()) return IGNORED;
     if (this.ignoreExceptions.matches(error)) return IGNORED;
-    if (error instanceof BulkheadFullError && !this.recordsBulkheadFull) return IGNORED;
-    if (error instanceof TimeoutExceededError) return FAILURE;
+    const resilience4j = this.settings.exceptionRules === 'resilience4j';
+    if (!resilience4j && error instanceof BulkheadFullError && !this.recordsBulkheadFull) return IGNORED;
+    // As Resilience4j: with a list, only the listed errors are failures, a timeout included.
     if (!this.recordExceptions.empty) return this.recordExceptions.matches(error) ? FAILURE : SUCCESS;
+    if (resilience4j) return FAILURE;
     const status = httpStatusOf(error);
     return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429
       ? SUCCESS
@@ -483,8 +499,15 @@ export class CircuitBreakerPolicy implements Policy {
     return recordResult !== undefined && recordResult(result) ? FAILURE : SUCCESS;
   }
 
-  private complete(epoch: number, start: number, outcome: Outcome, value: unknown, end: number | undefined): void {
-    const now = this.clock.now();
+  private complete(
+    epoch: number,
+    start: number,
+    outcome: Outcome,
+    value: unknown,
+    end: number | undefined,
+    reading: number | undefined,
+  ): void {
+    const now = reading ?? this.clock.now();
     this.record(epoch, now, (end ?? now) - start, outcome, value);
   }
 
@@ -514,8 +537,8 @@ export class CircuitBreakerPolicy implements Policy {
         }
         break;
       case 'HALF_OPEN':
+        // As Resilience4j's HalfOpenState: the trials decide without a threshold-exceeded event.
         if (this.exceedsThresholds(window)) {
-          this.publishExceeded(window);
           this.transition('OPEN');
         } else {
           this.transition('CLOSED');

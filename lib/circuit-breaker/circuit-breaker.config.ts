@@ -4,6 +4,15 @@ import { Duration } from '../config/duration';
 import { PolicySchema } from '../config/schema';
 import { ErrorClassOrName } from '../error-matcher';
 
+/**
+ * Which errors a breaker counts as failures. `resilience4nest`: every error
+ * but an answer with a 4xx status other than 408 and 429 (a success) and
+ * `BulkheadFullError` (ignored). `resilience4j`: every error. Either way,
+ * when `recordExceptions` is given only the listed errors are failures (a
+ * timeout too), and `ignoreExceptions` wins.
+ */
+export type CircuitBreakerExceptionRules = 'resilience4nest' | 'resilience4j';
+
 /** How the breaker's sliding window counts calls. */
 export type SlidingWindowType = 'COUNT_BASED' | 'TIME_BASED';
 
@@ -43,8 +52,10 @@ export interface CircuitBreakerConfig {
   initialState: CircuitBreakerState;
   /** Move OPEN → HALF_OPEN on a timer rather than on the next call. Default false. */
   automaticTransitionFromOpenToHalfOpenEnabled: boolean;
-  /** Errors counted as failures; when set, other errors count as successes. */
+  /** Errors counted as failures (timeouts included only when listed); when set, other errors count as successes. */
   recordExceptions: ErrorClassOrName[];
+  /** Which errors are failures when `recordExceptions` is not given. Default `resilience4nest`; `resilience4j` for an application.yml. */
+  exceptionRules: CircuitBreakerExceptionRules;
   /** Errors counted as neither success nor failure; wins over `recordExceptions`. */
   ignoreExceptions: ErrorClassOrName[];
   /** A returned value counted as a failure (e.g. a response with status 500 or more). */
@@ -53,6 +64,12 @@ export interface CircuitBreakerConfig {
   registerHealthIndicator: boolean;
   /** Let this breaker being OPEN turn the health check down. Default false. */
   allowHealthIndicatorToFail: boolean;
+  /**
+   * Whether the `CallNotPermittedError` it raises carries a stack trace (Resilience4j's
+   * `writableStackTraceEnabled`). `false` spares the frame walk that makes a
+   * refusal several times dearer than an admitted call. Default true.
+   */
+  writableStackTraceEnabled?: boolean;
 }
 
 /** Circuit breaker settings as written in options. */
@@ -99,10 +116,12 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     initialState: { kind: 'enum', values: ['CLOSED', 'OPEN', 'HALF_OPEN', 'DISABLED', 'FORCED_OPEN', 'METRICS_ONLY'] },
     automaticTransitionFromOpenToHalfOpenEnabled: { kind: 'boolean' },
     recordExceptions: { kind: 'errors' },
+    exceptionRules: { kind: 'enum', values: ['resilience4nest', 'resilience4j'] },
     ignoreExceptions: { kind: 'errors' },
     recordResult: { kind: 'function' },
     registerHealthIndicator: { kind: 'boolean' },
     allowHealthIndicatorToFail: { kind: 'boolean' },
+    writableStackTraceEnabled: { kind: 'boolean' },
   },
   defaults: {
     failureRateThreshold: 50,
@@ -123,10 +142,12 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     initialState: 'CLOSED',
     automaticTransitionFromOpenToHalfOpenEnabled: false,
     recordExceptions: [],
+    exceptionRules: 'resilience4nest',
     ignoreExceptions: [],
     recordResult: undefined,
     registerHealthIndicator: false,
     allowHealthIndicatorToFail: false,
+    writableStackTraceEnabled: true,
   },
   check(config, place) {
     if (config.enableExponentialBackoff && config.enableRandomizedWait) {

@@ -617,13 +617,27 @@ describe('CircuitBreakerPolicy', () => {
       expect(cb.metrics).toMatchObject({ numberOfBufferedCalls: 1, numberOfFailedCalls: 1 });
     });
 
-    it('counts a timeout as a failure, even when recordExceptions lists other errors', async () => {
+    it('counts a timeout as a failure by default; with recordExceptions, only when listed (as Resilience4j)', async () => {
       const byDefault = setup().cb;
       await fail(byDefault, new TimeoutExceededError('inventory', 2000));
       expect(byDefault.metrics.numberOfFailedCalls).toBe(1);
-      const listed = setup({ recordExceptions: [IoError] }).cb;
+      const unlisted = setup({ recordExceptions: [IoError] }).cb;
+      await fail(unlisted, new TimeoutExceededError('inventory', 2000));
+      expect(unlisted.metrics).toMatchObject({ numberOfFailedCalls: 0, numberOfSuccessfulCalls: 1 });
+      const listed = setup({ recordExceptions: [IoError, 'java.util.concurrent.TimeoutException'] }).cb;
       await fail(listed, new TimeoutExceededError('inventory', 2000));
       expect(listed.metrics.numberOfFailedCalls).toBe(1);
+    });
+
+    it("with exceptionRules 'resilience4j', counts every error as a failure: a 4xx answer and BulkheadFullError too", async () => {
+      const { cb } = setup({ exceptionRules: 'resilience4j' });
+      await fail(cb, Object.assign(new Error('not found'), { status: 404 }));
+      await fail(cb, new BulkheadFullError('inner', 'queue-full'));
+      expect(cb.metrics).toMatchObject({ numberOfFailedCalls: 2, numberOfSuccessfulCalls: 0 });
+      const native = setup().cb;
+      await fail(native, Object.assign(new Error('not found'), { status: 404 }));
+      await fail(native, new BulkheadFullError('inner', 'queue-full'));
+      expect(native.metrics).toMatchObject({ numberOfFailedCalls: 0, numberOfSuccessfulCalls: 1 });
     });
 
     it('records a returned value as a failure when recordResult says so, and still returns it', async () => {
@@ -1129,7 +1143,7 @@ describe('CircuitBreakerPolicy', () => {
     });
 
     it('passes values and the original error through, and exposes its config', async () => {
-      const settings = config({ slidingWindowSize: 7 });
+      const settings = config({ slidingWindowSize: 7, minimumNumberOfCalls: 7 });
       const cb = new CircuitBreakerPolicy('payments', settings, new VirtualClock());
       const error = new IoError('original');
       await expect(cb.call((n: number) => n * 2, 21)).resolves.toBe(42);

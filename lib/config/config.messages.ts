@@ -43,6 +43,30 @@ export const ASPECT_ORDER_DIFFERS = (spring: readonly string[], order: readonly 
     .filter((k) => k !== 'idempotent' && k !== 'fallback')
     .join(' -> ')}. For Spring's nesting, set the module option order: [${spring.map((k) => `'${k}'`).join(', ')}]`;
 
+/** A key Spring's binder would ignore, accepted with no effect (Spring binding); a near miss gets a "did you mean". */
+export const IGNORED_UNKNOWN_KEY = (place: ConfigPlace, key: string, known: readonly string[]): string =>
+  `${PREFIX}: ${place}: unknown key '${key}' is ignored, as Spring's binder ignores it: the setting keeps its base config's or default value${suggest(key, known)}`;
+
+/** A key the Resilience4j property class does not have, which Spring's binder ignores (Spring binding). */
+export const SPRING_IGNORED_PROPERTY = (place: ConfigPlace, key: string, instead: string): string =>
+  `${PREFIX}: ${place}: key '${key}' is no property of Resilience4j's, and is ignored as Spring's binder ignores it: ${instead}`;
+
+/** A section Spring's binder would ignore, accepted with no effect (Spring binding). */
+export const IGNORED_UNKNOWN_SECTION = (key: string, known: readonly string[]): string =>
+  `${PREFIX}: unknown section '${key}' is ignored, as Spring's binder ignores it: nothing is configured from it${suggest(key, known)}`;
+
+/** A Resilience4j 0.x property, which Spring ignores with Resilience4j 2.x (Spring binding). */
+export const IGNORED_LEGACY_PROPERTY = (place: ConfigPlace, key: string, replacement: string): string =>
+  `${PREFIX}: ${place}: '${key}' is a Resilience4j 0.x property, ignored as Spring ignores it with Resilience4j 2.x: the setting keeps its base config's or default value; write ${replacement} for it to take effect`;
+
+/** An unbracketed map key that Spring strips to letters, digits and `-`. */
+export const NAME_STRIPPED = (place: ConfigPlace, key: string, stripped: string): string =>
+  `${PREFIX}: ${place}: name '${key}' binds as '${stripped}', as Spring keeps only letters, digits and '-' of a map key written without brackets; write '[${key}]' to keep it as written`;
+
+/** An instance whose baseConfig is its own name: Resilience4j refuses the circular reference. */
+export const OWN_NAME_AS_BASE_CONFIG = (place: ConfigPlace, name: string): string =>
+  `${PREFIX}: invalid configuration of ${place}: key 'baseConfig' names '${name}', the instance's own name: a circular reference, which Resilience4j refuses at startup (give the config another name)`;
+
 /** A Resilience4j 0.x property, gone in 2.x. */
 export const LEGACY_PROPERTY = (place: ConfigPlace, key: string, replacement: string): string =>
   `${PREFIX}: invalid configuration of ${place}: '${key}' is a Resilience4j 0.x property; Resilience4j 2.x (and resilience4nest) use ${replacement}`;
@@ -53,7 +77,7 @@ export const DUPLICATE_PROPERTY = (path: string): string =>
 
 /** A thread-pool bulkhead runs as a semaphore bulkhead here. */
 export const THREAD_POOL_BULKHEAD_MAPPED = (names: readonly string[]): string =>
-  `${PREFIX}: thread-pool-bulkhead instance(s) ${names.map((n) => `'${n}'`).join(', ')} run as bulkheads on the event loop (no thread pool in Node): max-thread-pool-size -> maxConcurrentCalls, queue-capacity -> queueCapacity; queued calls wait until a permit frees up, their time limit fires or their deadline passes; use them with @Bulkhead(name)`;
+  `${PREFIX}: thread-pool-bulkhead instance(s) ${names.map((n) => `'${n}'`).join(', ')} run as bulkheads on the event loop (no thread pool in Node): max-thread-pool-size -> maxConcurrentCalls, queue-capacity -> queueCapacity; queued calls wait until a permit frees up, their time limit fires or their deadline passes; use them with @Bulkhead(name, { type: 'THREADPOOL' })`;
 
 /** An exception list naming Java classes that nothing in a Node process throws. */
 export const UNMATCHED_EXCEPTIONS = (
@@ -65,6 +89,10 @@ export const UNMATCHED_EXCEPTIONS = (
   `${PREFIX}: ${place}: '${key}' names ${names.map((n) => `'${n}'`).join(', ')}, which no Node error stands for (only an error class of the same simple name would match)${
     consequence === undefined ? '' : `; as listed, ${consequence}`
   }`;
+
+/** A time limiter inside a breaker whose recordExceptions does not list timeouts: its timeouts count as successes. */
+export const TIMEOUT_NOT_RECORDED = (breaker: string, timeLimiter: string, target: string): string =>
+  `${PREFIX}: circuitBreaker instance '${breaker}' on ${target}: its record-exceptions list does not name timeouts, so a TimeoutExceededError from time limiter '${timeLimiter}' inside it counts as a success (as in Resilience4j), and slow calls never open it; add java.util.concurrent.TimeoutException (or TimeoutExceededError) to record-exceptions to count them as failures`;
 
 /** A forRootAsync factory that returned no options. */
 export const NO_ASYNC_OPTIONS = (value: null | undefined): string =>
@@ -115,8 +143,40 @@ export function describe(value: unknown): string {
 function suggest(key: string, known: readonly string[]): string {
   // Compared in Spring's relaxed form, answered in the spelling the key was written in.
   const relaxed = (k: string): string => k.replace(/[-_]/g, '').toLowerCase();
-  const close = known.find((k) => distance(relaxed(k), relaxed(key)) <= 2);
+  const close = closestKey(key, known, relaxed);
   return close ? ` (did you mean '${inStyleOf(key, close)}'?)` : ` (known keys: ${known.join(', ')})`;
+}
+
+/**
+ * The known key `key` most likely stands for: one a couple of edits away, or
+ * one whose words hold the key's words in order (`permitted-calls-in-half-open-state`
+ * → `permittedNumberOfCallsInHalfOpenState`), or one within a third of the key's length.
+ */
+function closestKey(key: string, known: readonly string[], relaxed: (k: string) => string): string | undefined {
+  const written = relaxed(key);
+  const words = wordsOf(key);
+  let best: { key: string; distance: number } | undefined;
+  for (const candidate of known) {
+    const d = distance(relaxed(candidate), written);
+    const near =
+      d <= 2 || d <= Math.floor(written.length / 3) || (words.length > 1 && holdsInOrder(wordsOf(candidate), words));
+    if (near && (best === undefined || d < best.distance)) best = { key: candidate, distance: d };
+  }
+  return best?.key;
+}
+
+function wordsOf(key: string): string[] {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[\s_-]+/)
+    .filter(Boolean);
+}
+
+function holdsInOrder(words: readonly string[], part: readonly string[]): boolean {
+  let at = 0;
+  for (const word of words) if (word === part[at]) at++;
+  return at === part.length;
 }
 
 function inStyleOf(written: string, camel: string): string {

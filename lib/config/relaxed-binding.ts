@@ -25,7 +25,16 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 
 type Segment = string | number;
 
-/** `a.b[0].[c.d]` → `['a', 'b', 0, 'c.d']`: dots split, `[n]` indexes a list, `[...]` quotes a map key. */
+/** The name inside a bracketed map key (`[payments.v2]` → `payments.v2`); undefined for a key written without brackets. */
+export function bracketedName(key: string): string | undefined {
+  return key.length >= 2 && key.startsWith('[') && key.endsWith(']') ? key.slice(1, -1) : undefined;
+}
+
+/**
+ * `a.b[0].[c.d]` → `['a', 'b', 0, '[c.d]']`: dots split, `[n]` indexes a list,
+ * `[...]` quotes a map key, which keeps its brackets so that reading the
+ * result again keeps it whole, and names can tell it was quoted (see {@link bracketedName}).
+ */
 function segmentsOf(key: string): Segment[] {
   const out: Segment[] = [];
   let current = '';
@@ -43,7 +52,7 @@ function segmentsOf(key: string): Segment[] {
       if (current !== '') out.push(current);
       current = '';
       const inner = key.slice(i + 1, end);
-      out.push(/^\d+$/.test(inner) ? Number(inner) : inner);
+      out.push(/^\d+$/.test(inner) ? Number(inner) : `[${inner}]`);
       i = end;
     } else current += c;
   }

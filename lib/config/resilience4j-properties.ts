@@ -8,7 +8,7 @@
 
 const EVENT_BUFFER =
   'events reach subscribers as they happen (registry onStateTransition, onRetry, ...) and the events endpoint keeps its own journal; no per-instance buffer is kept';
-const STACK_TRACES = 'errors always carry a stack trace';
+const STACK_TRACES = 'a retry raises the last error of its attempts, whose stack trace is its own';
 const JAVA_CLASS = (instead: string): string => `a Java class cannot be loaded in Node; ${instead}`;
 const TAGS =
   "series carry Resilience4j's labels only; to add labels such as 'application' to every series, use prom-client's registry.setDefaultLabels({ ... })";
@@ -20,7 +20,6 @@ const ASPECT_ORDER =
 export const IGNORED_INSTANCE_PROPERTIES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   circuitBreaker: {
     eventConsumerBufferSize: EVENT_BUFFER,
-    writableStackTraceEnabled: STACK_TRACES,
     recordFailurePredicate: JAVA_CLASS('list error classes or names in recordExceptions and ignoreExceptions instead'),
     recordExceptionPredicate: JAVA_CLASS('list error classes or names in recordExceptions instead'),
     ignoreExceptionPredicate: JAVA_CLASS('list error classes or names in ignoreExceptions instead'),
@@ -47,12 +46,10 @@ export const IGNORED_INSTANCE_PROPERTIES: Readonly<Record<string, Readonly<Recor
   },
   bulkhead: {
     eventConsumerBufferSize: EVENT_BUFFER,
-    writableStackTraceEnabled: STACK_TRACES,
     fairCallHandlingStrategyEnabled: 'waiters are always served in arrival order',
   },
   threadPoolBulkhead: {
     eventConsumerBufferSize: EVENT_BUFFER,
-    writableStackTraceEnabled: STACK_TRACES,
     coreThreadPoolSize:
       'Node has no thread pool to size: only max-thread-pool-size counts (as the number of calls running at once)',
     keepAliveDuration: 'Node has no pool threads to keep alive',
@@ -65,8 +62,29 @@ export const IGNORED_INSTANCE_PROPERTIES: Readonly<Record<string, Readonly<Recor
   },
   rateLimiter: {
     eventConsumerBufferSize: EVENT_BUFFER,
-    writableStackTraceEnabled: STACK_TRACES,
     subscribeForEvents: 'events are always published to subscribers',
+  },
+};
+
+const HEALTH = 'only circuit breakers and rate limiters report to the health indicator (ResilienceHealthIndicator)';
+
+/**
+ * Keys found in real application.yml files where Resilience4j's property
+ * class has no such property, so Spring's binder ignores them: with
+ * `binding: 'spring'` (fromSpringConfig) each is a warning saying what
+ * happens instead; in native options, an unknown key like any other.
+ */
+export const SPRING_IGNORED_PROPERTIES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  bulkhead: {
+    type: "the type is chosen where the bulkhead is used: @Bulkhead(name) for this one, @Bulkhead(name, { type: 'THREADPOOL' }) for the thread-pool-bulkhead of the name",
+    registerHealthIndicator: HEALTH,
+  },
+  threadPoolBulkhead: {
+    tags: TAGS,
+    registerHealthIndicator: HEALTH,
+  },
+  timeLimiter: {
+    registerHealthIndicator: HEALTH,
   },
 };
 

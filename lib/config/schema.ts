@@ -4,9 +4,14 @@ import {
   BASE_CONFIG_CYCLE,
   ConfigPlace,
   DOTTED_NAME_HINT,
+  IGNORED_LEGACY_PROPERTY,
   IGNORED_PROPERTY,
+  IGNORED_UNKNOWN_KEY,
   INVALID_VALUE,
+  SPRING_IGNORED_PROPERTY,
   LEGACY_PROPERTY,
+  NAME_STRIPPED,
+  OWN_NAME_AS_BASE_CONFIG,
   NOT_AN_OBJECT,
   UNKNOWN_BASE_CONFIG,
   UNKNOWN_KEY,
@@ -27,8 +32,13 @@ import {
   OptionReader,
   percentOption,
 } from './option-readers';
-import { findKey, isPlainObject } from './relaxed-binding';
-import { IGNORED_INSTANCE_PROPERTIES, IGNORED_SECTION_PROPERTIES, LEGACY_PROPERTIES } from './resilience4j-properties';
+import { bracketedName, findKey, isPlainObject } from './relaxed-binding';
+import {
+  IGNORED_INSTANCE_PROPERTIES,
+  IGNORED_SECTION_PROPERTIES,
+  LEGACY_PROPERTIES,
+  SPRING_IGNORED_PROPERTIES,
+} from './resilience4j-properties';
 
 /** How one config key is read and checked. */
 export type FieldSpec =
@@ -40,7 +50,8 @@ export type FieldSpec =
   | { kind: 'enum'; values: readonly string[] }
   | { kind: 'errors' }
   | { kind: 'function' }
-  | { kind: 'object'; fields: Record<string, FieldSpec> };
+  | { kind: 'object'; fields: Record<string, FieldSpec> }
+  | { kind: 'custom'; read: OptionReader<unknown> };
 
 /** The schema of one policy's settings. */
 export interface PolicySchema<T extends object> {
@@ -68,6 +79,28 @@ export interface ResolvedSection<T> {
 
 const BASE_CONFIG = 'baseConfig';
 
+/**
+ * How the keys and names of a section are bound. Native options (forRoot)
+ * are strict; an application.yml is bound as Spring binds it (see
+ * {@link SPRING_BINDING}).
+ */
+export interface SectionBinding {
+  /** An unknown key: an error, or ignored with one warning (as Spring's binder ignores it). */
+  readonly unknownKeys: 'error' | 'warn';
+  /** Spring's rules: a name written without brackets loses every character but letters, digits and `-`; an empty value is no value. */
+  readonly spring: boolean;
+  /** Replaces some of the schema's defaults (Resilience4j's defaults for an application.yml). */
+  readonly defaults?: Readonly<Record<string, unknown>>;
+}
+
+/** How forRoot binds native options: every key must be known, names are kept as written. */
+export const NATIVE_BINDING: SectionBinding = { unknownKeys: 'error', spring: false };
+
+/** What an exception list that matches nothing would do, by key (Resilience4j's exception rules where they differ). */
+const UNMATCHED_CONSEQUENCE_RESILIENCE4J: Readonly<Record<string, string>> = {
+  retryExceptions: 'no error would be retried',
+};
+
 /** What an exception list that matches nothing would do, by key. */
 const UNMATCHED_CONSEQUENCE: Readonly<Record<string, string>> = {
   recordExceptions: 'every error would count as a success, so the breaker would never open',
@@ -83,6 +116,7 @@ function checkExceptionNames(
   key: string,
   rawKey: string,
   warn: (message: string) => void,
+  resilience4jRules: boolean,
 ): void {
   const foreign = list.filter((e): e is string => typeof e === 'string' && isForeignJavaName(e));
   if (foreign.length === 0) return;
@@ -91,7 +125,9 @@ function checkExceptionNames(
       place,
       rawKey,
       foreign,
-      foreign.length === list.length ? UNMATCHED_CONSEQUENCE[key] : undefined,
+      foreign.length === list.length
+        ? ((resilience4jRules ? UNMATCHED_CONSEQUENCE_RESILIENCE4J[key] : undefined) ?? UNMATCHED_CONSEQUENCE[key])
+        : undefined,
     ),
   );
 }
@@ -102,11 +138,26 @@ function handleResilience4jKey(
   rawKey: string,
   place: ConfigPlace,
   warn: (message: string) => void,
+  binding: SectionBinding,
   table = IGNORED_INSTANCE_PROPERTIES,
 ): boolean {
   const legacy = LEGACY_PROPERTIES[policy];
   const renamed = legacy && findKey(rawKey, Object.keys(legacy));
-  if (renamed !== undefined) throw new Error(LEGACY_PROPERTY(place, rawKey, legacy[renamed]));
+  if (renamed !== undefined) {
+    // Spring's binder ignores a property its class no longer has: the 0.x key starts, with no effect.
+    if (binding.unknownKeys === 'error') throw new Error(LEGACY_PROPERTY(place, rawKey, legacy[renamed]));
+    warn(IGNORED_LEGACY_PROPERTY(place, rawKey, legacy[renamed]));
+    return true;
+  }
+  const springOnly =
+    binding.unknownKeys === 'warn' && table === IGNORED_INSTANCE_PROPERTIES
+      ? SPRING_IGNORED_PROPERTIES[policy]
+      : undefined;
+  const unbound = springOnly === undefined ? undefined : findKey(rawKey, Object.keys(springOnly));
+  if (springOnly !== undefined && unbound !== undefined) {
+    warn(SPRING_IGNORED_PROPERTY(place, rawKey, springOnly[unbound]));
+    return true;
+  }
   const ignored = table[policy];
   const known = ignored && findKey(rawKey, Object.keys(ignored));
   if (known === undefined) return false;
@@ -124,15 +175,19 @@ export function readPartial<T extends object>(
   place: ConfigPlace,
   warn: (message: string) => void,
   allowBase = true,
+  binding: SectionBinding = NATIVE_BINDING,
 ): Partial<T> & { baseConfig?: string } {
   if (raw === null || raw === undefined) return {};
   const fields = schema.fields as Record<string, FieldSpec>;
   const known = allowBase ? [...Object.keys(fields), BASE_CONFIG] : Object.keys(fields);
-  const given = new GivenOptions(raw, place, known, {
+  const given = new GivenOptions(binding.spring ? withoutEmptyValues(raw) : raw, place, known, {
     onUnknown: (rawKey, value) => {
-      if (handleResilience4jKey(schema.policy, rawKey, place, warn)) return true;
+      if (handleResilience4jKey(schema.policy, rawKey, place, warn, binding)) return true;
       // Spring splits a dotted map key too, so 'payments.v2' arrives as instance 'payments' with a key 'v2'.
-      throw new Error(UNKNOWN_KEY(place, rawKey, known) + (isPlainObject(value) ? DOTTED_NAME_HINT : ''));
+      const hint = looksLikeSettings(value, known) ? DOTTED_NAME_HINT : '';
+      if (binding.unknownKeys === 'error') throw new Error(UNKNOWN_KEY(place, rawKey, known) + hint);
+      warn(IGNORED_UNKNOWN_KEY(place, rawKey, known) + hint);
+      return true;
     },
   });
   const out: Record<string, unknown> = {};
@@ -143,10 +198,45 @@ export function readPartial<T extends object>(
     }
     const spec = fields[key];
     out[key] = given.read(key, readerOf(spec));
-    if (spec.kind === 'errors' && out[key] !== undefined)
-      checkExceptionNames(out[key] as ErrorClassOrName[], place, key, given.written(key), warn);
+    if (spec.kind === 'errors' && out[key] !== undefined) {
+      const rules = given.has('exceptionRules') ? given.raw('exceptionRules') : binding.defaults?.exceptionRules;
+      const resilience4jRules = typeof rules === 'string' && findKey(rules, ['resilience4j']) !== undefined;
+      checkExceptionNames(out[key] as ErrorClassOrName[], place, key, given.written(key), warn, resilience4jRules);
+    }
   }
   return out as Partial<T> & { baseConfig?: string };
+}
+
+/** A map holding known keys: most likely the settings of an instance whose dotted name was split. */
+function looksLikeSettings(value: unknown, known: readonly string[]): boolean {
+  return isPlainObject(value) && Object.keys(value).some((k) => findKey(k, known) !== undefined);
+}
+
+/**
+ * Spring binds an empty value (`retry-exceptions:` whose items are all
+ * commented out, `max-attempts=` in a .properties file) as no value: an
+ * empty list, or the base config's value.
+ */
+function withoutEmptyValues(raw: unknown): unknown {
+  if (!isPlainObject(raw)) return raw;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) if (value !== null && value !== '') out[key] = value;
+  return out;
+}
+
+/**
+ * The name an instance or config key binds to. A bracketed key is kept
+ * whole; otherwise Spring keeps only letters, digits and `-` of a map key
+ * (`HttpBinFeignApi#status(int)` binds as `HttpBinFeignApistatusint`), which
+ * is warned about, as the annotation's name then no longer finds it.
+ */
+function boundName(key: string, place: ConfigPlace, warn: (message: string) => void, binding: SectionBinding): string {
+  const bracketed = bracketedName(key);
+  if (bracketed !== undefined) return bracketed;
+  if (!binding.spring) return key;
+  const stripped = key.replace(/[^A-Za-z0-9-]/g, '');
+  if (stripped !== key) warn(NAME_STRIPPED(place, key, stripped));
+  return stripped;
 }
 
 const configName: OptionReader<string> = (value, place, key) =>
@@ -176,6 +266,8 @@ function readerOf(spec: FieldSpec): OptionReader<unknown> {
       for (const [key, field] of Object.entries(spec.fields)) fields[key] = readerOf(field);
       return objectOption(fields);
     }
+    case 'custom':
+      return spec.read;
   }
 }
 
@@ -190,7 +282,10 @@ export function resolveSection<T extends object>(
   schema: PolicySchema<T>,
   raw: unknown,
   warn: (message: string) => void,
+  binding: SectionBinding = NATIVE_BINDING,
 ): ResolvedSection<T> {
+  const defaults =
+    binding.defaults === undefined ? schema.defaults : ({ ...schema.defaults, ...binding.defaults } as T);
   const section = raw ?? {};
   if (!isPlainObject(section)) throw new Error(NOT_AN_OBJECT(schema.policy, section));
   // Maps, not objects: an instance may be named `__proto__`, which assigning into an object would swallow.
@@ -199,13 +294,18 @@ export function resolveSection<T extends object>(
   for (const [rawKey, value] of Object.entries(section)) {
     const key = findKey(rawKey, SECTION_KEYS);
     if (key === undefined) {
-      if (handleResilience4jKey(schema.policy, rawKey, schema.policy, warn, IGNORED_SECTION_PROPERTIES)) continue;
-      throw new Error(UNKNOWN_KEY(schema.policy, rawKey, ['configs', 'instances']));
+      if (handleResilience4jKey(schema.policy, rawKey, schema.policy, warn, binding, IGNORED_SECTION_PROPERTIES))
+        continue;
+      if (binding.unknownKeys === 'error')
+        throw new Error(UNKNOWN_KEY(schema.policy, rawKey, ['configs', 'instances']));
+      warn(IGNORED_UNKNOWN_KEY(schema.policy, rawKey, ['configs', 'instances']));
+      continue;
     }
     const target = key === 'configs' ? configsRaw : instancesRaw;
-    if (value === null || value === undefined) continue;
+    if (value === null || value === undefined || (binding.spring && value === '')) continue;
     if (!isPlainObject(value)) throw new Error(NOT_AN_OBJECT(`${schema.policy}.${rawKey}`, value));
-    for (const [name, settings] of Object.entries(value)) {
+    for (const [written, settings] of Object.entries(value)) {
+      const name = boundName(written, `${schema.policy}.${rawKey}`, warn, binding);
       // 'backends' and 'limiters' are Resilience4j's older names of 'instances': one instance may not be in two of them.
       if (target.has(name))
         throw new Error(
@@ -222,7 +322,10 @@ export function resolveSection<T extends object>(
 
   const partialConfigs = new Map<string, Partial<T> & { baseConfig?: string }>();
   for (const [name, value] of configsRaw) {
-    partialConfigs.set(name, readPartial(schema, value, instancePlace(schema.policy, 'config', name), warn));
+    partialConfigs.set(
+      name,
+      readPartial(schema, value, instancePlace(schema.policy, 'config', name), warn, true, binding),
+    );
   }
   const resolvedConfigs = new Map<string, T>();
   const resolveConfig = (name: string, chain: string[]): T => {
@@ -238,7 +341,7 @@ export function resolveSection<T extends object>(
         ]),
       );
     }
-    const base = baseName === undefined ? schema.defaults : resolveConfig(baseName, [...chain, name]);
+    const base = baseName === undefined ? defaults : resolveConfig(baseName, [...chain, name]);
     const merged = merge(base, partial);
     resolvedConfigs.set(name, merged);
     return merged;
@@ -250,9 +353,11 @@ export function resolveSection<T extends object>(
   const instances = new Map<string, T>();
   for (const [name, value] of instancesRaw) {
     const place = instancePlace(schema.policy, 'instance', name);
-    const partial = readPartial(schema, value, place, warn);
+    const partial = readPartial(schema, value, place, warn, true, binding);
     let base = defaultConfig;
     if (partial.baseConfig !== undefined) {
+      // Resilience4j refuses an instance built on a config of its own name at startup (a circular reference).
+      if (partial.baseConfig === name) throw new Error(OWN_NAME_AS_BASE_CONFIG(place, name));
       if (!partialConfigs.has(partial.baseConfig)) {
         throw new Error(UNKNOWN_BASE_CONFIG(place, partial.baseConfig, [...partialConfigs.keys()]));
       }

@@ -23,6 +23,7 @@ import {
   CYCLIC_FINGERPRINT,
   KEY_HEADER_INVALID,
   KEY_HEADER_MISSING,
+  PRINCIPAL_MISSING,
   TRANSACTION_NOT_COMMITTED,
 } from './idempotency.messages';
 import { IDEMPOTENT_BODY_OMITTED_HEADER, IDEMPOTENT_REPLAYED_HEADER, storeName } from './idempotency.options';
@@ -140,13 +141,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
   ): Promise<Observable<unknown>> {
     const httpMethod = request.method as string;
     const route = matchedRoute(request, method.name);
-    const principal = method.settings.principal;
-    const storeKey = scopedKey(
-      typeof principal === 'function' ? principal(request) : undefined,
-      httpMethod,
-      route.template,
-      key,
-    );
+    const resolve = method.settings.principal;
+    const principal = typeof resolve === 'function' ? resolve(request) : undefined;
+    // Without a caller, its key would share one space with every other anonymous caller's: refuse rather than replay.
+    if (resolve !== 'shared' && (principal === undefined || principal === null || principal === ''))
+      return this.answer(response, handled, principalMissing(method, path), method, 'missing_principal', key);
+    const storeKey = scopedKey(principal, httpMethod, route.template, key);
     const fingerprint = fingerprintOf(
       [httpMethod, route.template, route.params, queryOf(request), request.body ?? null],
       () => CYCLIC_FINGERPRINT(method.name),
@@ -331,6 +331,22 @@ function replay(stored: StoredHttpResponse, replayHeaders: readonly string[]): S
 function problem(error: ResilienceError, path: string): SubstituteAnswer {
   const answer = resilienceProblem(error, path);
   return { status: answer.status, headers: answer.headers, body: JSON.stringify(answer.body), drop: ANSWER_HEADERS };
+}
+
+function principalMissing(method: IdempotentMethod, path: string): SubstituteAnswer {
+  const body = {
+    type: 'https://resilience4nest.dev/problems/idempotency-principal-missing',
+    title: 'Caller not identified',
+    status: 401,
+    detail: PRINCIPAL_MISSING(method.settings.principalSource ?? "option 'principal'"),
+    instance: path,
+  };
+  return {
+    status: 401,
+    headers: { 'Content-Type': 'application/problem+json; charset=utf-8' },
+    body: JSON.stringify(body),
+    drop: ANSWER_HEADERS,
+  };
 }
 
 function notCommitted(name: string, path: string): SubstituteAnswer {

@@ -60,6 +60,11 @@ export const PRINCIPAL_REQUIRED = (target: string): string =>
   `Choose one on the route, @Idempotent({ principal: (req) => req.user?.id }), or for every route with the module option idempotency.principal; ` +
   `or give principal: 'shared' to let every client share one key space on purpose`;
 
+/** The principal resolver found no caller in this request: its key cannot be scoped to anyone. */
+export const PRINCIPAL_MISSING = (source: string): string =>
+  `The request does not say who is asking: ${source} resolved to no principal, so its Idempotency-Key cannot be kept apart from other callers' keys. ` +
+  `Authenticate the request, or choose principal: 'shared' to let every caller share one key space on purpose`;
+
 /** A principal on a method that is not a route, whose key comes from its arguments. */
 export const PRINCIPAL_NOT_ON_ROUTE = (target: string): string =>
   `${PREFIX}: @Idempotent on ${target}: option 'principal' is for HTTP routes; a method called with a 'key' option is scoped by the method, so put who is asking into the key`;

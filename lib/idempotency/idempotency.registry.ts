@@ -125,6 +125,10 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
         reconciler: options.reconciler ?? reconciler,
         principal,
         route,
+        principalSource:
+          options.principal !== undefined
+            ? `option 'principal' of @Idempotent on ${name}`
+            : 'the module option idempotency.principal',
       },
       (outcome, from, transport, key, error) => this.emit(outcome, from, transport, key, error),
       (message) => this.resilience.warnOnce(message),

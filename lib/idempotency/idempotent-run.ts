@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import { TimerHandle } from '../clock';
 import { httpStatusOf } from '../error-status';
 import { IdempotencyKeyInProgressError, IdempotencyKeyReuseError } from '../errors';
@@ -38,8 +39,16 @@ export async function claimKey(
 ): Promise<IdempotencyStart> {
   const { name, settings } = target;
   const { store, leaseMs, ttlMs } = settings;
-  const claim = await boundedStoreCall(settings, name, 'claim', () =>
-    store.claim(storeKey, fingerprint, { leaseMs, ttlMs }),
+  const claim = await boundedStoreCall(
+    settings,
+    name,
+    'claim',
+    () => store.claim(storeKey, fingerprint, { leaseMs, ttlMs }),
+    true,
+    // The client was told nothing ran and to retry with the same key: a claim landing now must not hold it.
+    (late) => {
+      if (late.outcome === 'claimed') store.release(storeKey, late.token).catch(() => undefined);
+    },
   );
   switch (claim.outcome) {
     case 'claimed':
@@ -95,12 +104,13 @@ export class IdempotentRun {
       const connecting = Promise.resolve().then(() => store.connect());
       try {
         const client = await boundedStoreCall(settings, name, 'connect', () => connecting);
+        hearErrors(client);
         await boundedStoreCall(settings, name, 'BEGIN', () => client.query('BEGIN'));
         transaction = client;
       } catch (error) {
         // A connection that arrives after the bound passed is discarded too.
         connecting.then(
-          (client) => client.release(asError(error)),
+          (client) => giveBack(client, asError(error)),
           () => undefined,
         );
         // Nothing ran: the key may be claimed again at once.
@@ -214,25 +224,25 @@ export class IdempotentRun {
       try {
         if (await store.completeInTransaction(transaction, this.storeKey, this.token, response, ttlMs)) {
           await transaction.query('COMMIT');
-          transaction.release();
+          giveBack(transaction);
           return { status: 'completed' };
         }
         await transaction.query('ROLLBACK');
-        transaction.release();
+        giveBack(transaction);
         return { status: 'rolled_back', error: new IdempotencyKeyInProgressError(name, leaseMs) };
       } catch (error) {
         // The connection's state is unknown: discard it. The release below is owner- and state-checked,
         // so if the commit went through after all, the completed record stays.
-        transaction.release(asError(error));
+        giveBack(transaction, asError(error));
         await store.release(this.storeKey, this.token).catch(() => undefined);
         return { status: 'rolled_back', error };
       }
     }
     try {
       await transaction.query('ROLLBACK');
-      transaction.release();
+      giveBack(transaction);
     } catch (error) {
-      transaction.release(asError(error));
+      giveBack(transaction, asError(error));
     }
     try {
       // A stored error answer (a 4xx the method threw) is still the answer, with its writes rolled back.
@@ -275,4 +285,32 @@ export class IdempotentRun {
 
 function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
+}
+
+/** The error listener of each connection a run holds. */
+const errorListeners = new WeakMap<PostgresPoolClient, () => void>();
+
+/**
+ * Listens for errors on a connection the run has checked out: pg-pool hears
+ * only idle ones, and an unheard 'error' (a backend ended by
+ * `pg_terminate_backend` or a failover) would end the process. The
+ * statement that meets the dead connection fails, so the run rolls back.
+ */
+function hearErrors(client: PostgresPoolClient): void {
+  const emitter = client as PostgresPoolClient & Partial<Pick<EventEmitter, 'on'>>;
+  if (typeof emitter.on !== 'function') return;
+  const ignore = () => undefined;
+  emitter.on('error', ignore);
+  errorListeners.set(client, ignore);
+}
+
+/** Returns `client` to its pool (discarding it with `error`), without the run's error listener. */
+function giveBack(client: PostgresPoolClient, error?: Error): void {
+  const listener = errorListeners.get(client);
+  if (listener !== undefined) {
+    (client as PostgresPoolClient & Pick<EventEmitter, 'removeListener'>).removeListener('error', listener);
+    errorListeners.delete(client);
+  }
+  if (error === undefined) client.release();
+  else client.release(error);
 }

@@ -16,6 +16,8 @@ export type IdempotencyOutcome =
   | 'key_reuse'
   /** A required key was absent or malformed: 400 / `IdempotencyKeyMissingError`. */
   | 'missing_key'
+  /** The route's principal resolved to no caller (and is not `'shared'`): 401, nothing ran. */
+  | 'missing_principal'
   /** The method failed without effect (or rolled back); the key was freed for a retry. */
   | 'released'
   /** The outcome is unknown (5xx, timeout, a failed store write, an unresolved stale key); the key stays claimed for reconciliation. */
@@ -59,6 +61,8 @@ export interface IdempotentMethodSettings
   readonly releaseOn: ErrorMatcher;
   /** Whether the method is an HTTP route (its key is a header) or not (its key comes from `key`). */
   readonly route: boolean;
+  /** Where the route's `principal` was chosen, as a refusal names it: on the decorator, or the module option. */
+  readonly principalSource?: string;
 }
 
 /** Errors raised before any call left: nothing happened, so retrying is safe. */

@@ -15,11 +15,12 @@ export interface StoreCallBounds {
  * (settling the key after it ran is worth the wait). A call that throws, rejects or does not
  * answer in time becomes an {@link IdempotencyStoreUnavailableError}
  * (the store's error as its `cause`); a call still running when the bound
- * passes is left to finish on its own, its answer ignored.
+ * passes is left to finish on its own, its answer given to `undoLate`.
  *
  * @param target - `Class.method` of the protected method, for the error
  * @param operation - what was asked of the store, for the error (`claim`, `complete`…)
  * @param withinDeadline - also bound the call by the request deadline
+ * @param undoLate - receives the answer of a call that lands after the bound passed, to undo what it did
  */
 export function boundedStoreCall<T>(
   bounds: StoreCallBounds,
@@ -27,6 +28,7 @@ export function boundedStoreCall<T>(
   operation: string,
   call: () => PromiseLike<T>,
   withinDeadline = true,
+  undoLate?: (late: T) => void,
 ): Promise<T> {
   const left = withinDeadline ? remainingTime() : Number.POSITIVE_INFINITY;
   const byDeadline = left < bounds.storeTimeoutMs;
@@ -34,10 +36,11 @@ export function boundedStoreCall<T>(
   if (!(limit > 0))
     return Promise.reject(new IdempotencyStoreUnavailableError(target, STORE_CALL_TIMED_OUT(operation, 0, true)));
   return new Promise<T>((resolve, reject) => {
-    const timer = bounds.clock.setTimeout(
-      () => reject(new IdempotencyStoreUnavailableError(target, STORE_CALL_TIMED_OUT(operation, limit, byDeadline))),
-      limit,
-    );
+    let timedOut = false;
+    const timer = bounds.clock.setTimeout(() => {
+      timedOut = true;
+      reject(new IdempotencyStoreUnavailableError(target, STORE_CALL_TIMED_OUT(operation, limit, byDeadline)));
+    }, limit);
     const failed = (error: unknown) => {
       bounds.clock.clearTimeout(timer);
       reject(new IdempotencyStoreUnavailableError(target, STORE_CALL_FAILED(operation), undefined, error));
@@ -50,6 +53,7 @@ export function boundedStoreCall<T>(
       return;
     }
     pending.then((value) => {
+      if (timedOut) undoLate?.(value);
       bounds.clock.clearTimeout(timer);
       resolve(value);
     }, failed);

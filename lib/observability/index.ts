@@ -26,3 +26,10 @@ export type {
 } from './resilience-health.indicator';
 export type { FallbackShareCounts } from './fallback-share';
 export { ResilienceEndpointsModule } from './resilience-endpoints.module';
+export { ResilienceTracing } from './tracing/resilience-tracing';
+export { RESILIENCE_SPAN_ATTRIBUTES, RESILIENCE_SPAN_EVENTS } from './tracing/span-attributes';
+export type { ResolvedTracingOptions, TracingOptions } from './tracing/tracing.options';
+export { DeadlinePropagator } from './tracing/deadline-propagator';
+export type { HeaderSetter } from './tracing/deadline-propagator';
+export { OUTBOX_FAMILIES } from './outbox-observability';
+export type { OutboxHealthData, OutboxHealthOptions, OutboxStatus, ParkedEventStatus } from './outbox-observability';

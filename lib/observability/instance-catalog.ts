@@ -43,6 +43,7 @@ export function watchInstances(
     for (const instance of registry.all(policy))
       once({ policy, name: instance.name, instance, derived: false } as ObservedInstance);
   }
+  for (const name of registry.options.threadPoolBulkhead.instances.keys()) registry.threadPoolBulkhead(name);
   for (const event of registry.derivedInstances) once(event as ObservedInstance);
   for (const instance of fallbacks) once({ policy: 'fallback', name: instance.name, instance, derived: false });
   return unsubscribe;

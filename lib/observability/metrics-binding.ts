@@ -123,6 +123,11 @@ export const METRIC_FAMILIES = {
     'counter',
     'Requests with an idempotency key, by outcome',
   ),
+  hedgeCalls: family(
+    'resilience4nest_hedge_calls_total',
+    'counter',
+    'Hedged attempts started, calls a hedge answered, and attempts cancelled because another answered first',
+  ),
 } as const satisfies Record<string, FamilyDefinition>;
 
 const STATES: readonly CircuitBreakerState[] = [
@@ -206,6 +211,7 @@ export class ResilienceMetricsBinding {
   private readonly leLabels: readonly string[];
   private readonly countCalls: MetricsBindingOptions['countCalls'];
   private readonly detach: () => void;
+  private readonly hedges: ResilienceRegistry['hedges'];
   private closed = false;
 
   /**
@@ -218,6 +224,7 @@ export class ResilienceMetricsBinding {
     this.boundsMs = Float64Array.from(buckets, (s) => s * 1000);
     this.leLabels = buckets.map(String);
     this.countCalls = options.countCalls;
+    this.hedges = registry.hedges;
     // Attached before subscribing, so a name clash leaves nothing subscribed.
     this.detach = attachCollectors(options.registry, this.collectors(), buckets);
     this.subscriptions.push(watchInstances(registry, options.fallbacks ?? [], (observed) => this.bind(observed)));
@@ -438,6 +445,17 @@ export class ResilienceMetricsBinding {
         f.fallbackGuardedCalls,
         (emit) => {
           for (const { policy, calls, counted } of this.fallbacks) if (counted) emit({ name: policy.name }, calls);
+        },
+      ],
+      [
+        f.hedgeCalls,
+        (emit) => {
+          for (const hedge of this.hedges) {
+            const m = hedge.metrics;
+            emit({ name: hedge.name, kind: 'hedged' }, m.hedged);
+            emit({ name: hedge.name, kind: 'winner' }, m.winner);
+            emit({ name: hedge.name, kind: 'cancelled' }, m.cancelled);
+          }
         },
       ],
       [

@@ -3,6 +3,7 @@ import { createMetricsController } from './metrics.controller';
 import { readEndpointsOptions, ResilienceEndpointsOptions } from './observability.options';
 import { RESILIENCE_STATUS_OPTIONS, ResilienceStatus } from './resilience-status';
 import { createStatusAdminController, createStatusController } from './status.controller';
+import { createOutboxAdminController, createOutboxStatusController } from './outbox-observability';
 
 /**
  * Opt-in HTTP endpoints over the (global) `ResilienceModule`: `/metrics` in
@@ -38,9 +39,12 @@ export class ResilienceEndpointsModule {
     const status = resolved.status;
     if (status !== undefined) {
       providers.push({ provide: RESILIENCE_STATUS_OPTIONS, useValue: status }, ResilienceStatus);
+      // Before the generic `:resource` routes, so `/outbox` is not taken for a policy name.
+      controllers.push(createOutboxStatusController(status.path, status.guards));
       controllers.push(createStatusController(status.path, status.guards));
       if (status.writableGuards !== undefined) {
         controllers.push(createStatusAdminController(status.path, [...status.guards, ...status.writableGuards]));
+        controllers.push(createOutboxAdminController(status.path, [...status.guards, ...status.writableGuards]));
       }
     }
     return { module: ResilienceEndpointsModule, imports, controllers, providers };

@@ -1,4 +1,4 @@
-import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import type { HealthIndicatorService } from '@nestjs/terminus';
 import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
 import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
@@ -11,6 +11,8 @@ import { FALLBACK_SHARE_NOT_CONFIGURED, LOAD_SHEDDING_NOT_CONFIGURED } from './o
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
 import { loadOptionalPeer } from '../optional-peer';
 import { TERMINUS } from './observability.peers';
+import { Outbox } from '../outbox/outbox';
+import { OutboxHealthData, outboxHealth, OutboxHealthOptions } from './outbox-observability';
 
 /**
  * A breaker's health, as Resilience4j's health indicator reports it: `UP`
@@ -150,6 +152,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
   constructor(
     private readonly catalog: InstanceCatalog,
     private readonly shedder: LoadShedder,
+    @Optional() private readonly outbox?: Outbox,
   ) {
     this.options = readHealthOptions(catalog.registry.options.extras.health);
   }
@@ -269,6 +272,22 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       eventLoopDelayMs: this.shedder.eventLoopDelayMs,
     };
     return this.shedder.overloaded ? session.down({ ...data }) : session.up({ ...data });
+  }
+
+  /**
+   * The outbox's health under `key`: down when the oldest pending event is
+   * older than `maxLag` (the relay is not keeping up, or cannot publish),
+   * or more than `maxParked` events are parked.
+   *
+   * @throws Error when module option `outbox` is not set, or an option is invalid
+   */
+  async checkOutbox<const Key extends string = 'outbox'>(
+    options: OutboxHealthOptions,
+    key: Key = 'outbox' as Key,
+  ): Promise<ResilienceHealthResult<Key, OutboxHealthData>> {
+    const { down, data } = await outboxHealth(this.outbox, options);
+    const session = this.service().check(key);
+    return down ? session.down({ ...data }) : session.up({ ...data });
   }
 
   private service(): HealthIndicatorService {

@@ -1,4 +1,4 @@
-import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
 import { LoadShedder } from '../load-shedding/load-shedder';
 import { InstanceCatalog } from './instance-catalog';
@@ -9,6 +9,8 @@ import { METRICS_DISABLED } from './observability.messages';
 import { MetricsRegistry, readMetricsOptions, ResolvedMetricsOptions } from './observability.options';
 import { loadOptionalPeer, tryLoadOptionalPeer } from '../optional-peer';
 import { PROM_CLIENT } from './observability.peers';
+import { Outbox } from '../outbox/outbox';
+import { outboxCollectors } from './outbox-observability';
 
 /**
  * Binds the application's instances to Prometheus series at bootstrap
@@ -20,6 +22,7 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
   private readonly options: ResolvedMetricsOptions;
   private binding: ResilienceMetricsBinding | undefined;
   private detachLoadShedding: (() => void) | undefined;
+  private detachOutbox: (() => void) | undefined;
   private readonly target: MetricsRegistry | undefined;
 
   /** @internal */
@@ -27,6 +30,7 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
     private readonly catalog: InstanceCatalog,
     private readonly idempotency: IdempotencyRegistry,
     private readonly shedder: LoadShedder,
+    @Optional() private readonly outbox?: Outbox,
   ) {
     // Resolved here, so a bad option or a missing prom-client fails while the application is created.
     this.options = readMetricsOptions(catalog.registry.options.extras.metrics);
@@ -57,6 +61,7 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
     if (this.catalog.registry.options.extras.loadShedding !== undefined) {
       this.detachLoadShedding = attachCollectors(this.target, loadSheddingCollectors(this.shedder), []);
     }
+    if (this.outbox?.configured) this.detachOutbox = attachCollectors(this.target, outboxCollectors(this.outbox), []);
   }
 
   /** Removes this application's series (families other applications use stay). */
@@ -65,6 +70,8 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
     this.binding = undefined;
     this.detachLoadShedding?.();
     this.detachLoadShedding = undefined;
+    this.detachOutbox?.();
+    this.detachOutbox = undefined;
   }
 
   private resolveRegistry(): MetricsRegistry | undefined {

@@ -1,8 +1,8 @@
 import { Clock } from '../clock';
 import { INVALID_VALUE, instancePlace } from '../config/config.messages';
 import { Duration, parseDuration } from '../config/duration';
-import { contextStorage } from '../context';
-import { DeadlineExceededError, RateLimitedError } from '../errors';
+import { contextStorage, policyScope } from '../context';
+import { DeadlineExceededError, RateLimitedError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { invokeThunk, Policy } from '../policy';
 import { refusal } from '../refusal';
@@ -44,6 +44,14 @@ export interface RateLimiterRefusedEvent {
   readonly error: RateLimitedError | DeadlineExceededError;
 }
 
+/** A caller reserved permits of a later period and waits for them. */
+export interface RateLimiterWaitEvent {
+  /** The rate limiter's name. */
+  readonly name: string;
+  /** How long the caller waits for its permits, in ms. */
+  readonly waitMs: number;
+}
+
 /** The permits left in the period were drained (Resilience4j's `DRAINED`). */
 export interface RateLimiterDrainedEvent {
   /** The rate limiter's name. */
@@ -54,6 +62,15 @@ export interface RateLimiterDrainedEvent {
 
 const NANOS_PER_MS = 1e6;
 const REFUSED = -1;
+
+const TRUE = Promise.resolve(true);
+const FALSE = Promise.resolve(false);
+const granted = (): boolean => true;
+/** `acquirePermission`'s answer to a rejection: false for a refusal, the error for anything else. */
+function refusedAsFalse(error: unknown): boolean {
+  if (error instanceof RateLimitedError || error instanceof DeadlineExceededError) return false;
+  throw error;
+}
 
 /**
  * A rate limiter with Resilience4j's `AtomicRateLimiter` semantics: time
@@ -74,11 +91,14 @@ const REFUSED = -1;
  */
 export class RateLimiterPolicy implements Policy {
   private readonly acquiredEvents = new EventStream<RateLimiterAcquiredEvent>();
+  private readonly waitEvents = new EventStream<RateLimiterWaitEvent>();
   private readonly refusedEvents = new EventStream<RateLimiterRefusedEvent>();
   private readonly drainedEvents = new EventStream<RateLimiterDrainedEvent>();
 
   /** Fires when a caller gets its permits (after any wait). */
   readonly onSuccess: EventSubscriber<RateLimiterAcquiredEvent> = this.acquiredEvents.subscribe;
+  /** A caller starts waiting for permits it reserved in a later period (told in the caller's own context). */
+  readonly onWait: EventSubscriber<RateLimiterWaitEvent> = this.waitEvents.subscribe;
   /** Fires when a caller is refused. */
   readonly onFailure: EventSubscriber<RateLimiterRefusedEvent> = this.refusedEvents.subscribe;
   /** Same as {@link RateLimiterPolicy.onFailure}, under the name the other policies use for refusals. */
@@ -241,23 +261,24 @@ export class RateLimiterPolicy implements Policy {
   waitForPermission(permits = 1): Promise<void> {
     this.checkPermits(permits);
     if (this.store !== undefined) return this.acquireShared(permits);
-    try {
-      const waitMs = this.reserveWithin(permits);
-      return waitMs === 0 ? Promise.resolve() : this.sleep(waitMs, permits);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    const nowNs = this.nanos();
+    const waitMs = this.reserveWithin(permits, nowNs);
+    if (waitMs === REFUSED) return Promise.reject(this.localRefusal(permits, nowNs));
+    return waitMs === 0 ? Promise.resolve() : this.sleep(waitMs, permits);
   }
 
   /** Like {@link RateLimiterPolicy.waitForPermission}, answering `false` instead of rejecting (Resilience4j's `acquirePermission`). */
   acquirePermission(permits = 1): Promise<boolean> {
-    return this.waitForPermission(permits).then(
-      () => true,
-      (error: unknown) => {
-        if (error instanceof RateLimitedError || error instanceof DeadlineExceededError) return false;
-        throw error;
-      },
-    );
+    this.checkPermits(permits);
+    if (this.store !== undefined) return this.acquireShared(permits).then(granted, refusedAsFalse);
+    const nowNs = this.nanos();
+    const waitMs = this.reserveWithin(permits, nowNs);
+    if (waitMs === REFUSED) {
+      // The answer is false: an error is built only for a listener that receives it.
+      if (this.refusedEvents.active) this.localRefusal(permits, nowNs);
+      return FALSE;
+    }
+    return waitMs === 0 ? TRUE : this.sleep(waitMs, permits).then(granted, refusedAsFalse);
   }
 
   /**
@@ -272,7 +293,8 @@ export class RateLimiterPolicy implements Policy {
     const nowNs = this.nanos();
     const waitNs = this.reserve(permits, nowNs, this.timeoutNs);
     if (waitNs === REFUSED) {
-      this.refused(permits, this.limitedError(nowNs));
+      // The answer is -1: an error is built only for a listener that receives it.
+      if (this.refusedEvents.active) this.refused(permits, this.limitedError(nowNs));
       return REFUSED;
     }
     this.acquired(permits);
@@ -337,10 +359,9 @@ export class RateLimiterPolicy implements Policy {
     return waitNs;
   }
 
-  /** Reserves within `timeoutDuration` and the request deadline; returns the ms to wait or throws the refusal. */
-  private reserveWithin(permits: number): number {
-    const nowNs = this.nanos();
-    const scope = contextStorage.getStore();
+  /** Reserves within `timeoutDuration` and the request deadline; returns the ms to wait, or `REFUSED` with nothing reserved. */
+  private reserveWithin(permits: number, nowNs: number): number {
+    const scope = policyScope();
     const remainingMs = scope === undefined ? Number.POSITIVE_INFINITY : scope.aborted ? 0 : scope.remaining();
     // The wait must end strictly before the deadline, or the call behind it has no time left.
     const deadlineNs =
@@ -350,8 +371,17 @@ export class RateLimiterPolicy implements Policy {
       if (waitNs === 0) this.acquired(permits);
       return waitNs / NANOS_PER_MS;
     }
+    return REFUSED;
+  }
+
+  /** The refusal of a local reservation made at `nowNs`: the deadline's when `timeoutDuration` alone would have allowed the wait. */
+  private get stackTraces(): boolean {
+    return this.settings.writableStackTraceEnabled !== false;
+  }
+
+  private localRefusal(permits: number, nowNs: number): RateLimitedError | DeadlineExceededError {
     const wantedNs = this.nanosToWait(permits, this.permits, nowNs, this.cycle);
-    throw this.refused(permits, wantedNs <= this.timeoutNs ? this.deadlineError() : this.limitedError(nowNs));
+    return this.refused(permits, wantedNs <= this.timeoutNs ? this.deadlineError() : this.limitedError(nowNs));
   }
 
   private async acquireShared(permits: number): Promise<void> {
@@ -431,6 +461,7 @@ export class RateLimiterPolicy implements Policy {
 
   private sleep(waitMs: number, permits: number): Promise<void> {
     this.waiting++;
+    if (this.waitEvents.active) this.waitEvents.emit({ name: this.name, waitMs });
     return new Promise<void>((resolve) => {
       this.clock.setTimeout(() => {
         this.waiting--;
@@ -457,10 +488,20 @@ export class RateLimiterPolicy implements Policy {
 
   private limitedError(nowNs: number): RateLimitedError {
     const cycle = Math.floor(nowNs / this.periodNs);
-    return new RateLimitedError(this.name, ((cycle + 1) * this.periodNs - nowNs) / NANOS_PER_MS);
+    return refusalError(
+      this.stackTraces,
+      RateLimitedError,
+      this.name,
+      ((cycle + 1) * this.periodNs - nowNs) / NANOS_PER_MS,
+    );
   }
 
   private deadlineError(): DeadlineExceededError {
-    return new DeadlineExceededError(this.name, 'no rate limiter permit comes before the deadline');
+    return refusalError(
+      this.stackTraces,
+      DeadlineExceededError,
+      this.name,
+      'no rate limiter permit comes before the deadline',
+    );
   }
 }

@@ -6,6 +6,14 @@ import { ErrorClassOrName } from '../error-matcher';
 /** How waits between attempts are spread. `full`: uniform in [0, bound]. */
 export type JitterKind = 'full' | 'equal' | 'decorrelated' | 'none';
 
+/**
+ * Which errors a retry retries. `resilience4nest`: the default retryable set
+ * (timeouts, connection errors, HTTP 429/502/503/504) and the errors listed
+ * in `retryExceptions`. `resilience4j`: every error, or only the listed ones
+ * when `retryExceptions` is given. `ignoreExceptions` wins in both.
+ */
+export type RetryExceptionRules = 'resilience4nest' | 'resilience4j';
+
 /** A retry budget: each success deposits `ratio` of a token, each retry withdraws one. */
 export interface RetryBudgetConfig {
   /** Tokens deposited per successful call, in (0, 1]; 0.1 allows one retry per ten successes. */
@@ -32,8 +40,10 @@ export interface RetryConfig {
   randomizedWaitFactor: number;
   /** Jitter applied to the (capped) wait. Default `full`, or `none` with `enableRandomizedWait`. */
   jitter: JitterKind;
-  /** Errors to retry beyond the default retryable set. */
+  /** Errors to retry: beyond the default retryable set, or (with `exceptionRules: 'resilience4j'`) instead of every error. */
   retryExceptions: ErrorClassOrName[];
+  /** What `retryExceptions` adds to or replaces. Default `resilience4nest`; `resilience4j` for an application.yml. */
+  exceptionRules: RetryExceptionRules;
   /** Errors never retried; wins over `retryExceptions`. */
   ignoreExceptions: ErrorClassOrName[];
   /** A returned value for which the call is retried. */
@@ -67,6 +77,7 @@ export const RETRY_SCHEMA: PolicySchema<RetryConfig> = {
     randomizedWaitFactor: { kind: 'number', min: 0, max: 1 },
     jitter: { kind: 'enum', values: ['full', 'equal', 'decorrelated', 'none'] },
     retryExceptions: { kind: 'errors' },
+    exceptionRules: { kind: 'enum', values: ['resilience4nest', 'resilience4j'] },
     ignoreExceptions: { kind: 'errors' },
     retryOnResult: { kind: 'function' },
     failAfterMaxAttempts: { kind: 'boolean' },
@@ -86,6 +97,7 @@ export const RETRY_SCHEMA: PolicySchema<RetryConfig> = {
     randomizedWaitFactor: 0.5,
     jitter: 'full',
     retryExceptions: [],
+    exceptionRules: 'resilience4nest',
     ignoreExceptions: [],
     retryOnResult: undefined,
     failAfterMaxAttempts: false,

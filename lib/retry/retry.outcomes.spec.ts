@@ -162,14 +162,18 @@ describe('RetryPolicy edges', () => {
     expect(calls).toBe(2);
   });
 
-  it('stops with reason deadline when the request was aborted, even with time left', async () => {
+  it('stops with reason deadline when the request was aborted during an attempt, even with time left', async () => {
     const { clock, retry } = policy();
     const stopped: string[] = [];
     retry.onRetryStopped((e) => stopped.push(e.reason));
     const request = new ResilienceContext(clock, clock.now() + 60_000);
-    request.abort(new Error('client left'));
     const failure = unavailable();
-    const outcome = contextStorage.run(request, () => retry.execute(() => Promise.reject(failure)));
+    const outcome = contextStorage.run(request, () =>
+      retry.execute(() => {
+        request.abort(new Error('client left'));
+        return Promise.reject(failure);
+      }),
+    );
     await expect(outcome).rejects.toBe(failure);
     expect(stopped).toEqual(['deadline']);
     request.dispose();

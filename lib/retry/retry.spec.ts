@@ -255,6 +255,38 @@ describe('RetryPolicy', () => {
     expect(c.calls()).toBe(1);
   });
 
+  it.each<[string, RetryConfig['retryExceptions'], unknown, boolean]>([
+    ['no list: a plain error', [], new Error('bug'), true],
+    ['no list: an HTTP 404', [], new StatusError(404), true],
+    ['no list: CallNotPermittedError', [], new CallNotPermittedError('b', 'OPEN', 1000), true],
+    ['a list: a listed error', [PaymentDeclinedException], new CardExpired('expired'), true],
+    ['a list: an HTTP 503 it does not name', [PaymentDeclinedException], new StatusError(503), false],
+    ['a list: ECONNRESET it does not name', [PaymentDeclinedException], new ConnectionReset('reset'), false],
+    ['a list: a timeout it does not name', [PaymentDeclinedException], new TimeoutExceededError('t', 100), false],
+  ])("exceptionRules 'resilience4j', %s → retried %p", async (_label, retryExceptions, error, retried) => {
+    const retry = new RetryPolicy(
+      'r',
+      config({ maxAttempts: 2, waitDuration: 0, exceptionRules: 'resilience4j', retryExceptions }),
+      clock,
+    );
+    const { fn, calls } = failing([error]);
+    const outcome = drain(clock, retry.execute(fn));
+    if (retried) await expect(outcome).resolves.toBe('ok');
+    else await expect(outcome).rejects.toBe(error);
+    expect(calls()).toBe(retried ? 2 : 1);
+  });
+
+  it("exceptionRules 'resilience4j': ignoreExceptions still wins", async () => {
+    const retry = new RetryPolicy(
+      'r',
+      config({ maxAttempts: 2, waitDuration: 0, exceptionRules: 'resilience4j', ignoreExceptions: [StatusError] }),
+      clock,
+    );
+    const { fn, calls } = failing([new StatusError(503)]);
+    await expect(drain(clock, retry.execute(fn))).rejects.toBeInstanceOf(StatusError);
+    expect(calls()).toBe(1);
+  });
+
   it('retries on result and returns the last result, or throws MaxRetriesExceededError with failAfterMaxAttempts', async () => {
     let calls = 0;
     const pending = async () => ({ status: ++calls < 10 ? 'PENDING' : 'DONE' });

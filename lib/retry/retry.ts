@@ -25,6 +25,14 @@ export interface RetryEvent {
   readonly error: unknown;
 }
 
+/** An attempt after the first starts (its wait is over). */
+export interface RetryAttemptEvent {
+  /** The retry's name. */
+  readonly name: string;
+  /** The attempt that starts, 1-based: 2 for the first retry. */
+  readonly attempt: number;
+}
+
 /** A call ended; `attempts` counts every attempt made. */
 export interface RetryOutcomeEvent {
   /** The retry's name. */
@@ -87,6 +95,7 @@ export class RetryPolicy implements Policy {
   private readonly successStream = new EventStream<RetryOutcomeEvent>();
   private readonly errorStream = new EventStream<RetryOutcomeEvent>();
   private readonly stoppedStream = new EventStream<RetryStoppedEvent>();
+  private readonly attemptStream = new EventStream<RetryAttemptEvent>();
 
   /** Before each retry's wait. */
   readonly onRetry = this.retryStream.subscribe;
@@ -99,6 +108,8 @@ export class RetryPolicy implements Policy {
   readonly onError = this.errorStream.subscribe;
   /** A failed attempt was not retried (not retryable, attempts spent, budget, deadline). */
   readonly onRetryStopped = this.stoppedStream.subscribe;
+  /** A retry's attempt starts, after its wait. */
+  readonly onAttempt = this.attemptStream.subscribe;
 
   /**
    * @param name - instance name
@@ -130,9 +141,16 @@ export class RetryPolicy implements Policy {
     return this.budget?.tokens;
   }
 
+  /** @internal The retry budget itself, for hedges that draw from it; `undefined` without a budget. */
+  get retryBudget(): RetryBudget | undefined {
+    return this.budget;
+  }
+
   /** True when `error` would be retried (attempts, budget and deadline aside). */
   isRetryable(error: unknown): boolean {
     if (this.ignoreMatcher.matches(error)) return false;
+    if (this.config.exceptionRules === 'resilience4j')
+      return this.retryMatcher.empty || this.retryMatcher.matches(error);
     return this.retryMatcher.matches(error) || isRetryableByDefault(error);
   }
 
@@ -153,6 +171,9 @@ export class RetryPolicy implements Policy {
 
   /** Runs `next(arg)` with retries. */
   async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    // A caller that has already cancelled gets no attempt at all.
+    const scope = contextStorage.getStore();
+    if (scope?.aborted === true) throw scope.signal.reason;
     let result: R;
     try {
       result = await next(arg);
@@ -200,7 +221,12 @@ export class RetryPolicy implements Policy {
     reachedResult: boolean,
   ): Promise<R> {
     for (; ; attempt++) {
-      await this.sleep(wait);
+      const scope = contextStorage.getStore();
+      await this.sleep(wait, scope);
+      // The caller cancelled during the wait: no attempt follows, and the call ends with its abort.
+      if (scope?.aborted === true) throw this.failed(scope.signal.reason, attempt - 1);
+      // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
+      if (this.attemptStream.active) this.attemptStream.emit({ name: this.name, attempt });
       let result: R;
       try {
         result = await next(arg);
@@ -325,7 +351,19 @@ export class RetryPolicy implements Policy {
     return NO_RETRY;
   }
 
-  private sleep(ms: number): Promise<void> {
-    return ms <= 0 ? Promise.resolve() : new Promise((resolve) => this.clock.setTimeout(resolve, ms));
+  /** Waits `ms`, or until the caller's `scope` aborts, whichever comes first. */
+  private sleep(ms: number, scope: ResilienceContext | undefined): Promise<void> {
+    if (ms <= 0) return Promise.resolve();
+    if (scope === undefined) return new Promise((resolve) => this.clock.setTimeout(resolve, ms));
+    const signal = scope.signal;
+    return new Promise((resolve) => {
+      const done = () => {
+        this.clock.clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = this.clock.setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+    });
   }
 }

@@ -12,7 +12,8 @@ import {
 } from '../context';
 import { BulkheadFullError, DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { refusal } from '../refusal';
-import { TimeLimiter, TimeLimiterEvent } from './time-limiter';
+import { AttemptContextMode, TimeLimiter, TimeLimiterEvent } from './time-limiter';
+import { READ_OUTSIDE_ATTEMPT_CONTEXT } from '../resilience.messages';
 import { Timeout } from './timeout.decorator';
 import { LaggingClock } from '../../test/support/pipelines';
 
@@ -20,8 +21,8 @@ describe('TimeLimiter', () => {
   let clock: VirtualClock;
   beforeEach(() => (clock = new VirtualClock()));
 
-  const limiter = (timeoutDuration = 1000, cancelRunningFuture = true) =>
-    new TimeLimiter('payments', { timeoutDuration, cancelRunningFuture }, clock);
+  const limiter = (timeoutDuration = 1000, cancelRunningFuture = true, attemptContext: AttemptContextMode = 'always') =>
+    new TimeLimiter('payments', { timeoutDuration, cancelRunningFuture }, clock, attemptContext);
 
   /** A call that resolves after `ms` on the virtual clock, noting the signal it saw. */
   const slow =
@@ -343,9 +344,59 @@ describe('TimeLimiter: limits, scopes and the shared timer', () => {
     expect(inside?.parent).toBe(request);
     expect(inside?.header).toBe('x-budget');
     expect(inside?.deadline).toBe(100);
-    await tl.execute(async () => (inside = currentContext()));
+    const always = new TimeLimiter('payments', { timeoutDuration: 100, cancelRunningFuture: true }, clock, 'always');
+    await always.execute(async () => (inside = currentContext()));
     expect(inside?.parent).toBeUndefined();
     expect(inside?.header).toBe(DEFAULT_DEADLINE_HEADER);
+  });
+
+  describe("attemptContext 'auto' (the default)", () => {
+    it('outside every scope, runs the call without a context of its own, and still times it out', async () => {
+      const tl = new TimeLimiter('payments', { timeoutDuration: 100, cancelRunningFuture: true }, clock);
+      expect(tl.attemptContext).toBe('auto');
+      const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+      let seen: AbortSignal | undefined = new AbortController().signal;
+      let left = 0;
+      const outcome = tl
+        .execute(() => {
+          left = remainingTime();
+          seen = currentSignal();
+          return never();
+        })
+        .catch((e: unknown) => e);
+      await clock.advance(100);
+      expect(await outcome).toBeInstanceOf(TimeoutExceededError);
+      expect(seen).toBeUndefined();
+      expect(left).toBe(Number.POSITIVE_INFINITY);
+      // The code read the attempt it expected to be in: said once, naming the reader and the option.
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn).toHaveBeenCalledWith(READ_OUTSIDE_ATTEMPT_CONTEXT('remainingTime'), 'ResilienceWarning');
+      expect(READ_OUTSIDE_ATTEMPT_CONTEXT('remainingTime')).toContain("attemptContext: 'always'");
+      warn.mockRestore();
+    });
+
+    it("inside a request's scope, runs the call in an attempt scope whose signal aborts at the limit", async () => {
+      const tl = new TimeLimiter('payments', { timeoutDuration: 100, cancelRunningFuture: true }, clock, 'auto');
+      const request = new ResilienceContext(clock, 10_000);
+      let seen: AbortSignal | undefined;
+      let inside: ResilienceContext | undefined;
+      const outcome = contextStorage
+        .run(request, () =>
+          tl.execute(() => {
+            inside = currentContext();
+            seen = currentSignal();
+            return never();
+          }),
+        )
+        .catch((e: unknown) => e);
+      await clock.advance(100);
+      const error = await outcome;
+      expect(error).toBeInstanceOf(TimeoutExceededError);
+      expect(inside?.parent).toBe(request);
+      expect(inside?.deadline).toBe(100);
+      expect(seen?.aborted).toBe(true);
+      expect(seen?.reason).toBe(error);
+    });
   });
 
   it('refuses at once, without calling the function, when the request was aborted', async () => {

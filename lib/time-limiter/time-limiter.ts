@@ -1,5 +1,13 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Clock, TimerHandle } from '../clock';
-import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
+import {
+  contextStorage,
+  DEFAULT_DEADLINE_HEADER,
+  policyScope,
+  ResilienceContext,
+  runAsAttempt,
+  ScopeOnDemand,
+} from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { EventStream } from '../events';
 import { invokeThunk, Policy } from '../policy';
@@ -7,6 +15,12 @@ import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { TimeLimiterConfig } from './time-limiter.config';
 import { TimedEntry, TimeLimitedObservable } from './time-limiter.operator';
+
+/**
+ * When a time-limited attempt runs in a context of its own (see
+ * {@link TimeLimiter.attemptContext}): `'auto'` or `'always'`.
+ */
+export type AttemptContextMode = 'auto' | 'always';
 
 /** The outcome of one time-limited call. */
 export interface TimeLimiterEvent {
@@ -47,6 +61,7 @@ export class TimeLimiter implements Policy {
    * @param name - instance name
    * @param config - resolved settings
    * @param clock - time source (also used by its attempts)
+   * @param attemptContext - `'always'`: every attempt runs in its own context; `'auto'`: only one inside a scope
    */
   constructor(
     /** The instance's name, as configured. */
@@ -55,6 +70,13 @@ export class TimeLimiter implements Policy {
     readonly config: TimeLimiterConfig,
     /** The time source for limits and deadlines, also used by its attempts. */
     readonly clock: Clock,
+    /**
+     * When an attempt runs in its own context (so that `currentSignal()`,
+     * `remainingTime()` and `deadlineHeaders()` inside it see the attempt):
+     * `'auto'` when it starts inside a request deadline or another scope,
+     * `'always'` for every attempt.
+     */
+    readonly attemptContext: AttemptContextMode = 'auto',
   ) {}
 
   /** Runs `fn` within the time limit. */
@@ -70,10 +92,21 @@ export class TimeLimiter implements Policy {
    *
    * @internal
    */
-  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer: AttemptObserver<R>): Promise<unknown>;
-  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, observer?: AttemptObserver<R>): Promise<unknown> {
-    const parent = contextStorage.getStore();
-    const now = this.clock.now();
+  call<A, R>(
+    next: (arg: A) => R | PromiseLike<R>,
+    arg: A,
+    observer: AttemptObserver<R>,
+    startedAt?: number,
+  ): Promise<unknown>;
+  call<A, R>(
+    next: (arg: A) => R | PromiseLike<R>,
+    arg: A,
+    observer?: AttemptObserver<R>,
+    startedAt?: number,
+  ): Promise<unknown> {
+    const parent = policyScope();
+    // A composed pipeline that already read the clock for this attempt passes the reading on.
+    const now = startedAt ?? this.clock.now();
     const limit = this.attemptLimit(parent, now);
     if (limit < 0) {
       const error = refusal(this.timedOut(true, this.config.timeoutDuration));
@@ -86,14 +119,14 @@ export class TimeLimiter implements Policy {
       }
     }
     const byDeadline = limit < this.config.timeoutDuration;
-    const scope = new ResilienceContext(
-      this.clock,
-      now + limit,
-      parent?.header ?? DEFAULT_DEADLINE_HEADER,
-      parent,
-      false,
-    );
-    const attempt = new TimedAttempt<A, R>(this, scope, limit, byDeadline, observer);
+    // Outside any scope, an attempt gets its own only when asked to: entering one costs every call (see attemptContext).
+    const scope =
+      parent === undefined && this.attemptContext === 'auto'
+        ? undefined
+        : new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
+    // A listener of timeouts hears each in the context of its call, not of whoever armed the shared timer.
+    const context = this.timeoutStream.active ? AsyncLocalStorage.snapshot() : undefined;
+    const attempt = new TimedAttempt<A, R>(this, now + limit, scope, limit, byDeadline, observer, context);
     if (byDeadline) attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
     else this.enqueue(attempt, limit);
     return attempt.start(next, arg);
@@ -193,7 +226,7 @@ export class TimeLimiter implements Policy {
 
   /** @internal True when a call now would fail at once: the request's deadline has passed or the request was aborted. */
   refusesAtOnce(): boolean {
-    const parent = contextStorage.getStore();
+    const parent = policyScope();
     return (
       parent !== undefined &&
       parent.deadline !== Number.POSITIVE_INFINITY &&
@@ -219,14 +252,14 @@ export class TimeLimiter implements Policy {
 export interface AttemptObserver<R> {
   /** The callee's own promise settled (also when that is after a timeout). */
   calleeSettled(): void;
-  /** What the attempt resolves with when the callee returned `value` in time (may throw or return a promise). */
-  fulfilled(value: R): unknown;
-  /** What the attempt resolves with when it failed with `error`, a timeout included (may throw or return a promise). */
-  rejected(error: unknown): unknown;
+  /** What the attempt resolves with when the callee returned `value` in time, at clock time `end` (may throw or return a promise). */
+  fulfilled(value: R, end?: number): unknown;
+  /** What the attempt resolves with when it failed with `error`, a timeout included, at `end` when read (may throw or return a promise). */
+  rejected(error: unknown, end?: number): unknown;
 }
 
 /** One attempt racing its expiry; a class rather than closures keeps the per-call cost flat. */
-class TimedAttempt<A, R> implements TimedEntry {
+class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
   private resolve!: (value: unknown) => void;
   private reject!: (error: unknown) => void;
   timer: TimerHandle;
@@ -234,15 +267,14 @@ class TimedAttempt<A, R> implements TimedEntry {
 
   constructor(
     private readonly limiter: TimeLimiter,
-    readonly scope: ResilienceContext,
+    readonly deadline: number,
+    /** The attempt's own context; none when it runs outside every scope (`attemptContext: 'auto'`) until a policy asks. */
+    private scope: ResilienceContext | undefined,
     private readonly limit: number,
     private readonly byDeadline: boolean,
     private readonly observer: AttemptObserver<R> | undefined,
-  ) {
-    this.deadline = scope.deadline;
-  }
-
-  readonly deadline: number;
+    private readonly context: ((fn: () => Error) => Error) | undefined,
+  ) {}
 
   start(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<unknown> {
     const promise = new Promise<unknown>((resolve, reject) => {
@@ -251,7 +283,7 @@ class TimedAttempt<A, R> implements TimedEntry {
     });
     let pending: R | PromiseLike<R>;
     try {
-      pending = contextStorage.run(this.scope, next, arg);
+      pending = this.scope === undefined ? runAsAttempt(this, next, arg) : contextStorage.run(this.scope, next, arg);
     } catch (error) {
       this.onRejected(error);
       return promise;
@@ -263,58 +295,68 @@ class TimedAttempt<A, R> implements TimedEntry {
     return promise;
   }
 
+  /** The attempt's scope, made when a policy inside its synchronous part needs one (a bulkhead wait, a nested limit). */
+  scopeOnDemand(): ResilienceContext {
+    this.scope ??= new ResilienceContext(this.limiter.clock, this.deadline, DEFAULT_DEADLINE_HEADER, undefined, false);
+    return this.scope;
+  }
+
   expire(): void {
     // Stryker disable next-line ConditionalExpression: the queue skips settled attempts; finish() clears an own timer
     if (this.settled) return;
     this.settled = true;
-    const error = this.limiter.timedOut(this.byDeadline, this.limit);
-    if (this.limiter.config.cancelRunningFuture) this.scope.abort(error);
+    const error =
+      this.context === undefined
+        ? this.limiter.timedOut(this.byDeadline, this.limit)
+        : this.context(() => this.limiter.timedOut(this.byDeadline, this.limit));
+    if (this.limiter.config.cancelRunningFuture) this.scope?.abort(error);
     // A timer runs in the context of whoever armed it: an observer continues the call in its caller's.
-    const parent = this.scope.parent;
+    const parent = this.scope?.parent;
     if (parent === undefined) contextStorage.exit(failAttempt, this, error);
     else contextStorage.run(parent, failAttempt, this, error);
   }
 
   private onFulfilled(value: R): void {
-    this.scope.dispose();
+    this.scope?.dispose();
     this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
+    const now = this.limiter.clock.now();
     // Timers fire after I/O that is already due: a result past the limit may beat its timer, yet is a timeout.
-    if (this.limiter.clock.now() > this.scope.deadline)
-      return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
+    if (now > this.deadline) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit), now);
     this.limiter.finished(undefined, false);
     if (this.observer === undefined) {
       this.resolve(value);
       return;
     }
     try {
-      this.resolve(this.observer.fulfilled(value));
+      this.resolve(this.observer.fulfilled(value, now));
     } catch (error) {
       this.reject(error);
     }
   }
 
   private onRejected(error: unknown): void {
-    this.scope.dispose();
+    this.scope?.dispose();
     this.observer?.calleeSettled();
     if (this.settled) return;
     this.finish();
+    const now = this.limiter.clock.now();
     // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
-    if (this.limiter.clock.now() > this.scope.deadline && !isRefusal(error))
-      return this.fail(this.limiter.timedOut(this.byDeadline, this.limit));
+    if (now > this.deadline && !isRefusal(error))
+      return this.fail(this.limiter.timedOut(this.byDeadline, this.limit), now);
     this.limiter.finished(error, true);
-    this.fail(error);
+    this.fail(error, now);
   }
 
-  /** Settles the attempt with `error`, or with what the observer makes of it. */
-  fail(error: unknown): void {
+  /** Settles the attempt with `error` (at clock time `now`, when read), or with what the observer makes of it. */
+  fail(error: unknown, now?: number): void {
     if (this.observer === undefined) {
       this.reject(error);
       return;
     }
     try {
-      this.resolve(this.observer.rejected(error));
+      this.resolve(this.observer.rejected(error, now));
     } catch (mapped) {
       this.reject(mapped);
     }

@@ -66,6 +66,7 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
       const response = await withClock(
         request(app.getHttpServer())
           .post('/payments')
+          .set('x-customer-id', 'c-1')
           .set('idempotency-key', `key-${i}`)
           .send({ paymentId: `p-${i}`, amount: 999 }),
       );
@@ -80,6 +81,7 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
 
     const refused = await request(app.getHttpServer())
       .post('/payments')
+      .set('x-customer-id', 'c-1')
       .set('idempotency-key', 'key-late')
       .send({ paymentId: 'p-late', amount: 999 });
     expect(refused.status).toBe(503);
@@ -94,6 +96,7 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
       await withClock(
         request(app.getHttpServer())
           .post('/payments')
+          .set('x-customer-id', 'c-1')
           .set('idempotency-key', `key-${i}`)
           .send({ paymentId: `p-${i}`, amount: 999 }),
       );
@@ -102,11 +105,23 @@ describe.each(PLATFORMS)('sample app under failure (%s)', (platform) => {
     await clock.advance(10_000);
     const response = await request(app.getHttpServer())
       .post('/payments')
+      .set('x-customer-id', 'c-1')
       .set('idempotency-key', 'key-ok')
       .send({ paymentId: 'p-ok', amount: 999 });
     expect(response.status).toBe(201);
     expect(response.body).toMatchObject({ status: 'charged', paymentId: 'p-ok' });
     expect(app.get(ResilienceRegistry).circuitBreaker('payments').state).toBe('HALF_OPEN');
+  });
+
+  it('refuses a payment that does not say which customer pays: 401, nothing charged', async () => {
+    const response = await request(app.getHttpServer())
+      .post('/payments')
+      .set('idempotency-key', 'key-anonymous')
+      .send({ paymentId: 'p-anonymous', amount: 999 });
+    expect(response.status).toBe(401);
+    expect(response.headers['content-type']).toContain('application/problem+json');
+    expect(response.body.detail).toContain("option 'principal' of @Idempotent on PaymentsController.pay");
+    expect(app.get(Dependencies).payments.served).toBe(0);
   });
 
   it('product page: every part answers while the dependencies are healthy', async () => {

@@ -27,11 +27,13 @@ export interface BootedSampleApp {
  * @param logger - The Nest logger setting of the application.
  * @param platform - The HTTP platform the app runs on.
  * @param idempotencyStore - Makes the shop's idempotency store (on the module's clock) instead of the one from the environment.
+ * @param beforeInit - Configures the application before it is initialized (a middleware in front of every route, say).
  */
 export async function bootSampleApp(
   logger: NestApplicationOptions['logger'],
   platform: Platform = 'express',
   idempotencyStore?: (clock: VirtualClock) => { store: IdempotencyStore; close: () => Promise<void> },
+  beforeInit?: (app: INestApplication) => void,
 ): Promise<BootedSampleApp> {
   const clock = new VirtualClock();
   const storeIo = { inFlight: 0 };
@@ -57,6 +59,7 @@ export async function bootSampleApp(
     .compile();
   const app = createPlatformApp(moduleRef, platform, { logger });
   app.useGlobalFilters(new ResilienceExceptionFilter());
+  beforeInit?.(app);
   await initPlatformApp(app);
   return {
     app,

@@ -37,7 +37,13 @@ describe('sample app: what /metrics shows after each defence acted', () => {
   const configure = (name: string, change: object) =>
     request(server()).post(`/admin/dependencies/${name}`).send(change).expect(201);
   const pay = (key: string, paymentId: string) =>
-    driver.answer(request(server()).post('/payments').set('idempotency-key', key).send({ paymentId, amount: 999 }));
+    driver.answer(
+      request(server())
+        .post('/payments')
+        .set('x-customer-id', 'c-1')
+        .set('idempotency-key', key)
+        .send({ paymentId, amount: 999 }),
+    );
 
   it('counts a replay, retries spent and denied by the budget, an open breaker, bulkhead refusals, timeouts and fallbacks', async () => {
     // An idempotent replay: the same key twice, one charge.

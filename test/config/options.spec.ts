@@ -117,11 +117,6 @@ describe('module options', () => {
         IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize,
       ),
       IGNORED_PROPERTY(
-        "circuitBreaker config 'default'",
-        'writable-stack-trace-enabled',
-        IGNORED_INSTANCE_PROPERTIES.circuitBreaker.writableStackTraceEnabled,
-      ),
-      IGNORED_PROPERTY(
         "circuitBreaker instance 'a'",
         'event-consumer-buffer-size',
         IGNORED_INSTANCE_PROPERTIES.circuitBreaker.eventConsumerBufferSize,

@@ -153,12 +153,23 @@ describe('thread-pool-bulkhead', () => {
     });
   });
 
-  it('refuses a name that is also a bulkhead instance', () => {
-    expect(
-      messageOf(() =>
-        registry({ bulkhead: { instances: { reports: {} } }, 'thread-pool-bulkhead': { instances: { reports: {} } } }),
-      ),
-    ).toMatch(/threadPoolBulkhead instance 'reports': key 'name' must be not also a bulkhead instance/);
+  it('loads a name declared in both sections: registry.bulkhead is the semaphore one, threadPoolBulkhead the other', () => {
+    const r = registry({
+      bulkhead: { instances: { reports: { maxConcurrentCalls: 3 } } },
+      'thread-pool-bulkhead': { instances: { reports: { 'max-thread-pool-size': 2, 'queue-capacity': 1 } } },
+    });
+    expect(r.bulkhead('reports').config).toMatchObject({ maxConcurrentCalls: 3 });
+    expect(r.threadPoolBulkhead('reports').config).toMatchObject({ maxConcurrentCalls: 2, queueCapacity: 1 });
+    expect(r.threadPoolBulkhead('reports')).not.toBe(r.bulkhead('reports'));
+  });
+
+  it('gives an undeclared name the configs.default of the type asked for', () => {
+    const r = registry({
+      bulkhead: { configs: { default: { maxConcurrentCalls: 7 } } },
+      'thread-pool-bulkhead': { configs: { default: { 'max-thread-pool-size': 2, 'queue-capacity': 2 } } },
+    });
+    expect(r.bulkhead('other').config.maxConcurrentCalls).toBe(7);
+    expect(r.threadPoolBulkhead('other').config).toMatchObject({ maxConcurrentCalls: 2, queueCapacity: 2 });
   });
 
   it('leaves other bulkheads and undeclared names on the bulkhead defaults', () => {
@@ -476,6 +487,7 @@ describe('fromSpringConfig', () => {
         'resilience4j.thread-pool-bulkhead.instances.b.queue-capacity': 1,
       }),
     ).toEqual({
+      binding: 'spring',
       circuitBreaker: { instances: { a: { 'sliding-window-size': 5 } } },
       threadPoolBulkhead: { instances: { b: { 'queue-capacity': 1 } } },
     });
@@ -516,6 +528,36 @@ describe('fromSpringConfig', () => {
     expect(
       messageOf(() => fromSpringConfig('resilience4j.retry.instances.a.max-attempts: ${NO_SUCH_VARIABLE_HERE}')),
     ).toBe(UNRESOLVED_PLACEHOLDER('resilience4j.retry.instances.a.max-attempts', '${NO_SUCH_VARIABLE_HERE}'));
+  });
+
+  it('keeps a bracketed dotted name whole through fromSpringConfig and forRoot', () => {
+    const options = fromSpringConfig({ 'resilience4j.retry.instances.[payments.v2].max-attempts': 2 });
+    expect(registry(options).retry('payments.v2').config.maxAttempts).toBe(2);
+  });
+
+  it("binds a Spring file with Resilience4j's defaults, native options with this module's", () => {
+    const spring = registry(fromSpringConfig({ 'resilience4j.retry.instances.a.max-attempts': 2 }));
+    expect(spring.retry('a').config).toMatchObject({ jitter: 'none', exceptionRules: 'resilience4j' });
+    expect(spring.circuitBreaker('a').config.exceptionRules).toBe('resilience4j');
+    expect(spring.bulkhead('a').config.queueCapacity).toBe(Number.POSITIVE_INFINITY);
+    const native = registry({ retry: { instances: { a: { maxAttempts: 2 } } } });
+    expect(native.retry('a').config).toMatchObject({ jitter: 'full', exceptionRules: 'resilience4nest' });
+    expect(native.bulkhead('a').config.queueCapacity).toBeUndefined();
+  });
+
+  it("lets native options warn on unknown keys with unknownKeys: 'warn', and refuses other values", () => {
+    const warnings: string[] = [];
+    const r = registry({ unknownKeys: 'warn', retry: { instances: { a: { maxAtempts: 5 } } } }, (m) =>
+      warnings.push(m),
+    );
+    expect(r.retry('a').config.maxAttempts).toBe(3);
+    expect(warnings).toEqual([
+      expect.stringMatching(/unknown key 'maxAtempts' is ignored.*did you mean 'maxAttempts'/),
+    ]);
+    expect(messageOf(() => registry({ unknownKeys: 'ignore' }))).toMatch(
+      /key 'unknownKeys' must be one of 'error', 'warn'/,
+    );
+    expect(messageOf(() => registry({ binding: 'yaml' }))).toMatch(/key 'binding' must be one of 'native', 'spring'/);
   });
 
   it('fails at the call when the part is missing or invalid', () => {

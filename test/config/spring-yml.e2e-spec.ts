@@ -330,11 +330,6 @@ describe('aspect-orders.yml: aspect orders, tags, Micrometer and scheduler setti
         ),
         IGNORED_PROPERTY('circuitBreaker', 'tags', section.circuitBreaker.tags),
         IGNORED_PROPERTY('circuitBreaker', 'metrics', section.circuitBreaker.metrics),
-        IGNORED_PROPERTY(
-          "circuitBreaker instance 'checkout'",
-          'writable-stack-trace-enabled',
-          IGNORED_INSTANCE_PROPERTIES.circuitBreaker.writableStackTraceEnabled,
-        ),
         IGNORED_PROPERTY('retry', 'retry-aspect-order', section.retry.retryAspectOrder),
         IGNORED_PROPERTY('timeLimiter', 'time-limiter-aspect-order', section.timeLimiter.timeLimiterAspectOrder),
         IGNORED_PROPERTY('bulkhead', 'bulkhead-aspect-order', section.bulkhead.bulkheadAspectOrder),

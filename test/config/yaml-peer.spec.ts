@@ -21,6 +21,7 @@ describe('without the yaml package', () => {
   it('reads a document already parsed', () => {
     const { fromSpringConfig } = load();
     expect(fromSpringConfig({ 'resilience4j.retry.instances.a.max-attempts': 2 })).toEqual({
+      binding: 'spring',
       retry: { instances: { a: { 'max-attempts': 2 } } },
     });
   });

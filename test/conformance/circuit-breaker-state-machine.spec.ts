@@ -593,4 +593,60 @@ describe('Resilience4j CircuitBreakerStateMachineTest, ported', () => {
     });
     expect(circuitBreaker.state).toBe('METRICS_ONLY');
   });
+
+  // CircuitBreakerStateMachine.HalfOpenState.checkIfThresholdsExceeded transitions without
+  // publishCircuitThresholdsExceededEvent, which only ClosedState and MetricsOnlyState call.
+  it('HalfOpenState: a failing trial round publishes ERROR then HALF_OPEN -> OPEN, no FAILURE_RATE_EXCEEDED', () => {
+    const { circuitBreaker } = setUp();
+    circuitBreaker.transitionToOpenState();
+    circuitBreaker.transitionToHalfOpenState();
+    const events: string[] = [];
+    circuitBreaker.onError(() => events.push('ERROR'));
+    circuitBreaker.onSuccess(() => events.push('SUCCESS'));
+    circuitBreaker.onFailureRateExceeded(() => events.push('FAILURE_RATE_EXCEEDED'));
+    circuitBreaker.onSlowCallRateExceeded(() => events.push('SLOW_CALL_RATE_EXCEEDED'));
+    circuitBreaker.onStateTransition((e) => events.push(`${e.from}->${e.to}`));
+    for (const fails of [true, true, false, true]) {
+      expect(circuitBreaker.tryAcquirePermission()).toBe(true);
+      if (fails) onError(circuitBreaker, 5 * SECOND);
+      else onSuccess(circuitBreaker);
+    }
+    expect(events).toEqual(['ERROR', 'ERROR', 'SUCCESS', 'ERROR', 'HALF_OPEN->OPEN']);
+  });
+
+  it('ClosedState still publishes FAILURE_RATE_EXCEEDED before CLOSED -> OPEN', () => {
+    const { circuitBreaker } = setUp();
+    const events: string[] = [];
+    circuitBreaker.onFailureRateExceeded(() => events.push('FAILURE_RATE_EXCEEDED'));
+    circuitBreaker.onStateTransition((e) => events.push(`${e.from}->${e.to}`));
+    for (let i = 0; i < 5; i++) onError(circuitBreaker);
+    expect(events).toEqual(['FAILURE_RATE_EXCEEDED', 'CLOSED->OPEN']);
+  });
+});
+
+/*
+ * Port of Resilience4j's CircuitBreakerConfigTest
+ * (resilience4j-circuitbreaker/src/test/java/io/github/resilience4j/circuitbreaker/):
+ * CircuitBreakerConfig.Builder.build() caps minimumNumberOfCalls at a COUNT_BASED window's size.
+ */
+describe('Resilience4j CircuitBreakerConfigTest, ported', () => {
+  it('shouldReduceMinimumNumberOfCallsToSlidingWindowSize', () => {
+    const { circuitBreaker } = setUp({
+      slidingWindowType: 'COUNT_BASED',
+      minimumNumberOfCalls: 6,
+      slidingWindowSize: 5,
+    });
+    expect(circuitBreaker.config.minimumNumberOfCalls).toBe(5);
+    for (let i = 0; i < 5; i++) onError(circuitBreaker);
+    expect(circuitBreaker.state).toBe('OPEN');
+  });
+
+  it('keeps minimumNumberOfCalls above a TIME_BASED window size (seconds, not calls)', () => {
+    const { circuitBreaker } = setUp({
+      slidingWindowType: 'TIME_BASED',
+      minimumNumberOfCalls: 6,
+      slidingWindowSize: 5,
+    });
+    expect(circuitBreaker.config.minimumNumberOfCalls).toBe(6);
+  });
 });

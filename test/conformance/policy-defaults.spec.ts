@@ -56,9 +56,13 @@ describe("each policy's defaults are Resilience4j's", () => {
       recordExceptions: [],
       ignoreExceptions: [],
       recordResult: undefined,
+      // This module's own: 4xx answers count as successes (fromSpringConfig sets 'resilience4j').
+      exceptionRules: 'resilience4nest',
       // This module's own: a breaker joins the health indicator only when asked to.
       registerHealthIndicator: false,
       allowHealthIndicatorToFail: false,
+      // CircuitBreakerConfig.DEFAULT_WRITABLE_STACK_TRACE_ENABLED
+      writableStackTraceEnabled: true,
     });
   });
 
@@ -75,7 +79,9 @@ describe("each policy's defaults are Resilience4j's", () => {
       ignoreExceptions: [],
       retryOnResult: undefined,
       failAfterMaxAttempts: false,
-      // This module's own: full jitter, a cap on a server's Retry-After, no retry budget.
+      // This module's own: the default retryable set, full jitter, a cap on a server's Retry-After, no retry budget
+      // (fromSpringConfig sets exceptionRules 'resilience4j' and jitter 'none').
+      exceptionRules: 'resilience4nest',
       jitter: 'full',
       retryAfterMaxWait: 30 * SECOND,
       budget: undefined,
@@ -88,6 +94,8 @@ describe("each policy's defaults are Resilience4j's", () => {
       maxWaitDuration: 0,
       // This module's own: no bound on waiting callers beyond maxWaitDuration.
       queueCapacity: undefined,
+      // BulkheadConfig.DEFAULT_WRITABLE_STACK_TRACE_ENABLED
+      writableStackTraceEnabled: true,
     });
   });
 
@@ -95,6 +103,8 @@ describe("each policy's defaults are Resilience4j's", () => {
     expect(resolvedDefaults(THREAD_POOL_BULKHEAD_SCHEMA)).toEqual({
       maxThreadPoolSize: availableParallelism(),
       queueCapacity: 100,
+      // ThreadPoolBulkheadConfig.DEFAULT_WRITABLE_STACK_TRACE_ENABLED
+      writableStackTraceEnabled: true,
     });
   });
 
@@ -120,7 +130,6 @@ describe('Resilience4j properties with no effect here', () => {
       resolver(CIRCUIT_BREAKER_SCHEMA),
       [
         'eventConsumerBufferSize',
-        'writableStackTraceEnabled',
         'recordFailurePredicate',
         'recordExceptionPredicate',
         'ignoreExceptionPredicate',
@@ -143,28 +152,14 @@ describe('Resilience4j properties with no effect here', () => {
         'consumeResultBeforeRetryAttempt',
       ],
     ],
-    [
-      'bulkhead',
-      resolver(BULKHEAD_SCHEMA),
-      ['eventConsumerBufferSize', 'writableStackTraceEnabled', 'fairCallHandlingStrategyEnabled'],
-    ],
+    ['bulkhead', resolver(BULKHEAD_SCHEMA), ['eventConsumerBufferSize', 'fairCallHandlingStrategyEnabled']],
     [
       'threadPoolBulkhead',
       resolver(THREAD_POOL_BULKHEAD_SCHEMA),
-      [
-        'eventConsumerBufferSize',
-        'writableStackTraceEnabled',
-        'coreThreadPoolSize',
-        'keepAliveDuration',
-        'contextPropagators',
-      ],
+      ['eventConsumerBufferSize', 'coreThreadPoolSize', 'keepAliveDuration', 'contextPropagators'],
     ],
     ['timeLimiter', resolver(TIME_LIMITER_SCHEMA), ['eventConsumerBufferSize']],
-    [
-      'rateLimiter',
-      resolver(RATE_LIMITER_SCHEMA),
-      ['eventConsumerBufferSize', 'writableStackTraceEnabled', 'subscribeForEvents'],
-    ],
+    ['rateLimiter', resolver(RATE_LIMITER_SCHEMA), ['eventConsumerBufferSize', 'subscribeForEvents']],
   ];
 
   describe.each(cases)('%s', (policy, resolve, properties) => {

@@ -15,11 +15,13 @@ import { RETRY_SCHEMA, RetryConfig } from '../../lib/retry/retry.config';
  * `retryExceptions`; and the default jitter is full jitter, so `jitter: 'none'` gives Resilience4j's
  * fixed waits.
  *
+ * The two interrupt cases (shouldMarkThreadInterruptedWhenInterruptedDuringRetry,
+ * shouldThrowCancellationExceptionWhenInterruptedDuringRetryOnResult) are in retry-cancellation.spec.ts,
+ * with the caller's abort for the interrupt.
+ *
  * Cases not ported:
  * | Java test method                                                    | why                                                        |
  * |---------------------------------------------------------------------|------------------------------------------------------------|
- * | SupplierRetryTest.shouldMarkThreadInterruptedWhenInterruptedDuringRetry | thread interruption has no equivalent                   |
- * | SupplierRetryTest.shouldThrowCancellationExceptionWhenInterruptedDuringRetryOnResult | thread interruption has no equivalent      |
  * | SupplierRetryTest.shouldUseBackoffBiFunctionWhenRetryWithResult     | intervalBiFunction is accepted with a warning, not implemented |
  * | SupplierRetryTest.shouldPerformConsumeResultBeforeRetryAttemptOnRetry(Async) | consumeResultBeforeRetryAttempt: warned, not implemented |
  * | SupplierRetryTest.testDecorate* / testExecute* (Callable, Supplier) | Java decorator variants of the cases below; one execute() here |

@@ -23,6 +23,7 @@ import {
   readLoggingOptions,
   readMetricsOptions,
 } from '../../lib/observability/observability.options';
+import { readTracingOptions } from '../../lib/observability/tracing/tracing.options';
 import { checkMarkdownSnippets } from '../support/markdown-snippets';
 
 const DOC = 'docs/configuration.md';
@@ -67,8 +68,12 @@ const policySection = (policy: string): Section => ({
     if (policy !== 'threadPoolBulkhead')
       return resolved.sections[policy as keyof typeof resolved.sections].defaultConfig as unknown as Settings;
     // A thread-pool bulkhead resolves to the bulkhead it runs as.
-    const pool = resolved.sections.bulkhead.instances.get('pool')!;
-    return { maxThreadPoolSize: pool.maxConcurrentCalls, queueCapacity: pool.queueCapacity };
+    const pool = resolved.threadPoolBulkhead.instances.get('pool')!;
+    return {
+      maxThreadPoolSize: pool.maxConcurrentCalls,
+      queueCapacity: pool.queueCapacity,
+      writableStackTraceEnabled: pool.writableStackTraceEnabled,
+    };
   },
 });
 
@@ -82,6 +87,18 @@ const SECTIONS: readonly Section[] = [
     },
   },
   ...POLICY_SECTIONS.map(policySection),
+  {
+    heading: 'tracing',
+    validate: (settings) => readTracingOptions(settings),
+    defaults: () => readTracingOptions(undefined) as unknown as Settings,
+  },
+  {
+    heading: 'hedging',
+    validate: (settings) => new ResilienceRegistry({ hedging: { instances: { probe: settings } } }, noWarnings),
+    defaults: () =>
+      new ResilienceRegistry({ hedging: { instances: { probe: {} } } }, noWarnings).hedge('probe')
+        .config as unknown as Settings,
+  },
   {
     heading: 'idempotency',
     validate: (settings) => closeStore(resolveIdempotencyOptions(settings, systemClock)),
@@ -133,6 +150,7 @@ const SPECIAL_DEFAULTS: Readonly<Record<string, (resolved: unknown, cell: string
   'threadPoolBulkhead.maxThreadPoolSize': (resolved) => resolved === availableParallelism(),
   'idempotency.store': (resolved) => resolved instanceof MemoryIdempotencyStore,
   'metrics.enabled': (resolved) => resolved === 'auto',
+  'tracing.enabled': (resolved) => resolved === 'auto',
 };
 
 /** Names an example cell may use. */

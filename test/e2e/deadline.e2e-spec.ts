@@ -1,4 +1,5 @@
-import { Controller, Get, Headers, INestApplication, Inject, Injectable, Logger } from '@nestjs/common';
+import { Body, Controller, Get, Headers, INestApplication, Inject, Injectable, Logger, Post } from '@nestjs/common';
+import { ApplicationConfig } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { AddressInfo } from 'node:net';
 import request from 'supertest';
@@ -42,6 +43,12 @@ class FrontController {
   @Get('budget')
   budget() {
     return { remaining: remainingTime() };
+  }
+
+  @Post('budget')
+  async budgetAfterBody(@Body() body: { item: string }) {
+    await Promise.resolve();
+    return { item: body.item, remaining: remainingTime() };
   }
 
   @Get('forward')
@@ -158,7 +165,46 @@ describe.each(PLATFORMS)('deadline propagation across two HTTP hops (%s)', (plat
     expect(mediaType(response.headers['content-type'])).toBe('application/problem+json');
   });
 
-  it('without a header or default budget there is no deadline', async () => {
+  it('without a header or default budget there is no deadline, and no context inside the time limit', async () => {
+    const { body } = await request(inventory.getHttpServer()).get('/stock').expect(200);
+    expect(body.remainingInside).toBeNull();
+  });
+
+  it('a request with a body keeps its deadline scope through body parsing into the handler', async () => {
+    const { body } = await request(front.getHttpServer())
+      .post('/budget')
+      .set('x-request-deadline-ms', '1500')
+      .send({ item: 'sku-1' })
+      .expect(201);
+    expect(body).toEqual({ item: 'sku-1', remaining: 1500 });
+  });
+
+  it('adds no global interceptor: routes without resilience work pay nothing for the module', () => {
+    for (const app of [front, inventory]) {
+      const config = app.get(ApplicationConfig);
+      expect(config.getGlobalInterceptors()).toEqual([]);
+      expect(config.getGlobalRequestInterceptors()).toEqual([]);
+    }
+  });
+});
+
+describe.each(PLATFORMS)('attemptContext: always (%s)', (platform) => {
+  const clock = new VirtualClock();
+  let inventory: INestApplication;
+
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRoot({ clock, deadline: { attemptContext: 'always' } })],
+      controllers: [InventoryController],
+      providers: [StockService],
+    }).compile();
+    inventory = createPlatformApp(moduleRef, platform);
+    await inventory.listen(0, '127.0.0.1');
+  });
+
+  afterAll(() => inventory.close());
+
+  it('a time-limited call without a request deadline sees its own limit', async () => {
     const { body } = await request(inventory.getHttpServer()).get('/stock').expect(200);
     expect(body.remainingInside).toBe(500);
   });

@@ -160,7 +160,8 @@ describe.each(
           store: store,
           lease: LEASE,
           ttl: TTL,
-          principal: (req: { headers: Record<string, string | undefined> }) => req.headers['x-user'],
+          // Requests without x-user are one test client's.
+          principal: (req: { headers: Record<string, string | undefined> }) => req.headers['x-user'] ?? 'tester',
           reconciler: (stale) => {
             staleSeen.push(stale);
             return reconciler === undefined ? { action: 'wait' } : reconciler(stale);

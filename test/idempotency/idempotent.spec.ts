@@ -389,7 +389,7 @@ describe('@Idempotent at bootstrap', () => {
         return defer(() => of(++this.runs));
       }
     }
-    const app = await boot({ idempotency: { principal: () => undefined } }, { controllers: [Direct] });
+    const app = await boot({ idempotency: { principal: 'shared' } }, { controllers: [Direct] });
     const direct = app.get(Direct);
     expect([await direct.handle(), await direct.handle()]).toEqual([1, 2]);
     expect([await lastValueFrom(direct.stream()), await lastValueFrom(direct.stream())]).toEqual([3, 4]);

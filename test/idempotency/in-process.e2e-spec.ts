@@ -111,7 +111,7 @@ describe.each(PLATFORMS)('@Idempotent over HTTP, in process, on %s', (platform) 
   beforeEach(async () => {
     store = new LoggingTransactionalStore();
     running = await startApp(
-      { idempotency: { store, principal: () => undefined } },
+      { idempotency: { store, principal: 'shared' } },
       { controllers: [TransfersController], providers: [Audit, AuditFirst] },
       { platform },
     );

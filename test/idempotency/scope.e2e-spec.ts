@@ -1,7 +1,7 @@
 import { Body, Controller, Param, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Idempotent, ResilienceModule } from '../../lib';
-import { PRINCIPAL_REQUIRED } from '../../lib/idempotency/idempotency.messages';
+import { PRINCIPAL_MISSING, PRINCIPAL_REQUIRED } from '../../lib/idempotency/idempotency.messages';
 import { PLATFORMS } from '../support/platforms';
 import { json, RunningApp, send, startApp } from './http-kit';
 
@@ -92,6 +92,32 @@ describe.each(PLATFORMS)('@Idempotent key scope: method, matched route and princ
     expect(bob.headers.get('idempotent-replayed')).toBeNull();
     expect(json(alice).charge).toBe(1);
     expect(json(bob).charge).toBe(2);
+  });
+  it('refuses a request whose principal resolves to nothing (401, naming the option): no replay of another caller’s key', async () => {
+    const alice = await send(running.url, '/pay', {
+      key: 'k-alice',
+      body: { iban: 'GB33BUKB20201555555555' },
+      headers: { 'x-user': 'alice' },
+    });
+    const anonymous = await send(running.url, '/pay', { key: 'k-alice', body: { iban: 'GB33BUKB20201555555555' } });
+    const empty = await send(running.url, '/pay', {
+      key: 'k-alice',
+      body: { iban: 'GB33BUKB20201555555555' },
+      headers: { 'x-user': '' },
+    });
+    expect(alice.status).toBe(201);
+    for (const refused of [anonymous, empty]) {
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('content-type')).toContain('application/problem+json');
+      expect(refused.headers.get('idempotent-replayed')).toBeNull();
+      expect(json(refused)).toMatchObject({
+        status: 401,
+        type: 'https://resilience4nest.dev/problems/idempotency-principal-missing',
+      });
+      expect(json(refused).detail).toBe(PRINCIPAL_MISSING('the module option idempotency.principal'));
+      expect(refused.text).not.toContain('GB33');
+    }
+    expect(controller.runs).toBe(1);
   });
 });
 

@@ -1,11 +1,13 @@
 import { Body, Controller, Injectable, Logger, Post } from '@nestjs/common';
 import Redis from 'ioredis';
 import { randomUUID } from 'node:crypto';
+import { Pool, PoolClient } from 'pg';
 import { VirtualClock } from '../../lib/clock';
 import {
   Idempotent,
   IdempotencyStoreUnavailableError,
   MemoryIdempotencyStore,
+  PostgresIdempotencyStore,
   RedisIdempotencyStore,
   RESILIENCE_PROBLEMS,
 } from '../../lib';
@@ -153,7 +155,7 @@ describe('@Idempotent on a real Redis that fails or stalls', () => {
     expect(charges.count).toBe(0);
   });
 
-  it('answers 503 when Redis stalls on the claim, and the stalled claim never leads to a second charge', async () => {
+  it('answers 503 when Redis stalls on the claim; the claim that lands later is undone, so the retry runs: one charge', async () => {
     await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
     const answer = send(running.url, '/pay', { key: 'k-stall', body: { pence: 5 } });
     // The claim is queued in Redis; the virtual clock runs the store timeout out.
@@ -161,10 +163,14 @@ describe('@Idempotent on a real Redis that fails or stalls', () => {
     await clock.advance(2_000);
     expect((await answer).status).toBe(503);
     await admin.call('CLIENT', 'UNPAUSE');
-    // The stalled claim went through once Redis resumed: the key is held, not free to run a second time unseen.
+    // The stalled claim goes through once Redis resumes, and is released at once: "nothing ran" stays true.
+    await waitForKeyGone(admin, prefix + scopedKey(undefined, 'POST', '/pay', 'k-stall'));
     const retry = await send(running.url, '/pay', { key: 'k-stall', body: { pence: 5 } });
-    expect(retry.status).toBe(409);
-    expect(charges.count).toBe(0);
+    expect(retry.status).toBe(201);
+    expect(charges.count).toBe(1);
+    const again = await send(running.url, '/pay', { key: 'k-stall', body: { pence: 5 } });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(charges.count).toBe(1);
   });
 
   it('gives the client its answer when Redis stalls on completion, and keeps the key: one charge', async () => {
@@ -185,6 +191,84 @@ describe('@Idempotent on a real Redis that fails or stalls', () => {
     expect(charges.count).toBe(1);
   });
 });
+
+describe('@Idempotent on a real PostgreSQL whose table is locked', () => {
+  const url = serverOrSkip('postgres');
+  if (url === undefined) return;
+
+  let pool: Pool;
+  let locker: PoolClient | undefined;
+  let clock: VirtualClock;
+  let running: RunningApp;
+  let charges: Charges;
+  let table: string;
+  let released: number;
+
+  beforeAll(() => {
+    pool = new Pool({ connectionString: url, max: 5 });
+  });
+  afterAll(() => pool.end());
+  beforeEach(async () => {
+    clock = new VirtualClock(START);
+    table = `idem_faults_${randomUUID().replace(/-/g, '')}`;
+    released = 0;
+    // The store's queries, counting the releases that have come back.
+    const watched = {
+      query: async (text: string, values?: unknown[]) => {
+        const result = await pool.query(text, values);
+        if (text.startsWith('DELETE') && text.includes("state = 'in_progress'")) released++;
+        return result;
+      },
+    };
+    const store = new PostgresIdempotencyStore({ pool: watched, table, clock });
+    running = await startApp(
+      { clock, idempotency: { store, principal: 'shared' } },
+      { controllers: [PaymentsController], providers: [Charges] },
+    );
+    charges = running.app.get(Charges);
+    // One request creates the table, so the lock below has something to hold.
+    expect((await send(running.url, '/pay', { key: 'k-warm', body: { pence: 1 } })).status).toBe(201);
+    charges.count = 0;
+  });
+  afterEach(async () => {
+    await locker?.query('ROLLBACK').catch(() => undefined);
+    locker?.release();
+    locker = undefined;
+    await running.close();
+    await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+  });
+
+  it('answers 503 while a lock holds the claim; the claim that lands later is undone, so the retry runs: one charge', async () => {
+    locker = await pool.connect();
+    await locker.query('BEGIN');
+    await locker.query(`LOCK TABLE "${table}" IN ACCESS EXCLUSIVE MODE`);
+    const answer = send(running.url, '/pay', { key: 'k-locked', body: { pence: 5 } });
+    await waitForLockWaiter(pool, table);
+    await clock.advance(2_000);
+    expect((await answer).status).toBe(503);
+    await locker.query('COMMIT');
+    locker.release();
+    locker = undefined;
+    // The claim waiting on the lock goes through now, and is released at once.
+    for (let i = 0; i < 5_000 && released === 0; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(released).toBe(1);
+    const retry = await send(running.url, '/pay', { key: 'k-locked', body: { pence: 5 } });
+    expect(retry.status).toBe(201);
+    expect(charges.count).toBe(1);
+  });
+});
+
+/** Resolves once a session waits for a lock on `table`, polling a bounded number of times. */
+async function waitForLockWaiter(pool: Pool, table: string): Promise<void> {
+  for (let i = 0; i < 5_000; i++) {
+    const { rows } = await pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_locks WHERE NOT granted AND relation = $1::regclass`,
+      [`"${table}"`],
+    );
+    if (Number(rows[0].n) > 0) return;
+  }
+  throw new Error(`no session waited for the lock on ${table}`);
+}
 
 describe('RedisIdempotencyStore durability check', () => {
   const url = serverOrSkip('redis');
@@ -231,6 +315,14 @@ describe('RedisIdempotencyStore durability check', () => {
     expect((await warningsAtBoot(locked)).filter((w) => w.includes('RedisIdempotencyStore'))).toEqual([]);
   });
 });
+
+/** Resolves once `key` no longer exists in Redis, polling a bounded number of times. */
+async function waitForKeyGone(admin: Redis, key: string): Promise<void> {
+  for (let i = 0; i < 5_000; i++) {
+    if ((await admin.exists(key)) === 0) return;
+  }
+  throw new Error(`key ${key} was never released`);
+}
 
 /** Resolves once Redis reports a client held by the pause (the store's claim or completion is queued), polling a bounded number of times. */
 async function waitForBlockedClients(admin: Redis): Promise<void> {

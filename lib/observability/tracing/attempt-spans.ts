@@ -1,0 +1,61 @@
+import type { Span } from '@opentelemetry/api';
+import { RESILIENCE_SPAN_ATTRIBUTES } from './span-attributes';
+import { OpenTelemetry } from './tracing.peer';
+
+type Call = (args: unknown[]) => unknown;
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
+}
+
+/**
+ * `call` with a child span around each attempt (`<target> attempt`, with
+ * `resilience.attempt.number`), ended when the attempt's promise settles and
+ * marked as an error when it fails. Attempts of one call are told apart by
+ * their argument array, which every layer passes on unchanged.
+ */
+export function withAttemptSpans(call: Call, target: string, otel: OpenTelemetry): Call {
+  const tracer = otel.trace.getTracer('resilience4nest');
+  const attempts = new WeakMap<unknown[], number>();
+  const name = `${target} attempt`;
+  const failed = (span: Span, error: unknown): void => {
+    span.setStatus({ code: otel.SpanStatusCode.ERROR });
+    if (error instanceof Error) span.recordException(error);
+    span.end();
+  };
+  return (args) => {
+    const attempt = (attempts.get(args) ?? 0) + 1;
+    attempts.set(args, attempt);
+    return tracer.startActiveSpan(
+      name,
+      { attributes: { [RESILIENCE_SPAN_ATTRIBUTES.attemptNumber]: attempt } },
+      (span: Span) => {
+        let result: unknown;
+        try {
+          result = call(args);
+        } catch (error) {
+          failed(span, error);
+          throw error;
+        }
+        if (!isThenable(result)) {
+          span.end();
+          return result;
+        }
+        return Promise.resolve(result).then(
+          (value) => {
+            span.end();
+            return value;
+          },
+          (error: unknown) => {
+            failed(span, error);
+            throw error;
+          },
+        );
+      },
+    );
+  };
+}

@@ -1,0 +1,23 @@
+export { Outbox } from './outbox';
+export type { OutboxAddOptions } from './outbox';
+export { OutboxNoTransactionError } from './outbox.errors';
+export { isOutboxEnvelope, outboxEventId } from './outbox-event-id';
+export { OutboxRelay } from './outbox-relay';
+export type { OutboxPublishResult, RelayDependencies, RelayPassResult } from './outbox-relay';
+export type {
+  OutboxClientProxy,
+  OutboxModuleOptions,
+  OutboxPublishFunction,
+  OutboxRelayOptions,
+  ResolvedOutboxOptions,
+} from './outbox.options';
+export type { OutboxEnvelope, OutboxEvent, OutboxEventState, OutboxRow, OutboxStats } from './outbox.types';
+export { DEFAULT_OUTBOX_TABLE, PostgresOutboxStore } from './postgres-outbox-store';
+export type {
+  ClaimedRow,
+  FailedRowState,
+  NewOutboxRow,
+  OutboxListener,
+  PostgresOutboxStoreOptions,
+} from './postgres-outbox-store';
+export type { SqlRunner } from './outbox-transaction';

@@ -1,0 +1,229 @@
+import { Controller, INestApplicationContext, INestMicroservice, Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import {
+  ClientProxy,
+  ClientProxyFactory,
+  ClientOptions,
+  EventPattern,
+  Payload,
+  Transport,
+} from '@nestjs/microservices';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'pg';
+import {
+  Idempotent,
+  IdempotencyRegistry,
+  idempotencyTransaction,
+  Outbox,
+  OutboxEnvelope,
+  outboxEventId,
+  PostgresIdempotencyStore,
+  PostgresOutboxStore,
+  ResilienceModule,
+} from '../../lib';
+import { RunningBroker } from '../support/broker-process';
+import { startNats } from '../support/nats-server';
+import { startRabbitMq } from '../support/rabbitmq-server';
+import { isCi, serverOrSkip } from '../support/server-env';
+import { tableName } from './outbox-kit';
+
+/** Tables of the running suite: the shop's orders, and the consumer's shipments. */
+const tables = { orders: '', shipments: '' };
+
+/** Resolves once `count` shipments were applied. */
+class Applied {
+  count = 0;
+  private waiters: Array<{ count: number; resolve: () => void }> = [];
+
+  add(): void {
+    this.count++;
+    this.waiters = this.waiters.filter((w) => (this.count >= w.count ? (w.resolve(), false) : true));
+  }
+
+  until(count: number): Promise<void> {
+    return this.count >= count ? Promise.resolve() : new Promise((resolve) => this.waiters.push({ count, resolve }));
+  }
+}
+const applied = new Applied();
+let deliveries = 0;
+const seen = new Map<string, number>();
+const replayed = new Applied();
+
+/** The order service: the order row, the event and the key commit together. */
+@Injectable()
+class Orders {
+  constructor(private readonly outbox: Outbox) {}
+
+  @Idempotent({ key: (order: { id: string }) => order.id, transactional: true })
+  async place(order: { id: string; pence: number }): Promise<{ eventId: string }> {
+    await idempotencyTransaction().query(`INSERT INTO ${tables.orders} (id, pence) VALUES ($1, $2)`, [
+      order.id,
+      order.pence,
+    ]);
+    const eventId = await this.outbox.add(
+      'order.created',
+      { orderId: order.id, pence: order.pence },
+      { key: order.id },
+    );
+    return { eventId };
+  }
+}
+
+/** The consumer: one shipment per order, however often the event arrives. */
+@Controller()
+class Shipping {
+  @EventPattern('order.created')
+  @Idempotent({ key: outboxEventId, transactional: true })
+  async onOrderCreated(@Payload() event: OutboxEnvelope<{ orderId: string; pence: number }>): Promise<void> {
+    deliveries++;
+    seen.set(event.id, (seen.get(event.id) ?? 0) + 1);
+    await idempotencyTransaction().query(`INSERT INTO ${tables.shipments} (order_id) VALUES ($1)`, [
+      event.payload.orderId,
+    ]);
+    applied.add();
+  }
+}
+
+interface Transport_ {
+  readonly name: string;
+  readonly start: (root: string) => Promise<RunningBroker | undefined>;
+  readonly options: (port: number) => ClientOptions;
+}
+
+const TRANSPORTS: Transport_[] = [
+  {
+    name: 'Redis',
+    start: async () => {
+      const url = process.env.RESILIENCE_TEST_REDIS_URL;
+      return url === undefined ? undefined : { port: Number(new URL(url).port), stop: async () => undefined };
+    },
+    options: (port) => ({ transport: Transport.REDIS, options: { host: '127.0.0.1', port } }),
+  },
+  {
+    name: 'NATS',
+    start: () => startNats(),
+    options: (port) => ({ transport: Transport.NATS, options: { servers: [`nats://127.0.0.1:${port}`] } }),
+  },
+  {
+    name: 'RabbitMQ',
+    start: (root) => startRabbitMq(root),
+    options: (port) => ({
+      transport: Transport.RMQ,
+      options: { urls: [`amqp://guest:guest@127.0.0.1:${port}`], queue: 'orders', queueOptions: { durable: false } },
+    }),
+  },
+];
+
+describe.each(TRANSPORTS)('order service → outbox → $name → idempotent consumer', (transport) => {
+  const url = serverOrSkip('postgres');
+  if (url === undefined) return;
+
+  let root: string;
+  let broker: RunningBroker | undefined;
+  let pool: Pool;
+  let producer: INestApplicationContext;
+  let consumer: INestMicroservice;
+  let client: ClientProxy;
+  let outboxStore: PostgresOutboxStore;
+  let outboxTable: string;
+  let unavailable: string | undefined;
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'resilience4nest-broker-'));
+    try {
+      broker = await transport.start(root);
+      if (broker === undefined) unavailable = `${transport.name} was not started by the test setup`;
+    } catch (error) {
+      unavailable = `${transport.name} could not be started: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    if (unavailable !== undefined) {
+      if (isCi()) throw new Error(unavailable);
+      process.stderr.write(`\n[outbox brokers] ${unavailable}\n`);
+      return;
+    }
+    const port = (broker as RunningBroker).port;
+    pool = new Pool({ connectionString: url, max: 10 });
+    tables.orders = tableName('orders');
+    tables.shipments = tableName('shipments');
+    await pool.query(`CREATE TABLE ${tables.orders} (id text PRIMARY KEY, pence int NOT NULL)`);
+    await pool.query(`CREATE TABLE ${tables.shipments} (id serial PRIMARY KEY, order_id text NOT NULL)`);
+    outboxTable = tableName();
+    outboxStore = new PostgresOutboxStore({ pool, table: outboxTable });
+
+    @Module({
+      imports: [
+        ResilienceModule.forRoot({
+          idempotency: { store: new PostgresIdempotencyStore({ pool, table: tableName('consumer_keys') }) },
+        }),
+      ],
+      controllers: [Shipping],
+    })
+    class ConsumerModule {}
+    consumer = await NestFactory.createMicroservice(ConsumerModule, { ...transport.options(port), logger: false });
+    consumer.get(IdempotencyRegistry).onOutcome((event) => {
+      if (event.outcome === 'replayed') replayed.add();
+    });
+    await consumer.listen();
+
+    client = ClientProxyFactory.create(transport.options(port));
+    @Module({
+      imports: [
+        ResilienceModule.forRoot({
+          idempotency: { store: new PostgresIdempotencyStore({ pool, table: tableName('producer_keys') }) },
+          retry: { instances: { outbox: { maxAttempts: 3, waitDuration: 50 } } },
+          // The poll is slow on purpose: publication follows the commit through LISTEN/NOTIFY.
+          outbox: { store: outboxStore, publisher: client, relay: { pollInterval: '1h', lease: '2h' } },
+        }),
+      ],
+      providers: [Orders],
+    })
+    class ProducerModule {}
+    producer = await NestFactory.createApplicationContext(ProducerModule, { logger: false });
+    await producer.init();
+  }, 180_000);
+
+  afterAll(async () => {
+    await producer?.close();
+    await client?.close();
+    await consumer?.close();
+    await broker?.stop();
+    if (pool !== undefined) {
+      await pool.query(`DROP TABLE IF EXISTS ${tables.orders}, ${tables.shipments}`);
+      await pool.end();
+    }
+    await rm(root, { recursive: true, force: true });
+  }, 60_000);
+
+  it('ships each committed order once, even when the relay publishes its event twice', async () => {
+    if (unavailable !== undefined) return;
+    const start = applied.count;
+    const replayedBefore = replayed.count;
+    deliveries = 0;
+    seen.clear();
+    const orders = producer.get(Orders);
+    const ids = Array.from({ length: 20 }, (_, i) => `${transport.name}-order-${i}`);
+    const results = await Promise.all(ids.map((id, i) => orders.place({ id, pence: 100 + i })));
+    await applied.until(start + ids.length);
+    expect(deliveries).toBe(ids.length);
+
+    // Crash point 3 by hand: the first half is published again, as after a relay that died before marking them sent.
+    const again = results.slice(0, 10).map((r) => r.eventId);
+    await pool.query(
+      `UPDATE ${outboxTable} SET state = 'pending', sent_at = NULL, available_at = 0 WHERE id = ANY($1)`,
+      [again],
+    );
+    producer.get(Outbox).relay?.wake();
+    await replayed.until(replayedBefore + again.length);
+    expect(deliveries).toBe(ids.length);
+
+    const { rows } = await pool.query(
+      `SELECT order_id, count(*)::int AS n FROM ${tables.shipments} GROUP BY order_id ORDER BY order_id`,
+    );
+    expect(rows).toHaveLength(ids.length);
+    expect(rows.every((r) => r.n === 1)).toBe(true);
+    expect(applied.count - start).toBe(ids.length);
+    expect([...seen.values()].every((n) => n === 1)).toBe(true);
+  }, 60_000);
+});
