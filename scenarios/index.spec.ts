@@ -11,6 +11,7 @@ describe('scenario CLI', () => {
       'breaker',
       'bulkhead',
       'overload',
+      'adaptive-defaults',
       'retry-amplification',
       'hedging',
       'outbox',

@@ -7,7 +7,7 @@ import { hedging } from './hedging';
 import { ScenarioReport } from './kit';
 import { overcharge } from './overcharge';
 import { outboxScenario } from './outbox';
-import { overload } from './overload';
+import { adaptiveDefaults, overload } from './overload';
 import { retryAmplification } from './retry-amplification';
 import { retryStorm } from './retry-storm';
 
@@ -53,6 +53,11 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
     summary:
       'a server of fixed capacity offered 1×, 2× and 3× of it, without shedding and with a fixed cap or an adaptive limit',
     run: overload,
+  },
+  {
+    name: 'adaptive-defaults',
+    summary: 'Gradient2 and Vegas on their defaults at 3× capacity against fixed caps around the pool size',
+    run: adaptiveDefaults,
   },
   {
     name: 'retry-amplification',

@@ -220,3 +220,90 @@ export async function overload(): Promise<ScenarioReport> {
   const result = await runOverload();
   return { table: overloadTable(result), svg: overloadChart(result) };
 }
+
+/** A server shape the adaptive defaults are compared on. */
+export interface PoolShape {
+  readonly workers: number;
+  readonly serviceMs: number;
+}
+
+/** Pools compared: the overload scenario's, and a small one of short queries like the load test's. */
+export const DEFAULTS_POOLS: readonly PoolShape[] = [
+  { workers: 20, serviceMs: 100 },
+  { workers: 10, serviceMs: 20 },
+];
+
+/** Fixed caps tried per pool, as multiples of its workers. */
+const CAP_FACTORS = [1, 1.25, 1.5, 2];
+
+/** One pool's runs at 3×: fixed caps around its size, and each adaptive algorithm on its defaults. */
+export interface DefaultsComparison {
+  readonly pool: PoolShape;
+  readonly rows: readonly OverloadRow[];
+}
+
+/** Runs fixed caps and the adaptive defaults (no priorities) at 3× overload on each pool. */
+export async function runAdaptiveDefaults(pools: readonly PoolShape[] = DEFAULTS_POOLS): Promise<DefaultsComparison[]> {
+  const comparisons: DefaultsComparison[] = [];
+  for (const pool of pools) {
+    const shedding: Record<string, LoadSheddingOptions> = {};
+    for (const factor of CAP_FACTORS) {
+      const cap = Math.round(pool.workers * factor);
+      shedding[`fixed cap ${cap}`] = { maxConcurrentRequests: cap };
+    }
+    shedding['gradient2 (defaults)'] = { adaptive: { algorithm: 'gradient2' } };
+    shedding['vegas (defaults)'] = { adaptive: { algorithm: 'vegas' } };
+    const result = await runOverload({ ...pool, loads: [3], shedding });
+    comparisons.push({ pool, rows: result.rows.filter((row) => row.policy !== 'no shedding') });
+  }
+  return comparisons;
+}
+
+/** The fixed cap an operator would pick: the smallest within 1% of the best goodput of the caps tried. */
+export function bestFixedCap(rows: readonly OverloadRow[]): OverloadRow {
+  const caps = rows.filter((row) => row.policy.startsWith('fixed cap'));
+  const top = Math.max(...caps.map((row) => row.goodput));
+  return caps.find((row) => row.goodput >= 0.99 * top) as OverloadRow;
+}
+
+/** The printed table: every run, and each adaptive row against its pool's best fixed cap. */
+export function adaptiveDefaultsTable(comparisons: readonly DefaultsComparison[]): string {
+  const rows: string[][] = [];
+  for (const { pool, rows: runs } of comparisons) {
+    const best = bestFixedCap(runs);
+    for (const row of runs) {
+      const adaptive = !row.policy.startsWith('fixed cap');
+      rows.push([
+        `${pool.workers} × ${pool.serviceMs} ms`,
+        row === best ? `${row.policy} (best)` : row.policy,
+        row.goodput.toFixed(0),
+        `${row.goodputShare.toFixed(1)}%`,
+        `${Math.round(row.admittedP99)} ms`,
+        adaptive ? `${((row.goodput / best.goodput) * 100).toFixed(1)}%` : '',
+        adaptive ? `${(row.admittedP99 / best.admittedP99).toFixed(2)}×` : '',
+      ]);
+    }
+  }
+  return [
+    'adaptive defaults at 3× capacity, no priorities; best = smallest fixed cap within 1% of the best goodput of the caps tried',
+    table(['pool', 'policy', 'goodput/s', 'of capacity', 'admitted p99', 'goodput / best', 'p99 / best'], rows),
+  ].join('\n');
+}
+
+/** The scenario as the CLI runs it: the table, and goodput per second on the first pool. */
+export async function adaptiveDefaults(): Promise<ScenarioReport> {
+  const comparisons = await runAdaptiveDefaults();
+  const [first] = comparisons;
+  const svg = lineChart({
+    title: `adaptive defaults: goodput at 3× capacity, ${first.pool.workers} workers × ${first.pool.serviceMs} ms`,
+    xLabel: 'time (s)',
+    yLabel: 'answers within the deadline per second',
+    series: first.rows.map((row, i) => ({
+      label: row.policy,
+      points: row.goodputPerSecond.map((n, t) => [t + 0.5, n] as const),
+      color: ['#1f77b4', '#9ecae1', '#6baed6', '#c6dbef', '#2ca02c', '#ff7f0e'][i] ?? '#7f7f7f',
+    })),
+    lines: [{ y: (first.pool.workers / first.pool.serviceMs) * 1000, label: 'capacity' }],
+  });
+  return { table: adaptiveDefaultsTable(comparisons), svg };
+}

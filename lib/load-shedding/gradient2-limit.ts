@@ -4,7 +4,7 @@ import { AdaptiveLimit, AdaptiveLimitBounds } from './adaptive-limit';
 export interface Gradient2Settings extends AdaptiveLimitBounds {
   /** How much a new estimate moves the limit, in (0, 1]. Default 0.2. */
   readonly smoothing: number;
-  /** Room the limit may grow by while latency stays at its baseline. Default 4. */
+  /** Room the limit may grow by while latency stays at its baseline. Default 3. */
   readonly queueSize: number;
   /** Samples the long-term latency average spans. Default 600. */
   readonly longWindow: number;

@@ -89,14 +89,15 @@ describe('LoadShedder', () => {
   });
 
   // Netflix concurrency-limits, Gradient2Limit: the limit falls while latency exceeds its long-term average and recovers after.
+  // It reads one sample per 20 finished requests (their average latency).
   it('gradient2: the limit falls when latency rises and recovers when it falls', async () => {
     const clock = new VirtualClock();
     const s = shedder({ adaptive: { algorithm: 'gradient2', initialLimit: 20, minLimit: 5, maxLimit: 100 } }, clock);
-    await saturate(s, clock, 10, 2000);
+    await saturate(s, clock, 10, 6000);
     const steady = s.limit;
     await saturate(s, clock, 60, 300);
     const loaded = s.limit;
-    await saturate(s, clock, 10, 4000);
+    await saturate(s, clock, 10, 8000);
     const recovered = s.limit;
     expect(steady).toBe(100);
     expect(loaded).toBeLessThanOrEqual(40);

@@ -8,13 +8,15 @@ import { VegasLimit } from './vegas-limit';
 import { WindowedLimit } from './windowed-limit';
 
 /**
- * Finished requests Vegas reads as one latency sample. Its no-load latency
- * is the least it has seen: with single requests that is the fastest one,
- * and every ordinary one looks queued (under a 20-slot pool of 50–150 ms
- * work it fell to 9 and left 42% of capacity idle); the average of 20 is
- * within a few percent of the true mean.
+ * Finished requests an adaptive limit reads as one latency sample. Vegas's
+ * no-load latency is the least it has seen: with single requests that is
+ * the fastest one, and every ordinary one looks queued (under a 20-slot
+ * pool of 50–150 ms work it fell to 9 and left 42% of capacity idle).
+ * Gradient2 grew by its queue allowance at every request whose latency
+ * happened to be below average, so it held a queue of its own. The average
+ * of 20 is within a few percent of the true mean.
  */
-const VEGAS_WINDOW = 20;
+const ADAPTIVE_WINDOW = 20;
 
 /** Why a request was refused at the door, as metrics count it. */
 export type ShedReason = 'concurrency' | 'event-loop-delay' | 'deadline';
@@ -65,10 +67,10 @@ export class LoadShedder {
   ) {
     const adaptive = options.adaptive;
     if (adaptive !== undefined) {
-      this.adaptiveLimit =
-        adaptive.algorithm === 'vegas'
-          ? new WindowedLimit(new VegasLimit({ ...adaptive, random }), VEGAS_WINDOW)
-          : new Gradient2Limit(adaptive);
+      this.adaptiveLimit = new WindowedLimit(
+        adaptive.algorithm === 'vegas' ? new VegasLimit({ ...adaptive, random }) : new Gradient2Limit(adaptive),
+        ADAPTIVE_WINDOW,
+      );
     }
     const eventLoop = options.eventLoopDelay;
     if (eventLoop !== undefined && probe !== undefined) {

@@ -66,7 +66,7 @@ describe('readLoadSheddingOptions', () => {
     ],
     [
       { adaptive: { initialLimit: 500, maxLimit: 100 } },
-      INVALID_VALUE(`${PLACE} 'adaptive'`, 'initialLimit', 'between minLimit (20) and maxLimit (100)', 500),
+      INVALID_VALUE(`${PLACE} 'adaptive'`, 'initialLimit', 'between minLimit (5) and maxLimit (100)', 500),
     ],
     [
       { adaptive: { minLimit: 50, maxLimit: 10 } },

@@ -19,17 +19,17 @@ export interface AdaptiveLimitOptions {
   algorithm?: AdaptiveAlgorithm;
   /** The limit before any request has been measured. Default 20. */
   initialLimit?: number;
-  /** The limit never falls below this. Default 20 (gradient2) or 1 (vegas). */
+  /** The limit never falls below this. Default 5 (gradient2) or 1 (vegas). */
   minLimit?: number;
   /** The limit never rises above this. Default 200 (gradient2) or 1000 (vegas). */
   maxLimit?: number;
   /** How far one estimate moves the limit, in (0, 1]. Default 0.2 (gradient2) or 1 (vegas). */
   smoothing?: number;
-  /** gradient2: room the limit grows by while latency stays at its baseline. Default 4. */
+  /** gradient2: room the limit grows by while latency stays at its baseline. Default 3. */
   queueSize?: number;
   /** gradient2: samples the long-term latency average spans. Default 600. */
   longWindow?: number;
-  /** vegas: the no-load latency is measured afresh about every `probeMultiplier × limit` samples. Default 30. */
+  /** vegas: the no-load latency is measured afresh about every `probeMultiplier × limit` samples (each the average of 20 finished requests). Default 30. */
   probeMultiplier?: number;
 }
 
@@ -90,10 +90,10 @@ const NO_SHARES: Readonly<Record<PriorityLevel, number>> = { critical: 0, high: 
 const ADAPTIVE_DEFAULTS: Readonly<Record<AdaptiveAlgorithm, Omit<ResolvedAdaptiveOptions, 'algorithm'>>> = {
   gradient2: {
     initialLimit: 20,
-    minLimit: 20,
+    minLimit: 5,
     maxLimit: 200,
     smoothing: 0.2,
-    queueSize: 4,
+    queueSize: 3,
     longWindow: 600,
     probeMultiplier: 30,
   },
