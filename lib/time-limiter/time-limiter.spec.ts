@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import * as fc from 'fast-check';
 import { getEventListeners } from 'node:events';
 import { Clock, VirtualClock } from '../clock';
@@ -535,5 +536,28 @@ describe('TimeLimiter: limits, scopes and the shared timer', () => {
     expect(timedOut.every(([, e]) => e instanceof TimeoutExceededError)).toBe(true);
     expect(timedOut.map(([at]) => at)).toEqual(Array.from({ length: 1000 }, (_, i) => 100 + Math.floor(i / 100)));
     expect(clock.pendingTimers).toBe(0);
+  });
+});
+
+describe('TimeLimiter: capturing the call context for timeout listeners', () => {
+  it('captures each call’s async context only while a listener asks to hear timeouts in it', async () => {
+    const clock = new VirtualClock();
+    const tl = new TimeLimiter('payments', { timeoutDuration: 100, cancelRunningFuture: true }, clock);
+    const snapshot = jest.spyOn(AsyncLocalStorage, 'snapshot');
+    try {
+      const counting = tl.onTimeout(() => undefined);
+      await tl.execute(async () => 1);
+      expect(snapshot).not.toHaveBeenCalled();
+      const tracing = tl.onTimeoutInCallContext(() => undefined);
+      await tl.execute(async () => 2);
+      expect(snapshot).toHaveBeenCalledTimes(1);
+      tracing();
+      tracing();
+      await tl.execute(async () => 3);
+      expect(snapshot).toHaveBeenCalledTimes(1);
+      counting();
+    } finally {
+      snapshot.mockRestore();
+    }
   });
 });

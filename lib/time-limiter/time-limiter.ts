@@ -9,7 +9,7 @@ import {
   ScopeOnDemand,
 } from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
-import { EventStream } from '../events';
+import { EventStream, Unsubscribe } from '../events';
 import { invokeThunk, Policy } from '../policy';
 import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
@@ -56,6 +56,26 @@ export class TimeLimiter implements Policy {
   readonly onError = this.errorStream.subscribe;
   /** A call ran out of time (its own limit or the deadline). */
   readonly onTimeout = this.timeoutStream.subscribe;
+
+  private callContextListeners = 0;
+
+  /**
+   * @internal Like {@link TimeLimiter.onTimeout}, for a listener that must
+   * hear each timeout in the async context of its call (a tracer recording
+   * on the call's span): calls capture their context only while one listens,
+   * so counting timeouts (metrics, the event journal) costs no capture.
+   */
+  onTimeoutInCallContext(listener: (event: TimeLimiterEvent) => void): Unsubscribe {
+    this.callContextListeners++;
+    const unsubscribe = this.timeoutStream.subscribe(listener);
+    let subscribed = true;
+    return () => {
+      if (!subscribed) return;
+      subscribed = false;
+      this.callContextListeners--;
+      unsubscribe();
+    };
+  }
 
   /**
    * @param name - instance name
@@ -125,7 +145,7 @@ export class TimeLimiter implements Policy {
         ? undefined
         : new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
     // A listener of timeouts hears each in the context of its call, not of whoever armed the shared timer.
-    const context = this.timeoutStream.active ? AsyncLocalStorage.snapshot() : undefined;
+    const context = this.callContextListeners > 0 ? AsyncLocalStorage.snapshot() : undefined;
     const attempt = new TimedAttempt<A, R>(this, now + limit, scope, limit, byDeadline, observer, context);
     if (byDeadline) attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
     else this.enqueue(attempt, limit);

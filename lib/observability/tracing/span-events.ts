@@ -96,7 +96,7 @@ export class ResilienceSpanEvents {
         break;
       case 'timeLimiter':
         on(
-          observed.instance.onTimeout(({ name, error }) =>
+          observed.instance.onTimeoutInCallContext(({ name, error }) =>
             this.record(E.timeout, { [A.policy]: 'time_limiter', [A.instance]: name, [A.errorType]: errorType(error) }),
           ),
         );
