@@ -29,6 +29,7 @@ import {
   PIPELINE_BAD_ARGUMENT,
   PIPELINE_BAD_FALLBACK,
   PIPELINE_BAD_LAYER,
+  PIPELINE_HEDGE_NOT_SAFE,
   PIPELINE_NAMES_NOTHING,
   PIPELINE_UNKNOWN_KEY,
 } from './pipeline/pipeline.messages';
@@ -80,7 +81,7 @@ const PIPELINE_POLICIES: readonly RegistryPolicy[] = [
   'timeLimiter',
   'bulkhead',
 ];
-const PIPELINE_KEYS = ['name', ...PIPELINE_POLICIES, 'fallback'];
+const PIPELINE_KEYS = ['name', ...PIPELINE_POLICIES, 'hedge', 'fallback'];
 
 const FACTORIES: { readonly [P in RegistryPolicy]: Factory<P> } = {
   retry: (name, config, registry) => new RetryPolicy(name, config, registry.clock, registry.random),
@@ -398,6 +399,11 @@ export class ResilienceRegistry {
         });
       else throw new Error(PIPELINE_BAD_LAYER(name, policy, given));
     }
+    const hedge: unknown = options.hedge;
+    if (typeof hedge === 'string') layers.push(this.pipelineHedge(name, this.hedge(hedge, where)));
+    else if (hedge !== undefined && hedge !== null && typeof hedge === 'object' && !Array.isArray(hedge))
+      layers.push(this.pipelineHedge(name, this.deriveHedge(name, hedge, `hedge options of ${where}`, where, true)));
+    else if (hedge !== undefined) throw new Error(PIPELINE_BAD_LAYER(name, 'hedge', hedge));
     let fallback: FallbackPolicy | undefined;
     if (options.fallback !== undefined) {
       fallback = new FallbackPolicy(name, pipelineFallbacks(name, options.fallback));
@@ -411,8 +417,15 @@ export class ResilienceRegistry {
     const layers: ComposedLayer[] = PIPELINE_POLICIES.filter((policy) =>
       this.options.sections[policy].instances.has(name),
     ).map((policy) => ({ kind: policy, policy: this.get(policy, name, `pipeline '${name}'`) }));
+    if (this.hedging.instances.has(name)) layers.push(this.pipelineHedge(name, this.hedge(name, `pipeline '${name}'`)));
     if (layers.length === 0) throw new Error(PIPELINE_NAMES_NOTHING(name));
     return this.makePipeline(name, layers, undefined);
+  }
+
+  /** A pipeline's hedge layer; refused unless the instance is declared safe to repeat. */
+  private pipelineHedge(pipeline: string, hedge: HedgePolicy): ComposedLayer {
+    if (!hedge.config.safe) throw new Error(PIPELINE_HEDGE_NOT_SAFE(pipeline, hedge.name));
+    return { kind: 'hedge', policy: hedge };
   }
 
   private makePipeline(

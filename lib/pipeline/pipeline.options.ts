@@ -1,6 +1,7 @@
 import type { BulkheadConfigInput } from '../bulkhead/bulkhead.config';
 import type { CircuitBreakerConfigInput } from '../circuit-breaker/circuit-breaker.config';
 import type { ErrorClass } from '../error-matcher';
+import type { HedgeConfigInput } from '../hedge/hedge.config';
 import type { RateLimiterConfigInput } from '../rate-limiter/rate-limiter.config';
 import type { RetryConfigInput } from '../retry/retry.config';
 import type { TimeLimiterConfigInput } from '../time-limiter/time-limiter.config';
@@ -33,6 +34,12 @@ export interface PipelineOptions {
   readonly timeLimiter?: string | TimeLimiterConfigInput;
   /** A bulkhead instance name, or inline options. */
   readonly bulkhead?: string | BulkheadConfigInput;
+  /**
+   * A hedging instance name, or inline options; it sits right inside the
+   * retry, as `@Hedge` does. A pipeline runs plain functions, so the instance
+   * must be declared `safe: true` (running the function twice at once is harmless).
+   */
+  readonly hedge?: string | HedgeConfigInput;
   /** Typed fallbacks: the most specific declared class of the error answers, as with `@Fallback`. */
   readonly fallback?: PipelineFallback | readonly PipelineFallback[];
 }

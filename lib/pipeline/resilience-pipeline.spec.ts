@@ -31,6 +31,39 @@ describe('ResilienceRegistry.pipeline', () => {
     );
   });
 
+  it('hedges inside the retry: after the delay a second copy runs, and the first answer wins', async () => {
+    const clock = new VirtualClock();
+    const r = registry(clock);
+    const pipeline = r.pipeline({
+      name: 'quotes',
+      retry: 'inventory',
+      hedge: { delay: 50, maxHedgedAttempts: 1, safe: true },
+    });
+    expect(pipeline.layers).toEqual([
+      ['retry', 'inventory'],
+      ['hedge', 'quotes'],
+    ]);
+    let calls = 0;
+    const outcome = pipeline.execute(
+      () =>
+        new Promise<string>((resolve) => {
+          const copy = ++calls;
+          // The first copy is the slow one; the hedge answers 10 ms after it starts.
+          if (copy === 2) clock.setTimeout(() => resolve('from the hedge'), 10);
+        }),
+    );
+    await clock.advance(60);
+    await expect(outcome).resolves.toBe('from the hedge');
+    expect(calls).toBe(2);
+    expect(r.hedges.map((h) => [h.name, h.metrics.hedged, h.metrics.winner])).toEqual([['quotes', 1, 1]]);
+  });
+
+  it('refuses a hedge not declared safe to repeat, naming the instance and the setting', () => {
+    expect(() => registry().pipeline({ name: 'quotes', hedge: { delay: 50 } })).toThrow(
+      "resilience4nest: pipeline 'quotes' would run its function more than once at a time through hedging instance 'quotes', which is not declared safe to repeat: set 'safe: true' on it if running the function twice is harmless",
+    );
+  });
+
   it('takes inline options, named after the pipeline, and validates them like config', () => {
     const r = registry();
     const pipeline = r.pipeline({ name: 'stock', timeLimiter: { timeoutDuration: '2s' }, retry: 'inventory' });
@@ -46,7 +79,7 @@ describe('ResilienceRegistry.pipeline', () => {
   it('refuses unknown keys, bad layers and bad fallbacks, naming the pipeline', () => {
     const r = registry();
     expect(() => r.pipeline({ name: 'p', retries: 'inventory' } as never)).toThrow(
-      "pipeline 'p': unknown key 'retries' (known keys: name, retry, circuitBreaker, rateLimiter, timeLimiter, bulkhead, fallback)",
+      "pipeline 'p': unknown key 'retries' (known keys: name, retry, circuitBreaker, rateLimiter, timeLimiter, bulkhead, hedge, fallback)",
     );
     expect(() => r.pipeline({ name: 'p', retry: 3 } as never)).toThrow(
       "pipeline 'p': key 'retry' must be an instance name or an options object, got 3",
