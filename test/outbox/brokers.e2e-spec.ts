@@ -123,7 +123,8 @@ const TRANSPORTS: Transport_[] = [
  * broker round trips run on NestJS 11, where the same transports load as CommonJS.
  */
 const microservicesAreEsm =
-  JSON.parse(readFileSync(require.resolve('@nestjs/microservices/package.json'), 'utf8')).type === 'module';
+  JSON.parse(readFileSync(join(__dirname, '../../node_modules/@nestjs/microservices/package.json'), 'utf8')).type ===
+  'module';
 const describeWithBrokers = microservicesAreEsm ? describe.skip : describe;
 
 describeWithBrokers.each(TRANSPORTS)('order service → outbox → $name → idempotent consumer', (transport) => {
