@@ -346,31 +346,30 @@ function carriesBody(request: HttpRequest): boolean {
 
 function bodyNotParsed(method: IdempotentMethod, request: HttpRequest, path: string): SubstituteAnswer {
   const contentType = (request.raw ?? request).headers['content-type'] ?? 'no content type';
-  const body = {
-    type: 'https://resilience4nest.dev/problems/idempotency-body-not-parsed',
-    title: 'Request body cannot be fingerprinted',
-    status: 415,
-    detail: BODY_NOT_PARSED(method.name, contentType.split(';')[0].trim()),
-    instance: path,
-  };
-  return {
-    status: 415,
-    headers: { 'Content-Type': 'application/problem+json; charset=utf-8' },
-    body: JSON.stringify(body),
-    drop: ANSWER_HEADERS,
-  };
+  return problemAnswer(
+    'idempotency-body-not-parsed',
+    'Request body cannot be fingerprinted',
+    415,
+    BODY_NOT_PARSED(method.name, contentType.split(';')[0].trim()),
+    path,
+  );
 }
 
 function principalMissing(method: IdempotentMethod, path: string): SubstituteAnswer {
-  const body = {
-    type: 'https://resilience4nest.dev/problems/idempotency-principal-missing',
-    title: 'Caller not identified',
-    status: 401,
-    detail: PRINCIPAL_MISSING(method.settings.principalSource ?? "option 'principal'"),
-    instance: path,
-  };
+  return problemAnswer(
+    'idempotency-principal-missing',
+    'Caller not identified',
+    401,
+    PRINCIPAL_MISSING(method.settings.principalSource ?? "option 'principal'"),
+    path,
+  );
+}
+
+/** A problem+json answer of this module's `type` (a path under its problem base), sent instead of the handler's. */
+function problemAnswer(type: string, title: string, status: number, detail: string, path: string): SubstituteAnswer {
+  const body = { type: `https://resilience4nest.dev/problems/${type}`, title, status, detail, instance: path };
   return {
-    status: 401,
+    status,
     headers: { 'Content-Type': 'application/problem+json; charset=utf-8' },
     body: JSON.stringify(body),
     drop: ANSWER_HEADERS,
