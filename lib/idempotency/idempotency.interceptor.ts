@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { defer, mergeMap, Observable, of } from 'rxjs';
+import { contextStorage, ResilienceContext } from '../context';
 import {
   IdempotencyKeyInProgressError,
   IdempotencyKeyMissingError,
@@ -34,6 +35,17 @@ import { CapturedAnswer, HeldResponse, SubstituteAnswer, writeAnswer } from './h
 import { IdempotentMethod } from './idempotent-method';
 import { claimKey, IdempotentRun } from './idempotent-run';
 import { IdempotencyOutcome } from './idempotent-target';
+
+/**
+ * The scope a claimed request's handler runs in: the request's deadline,
+ * without the request's cancellation when the client goes away, so the work
+ * finishes and its answer is stored for the client's retry with the same
+ * key. `undefined` outside a request scope (no `deadline` configured).
+ */
+function detachedFromClient(): ResilienceContext | undefined {
+  const request = contextStorage.getStore();
+  return request === undefined ? undefined : new ResilienceContext(request.clock, request.deadline, request.header);
+}
 
 /** Methods the header applies to: the ones that are not idempotent by themselves (IETF draft). */
 const PROTECTED_METHODS = new Set(['POST', 'PATCH']);
@@ -222,25 +234,31 @@ export class IdempotencyInterceptor implements NestInterceptor {
       abandonIfSilent();
     });
     return new Observable((subscriber) => {
-      const subscription = idempotencyStorage.run(run.scope, () =>
+      const scope = detachedFromClient();
+      const subscribe = () =>
         next.handle().subscribe({
           next: (value) => subscriber.next(value),
           error: (error: unknown) => {
             run.fail(error);
             handlerDone = true;
+            scope?.dispose();
             abandonIfSilent();
             subscriber.error(error);
           },
           complete: () => {
             handlerDone = true;
+            scope?.dispose();
             abandonIfSilent();
             subscriber.complete();
           },
-        }),
+        });
+      const subscription = idempotencyStorage.run(run.scope, () =>
+        scope === undefined ? subscribe() : contextStorage.run(scope, subscribe),
       );
       return () => {
         subscription.unsubscribe();
         handlerDone = true;
+        scope?.dispose();
         abandonIfSilent();
       };
     });
