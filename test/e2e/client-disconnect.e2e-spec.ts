@@ -1,7 +1,7 @@
 import { Controller, Injectable, Post } from '@nestjs/common';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect, Socket } from 'node:net';
-import { currentSignal, Idempotent, Retry, VirtualClock } from '../../lib';
+import { currentSignal, DeadlineExceededError, Idempotent, Retry, Timeout, VirtualClock } from '../../lib';
 import { IdempotencyStore } from '../../lib/idempotency/idempotency-store';
 import { PLATFORMS } from '../support/platforms';
 import { serverOrSkip } from '../support/server-env';
@@ -34,6 +34,16 @@ class Provider {
     if (this.attempts <= this.failures) throw new ConnectionReset('socket hang up');
     return { charged: this.attempts };
   }
+
+  /** Waits, inside its time limit, until its signal aborts; says why it did. */
+  @Timeout('slow')
+  async waitForAbort(): Promise<unknown> {
+    const signal = currentSignal() as AbortSignal;
+    this.attempts++;
+    this.watch.notify();
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    return signal.reason;
+  }
 }
 
 /** What each request saw: its signal as the handler started, and how the call ended. */
@@ -59,6 +69,24 @@ class PaymentsController {
   @Idempotent()
   pay() {
     return this.run();
+  }
+
+  @Post('deliveries')
+  @Idempotent()
+  async deliver() {
+    const signal = currentSignal() as AbortSignal;
+    this.seen.signals.push(signal);
+    this.seen.watch.notify();
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    this.seen.endings.push(signal.reason);
+    this.seen.watch.notify();
+  }
+
+  @Post('exports')
+  async export() {
+    const reason = await this.provider.waitForAbort();
+    this.seen.endings.push(reason);
+    this.seen.watch.notify();
   }
 
   private async run() {
@@ -87,9 +115,23 @@ async function untilWaiting(clock: VirtualClock): Promise<void> {
   expect(clock.pendingTimers).toBeGreaterThan(0);
 }
 
+/** Resolves once the server has seen every connection close. */
+async function connectionsClosed(running: RunningApp): Promise<void> {
+  const server = running.app.getHttpServer() as { getConnections(cb: (e: unknown, n: number) => void): void };
+  let open = 1;
+  await settle(() => {
+    server.getConnections((_, n) => (open = n));
+    return open === 0;
+  });
+  expect(open).toBe(0);
+}
+
 /** Sends a POST with node:http and returns the request, to hang up with `destroy()`. */
 function postAndHangUp(url: string, path: string, headers: Record<string, string> = {}) {
-  const req = httpRequest(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers } });
+  const req = httpRequest(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+  });
   req.on('error', () => undefined);
   req.end('{}');
   return req;
@@ -103,6 +145,7 @@ async function boot(platform: (typeof PLATFORMS)[number], clock: VirtualClock, s
       clock,
       deadline: {},
       retry: RETRY,
+      timeLimiter: { instances: { slow: { timeoutDuration: '1m' } } },
       idempotency: { principal: 'shared', ...(store === undefined ? {} : { store }) },
     },
     { controllers: [PaymentsController], providers: [Provider, Seen] },
@@ -138,10 +181,35 @@ describe.each(PLATFORMS)('a client that hangs up (%s)', (platform) => {
     expect(clock.pendingTimers).toBe(0);
   });
 
+  it('aborts the signal a time-limited attempt sees, which follows the request', async () => {
+    const req = postAndHangUp(running.url, '/exports');
+    await provider.watch.until(() => provider.attempts === 1);
+    req.destroy();
+    await seen.watch.until(() => seen.endings.length === 1);
+    expect((seen.endings[0] as Error).name).toBe('AbortError');
+  });
+
+  it('an @Idempotent request keeps its deadline: its signal aborts when the deadline passes, not when the client leaves', async () => {
+    const req = postAndHangUp(running.url, '/deliveries', {
+      'idempotency-key': 'k-late',
+      'x-request-deadline-ms': '2500',
+    });
+    await seen.watch.until(() => seen.signals.length === 1);
+    req.destroy();
+    await connectionsClosed(running);
+    expect(seen.signals[0]?.aborted).toBe(false);
+    await clock.advance(2_499);
+    expect(seen.signals[0]?.aborted).toBe(false);
+    await clock.advance(1);
+    await seen.watch.until(() => seen.endings.length === 1);
+    expect(seen.endings[0]).toBeInstanceOf(DeadlineExceededError);
+  });
+
   it('cancels every pipelined request of a connection that closes, the queued one too', async () => {
     const socket: Socket = connect(Number(new URL(running.url).port), '127.0.0.1');
     socket.on('error', () => undefined);
-    const post = 'POST /transfers HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}';
+    const post =
+      'POST /transfers HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}';
     socket.write(post + post);
     await provider.watch.until(() => provider.attempts === 2);
     await untilWaiting(clock);
@@ -204,13 +272,7 @@ describe.each(
     await provider.watch.until(() => provider.attempts === 1);
     await untilWaiting(clock);
     req.destroy();
-    const socketsClosed = running.app.getHttpServer() as { getConnections(cb: (e: unknown, n: number) => void): void };
-    let open = 1;
-    await settle(() => {
-      socketsClosed.getConnections((_, n) => (open = n));
-      return open === 0;
-    });
-    expect(open).toBe(0);
+    await connectionsClosed(running);
     expect(seen.signals[0]?.aborted).toBe(false);
     await clock.advance(1_000);
     await seen.watch.until(() => seen.endings.length === 1);

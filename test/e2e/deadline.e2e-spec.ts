@@ -261,9 +261,7 @@ describe.each(PLATFORMS)('deadline: {} turns the inbound scope on (%s)', (platfo
 
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [
-        ResilienceModule.forRootAsync({ useFactory: () => ({ clock, deadline: {} }) }),
-      ],
+      imports: [ResilienceModule.forRootAsync({ useFactory: () => ({ clock, deadline: {} }) })],
       controllers: [FrontController],
       providers: [InventoryClient, { provide: VirtualClock, useValue: clock }],
     }).compile();
