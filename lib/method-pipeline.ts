@@ -82,10 +82,11 @@ function observedPipeline(call: Pipeline, observe: ObservablePipeline): Pipeline
  * Observable an attempt gets is subscribed inside that attempt, its last
  * value the attempt's answer; later calls take the Observable path, lazy
  * and value by value. A call that answered anything else marks the method a
- * promise method: later calls answer plain Promises.
+ * promise method: later calls run as a declared one's, answering plain Promises.
  */
 class UndeclaredKindPipeline {
   private kind: 'promise' | 'observable' | undefined;
+  private readonly probing: Pipeline;
   private readonly promise: Pipeline;
   private readonly observed: Pipeline;
 
@@ -94,14 +95,15 @@ class UndeclaredKindPipeline {
     promise: (invoke: Pipeline) => Pipeline,
     observe: ObservablePipeline,
   ) {
-    this.promise = promise(this.attempt);
+    this.probing = promise(this.attempt);
+    this.promise = promise(call);
     this.observed = observedPipeline(call, observe);
   }
 
   readonly run: Pipeline = (args) => {
     if (this.kind === 'promise') return this.promise(args);
     if (this.kind === 'observable') return this.observed(args);
-    return new EitherAnswer(this.promise(args) as Promise<unknown>);
+    return new EitherAnswer(this.probing(args) as Promise<unknown>);
   };
 
   private readonly attempt: Pipeline = (args) => {
