@@ -39,7 +39,7 @@ describe('README quick start', () => {
   it('is embedded in the README exactly as the compiled, tested file', () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     const example = readFileSync(join(root, 'docs', 'examples', 'quick-start.ts'), 'utf8');
-    expect(readme).toContain('```ts\n' + example + '```');
+    expect(readme).toContain('```ts run=quick-start\n' + example + '```');
   });
 
   it('answers through the pipeline and passes the remaining deadline downstream', async () => {
@@ -59,7 +59,7 @@ describe('README quick start', () => {
 describe('README quick start entry point', () => {
   it('docs/examples/main.ts starts the application and it answers (embedded in the README as written)', async () => {
     const main = readFileSync(join(root, 'docs', 'examples', 'main.ts'), 'utf8');
-    expect(readFileSync(join(root, 'README.md'), 'utf8')).toContain('```ts\n' + main + '```');
+    expect(readFileSync(join(root, 'README.md'), 'utf8')).toContain('```ts run=quick-start-main\n' + main + '```');
     const port = await freePort();
     const child = spawn(
       process.execPath,

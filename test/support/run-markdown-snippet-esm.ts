@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as ts from 'typescript';
@@ -9,7 +9,7 @@ const root = join(__dirname, '..', '..');
 const run = promisify(execFile);
 
 /** ES module JavaScript of a TypeScript module, relative imports given their `.mjs` as Node's ESM resolver wants. */
-function toEsm(code: string): string {
+export function toEsm(code: string): string {
   const js = ts.transpileModule(code, {
     compilerOptions: {
       module: ts.ModuleKind.ESNext,
@@ -28,17 +28,14 @@ function toEsm(code: string): string {
  * in an application made by `nest new` on NestJS 12), calls
  * its export `exported` and answers what it returned, through JSON.
  * `docs/examples/quick-start.ts` sits beside it as `./quick-start`. Builds
- * `dist/` first when it is missing.
+ * `dist/` first when it is missing or older than `lib/`.
  */
 export async function runMarkdownSnippetAsEsm(
   markdownPath: string,
   heading: string,
   exported: string,
 ): Promise<unknown> {
-  if (!existsSync(join(root, 'dist', 'index.js')))
-    await run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-      cwd: root,
-    });
+  await ensureBuilt();
   const dir = mkdtempSync(join(root, 'test', 'docs', '.esm-'));
   try {
     writeFileSync(join(dir, 'snippet.mjs'), toEsm(snippetUnder(markdownPath, heading)));
@@ -59,4 +56,23 @@ export async function runMarkdownSnippetAsEsm(
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The newest modification time of the files under `dir`. */
+function newest(dir: string): number {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }
+  return latest;
+}
+
+/** Builds `dist/` (as `npm run build` does) when it is missing or older than a file of `lib/`. */
+export async function ensureBuilt(): Promise<void> {
+  const built = join(root, 'dist', 'index.js');
+  if (existsSync(built) && statSync(built).mtimeMs >= newest(join(root, 'lib'))) return;
+  await run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: root,
+  });
 }

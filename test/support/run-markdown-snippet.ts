@@ -8,7 +8,7 @@ export function snippetUnder(markdownPath: string, heading: string): string {
   const markdown = readFileSync(join(root, markdownPath), 'utf8');
   const start = markdown.indexOf(`${heading}\n`);
   if (start < 0) throw new Error(`${markdownPath} has no heading '${heading}'`);
-  const block = /```ts\n([\s\S]*?)```/.exec(markdown.slice(start));
+  const block = /```ts[^\n]*\n([\s\S]*?)```/.exec(markdown.slice(start));
   if (block === null) throw new Error(`${markdownPath} has no ts block under '${heading}'`);
   return block[1];
 }
