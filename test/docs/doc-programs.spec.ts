@@ -43,14 +43,18 @@ describe('blocks that run, as written, in CommonJS', () => {
   const cjs = new CommonJsPrograms();
   afterAll(() => cjs.remove());
 
-  it.each(programs.map((b) => [b.run, where(b), b] as const))('%s (%s)', async (id, _where, block) => {
-    const program = DOC_PROGRAMS[id];
-    const answer =
-      program.kind === 'module'
-        ? await program.run(() => import(cjs.write(block)) as Promise<Record<string, unknown>>)
-        : await program.run(cjs.start(block));
-    expect(asJson(answer)).toEqual(program.answer);
-  }, 120_000);
+  it.each(programs.map((b) => [b.run, where(b), b] as const))(
+    '%s (%s)',
+    async (id, _where, block) => {
+      const program = DOC_PROGRAMS[id];
+      const answer =
+        program.kind === 'module'
+          ? await program.run(() => import(cjs.write(block)) as Promise<Record<string, unknown>>)
+          : await program.run(cjs.start(block));
+      expect(asJson(answer)).toEqual(program.answer);
+    },
+    120_000,
+  );
 });
 
 describe('blocks that run, as written, as ES modules against the built package', () => {
@@ -65,8 +69,12 @@ describe('blocks that run, as written, as ES modules against the built package',
     expect(results[id]).toEqual({ answer: DOC_PROGRAMS[id].answer });
   });
 
-  it.each(processPrograms.map((b) => [b.run, where(b), b] as const))('%s (%s)', async (id, _where, block) => {
-    const program = DOC_PROGRAMS[id] as ProcessProgram;
-    expect(asJson(await program.run(esm.start(block)))).toEqual(program.answer);
-  }, 120_000);
+  it.each(processPrograms.map((b) => [b.run, where(b), b] as const))(
+    '%s (%s)',
+    async (id, _where, block) => {
+      const program = DOC_PROGRAMS[id] as ProcessProgram;
+      expect(asJson(await program.run(esm.start(block)))).toEqual(program.answer);
+    },
+    120_000,
+  );
 });

@@ -276,7 +276,11 @@ export const DOC_PROGRAMS: Readonly<Record<string, DocProgram>> = {
         const { AppModule } = await load();
         return withContext(AppModule, async (app) => {
           const { slidingWindowSize, waitDurationInOpenState } = registryOf(app).circuitBreaker('payments').config;
-          return { slidingWindowSize, waitDurationInOpenState, maxAttempts: registryOf(app).retry('payments').config.maxAttempts };
+          return {
+            slidingWindowSize,
+            waitDurationInOpenState,
+            maxAttempts: registryOf(app).retry('payments').config.maxAttempts,
+          };
         });
       }),
     answer: { slidingWindowSize: 10, waitDurationInOpenState: 10_000, maxAttempts: 3 },
@@ -475,7 +479,10 @@ export const DOC_PROGRAMS: Readonly<Record<string, DocProgram>> = {
   'metrics-module': {
     kind: 'module',
     run: async (load) => {
-      const { AppModule, registry } = (await load()) as { AppModule: unknown; registry: { metrics(): Promise<string> } };
+      const { AppModule, registry } = (await load()) as {
+        AppModule: unknown;
+        registry: { metrics(): Promise<string> };
+      };
       return withContext(AppModule, async () =>
         (await registry.metrics()).includes('resilience4j_circuitbreaker_state{name="payments",state="closed"} 1'),
       );

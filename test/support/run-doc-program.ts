@@ -1,10 +1,10 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import * as ts from 'typescript';
 import type { RunningProgram } from '../docs/doc-programs';
 import { DocBlock } from './doc-blocks';
-import { ensureBuilt, toEsm } from './run-markdown-snippet-esm';
 
 const root = join(__dirname, '..', '..');
 const run = promisify(execFile);
@@ -16,7 +16,8 @@ const APPLICATION_IMPORT = /from '\.\/(?:quick-start|app\.module)'/g;
 export type ProgramResult = { readonly answer: unknown } | { readonly error: string };
 
 /** The JSON an answer travels as between processes, so that both module systems answer alike. */
-export const asJson = (value: unknown): unknown => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
+export const asJson = (value: unknown): unknown =>
+  value === undefined ? undefined : JSON.parse(JSON.stringify(value));
 
 /**
  * A temporary folder under docs/examples holding blocks as TypeScript modules of their own,
@@ -37,11 +38,7 @@ export class CommonJsPrograms {
   start(block: DocBlock): (env: Record<string, string>) => RunningProgram {
     const file = this.write(block);
     return (env) =>
-      startProcess(
-        ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', file],
-        root,
-        env,
-      );
+      startProcess(['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', file], root, env);
   }
 
   remove(): void {
@@ -129,4 +126,36 @@ function startProcess(args: string[], cwd: string, env: Record<string, string>):
   child.stderr.resume();
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { output: () => output, exited, kill: () => child.kill() };
+}
+
+/** ES module JavaScript of a TypeScript module, relative imports given their `.mjs` as Node's ESM resolver wants. */
+function toEsm(code: string): string {
+  const js = ts.transpileModule(code, {
+    compilerOptions: {
+      module: ts.ModuleKind.ESNext,
+      target: ts.ScriptTarget.ES2022,
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
+    },
+  }).outputText;
+  return js.replace(/from '(\.\.?\/[^']+)'/g, "from '$1.mjs'");
+}
+
+/** The newest modification time of the files under `dir`. */
+function newest(dir: string): number {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }
+  return latest;
+}
+
+/** Builds `dist/` (as `npm run build` does) when it is missing or older than a file of `lib/`. */
+async function ensureBuilt(): Promise<void> {
+  const built = join(root, 'dist', 'index.js');
+  if (existsSync(built) && statSync(built).mtimeMs >= newest(join(root, 'lib'))) return;
+  await run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: root,
+  });
 }
