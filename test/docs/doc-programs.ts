@@ -78,6 +78,16 @@ async function pricingService(): Promise<{ url: string; deadlines: string[]; clo
   return { url, deadlines, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
+/** Runs `body` with the pricing service up and `PRICING_URL` naming it; answers what `body` answered. */
+async function withPricing<T>(body: (deadlines: readonly string[]) => Promise<T>): Promise<T> {
+  const pricing = await pricingService();
+  try {
+    return await withEnv({ PRICING_URL: pricing.url }, () => body(pricing.deadlines));
+  } finally {
+    await pricing.close();
+  }
+}
+
 /** Runs `body` with `env` set, then puts the environment back. */
 async function withEnv<T>(env: Record<string, string>, body: () => Promise<T>): Promise<T> {
   const before = Object.fromEntries(Object.keys(env).map((key) => [key, process.env[key]]));
@@ -201,23 +211,46 @@ type Bootstrap = (port: number, host?: string) => Promise<INestApplication>;
 
 const QUOTE = { sku: 'sku-1', price: 1250 };
 
+/** A block whose export `price(sku)` calls the pricing service through policies made in code. */
+const pricedInCode = (): ModuleProgram => ({
+  kind: 'module',
+  run: (load) =>
+    withPricing(async () => {
+      const { price } = (await load()) as { price: (sku: string) => Promise<unknown> };
+      return price('sku-1');
+    }),
+  answer: QUOTE,
+});
+
+/** A block whose export `start(port, host)` registers a tracer provider, then starts the quick start's application. */
+const tracedApplication = (start: string): ModuleProgram => ({
+  kind: 'module',
+  run: (load) =>
+    withPricing(async () => {
+      Logger.overrideLogger(false);
+      const bootstrap = (await load())[start] as Bootstrap;
+      try {
+        const app = await bootstrap(0, '127.0.0.1');
+        const tracing = app.get(ResilienceTracing).active;
+        return { ...(await closing(app, (url) => json(`${url}/quotes/sku-1`))), tracing };
+      } finally {
+        resetOpenTelemetry();
+      }
+    }),
+  answer: { status: 200, body: QUOTE, tracing: true },
+});
+
 /** Every block marked `run=<id>`, by id. */
 export const DOC_PROGRAMS: Readonly<Record<string, DocProgram>> = {
   'quick-start': {
     kind: 'module',
-    run: async (load) => {
-      const pricing = await pricingService();
-      try {
-        return await withEnv({ PRICING_URL: pricing.url }, async () => {
-          Logger.overrideLogger(false);
-          const { bootstrap } = (await load()) as { bootstrap: Bootstrap };
-          const answer = await closing(await bootstrap(0, '127.0.0.1'), (url) => json(`${url}/quotes/sku-1`));
-          return { ...answer, deadlineSent: Number(pricing.deadlines[0]) > 0 };
-        });
-      } finally {
-        await pricing.close();
-      }
-    },
+    run: (load) =>
+      withPricing(async (deadlines) => {
+        Logger.overrideLogger(false);
+        const { bootstrap } = (await load()) as { bootstrap: Bootstrap };
+        const answer = await closing(await bootstrap(0, '127.0.0.1'), (url) => json(`${url}/quotes/sku-1`));
+        return { ...answer, deadlineSent: Number(deadlines[0]) > 0 };
+      }),
     answer: { status: 200, body: QUOTE, deadlineSent: true },
   },
 
@@ -237,37 +270,9 @@ export const DOC_PROGRAMS: Readonly<Record<string, DocProgram>> = {
     answer: { status: 200, body: QUOTE },
   },
 
-  'registry-breaker': {
-    kind: 'module',
-    run: async (load) => {
-      const pricing = await pricingService();
-      try {
-        return await withEnv({ PRICING_URL: pricing.url }, async () => {
-          const { price } = (await load()) as { price: (sku: string) => Promise<unknown> };
-          return price('sku-1');
-        });
-      } finally {
-        await pricing.close();
-      }
-    },
-    answer: QUOTE,
-  },
+  'registry-breaker': pricedInCode(),
 
-  'registry-pipeline': {
-    kind: 'module',
-    run: async (load) => {
-      const pricing = await pricingService();
-      try {
-        return await withEnv({ PRICING_URL: pricing.url }, async () => {
-          const { price } = (await load()) as { price: (sku: string) => Promise<unknown> };
-          return price('sku-1');
-        });
-      } finally {
-        await pricing.close();
-      }
-    },
-    answer: QUOTE,
-  },
+  'registry-pipeline': pricedInCode(),
 
   'config-recipe': {
     kind: 'module',
@@ -286,25 +291,7 @@ export const DOC_PROGRAMS: Readonly<Record<string, DocProgram>> = {
     answer: { slidingWindowSize: 10, waitDurationInOpenState: 10_000, maxAttempts: 3 },
   },
 
-  'traced-bootstrap': {
-    kind: 'module',
-    run: async (load) => {
-      const pricing = await pricingService();
-      try {
-        return await withEnv({ PRICING_URL: pricing.url }, async () => {
-          Logger.overrideLogger(false);
-          const { tracedBootstrap } = (await load()) as { tracedBootstrap: Bootstrap };
-          const app = await tracedBootstrap(0, '127.0.0.1');
-          const tracing = app.get(ResilienceTracing).active;
-          return { ...(await closing(app, (url) => json(`${url}/quotes/sku-1`))), tracing };
-        });
-      } finally {
-        resetOpenTelemetry();
-        await pricing.close();
-      }
-    },
-    answer: { status: 200, body: QUOTE, tracing: true },
-  },
+  'traced-bootstrap': tracedApplication('tracedBootstrap'),
 
   'testing-your-code': {
     kind: 'module',
@@ -624,25 +611,7 @@ export const DOC_PROGRAMS: Readonly<Record<string, DocProgram>> = {
     ],
   },
 
-  'tracing-console': {
-    kind: 'module',
-    run: async (load) => {
-      const pricing = await pricingService();
-      try {
-        return await withEnv({ PRICING_URL: pricing.url }, async () => {
-          Logger.overrideLogger(false);
-          const { bootstrap } = (await load()) as { bootstrap: Bootstrap };
-          const app = await bootstrap(0, '127.0.0.1');
-          const tracing = app.get(ResilienceTracing).active;
-          return { ...(await closing(app, (url) => json(`${url}/quotes/sku-1`))), tracing };
-        });
-      } finally {
-        resetOpenTelemetry();
-        await pricing.close();
-      }
-    },
-    answer: { status: 200, body: QUOTE, tracing: true },
-  },
+  'tracing-console': tracedApplication('bootstrap'),
 
   'tracing-in-memory': {
     kind: 'module',

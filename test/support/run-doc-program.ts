@@ -34,11 +34,14 @@ export class CommonJsPrograms {
     return file;
   }
 
-  /** Starts `block` as a program: Node with ts-node, `resilience4nest` resolved to lib/ through tsconfig paths. */
-  start(block: DocBlock): (env: Record<string, string>) => RunningProgram {
+  /**
+   * Starts `block` as a program: Node with ts-node, `resilience4nest` resolved to the built package
+   * (as an application requires it), which is built first when `lib/` is newer.
+   */
+  async start(block: DocBlock): Promise<(env: Record<string, string>) => RunningProgram> {
+    await ensureBuilt();
     const file = this.write(block);
-    return (env) =>
-      startProcess(['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', file], root, env);
+    return (env) => startProcess(['-r', 'ts-node/register/transpile-only', file], root, env);
   }
 
   remove(): void {
