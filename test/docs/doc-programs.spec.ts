@@ -5,9 +5,10 @@ import { DOC_PROGRAMS, ProcessProgram } from './doc-programs';
 /*
  * Every code block of README.md and docs/*.md says what it is, in its info string:
  * - ```ts run=<id>: a complete program or test (an application module, an entry point, a
- *   function or test that needs nothing the page does not give). It runs as written, in
- *   CommonJS (here, in Jest) and as an ES module (in a Node process of its own, against the
- *   built package), driven by DOC_PROGRAMS[id] in ./doc-programs.ts;
+ *   function or test that needs nothing the page does not give). It runs as written, driven by
+ *   DOC_PROGRAMS[id] of ./doc-programs.ts, twice: as CommonJS and as an ES module, each in a
+ *   Node process of its own against the built package (in Jest's own module system, NestJS 12's
+ *   ES-module-only packages cannot load their adapters and transports);
  * - ```ts fragment: a piece of a program (a provider without the module that provides it, a
  *   function taking the application's objects, another tool's config file). The `ts` ones are
  *   type-checked by the docs-snippets specs.
@@ -39,36 +40,18 @@ describe('code blocks of README.md and docs/*.md', () => {
   });
 });
 
-describe('blocks that run, as written, in CommonJS', () => {
+describe.each([
+  ['in CommonJS (Node with ts-node)', () => new CommonJsPrograms()],
+  ['as ES modules', () => new EsModulePrograms()],
+])('blocks that run, as written, %s, against the built package', (_system, make) => {
   // Made in a hook, so a run that filters every test of the group out leaves no folder behind.
-  let cjs: CommonJsPrograms;
-  beforeAll(() => {
-    cjs = new CommonJsPrograms();
-  });
-  afterAll(() => cjs.remove());
-
-  it.each(programs.map((b) => [b.run, where(b), b] as const))(
-    '%s (%s)',
-    async (id, _where, block) => {
-      const program = DOC_PROGRAMS[id];
-      const answer =
-        program.kind === 'module'
-          ? await program.run(() => import(cjs.write(block)) as Promise<Record<string, unknown>>)
-          : await program.run(await cjs.start(block));
-      expect(asJson(answer)).toEqual(program.answer);
-    },
-    120_000,
-  );
-});
-
-describe('blocks that run, as written, as ES modules against the built package', () => {
-  let esm: EsModulePrograms;
+  let programs: CommonJsPrograms | EsModulePrograms;
   let results: Record<string, ProgramResult>;
   beforeAll(async () => {
-    esm = new EsModulePrograms();
-    results = await esm.runModules(modulePrograms);
+    programs = make();
+    results = await programs.runModules(modulePrograms);
   }, 300_000);
-  afterAll(() => esm.remove());
+  afterAll(() => programs.remove());
 
   it.each(modulePrograms.map((b) => [b.run, where(b)] as const))('%s (%s)', (id) => {
     expect(results[id]).toEqual({ answer: DOC_PROGRAMS[id].answer });
@@ -78,7 +61,7 @@ describe('blocks that run, as written, as ES modules against the built package',
     '%s (%s)',
     async (id, _where, block) => {
       const program = DOC_PROGRAMS[id] as ProcessProgram;
-      expect(asJson(await program.run(esm.start(block)))).toEqual(program.answer);
+      expect(asJson(await program.run(await programs.start(block)))).toEqual(program.answer);
     },
     120_000,
   );

@@ -20,59 +20,29 @@ export const asJson = (value: unknown): unknown =>
   value === undefined ? undefined : JSON.parse(JSON.stringify(value));
 
 /**
- * A temporary folder under docs/examples holding blocks as TypeScript modules of their own,
- * each importing the application as `../quick-start`: what Jest loads (CommonJS, with
- * `resilience4nest` mapped to lib/) and ts-node starts.
+ * The blocks marked `run=<id>` in one module system, each written as a module of its own in a
+ * temporary folder inside the repository (so `resilience4nest` resolves to the built package
+ * through its `exports`, as an application's import does), beside the drivers of
+ * test/docs/doc-programs.ts. Module programs run one after another in one Node process; a
+ * process program is started on its own.
  */
-export class CommonJsPrograms {
-  readonly dir = mkdtempSync(join(root, 'docs', 'examples', '.programs-'));
+abstract class Programs {
+  abstract readonly dir: string;
+  /** The Node options that load a module of this system (a TypeScript hook, or none). */
+  protected abstract readonly node: readonly string[];
+  /** The folder programs are started in. */
+  protected abstract readonly cwd: string;
+  /** The file name of the block `id`. */
+  protected abstract file(id: string): string;
+  /** The source of a block as this module system runs it. */
+  protected abstract source(code: string): string;
+  /** The runner: runs the module programs named on its command line and writes their results, as JSON, to the first argument. */
+  protected abstract readonly runner: string;
 
-  /** Writes `block` as `<id>.ts`; answers its path. */
+  /** Writes `block` as a module; answers its path. */
   write(block: DocBlock): string {
-    const file = join(this.dir, `${block.run}.ts`);
-    writeFileSync(file, block.code.replace(APPLICATION_IMPORT, "from '../quick-start'"));
-    return file;
-  }
-
-  /**
-   * Starts `block` as a program: Node with ts-node, `resilience4nest` resolved to the built package
-   * (as an application requires it), which is built first when `lib/` is newer.
-   */
-  async start(block: DocBlock): Promise<(env: Record<string, string>) => RunningProgram> {
-    await ensureBuilt();
-    const file = this.write(block);
-    return (env) => startProcess(['-r', 'ts-node/register/transpile-only', file], root, env);
-  }
-
-  remove(): void {
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-}
-
-/**
- * A temporary folder under test/docs holding blocks as ES modules (`.mjs`), beside the quick
- * start and the programs' drivers: inside the repository, so `resilience4nest` resolves to the
- * built package through its `exports`, as in an application made by `nest new` on NestJS 12.
- */
-export class EsModulePrograms {
-  readonly dir = mkdtempSync(join(root, 'test', 'docs', '.esm-programs-'));
-
-  constructor() {
-    writeFileSync(
-      join(this.dir, 'quick-start.mjs'),
-      toEsm(readFileSync(join(root, 'docs', 'examples', 'quick-start.ts'), 'utf8')),
-    );
-    writeFileSync(
-      join(this.dir, 'doc-programs.mjs'),
-      toEsm(readFileSync(join(root, 'test', 'docs', 'doc-programs.ts'), 'utf8')),
-    );
-    writeFileSync(join(this.dir, 'run-programs.mjs'), RUN_PROGRAMS);
-  }
-
-  /** Writes `block` as `<id>.mjs`; answers its path. */
-  write(block: DocBlock): string {
-    const file = join(this.dir, `${block.run}.mjs`);
-    writeFileSync(file, toEsm(block.code.replace(APPLICATION_IMPORT, "from './quick-start'")));
+    const file = join(this.dir, this.file(block.run!));
+    writeFileSync(file, this.source(block.code));
     return file;
   }
 
@@ -81,18 +51,19 @@ export class EsModulePrograms {
     await ensureBuilt();
     for (const block of blocks) this.write(block);
     const out = join(this.dir, 'results.json');
-    await run(process.execPath, [join(this.dir, 'run-programs.mjs'), out, ...blocks.map((b) => b.run!)], {
-      cwd: this.dir,
+    await run(process.execPath, [...this.node, join(this.dir, this.runner), out, ...blocks.map((b) => b.run!)], {
+      cwd: this.cwd,
       env: { ...process.env, NODE_ENV: 'test' },
       timeout: 300_000,
     });
     return JSON.parse(readFileSync(out, 'utf8')) as Record<string, ProgramResult>;
   }
 
-  /** Starts `block` as an ES module program. */
-  start(block: DocBlock): (env: Record<string, string>) => RunningProgram {
+  /** Starts `block` as a program of its own, with the environment `env` adds. */
+  async start(block: DocBlock): Promise<(env: Record<string, string>) => RunningProgram> {
+    await ensureBuilt();
     const file = this.write(block);
-    return (env) => startProcess([file], this.dir, env);
+    return (env) => startProcess([...this.node, file], this.cwd, env);
   }
 
   remove(): void {
@@ -100,8 +71,83 @@ export class EsModulePrograms {
   }
 }
 
-/** The ES module that runs the module programs named on its command line and writes their results as JSON. */
-const RUN_PROGRAMS = `import { writeFileSync } from 'node:fs';
+/**
+ * CommonJS: TypeScript modules under docs/examples (`./quick-start` is docs/examples/quick-start.ts)
+ * run by Node with ts-node, as `tsc` with the repository's `module: commonjs` emits them.
+ */
+export class CommonJsPrograms extends Programs {
+  readonly dir = mkdtempSync(join(root, 'docs', 'examples', '.programs-'));
+  protected readonly node = ['-r', 'ts-node/register/transpile-only'];
+  protected readonly cwd = root;
+  protected readonly runner = 'run-programs.js';
+
+  constructor() {
+    super();
+    writeFileSync(join(this.dir, 'doc-programs.ts'), readFileSync(join(root, 'test', 'docs', 'doc-programs.ts')));
+    writeFileSync(join(this.dir, this.runner), RUN_COMMONJS);
+  }
+
+  protected file(id: string): string {
+    return `${id}.ts`;
+  }
+
+  protected source(code: string): string {
+    return code.replace(APPLICATION_IMPORT, "from '../quick-start'");
+  }
+}
+
+/**
+ * ES modules: `.mjs` files under test/docs, beside the quick start transpiled as one, as in an
+ * application made by `nest new` on NestJS 12.
+ */
+export class EsModulePrograms extends Programs {
+  readonly dir = mkdtempSync(join(root, 'test', 'docs', '.esm-programs-'));
+  protected readonly node = [];
+  protected readonly cwd = this.dir;
+  protected readonly runner = 'run-programs.mjs';
+
+  constructor() {
+    super();
+    writeFileSync(
+      join(this.dir, 'quick-start.mjs'),
+      toEsm(readFileSync(join(root, 'docs', 'examples', 'quick-start.ts'), 'utf8')),
+    );
+    writeFileSync(
+      join(this.dir, 'doc-programs.mjs'),
+      toEsm(readFileSync(join(root, 'test', 'docs', 'doc-programs.ts'), 'utf8')),
+    );
+    writeFileSync(join(this.dir, this.runner), RUN_ES_MODULES);
+  }
+
+  protected file(id: string): string {
+    return `${id}.mjs`;
+  }
+
+  protected source(code: string): string {
+    return toEsm(code.replace(APPLICATION_IMPORT, "from './quick-start'"));
+  }
+}
+
+/** Both runners end with `process.exit`: a block may leave a client or a timer behind, as its program's own exit would end them. */
+const RUN_COMMONJS = `const { writeFileSync } = require('node:fs');
+const { DOC_PROGRAMS } = require('./doc-programs');
+
+const [out, ...ids] = process.argv.slice(2);
+(async () => {
+  const results = {};
+  for (const id of ids) {
+    try {
+      results[id] = { answer: await DOC_PROGRAMS[id].run(async () => require('./' + id)) };
+    } catch (error) {
+      results[id] = { error: error instanceof Error ? error.stack : String(error) };
+    }
+  }
+  writeFileSync(out, JSON.stringify(results));
+  process.exit(0);
+})();
+`;
+
+const RUN_ES_MODULES = `import { writeFileSync } from 'node:fs';
 import { DOC_PROGRAMS } from './doc-programs.mjs';
 
 const [out, ...ids] = process.argv.slice(2);
@@ -114,7 +160,6 @@ for (const id of ids) {
   }
 }
 writeFileSync(out, JSON.stringify(results));
-// A block may leave a client or a timer behind, as a program's own shutdown would end them.
 process.exit(0);
 `;
 
