@@ -43,8 +43,19 @@ interface Entry {
   leaseExpiresAt: number;
   /** Serialized answer of a completed entry, so callers never share mutable objects with the store. */
   response: string | undefined;
-  /** The principal that claimed it, when one was given. */
-  readonly principal: string | undefined;
+  /** The keys of the principal that claimed it, when one was given. */
+  readonly held: PrincipalKeys | undefined;
+  /** The principal's key claimed just before this one, and just after (a list, so a principal costs no map of its own). */
+  older: Entry | undefined;
+  newer: Entry | undefined;
+}
+
+/** One principal's live keys, oldest claim first. */
+interface PrincipalKeys {
+  readonly principal: string;
+  count: number;
+  oldest: Entry | undefined;
+  newest: Entry | undefined;
 }
 
 /** When a key is due to expire; an entry whose expiry moved later leaves a stale one behind, skipped when reached. */
@@ -92,8 +103,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   private readonly maxKeys: number;
   private readonly maxKeysPerPrincipal: number;
   private readonly entries = new Map<string, Entry>();
-  /** Each principal's live keys, in the order they were claimed: the first is its oldest. */
-  private readonly principals = new Map<string, Map<string, Entry>>();
+  /** Each principal's live keys, in the order they were claimed. */
+  private readonly principals = new Map<string, PrincipalKeys>();
   /** Min-heap of expiries, earliest first. */
   private readonly expiries: Expiry[] = [];
   // undefined while no expiry is scheduled (TimerHandle admits it).
@@ -126,10 +137,9 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       const principal = options?.principal;
       if (principal !== undefined && this.heldBy(principal) >= this.maxKeysPerPrincipal) {
         this.sweep(now);
-        const held = this.principals.get(principal);
-        if (held !== undefined && held.size >= this.maxKeysPerPrincipal) {
-          // Keys are in claim order; a completed key's expiry moved later, so this may overstate the wait, never understate it.
-          const oldest = held.values().next().value as Entry;
+        const oldest = this.principals.get(principal)?.oldest;
+        if (oldest !== undefined && this.heldBy(principal) >= this.maxKeysPerPrincipal) {
+          // The oldest claim; a completed key's expiry moved later, so this may overstate the wait, never understate it.
           return { outcome: 'quota_exceeded', scope: 'principal', retryAfterMs: oldest.expiresAt - now };
         }
       }
@@ -139,6 +149,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
           return { outcome: 'quota_exceeded', scope: 'store', retryAfterMs: this.earliestExpiry() - now };
       }
       const token = ownerToken();
+      const held = principal === undefined ? undefined : this.keysOf(principal);
       const fresh: Entry = {
         fingerprint,
         createdAt: now,
@@ -146,10 +157,17 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
         token,
         leaseExpiresAt: now + leaseMs,
         response: undefined,
-        principal,
+        held,
+        older: held?.newest,
+        newer: undefined,
       };
       this.entries.set(key, fresh);
-      if (principal !== undefined) this.keysOf(principal).set(key, fresh);
+      if (held !== undefined) {
+        if (held.newest === undefined) held.oldest = fresh;
+        else held.newest.newer = fresh;
+        held.newest = fresh;
+        held.count++;
+      }
       this.expireAt(key, fresh.expiresAt);
       return { outcome: 'claimed', token, record: inProgress(key, fresh) };
     }
@@ -295,26 +313,29 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   }
 
   private heldBy(principal: string): number {
-    return this.principals.get(principal)?.size ?? 0;
+    return this.principals.get(principal)?.count ?? 0;
   }
 
-  private keysOf(principal: string): Map<string, Entry> {
-    let keys = this.principals.get(principal);
-    if (keys === undefined) {
-      keys = new Map();
-      this.principals.set(principal, keys);
+  private keysOf(principal: string): PrincipalKeys {
+    let held = this.principals.get(principal);
+    if (held === undefined) {
+      held = { principal, count: 0, oldest: undefined, newest: undefined };
+      this.principals.set(principal, held);
     }
-    return keys;
+    return held;
   }
 
   /** Deletes `key`, and its place among its principal's keys. */
   private forget(key: string, entry: Entry): void {
     this.entries.delete(key);
-    if (entry.principal === undefined) return;
-    const keys = this.principals.get(entry.principal);
-    if (keys === undefined) return;
-    keys.delete(key);
-    if (keys.size === 0) this.principals.delete(entry.principal);
+    const held = entry.held;
+    if (held === undefined) return;
+    if (entry.older === undefined) held.oldest = entry.newer;
+    else entry.older.newer = entry.newer;
+    if (entry.newer === undefined) held.newest = entry.older;
+    else entry.newer.older = entry.older;
+    entry.older = entry.newer = undefined;
+    if (--held.count === 0) this.principals.delete(held.principal);
   }
 
   /** Makes sure a sweep runs by the first whole second at or after `at`. */
