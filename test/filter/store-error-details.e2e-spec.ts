@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Body, Controller, Get, Logger, Post } from '@nestjs/common';
 import Redis, { RedisOptions } from 'ioredis';
+import { Pool } from 'pg';
 import {
   Idempotent,
+  PostgresIdempotencyStore,
   RateLimiter,
   RedisIdempotencyStore,
   RedisRateLimiterStore,
@@ -176,5 +178,48 @@ describe('store errors never reach clients: generic problem details, the store t
       expect(answer.text).not.toMatch(SCRIPT_SHA);
       expect(logged().some((line) => line.includes('ShopController.pay') && line.includes(fault.token))).toBe(true);
     });
+  });
+});
+
+describe('PostgreSQL errors never reach clients either (real PostgreSQL)', () => {
+  const url = serverOrSkip('postgres');
+  if (url === undefined) return;
+
+  let pool: Pool;
+  let running: RunningApp | undefined;
+  let warn: jest.SpyInstance;
+
+  beforeAll(() => {
+    pool = new Pool({ connectionString: url, max: 2 });
+    pool.on('error', () => undefined);
+  });
+  afterAll(() => pool.end());
+  beforeEach(() => {
+    warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  });
+  afterEach(async () => {
+    warn.mockRestore();
+    await running?.close();
+    running = undefined;
+  });
+
+  it('a claim PostgreSQL refuses (its table is missing) answers 503 with a generic detail; the log has the error', async () => {
+    const table = `missing_${Date.now()}`;
+    running = await startApp(
+      {
+        clock: new VirtualClock(Date.UTC(2025, 0, 1)),
+        idempotency: { store: new PostgresIdempotencyStore({ pool, table, createSchema: false }), principal: 'shared' },
+      },
+      { controllers: [ShopController] },
+    );
+    const answer = await send(running.url, '/pay', { key: 'k-1', body: { pence: 5 } });
+    expect(answer.status).toBe(503);
+    expect(json(answer).detail).toBe("The idempotency store is unavailable at 'ShopController.pay': claim failed");
+    expect(answer.text).not.toContain(table);
+    expect(answer.text).not.toContain('does not exist');
+    const lines = warn.mock.calls.map((args: unknown[]) => String(args[0]));
+    expect(
+      lines.some((line) => line.includes('ShopController.pay') && line.includes(`"${table}" does not exist`)),
+    ).toBe(true);
   });
 });
