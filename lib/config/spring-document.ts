@@ -20,9 +20,11 @@ export const YAML: OptionalPeer<typeof Yaml> = {
  * depth, `${ENV_VAR:default}` placeholders resolved, and the documents of a
  * multi-document file that apply (those without a profile, then those of the
  * profiles in `SPRING_PROFILES_ACTIVE`) merged. Keys stay as written.
+ * A document beyond the limits of `document-limits.ts` is refused before
+ * anything recurses into it.
  *
  * @param document - the file's text (`.yml` needs the optional peer `yaml`), or the object a YAML parser made of it
- * @throws Error naming the key and value when the part is missing or is not a map of properties
+ * @throws Error naming the key and value when the part is missing or is not a map of properties, or naming the limit and where when the document is too large or too deep
  */
 export function readResilience4jPart(document: object | string): Record<string, unknown> {
   const parsed = typeof document === 'string' ? parseText(document) : document;
