@@ -12,7 +12,8 @@ const placeholderTexts = new Map<string, string>();
  * written value does not hold as it is (the names of an exception list).
  */
 export function rememberPlaceholderText(resolved: string, written: string): void {
-  if (resolved === written) return;
+  // An empty text tells nothing, and would stand for every empty value in messages.
+  if (resolved === written || resolved === '') return;
   placeholderTexts.set(resolved, written);
   if (!resolved.includes(',')) return;
   const literal = new Set(written.split(',').map((part) => part.trim()));
