@@ -7,6 +7,7 @@ import {
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker/circuit-breaker.config';
 import { Clock, systemClock } from './clock';
 import { orderFromAspectOrders } from './config/aspect-order';
+import { checkDocument } from './config/document-limits';
 import {
   ASPECT_ORDER_DIFFERS,
   DUPLICATE_PROPERTY,
@@ -129,6 +130,7 @@ export function resolveOptions(
   const given: unknown = options ?? {};
   if (given === null || typeof given !== 'object' || Array.isArray(given))
     throw new Error(NOT_AN_OBJECT('module options', given));
+  checkDocument(given, MODULE_OPTIONS);
   const raw = hoistResilience4j(unflatten(given) as Record<string, unknown>);
   const sectionsRaw: Partial<Record<InstancePolicy, unknown>> = {};
   const plain: Record<string, unknown> = {};

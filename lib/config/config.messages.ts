@@ -212,21 +212,21 @@ function distance(a: string, b: string): number {
   return row[b.length];
 }
 
-/** A Spring document beyond `fromSpringConfig`'s size cap. */
-export const DOCUMENT_TOO_LARGE = (size: string, maxLength: number, maxEntries: number): string =>
-  `${PREFIX}: fromSpringConfig: the document is too large (${size}); it may hold at most ${maxLength} characters of text and ${maxEntries} keys and list items`;
+/** A document (a Spring file, or module options) beyond the size cap; `source` is `fromSpringConfig` or `module options`. */
+export const DOCUMENT_TOO_LARGE = (source: string, size: string, maxLength: number, maxEntries: number): string =>
+  `${PREFIX}: ${source}: too large (${size}); at most ${maxLength} characters of text and ${maxEntries} keys and list items are read`;
 
-/** A Spring document nested deeper than `fromSpringConfig` reads. */
-export const DOCUMENT_TOO_DEEP = (path: string, maxDepth: number): string =>
-  `${PREFIX}: fromSpringConfig: '${shortPath(path)}' is nested more than ${maxDepth} deep (each segment of a dotted key counts); no Resilience4j property needs more than 6`;
+/** A document nested deeper than is read. */
+export const DOCUMENT_TOO_DEEP = (source: string, path: string, maxDepth: number): string =>
+  `${PREFIX}: ${source}: '${shortPath(path)}' is nested more than ${maxDepth} deep (each segment of a dotted key counts); no Resilience4j property needs more than 6`;
 
 /** YAML text nested deeper than `fromSpringConfig` reads, found before parsing it. */
 export const TEXT_TOO_DEEP = (line: number, maxDepth: number): string =>
   `${PREFIX}: fromSpringConfig: line ${line} of the text is nested more than ${maxDepth} deep (indentation, '- ' items and open '[' or '{' each count); no Resilience4j property needs more than 6`;
 
-/** A parsed document holding a map or list that contains itself. */
-export const DOCUMENT_CONTAINS_ITSELF = (path: string): string =>
-  `${PREFIX}: fromSpringConfig: '${shortPath(path)}' contains itself (a map or list that refers back to one around it)`;
+/** A document holding a map or list that contains itself. */
+export const DOCUMENT_CONTAINS_ITSELF = (source: string, path: string): string =>
+  `${PREFIX}: ${source}: '${shortPath(path)}' contains itself (a map or list that refers back to one around it)`;
 
 /** Placeholders that refer to each other in a ring. */
 export const PLACEHOLDER_CYCLE = (path: string, chain: readonly string[]): string =>

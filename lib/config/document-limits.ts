@@ -1,6 +1,9 @@
 import { DOCUMENT_CONTAINS_ITSELF, DOCUMENT_TOO_DEEP, DOCUMENT_TOO_LARGE, TEXT_TOO_DEEP } from './config.messages';
 import { isPlainObject } from './relaxed-binding';
 
+/** What messages name as the source of a document read by `fromSpringConfig`. */
+const SPRING_FILE = 'fromSpringConfig';
+
 /** The most characters `fromSpringConfig` reads: of the text, or of the keys and text values of an object. */
 export const MAX_DOCUMENT_LENGTH = 1_048_576;
 
@@ -13,7 +16,9 @@ export const MAX_DOCUMENT_DEPTH = 64;
 /** Refuses text beyond {@link MAX_DOCUMENT_LENGTH} before anything parses it. */
 export function checkDocumentText(text: string): void {
   if (text.length > MAX_DOCUMENT_LENGTH)
-    throw new Error(DOCUMENT_TOO_LARGE(`${text.length} characters`, MAX_DOCUMENT_LENGTH, MAX_DOCUMENT_ENTRIES));
+    throw new Error(
+      DOCUMENT_TOO_LARGE(SPRING_FILE, `${text.length} characters`, MAX_DOCUMENT_LENGTH, MAX_DOCUMENT_ENTRIES),
+    );
 }
 
 /**
@@ -53,14 +58,14 @@ export function checkYamlNesting(text: string): void {
 }
 
 /**
- * Refuses a parsed document beyond the size cap or nesting limit, or one
- * that contains itself, with an error naming where. Each map and list is
+ * Refuses a parsed document (or module options) beyond the size cap or
+ * nesting limit, or one that contains itself, with an error naming where. Each map and list is
  * walked once however often it is shared (YAML aliases), and no deeper
  * than the limit, so the check is linear in the document's distinct parts
  * and cannot overflow the stack.
  */
-export function checkDocument(document: unknown): void {
-  new DocumentCheck().levelsBelow(document, '', 0);
+export function checkDocument(document: unknown, source = SPRING_FILE): void {
+  new DocumentCheck(source).levelsBelow(document, '', 0);
 }
 
 class DocumentCheck {
@@ -71,6 +76,9 @@ class DocumentCheck {
   private entries = 0;
   private characters = 0;
 
+  /** @param source - what messages name the document (`fromSpringConfig`, `module options`) */
+  constructor(private readonly source: string) {}
+
   levelsBelow(node: unknown, path: string, depth: number): number {
     if (typeof node === 'string') {
       this.count(0, node.length);
@@ -79,16 +87,16 @@ class DocumentCheck {
     if (!Array.isArray(node) && !isPlainObject(node)) return 0;
     const known = this.heights.get(node);
     if (known !== undefined) {
-      if (depth + known > MAX_DOCUMENT_DEPTH) throw new Error(DOCUMENT_TOO_DEEP(path, MAX_DOCUMENT_DEPTH));
+      if (depth + known > MAX_DOCUMENT_DEPTH) throw new Error(DOCUMENT_TOO_DEEP(this.source, path, MAX_DOCUMENT_DEPTH));
       return known;
     }
-    if (this.open.has(node)) throw new Error(DOCUMENT_CONTAINS_ITSELF(path));
+    if (this.open.has(node)) throw new Error(DOCUMENT_CONTAINS_ITSELF(this.source, path));
     this.open.add(node);
     let height = 0;
     if (Array.isArray(node)) {
       this.count(node.length, 0);
       if (node.length > 0 && depth + 1 > MAX_DOCUMENT_DEPTH)
-        throw new Error(DOCUMENT_TOO_DEEP(path, MAX_DOCUMENT_DEPTH));
+        throw new Error(DOCUMENT_TOO_DEEP(this.source, path, MAX_DOCUMENT_DEPTH));
       for (let i = 0; i < node.length; i++)
         height = Math.max(height, 1 + this.levelsBelow(node[i], `${path}[${i}]`, depth + 1));
     } else {
@@ -97,7 +105,7 @@ class DocumentCheck {
         const levels = segmentCount(key);
         const where = path === '' ? key : `${path}.${key}`;
         if (depth + levels > MAX_DOCUMENT_DEPTH)
-          throw new Error(DOCUMENT_TOO_DEEP(path === '' ? where : path, MAX_DOCUMENT_DEPTH));
+          throw new Error(DOCUMENT_TOO_DEEP(this.source, path === '' ? where : path, MAX_DOCUMENT_DEPTH));
         height = Math.max(height, levels + this.levelsBelow(node[key], where, depth + levels));
       }
     }
@@ -112,6 +120,7 @@ class DocumentCheck {
     if (this.entries > MAX_DOCUMENT_ENTRIES)
       throw new Error(
         DOCUMENT_TOO_LARGE(
+          this.source,
           `more than ${MAX_DOCUMENT_ENTRIES} keys and list items`,
           MAX_DOCUMENT_LENGTH,
           MAX_DOCUMENT_ENTRIES,
@@ -120,6 +129,7 @@ class DocumentCheck {
     if (this.characters > MAX_DOCUMENT_LENGTH)
       throw new Error(
         DOCUMENT_TOO_LARGE(
+          this.source,
           `more than ${MAX_DOCUMENT_LENGTH} characters of keys and text`,
           MAX_DOCUMENT_LENGTH,
           MAX_DOCUMENT_ENTRIES,

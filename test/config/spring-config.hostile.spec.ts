@@ -199,7 +199,7 @@ describe('fromSpringConfig refuses a document beyond its size cap or nesting lim
   it(`refuses text longer than ${MAX_DOCUMENT_LENGTH} characters, naming both sizes`, () => {
     const text = `resilience4j.retry.instances.a.max-attempts: 3\n#${'x'.repeat(MAX_DOCUMENT_LENGTH)}`;
     expect(messageOf(() => fromSpringConfig(text))).toBe(
-      DOCUMENT_TOO_LARGE(`${text.length} characters`, MAX_DOCUMENT_LENGTH, MAX_DOCUMENT_ENTRIES),
+      DOCUMENT_TOO_LARGE('fromSpringConfig', `${text.length} characters`, MAX_DOCUMENT_LENGTH, MAX_DOCUMENT_ENTRIES),
     );
   });
 
@@ -208,6 +208,7 @@ describe('fromSpringConfig refuses a document beyond its size cap or nesting lim
     for (let i = 0; i <= MAX_DOCUMENT_ENTRIES; i++) filler[`k${i}`] = i;
     expect(messageOf(() => fromSpringConfig({ resilience4j: {}, filler }))).toBe(
       DOCUMENT_TOO_LARGE(
+        'fromSpringConfig',
         `more than ${MAX_DOCUMENT_ENTRIES} keys and list items`,
         MAX_DOCUMENT_LENGTH,
         MAX_DOCUMENT_ENTRIES,
@@ -218,6 +219,7 @@ describe('fromSpringConfig refuses a document beyond its size cap or nesting lim
   it(`refuses an object with more than ${MAX_DOCUMENT_LENGTH} characters of keys and text`, () => {
     expect(messageOf(() => fromSpringConfig({ resilience4j: {}, big: 'x'.repeat(MAX_DOCUMENT_LENGTH) }))).toBe(
       DOCUMENT_TOO_LARGE(
+        'fromSpringConfig',
         `more than ${MAX_DOCUMENT_LENGTH} characters of keys and text`,
         MAX_DOCUMENT_LENGTH,
         MAX_DOCUMENT_ENTRIES,
@@ -231,7 +233,11 @@ describe('fromSpringConfig refuses a document beyond its size cap or nesting lim
     for (let i = 0; i < 100_000; i++) node = node.x = {};
     const message = messageOf(() => fromSpringConfig({ resilience4j: { retry: root } }));
     expect(message).toBe(
-      DOCUMENT_TOO_DEEP(`resilience4j.retry${'.x'.repeat(MAX_DOCUMENT_DEPTH - 2)}`, MAX_DOCUMENT_DEPTH),
+      DOCUMENT_TOO_DEEP(
+        'fromSpringConfig',
+        `resilience4j.retry${'.x'.repeat(MAX_DOCUMENT_DEPTH - 2)}`,
+        MAX_DOCUMENT_DEPTH,
+      ),
     );
   });
 
@@ -271,6 +277,32 @@ describe('fromSpringConfig refuses a document beyond its size cap or nesting lim
     expect(() => fromSpringConfig({ resilience4j: { retry }, app: nested(MAX_DOCUMENT_DEPTH - 1) })).toThrow(
       /nested more than 64 deep/,
     );
+  });
+});
+
+describe('forRoot applies the same limits to its options', () => {
+  it('refuses options nested 100,000 deep with an error naming where, not a stack overflow', () => {
+    const root: Record<string, unknown> = {};
+    let node = root;
+    for (let i = 0; i < 100_000; i++) node = node.x = {};
+    expect(messageOf(() => registry({ retry: { instances: { a: root } } }))).toBe(
+      DOCUMENT_TOO_DEEP(
+        'module options',
+        `retry.instances.a${'.x'.repeat(MAX_DOCUMENT_DEPTH - 3)}`,
+        MAX_DOCUMENT_DEPTH,
+      ),
+    );
+  });
+
+  it('reads options whose maps are shared by YAML aliases (as @nestjs/config loads them) once each', () => {
+    const document = parseYaml(ALIAS_BOMB, { maxAliasCount: -1 }) as Record<string, unknown>;
+    const warnings: string[] = [];
+    const r = registry(
+      { unknownKeys: 'warn', retry: { instances: { a: { maxAttempts: 2 } } }, bomb: document.i },
+      (m) => warnings.push(m),
+    );
+    expect(r.retry('a').config.maxAttempts).toBe(2);
+    expect(warnings).toEqual([expect.stringMatching(/unknown section 'bomb' is ignored/)]);
   });
 });
 
