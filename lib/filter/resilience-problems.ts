@@ -14,6 +14,7 @@ import {
   RateLimitedError,
   ResilienceError,
   TimeoutExceededError,
+  TooManyInstancesError,
 } from '../errors';
 
 /** The `code` of every error this module raises. */
@@ -30,7 +31,8 @@ export type ResilienceErrorCode =
   | IdempotencyKeyQuotaExceededError['code']
   | IdempotencyOutcomeUnknownError['code']
   | IdempotencyStoreUnavailableError['code']
-  | MaxRetriesExceededError['code'];
+  | MaxRetriesExceededError['code']
+  | TooManyInstancesError['code'];
 
 /** How one kind of resilience error is answered over HTTP. */
 export interface ResilienceProblem {
@@ -109,6 +111,13 @@ export const RESILIENCE_PROBLEMS: Readonly<Record<ResilienceErrorCode, Resilienc
     status: 502,
     type: `${TYPE_BASE}max-retries-exceeded`,
     title: 'Retries exhausted',
+    retryAfter: false,
+  },
+  // Nothing ran; the cap holds until the application restarts, so no Retry-After invites a client back.
+  TOO_MANY_INSTANCES: {
+    status: 503,
+    type: `${TYPE_BASE}too-many-instances`,
+    title: 'Too many policy instances',
     retryAfter: false,
   },
 });

@@ -311,6 +311,20 @@ describe('MemoryIdempotencyStore per-principal quota', () => {
     }
   });
 
+  it('with the defaults, one principal gets 10,000 of the 100,000 keys and the next principal still gets one', async () => {
+    const defaults = new MemoryIdempotencyStore({ clock });
+    try {
+      let claimed = 0;
+      for (let i = 0; i < 10_500; i++) {
+        if ((await defaults.claim(`a${i}`, 'f', { principal: 'alice' })).outcome === 'claimed') claimed++;
+      }
+      expect(claimed).toBe(10_000);
+      expect((await defaults.claim('b0', 'f', { principal: 'bob' })).outcome).toBe('claimed');
+    } finally {
+      defaults.close();
+    }
+  });
+
   it('refuses a maxKeysPerPrincipal that is not a positive integer', () => {
     expect(() => new MemoryIdempotencyStore({ maxKeysPerPrincipal: 1.5 })).toThrow(
       /MemoryIdempotencyStore: 'maxKeysPerPrincipal' must be a positive integer, got 1.5/,

@@ -292,7 +292,7 @@ describe('RedisRateLimiterStore (real Redis)', () => {
     } finally {
       for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
     }
-  }, 60_000);
+  }, 180_000);
 });
 
 describe('a shared rate limiter whose store fails', () => {
