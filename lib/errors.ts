@@ -271,3 +271,26 @@ export class IdempotencyStoreUnavailableError extends ResilienceError {
     );
   }
 }
+
+/**
+ * The caller already holds as many idempotency keys as the store allows one
+ * principal (`MemoryIdempotencyStore`'s `maxKeysPerPrincipal`). Nothing ran;
+ * the same request is accepted once the caller's oldest key expires
+ * (`retryAfterMs`), and other callers are not affected.
+ */
+export class IdempotencyKeyQuotaExceededError extends ResilienceError {
+  /** Always `'IDEMPOTENCY_KEY_QUOTA_EXCEEDED'`. */
+  readonly code = 'IDEMPOTENCY_KEY_QUOTA_EXCEEDED';
+
+  /** @param instance - the route or handler @param retryAfterMs - until the caller's oldest key expires */
+  constructor(
+    instance: string,
+    /** ms until the caller's oldest key expires and a new key is accepted. */
+    readonly retryAfterMs: number,
+  ) {
+    super(
+      instance,
+      `The caller holds as many idempotency keys as it may at '${instance}'; a new key is accepted once its oldest key expires`,
+    );
+  }
+}

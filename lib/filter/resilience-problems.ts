@@ -5,6 +5,7 @@ import {
   DeadlineExceededError,
   IdempotencyKeyInProgressError,
   IdempotencyKeyMissingError,
+  IdempotencyKeyQuotaExceededError,
   IdempotencyKeyReuseError,
   IdempotencyOutcomeUnknownError,
   IdempotencyStoreUnavailableError,
@@ -26,6 +27,7 @@ export type ResilienceErrorCode =
   | IdempotencyKeyMissingError['code']
   | IdempotencyKeyInProgressError['code']
   | IdempotencyKeyReuseError['code']
+  | IdempotencyKeyQuotaExceededError['code']
   | IdempotencyOutcomeUnknownError['code']
   | IdempotencyStoreUnavailableError['code']
   | MaxRetriesExceededError['code'];
@@ -84,6 +86,12 @@ export const RESILIENCE_PROBLEMS: Readonly<Record<ResilienceErrorCode, Resilienc
     type: `${TYPE_BASE}idempotency-key-reuse`,
     title: 'Idempotency-Key reused with a different request',
     retryAfter: false,
+  },
+  IDEMPOTENCY_KEY_QUOTA_EXCEEDED: {
+    status: 429,
+    type: `${TYPE_BASE}idempotency-key-quota-exceeded`,
+    title: 'Too many idempotency keys held by this caller',
+    retryAfter: true,
   },
   IDEMPOTENCY_OUTCOME_UNKNOWN: {
     status: 500,

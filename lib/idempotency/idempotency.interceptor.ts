@@ -157,7 +157,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     );
     let run: IdempotentRun;
     try {
-      const start = await claimKey(method, storeKey, fingerprint, key, { transport: 'http', request });
+      const start = await claimKey(
+        method,
+        storeKey,
+        fingerprint,
+        key,
+        { transport: 'http', request },
+        resolve === 'shared' ? undefined : String(principal),
+      );
       if (start.kind === 'replay') {
         if (start.response.kind !== 'http') throw new Error(CORRUPT_RECORD(storeName(this.registry.store), storeKey));
         return this.answer(
