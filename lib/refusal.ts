@@ -32,6 +32,7 @@ function captureReject(_resolve: unknown, reject: Reject): void {
 const waitingRejects: (Reject | undefined)[] = [];
 const waitingErrors: unknown[] = [];
 let waiting = 0;
+const SETTLED = Promise.resolve();
 
 function rejectWaiting(): void {
   for (let i = 0; i < waiting; i++) {
@@ -54,7 +55,8 @@ function rejectWaiting(): void {
  */
 export function refusedCall<T>(error: unknown): Promise<T> {
   const promise = new Promise<T>(captureReject);
-  if (waiting === 0) queueMicrotask(rejectWaiting);
+  // A reaction on a settled promise: queueMicrotask on Node.js 20 builds an async resource and a bound function each time.
+  if (waiting === 0) void SETTLED.then(rejectWaiting);
   waitingRejects[waiting] = capturedReject;
   waitingErrors[waiting] = error;
   waiting++;
