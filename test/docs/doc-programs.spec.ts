@@ -50,7 +50,7 @@ describe.each([
   beforeAll(async () => {
     programs = make();
     results = await programs.runModules(modulePrograms);
-  }, 300_000);
+  }, 600_000);
   afterAll(() => programs.remove());
 
   it.each(modulePrograms.map((b) => [b.run, where(b)] as const))('%s (%s)', (id) => {

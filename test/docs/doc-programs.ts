@@ -19,9 +19,9 @@ import {
 
 /*
  * How each block of README.md and docs/*.md marked `run=<id>` is run, and what it must answer.
- * This file runs twice: in Jest (CommonJS, `resilience4nest` is lib/) and, transpiled, as an ES
- * module in a Node process of its own (`resilience4nest` is the built package). So it imports
- * packages only, and its answers are JSON.
+ * This file is copied beside the blocks and runs twice, in Node processes of their own: as
+ * CommonJS (with ts-node) and, transpiled, as an ES module; `resilience4nest` is the built
+ * package in both. So it imports packages only, and its answers are JSON.
  */
 
 /** The exports of a block, loaded as a module (its top-level code runs then). */

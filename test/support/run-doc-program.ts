@@ -54,7 +54,9 @@ abstract class Programs {
     await run(process.execPath, [...this.node, join(this.dir, this.runner), out, ...blocks.map((b) => b.run!)], {
       cwd: this.cwd,
       env: { ...process.env, NODE_ENV: 'test' },
-      timeout: 300_000,
+      timeout: 540_000,
+      // Programs log (Nest, a console span exporter): the output is kept for the error of a failed run.
+      maxBuffer: 64 * 1024 * 1024,
     });
     return JSON.parse(readFileSync(out, 'utf8')) as Record<string, ProgramResult>;
   }
@@ -128,16 +130,24 @@ export class EsModulePrograms extends Programs {
   }
 }
 
+/** A program that has not answered within two minutes fails, and the next one runs. */
+const WITHIN = `const within = (answer) =>
+  Promise.race([
+    answer,
+    new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 120 s')), 120_000).unref()),
+  ]);`;
+
 /** Both runners end with `process.exit`: a block may leave a client or a timer behind, as its program's own exit would end them. */
 const RUN_COMMONJS = `const { writeFileSync } = require('node:fs');
 const { DOC_PROGRAMS } = require('./doc-programs');
 
 const [out, ...ids] = process.argv.slice(2);
+${WITHIN}
 (async () => {
   const results = {};
   for (const id of ids) {
     try {
-      results[id] = { answer: await DOC_PROGRAMS[id].run(async () => require('./' + id)) };
+      results[id] = { answer: await within(DOC_PROGRAMS[id].run(async () => require('./' + id))) };
     } catch (error) {
       results[id] = { error: error instanceof Error ? error.stack : String(error) };
     }
@@ -151,10 +161,11 @@ const RUN_ES_MODULES = `import { writeFileSync } from 'node:fs';
 import { DOC_PROGRAMS } from './doc-programs.mjs';
 
 const [out, ...ids] = process.argv.slice(2);
+${WITHIN}
 const results = {};
 for (const id of ids) {
   try {
-    results[id] = { answer: await DOC_PROGRAMS[id].run(() => import('./' + id + '.mjs')) };
+    results[id] = { answer: await within(DOC_PROGRAMS[id].run(() => import('./' + id + '.mjs'))) };
   } catch (error) {
     results[id] = { error: error instanceof Error ? error.stack : String(error) };
   }
