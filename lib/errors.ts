@@ -2,6 +2,16 @@ import { formatMs } from './format-ms';
 import { TOO_MANY_UNDECLARED_INSTANCES } from './config/config.messages';
 
 /**
+ * @internal Marks `error` as a refusal. A private field rather than a
+ * weak set: a refusal is made on every refused call, and adding each to a
+ * weak set costs more than building the error.
+ */
+export let markRefusal: (error: ResilienceError) => void;
+
+/** @internal True when {@link markRefusal} marked `error`. */
+export let isMarkedRefusal: (error: ResilienceError) => boolean;
+
+/**
  * Base class of every error this module raises. Like every JavaScript
  * error, `name` is the class name (`'CallNotPermittedError'`); the policy
  * instance that raised it is `instance`, and `code` gives the kind as a
@@ -13,10 +23,20 @@ export abstract class ResilienceError extends Error {
   /** The policy instance (or route, or handler) that raised the error. */
   readonly instance: string;
 
+  /** Raised by a policy instead of running the call it guards; see {@link markRefusal}. */
+  #refusal = false;
+
   /** @param instance - the policy instance that raised the error. */
   constructor(instance: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.instance = instance;
+  }
+
+  static {
+    markRefusal = (error) => {
+      error.#refusal = true;
+    };
+    isMarkedRefusal = (error) => error.#refusal;
   }
 }
 

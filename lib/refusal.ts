@@ -1,4 +1,6 @@
-/** Errors a policy raised before the call it guards ran: that attempt never left. */
+import { isMarkedRefusal, markRefusal, ResilienceError } from './errors';
+
+/** Other objects a policy raised before the call it guards ran (the module's own errors carry the mark themselves). */
 const refusals = new WeakSet<object>();
 
 /**
@@ -6,13 +8,59 @@ const refusals = new WeakSet<object>();
  * running the call it guards (open breaker, full bulkhead, no time left).
  */
 export function refusal<E extends object>(error: E): E {
-  refusals.add(error);
+  if (error instanceof ResilienceError) markRefusal(error);
+  else refusals.add(error);
   return error;
 }
 
 /** @internal True when `error` was marked by {@link refusal}: the attempt that raised it never reached the method. */
 export function isRefusal(error: unknown): boolean {
+  if (error instanceof ResilienceError) return isMarkedRefusal(error);
   return typeof error === 'object' && error !== null && refusals.has(error);
+}
+
+type Reject = (reason: unknown) => void;
+
+let capturedReject: Reject | undefined;
+
+/** A promise executor that hands its reject function over without a closure per promise. */
+function captureReject(_resolve: unknown, reject: Reject): void {
+  capturedReject = reject;
+}
+
+// Refused calls waiting for the microtask that rejects them, as reject function and error pairs.
+const waitingRejects: (Reject | undefined)[] = [];
+const waitingErrors: unknown[] = [];
+let waiting = 0;
+const SETTLED = Promise.resolve();
+
+function rejectWaiting(): void {
+  for (let i = 0; i < waiting; i++) {
+    const reject = waitingRejects[i]!;
+    const error = waitingErrors[i];
+    waitingRejects[i] = undefined;
+    waitingErrors[i] = undefined;
+    reject(error);
+  }
+  waiting = 0;
+}
+
+/**
+ * @internal A promise of a refused call, rejected with `error` in a
+ * microtask, once the caller has had the chance to handle it. A promise
+ * rejected before it has a handler costs Node an unhandled-rejection
+ * record, dropped again when the caller's `catch` or `await` arrives;
+ * under overload, where most calls are refused, that doubles a refusal's
+ * cost. One microtask rejects every refusal made since the last one.
+ */
+export function refusedCall<T>(error: unknown): Promise<T> {
+  const promise = new Promise<T>(captureReject);
+  // A reaction on a settled promise: queueMicrotask on Node.js 20 builds an async resource and a bound function each time.
+  if (waiting === 0) void SETTLED.then(rejectWaiting);
+  waitingRejects[waiting] = capturedReject;
+  waitingErrors[waiting] = error;
+  waiting++;
+  return promise;
 }
 
 /** Error codes of a connection that was never made: the request never left this process. */

@@ -2,11 +2,11 @@ import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 import { NO_PERMIT } from './bulkhead/bulkhead.permits';
 import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 import { Clock } from './clock';
-import { contextStorage } from './context';
+import { contextStorage, policyScope } from './context';
 import { FallbackPolicy } from './fallback/fallback';
 import { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
 import { RetryPolicy } from './retry/retry';
-import { AttemptObserver, TimeLimiter } from './time-limiter/time-limiter';
+import { TimedAttempt, TimeLimiter } from './time-limiter/time-limiter';
 
 /** The layers of one method that the standard pipeline runs; any may be absent. */
 export interface StandardLayers {
@@ -95,46 +95,46 @@ export class StandardPipeline {
       // One clock reading serves the breaker's timing, the rate limiter's period and the time limit.
       if (breaker === undefined) start = this.clock.now();
       // No free permit this period: wait for a reserved one (or the refusal), then go on.
-      if (!rateLimiter.tryAcquire(start)) {
-        return rateLimiter.waitForPermission().then(
-          () => {
-            run.drains = this.drains;
-            return this.enter(run, args, undefined);
-          },
-          (refusal: unknown) => run.rejected(refusal),
-        );
-      }
+      if (!rateLimiter.tryAcquire(start)) return run.waitForPermission(rateLimiter);
       run.drains = this.drains;
     }
     return this.enter(run, args, breaker !== undefined || rateLimiter !== undefined ? start : undefined);
   }
 
   /**
-   * The rest of an attempt once it holds its breaker and rate limiter
+   * @internal The rest of an attempt once it holds its breaker and rate limiter
    * permits: time limit, bulkhead, method. `now` is the clock reading the
    * attempt started with, when one was taken.
    */
-  private enter(run: Attempt, args: unknown[], now: number | undefined): Promise<unknown> {
+  enter(run: Attempt, args: unknown[], now: number | undefined): Promise<unknown> {
     const bulkhead = this.bulkhead;
+    const limiter = this.limiter;
     let next = this.invoke;
-    // The time limiter sits outside the bulkhead: a call it refuses at once never takes a permit.
-    if (bulkhead !== undefined && !(this.limiter !== undefined && this.limiter.refusesAtOnce())) {
-      run.permit = bulkhead.tryEnter();
-      // No free permit: wait in the bulkhead's queue; it gives the permit back itself.
-      if (run.permit === NO_PERMIT) next = (queuedArgs) => bulkhead.call(this.invoke, queuedArgs);
+    if (limiter !== undefined) {
+      const parent = policyScope();
+      // The time limiter sits outside the bulkhead: a call it refuses at once never takes a permit.
+      if (bulkhead !== undefined && (parent === undefined || !limiter.refusesAtOnce(parent))) {
+        run.permit = bulkhead.tryEnter();
+        // No free permit: wait in the bulkhead's queue; it gives the permit back itself.
+        if (run.permit === NO_PERMIT) next = this.queued;
+      }
+      return limiter.begin(next, args, run, now ?? this.clock.now(), parent);
     }
-    if (this.limiter !== undefined) return this.limiter.call(next, args, run, now);
+    if (bulkhead !== undefined) {
+      run.permit = bulkhead.tryEnter();
+      if (run.permit === NO_PERMIT) next = this.queued;
+    }
     let pending: unknown;
     try {
       pending = next(args);
     } catch (error) {
       pending = Promise.reject(error);
     }
-    return Promise.resolve(pending).then(
-      (value) => run.settledWith(value),
-      (error) => run.failedWith(error),
-    );
+    return run.watch(pending);
   }
+
+  /** Calls the method once the bulkhead's queue admits it; the bulkhead gives the permit back itself. */
+  private readonly queued = (args: unknown[]): unknown => this.bulkhead!.call(this.invoke, args);
 
   /** @internal What a first attempt that returned `value` answers: the value, or a retry of it. */
   afterResult(args: unknown[], value: unknown): unknown {
@@ -178,8 +178,9 @@ export class StandardPipeline {
 /**
  * The state of one attempt: the breaker epoch and start time to record it
  * under, and the bulkhead permit to give back when the method really ends.
+ * It is also the time limiter's attempt, so a time-limited attempt is one object.
  */
-class Attempt implements AttemptObserver<unknown> {
+class Attempt extends TimedAttempt {
   permit = NO_PERMIT;
   /** The attempt holds a permit of a rate limiter with `drainPermissionsOnResult`, which sees its outcome. */
   drains = false;
@@ -189,8 +190,29 @@ class Attempt implements AttemptObserver<unknown> {
     private readonly args: unknown[],
     private readonly first: boolean,
     private readonly epoch: number,
-    private readonly start: number,
-  ) {}
+    private readonly startedAt: number,
+  ) {
+    super(true);
+  }
+
+  /** Waits for a permit `rateLimiter` reserved (or its refusal), then goes on with the attempt. */
+  waitForPermission(rateLimiter: RateLimiterPolicy): Promise<unknown> {
+    return rateLimiter.waitForPermission().then(
+      () => {
+        this.drains = this.pipeline.drains;
+        return this.pipeline.enter(this, this.args, undefined);
+      },
+      (refusal: unknown) => this.rejected(refusal),
+    );
+  }
+
+  /** What the attempt answers once the method's `pending` outcome settles (no time limiter in between). */
+  watch(pending: unknown): Promise<unknown> {
+    return Promise.resolve(pending).then(
+      (value) => this.settledWith(value),
+      (error) => this.failedWith(error),
+    );
+  }
 
   /** The method returned `value` (no time limiter in between). */
   settledWith(value: unknown): unknown {
@@ -204,19 +226,19 @@ class Attempt implements AttemptObserver<unknown> {
     return this.rejected(error);
   }
 
-  calleeSettled(): void {
+  override calleeSettled(): void {
     if (this.permit !== NO_PERMIT) {
       this.pipeline.bulkhead!.exit(this.permit);
       this.permit = NO_PERMIT;
     }
   }
 
-  fulfilled(value: unknown, end?: number): unknown {
+  override fulfilled(value: unknown, end?: number): unknown {
     if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(false, value);
     const breaker = this.pipeline.breaker;
     if (breaker !== undefined) {
       try {
-        breaker.recordCall(this.epoch, this.start, false, value, end, end);
+        breaker.recordCall(this.epoch, this.startedAt, false, value, end, end);
       } catch (predicateError) {
         // recordResult threw: the attempt failed with that error (as the nested breaker's call does).
         if (!this.first) throw predicateError;
@@ -226,9 +248,9 @@ class Attempt implements AttemptObserver<unknown> {
     return this.first ? this.pipeline.afterResult(this.args, value) : value;
   }
 
-  rejected(error: unknown, end?: number): unknown {
+  override rejected(error: unknown, end?: number): unknown {
     if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(true, error);
-    this.pipeline.breaker?.recordCall(this.epoch, this.start, true, error, end, end);
+    this.pipeline.breaker?.recordCall(this.epoch, this.startedAt, true, error, end, end);
     if (!this.first) throw error;
     return this.pipeline.afterError(this.args, error);
   }

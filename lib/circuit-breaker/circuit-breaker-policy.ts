@@ -6,7 +6,7 @@ import { EventStream, EventSubscriber } from '../events';
 import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { javaException } from '../java-exceptions';
 import { Policy, invokeThunk } from '../policy';
-import { refusal } from '../refusal';
+import { refusal, refusedCall } from '../refusal';
 import { isSuperseded } from '../superseded';
 import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
@@ -287,8 +287,13 @@ export class CircuitBreakerPolicy implements Policy {
    * Runs `next(arg)` if the breaker permits it and records the outcome and
    * the duration (measured on the breaker's clock).
    */
-  async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    this.acquirePermission();
+  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    // A refusal is the common answer under overload: it gets no async frame and no throw.
+    if (!this.tryAcquirePermission()) return refusedCall(this.notPermittedError());
+    return this.callPermitted(next, arg);
+  }
+
+  private async callPermitted<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
     const epoch = this.epoch;
     const start = this.clock.now();
     let result: Awaited<R>;

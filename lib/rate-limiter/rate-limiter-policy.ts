@@ -5,7 +5,7 @@ import { contextStorage, policyScope } from '../context';
 import { DeadlineExceededError, RateLimitedError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { invokeThunk, Policy } from '../policy';
-import { refusal } from '../refusal';
+import { refusal, refusedCall } from '../refusal';
 import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
 import { RateLimiterStore, RateLimiterStoreAnswer } from './rate-limiter-store';
@@ -237,8 +237,19 @@ export class RateLimiterPolicy implements Policy {
   }
 
   /** Runs `next(arg)` once a permit is granted, then offers its outcome to `drainPermissionsOnResult`. */
-  async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    if (!this.tryAcquire()) await this.waitForPermission();
+  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    const now = this.clock.now();
+    if (this.tryAcquire(now)) return this.callPermitted(next, arg);
+    if (this.store !== undefined) return this.acquireShared(1).then(() => this.callPermitted(next, arg));
+    // One clock reading serves the free-permit check and the reservation; a refusal rejects without an async frame.
+    const nowNs = Math.round((now - this.origin) * NANOS_PER_MS);
+    const waitMs = this.reserveWithin(1, nowNs);
+    if (waitMs === REFUSED) return refusedCall(this.localRefusal(1, nowNs));
+    if (waitMs === 0) return this.callPermitted(next, arg);
+    return this.sleep(waitMs, 1).then(() => this.callPermitted(next, arg));
+  }
+
+  private async callPermitted<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
     let result: R;
     try {
       result = await next(arg);

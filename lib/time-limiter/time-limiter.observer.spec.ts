@@ -1,22 +1,26 @@
 import { VirtualClock } from '../clock';
 import { contextStorage, currentContext, ResilienceContext } from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
-import { AttemptObserver, TimeLimiter } from './time-limiter';
+import { TimedAttempt, TimeLimiter } from './time-limiter';
 
-/** An observer that records what the limiter tells it, as the fused pipeline's attempt does. */
-class RecordingObserver implements AttemptObserver<string> {
+/** An attempt that records what the limiter tells it, as the fused pipeline's attempt does. */
+class RecordingObserver extends TimedAttempt {
   readonly seen: string[] = [];
   /** The request scope each rejection was handled in. */
   readonly contexts: Array<ResilienceContext | undefined> = [];
 
-  calleeSettled(): void {
+  constructor() {
+    super(true);
+  }
+
+  override calleeSettled(): void {
     this.seen.push('calleeSettled');
   }
-  fulfilled(value: string): unknown {
-    this.seen.push(`fulfilled ${value}`);
+  override fulfilled(value: unknown): unknown {
+    this.seen.push(`fulfilled ${String(value)}`);
     return value;
   }
-  rejected(error: unknown): unknown {
+  override rejected(error: unknown): unknown {
     this.seen.push(`rejected ${(error as Error).constructor.name}`);
     this.contexts.push(currentContext());
     throw error;
@@ -76,19 +80,23 @@ describe('TimeLimiter with an attempt observer', () => {
   });
 });
 
-/** An observer that maps every outcome to a value, as a fallback would. */
-class MappingObserver implements AttemptObserver<string> {
+/** An attempt that maps every outcome to a value, as a fallback would. */
+class MappingObserver extends TimedAttempt {
   readonly seen: string[] = [];
 
-  calleeSettled(): void {
+  constructor() {
+    super(true);
+  }
+
+  override calleeSettled(): void {
     this.seen.push('calleeSettled');
   }
-  fulfilled(value: string): unknown {
-    this.seen.push(`fulfilled ${value}`);
-    if (value === 'bad') throw new Error(`mapped ${value}`);
-    return `mapped ${value}`;
+  override fulfilled(value: unknown): unknown {
+    this.seen.push(`fulfilled ${String(value)}`);
+    if (value === 'bad') throw new Error(`mapped ${String(value)}`);
+    return `mapped ${String(value)}`;
   }
-  rejected(error: unknown): unknown {
+  override rejected(error: unknown): unknown {
     this.seen.push(`rejected ${(error as Error).constructor.name}`);
     return `recovered from ${(error as Error).constructor.name}`;
   }

@@ -13,6 +13,7 @@ import { EventStream, Unsubscribe } from '../events';
 import { invokeThunk, Policy } from '../policy';
 import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
+import { ExpiryQueue } from './expiry-queue';
 import { TimeLimiterConfig } from './time-limiter.config';
 import { TimedEntry, TimeLimitedObservable } from './time-limiter.operator';
 
@@ -45,8 +46,9 @@ export class TimeLimiter implements Policy {
   private readonly successStream = new EventStream<TimeLimiterEvent>();
   private readonly errorStream = new EventStream<TimeLimiterEvent>();
   private readonly timeoutStream = new EventStream<TimeLimiterEvent>();
-  private queue: TimedEntry[] = [];
-  private head = 0;
+  private readonly queue = new ExpiryQueue();
+  /** The one event every call that finished in time publishes: it never varies, so it is built once. */
+  private readonly successEvent: TimeLimiterEvent;
   // undefined while the queue is empty (TimerHandle admits it).
   private queueTimer: TimerHandle;
 
@@ -97,7 +99,9 @@ export class TimeLimiter implements Policy {
      * `'always'` for every attempt.
      */
     readonly attemptContext: AttemptContextMode = 'auto',
-  ) {}
+  ) {
+    this.successEvent = Object.freeze({ name, kind: 'successful' });
+  }
 
   /** Runs `fn` within the time limit. */
   execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
@@ -107,33 +111,35 @@ export class TimeLimiter implements Policy {
   /** Runs `next(arg)` within the time limit. */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R>;
   /**
-   * Runs `next(arg)` within the time limit and settles with what `observer`
-   * makes of the outcome, saving a composed pipeline a promise per call.
+   * Runs `next(arg)` within the time limit as `attempt`, which settles with
+   * what it makes of the outcome, saving a composed pipeline a promise per call.
    *
    * @internal
    */
-  call<A, R>(
+  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: TimedAttempt): Promise<unknown>;
+  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt?: TimedAttempt): Promise<unknown> {
+    return this.begin(next, arg, attempt, this.clock.now(), policyScope());
+  }
+
+  /**
+   * @internal Starts `next(arg)` as `attempt` (or an attempt of its own),
+   * at clock reading `now`, under `parent` (the {@link policyScope} the
+   * caller read): a composed pipeline that read both already passes them on.
+   */
+  begin<A, R>(
     next: (arg: A) => R | PromiseLike<R>,
     arg: A,
-    observer: AttemptObserver<R>,
-    startedAt?: number,
-  ): Promise<unknown>;
-  call<A, R>(
-    next: (arg: A) => R | PromiseLike<R>,
-    arg: A,
-    observer?: AttemptObserver<R>,
-    startedAt?: number,
+    attempt: TimedAttempt | undefined,
+    now: number,
+    parent: ResilienceContext | undefined,
   ): Promise<unknown> {
-    const parent = policyScope();
-    // A composed pipeline that already read the clock for this attempt passes the reading on.
-    const now = startedAt ?? this.clock.now();
     const limit = this.attemptLimit(parent, now);
     if (limit < 0) {
       const error = refusal(this.timedOut(true, this.config.timeoutDuration));
-      if (observer === undefined) return Promise.reject(error);
-      observer.calleeSettled();
+      if (attempt === undefined) return Promise.reject(error);
+      attempt.calleeSettled();
       try {
-        return Promise.resolve(observer.rejected(error));
+        return Promise.resolve(attempt.rejected(error));
       } catch (mapped) {
         return Promise.reject(mapped);
       }
@@ -144,12 +150,17 @@ export class TimeLimiter implements Policy {
       parent === undefined && this.attemptContext === 'auto'
         ? undefined
         : new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
+    const timed = attempt ?? new TimedAttempt(false);
+    timed.limiter = this;
+    timed.deadline = now + limit;
+    timed.scope = scope;
+    timed.limit = limit;
+    timed.byDeadline = byDeadline;
     // A listener of timeouts hears each in the context of its call, not of whoever armed the shared timer.
-    const context = this.callContextListeners > 0 ? AsyncLocalStorage.snapshot() : undefined;
-    const attempt = new TimedAttempt<A, R>(this, now + limit, scope, limit, byDeadline, observer, context);
-    if (byDeadline) attempt.timer = this.clock.setTimeout(() => attempt.expire(), limit);
-    else this.enqueue(attempt, limit);
-    return attempt.start(next, arg);
+    if (this.callContextListeners > 0) timed.context = AsyncLocalStorage.snapshot();
+    if (byDeadline) timed.armTimer(limit);
+    else this.enqueue(timed, limit);
+    return timed.start(next, arg);
   }
 
   /**
@@ -200,39 +211,24 @@ export class TimeLimiter implements Policy {
     this.queueTimer = undefined;
     const now = this.clock.now();
     const queue = this.queue;
-    while (this.head < queue.length) {
-      const attempt = queue[this.head];
-      if (!attempt.settled && attempt.deadline > now) break;
-      this.head++;
+    for (let entry = queue.peek(); entry !== undefined; entry = queue.peek()) {
+      if (!entry.settled && entry.deadline > now) {
+        this.queueTimer = this.clock.setTimeout(this.onQueueTimer, entry.deadline - now);
+        return;
+      }
+      queue.shift();
       // Stryker disable next-line ConditionalExpression: expire() returns at once for a settled entry
-      if (!attempt.settled) attempt.expire();
-    }
-    this.compact();
-    if (this.head < queue.length) {
-      this.queueTimer = this.clock.setTimeout(this.onQueueTimer, queue[this.head].deadline - now);
+      if (!entry.settled) entry.expire();
     }
   };
 
-  /** @internal Drops settled attempts from the front of the queue. */
+  /** @internal Drops settled entries from the front of the queue. */
   // Stryker disable next-line BlockStatement: trimming the queue only frees memory; the timer skips settled entries
   settled(): void {
     const queue = this.queue;
     // Stryker disable next-line ConditionalExpression: trimming less only keeps memory longer
-    while (this.head < queue.length && queue[this.head].settled) this.head++;
-    this.compact();
+    for (let entry = queue.peek(); entry !== undefined && entry.settled; entry = queue.peek()) queue.shift();
   }
-
-  // Stryker disable all: emptying and compacting the queue only free memory; entries and their order stay
-  private compact(): void {
-    if (this.head === this.queue.length) {
-      this.queue.length = 0;
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
-    }
-  }
-  // Stryker restore all
 
   /** @internal Publishes a timeout; returns its error (`DeadlineExceededError` when the deadline was the limit). */
   timedOut(byDeadline: boolean, limit: number): Error {
@@ -244,9 +240,8 @@ export class TimeLimiter implements Policy {
     return error;
   }
 
-  /** @internal True when a call now would fail at once: the request's deadline has passed or the request was aborted. */
-  refusesAtOnce(): boolean {
-    const parent = policyScope();
+  /** @internal True when a call now, under `parent` (its {@link policyScope}), would fail at once: the request's deadline has passed or the request was aborted. */
+  refusesAtOnce(parent: ResilienceContext | undefined = policyScope()): boolean {
     return (
       parent !== undefined &&
       parent.deadline !== Number.POSITIVE_INFINITY &&
@@ -260,47 +255,70 @@ export class TimeLimiter implements Policy {
       // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
       if (this.errorStream.active) this.errorStream.emit({ name: this.name, kind: 'failed', error });
     } else if (this.successStream.active) {
-      this.successStream.emit({ name: this.name, kind: 'successful' });
+      this.successStream.emit(this.successEvent);
     }
   }
 }
 
-/**
- * Lets a composed pipeline act on a time-limited attempt's outcome inside
- * the limiter's own promise, instead of chaining another one.
- */
-export interface AttemptObserver<R> {
-  /** The callee's own promise settled (also when that is after a timeout). */
-  calleeSettled(): void;
-  /** What the attempt resolves with when the callee returned `value` in time, at clock time `end` (may throw or return a promise). */
-  fulfilled(value: R, end?: number): unknown;
-  /** What the attempt resolves with when it failed with `error`, a timeout included, at `end` when read (may throw or return a promise). */
-  rejected(error: unknown, end?: number): unknown;
+type Settle = (value: unknown) => void;
+
+let capturedResolve: Settle | undefined;
+let capturedReject: Settle | undefined;
+
+/** A promise executor that hands its resolvers over without a closure per promise. */
+function captureResolvers(resolve: Settle, reject: Settle): void {
+  capturedResolve = resolve;
+  capturedReject = reject;
 }
 
-/** One attempt racing its expiry; a class rather than closures keeps the per-call cost flat. */
-class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
-  private resolve!: (value: unknown) => void;
-  private reject!: (error: unknown) => void;
-  timer: TimerHandle;
+function ignore(): void {}
+
+/**
+ * @internal One attempt racing its expiry; a class rather than closures
+ * keeps the per-call cost flat. A composed pipeline extends it with what it
+ * makes of the outcome ({@link TimedAttempt.fulfilled},
+ * {@link TimedAttempt.rejected}), so one object carries the whole attempt.
+ * The limiter fills in the timing fields when it starts the attempt.
+ */
+export class TimedAttempt implements TimedEntry, ScopeOnDemand {
+  limiter: TimeLimiter | undefined = undefined;
+  deadline = 0;
+  /** The attempt's own context; none when it runs outside every scope (`attemptContext: 'auto'`) until a policy asks. */
+  scope: ResilienceContext | undefined = undefined;
+  limit = 0;
+  byDeadline = false;
+  /** Runs a function in the async context of the attempt's call; only while a listener needs timeouts there. */
+  context: ((fn: () => Error) => Error) | undefined = undefined;
+  timer: TimerHandle = undefined;
   settled = false;
+  private resolve: Settle = ignore;
+  private reject: Settle = ignore;
 
-  constructor(
-    private readonly limiter: TimeLimiter,
-    readonly deadline: number,
-    /** The attempt's own context; none when it runs outside every scope (`attemptContext: 'auto'`) until a policy asks. */
-    private scope: ResilienceContext | undefined,
-    private readonly limit: number,
-    private readonly byDeadline: boolean,
-    private readonly observer: AttemptObserver<R> | undefined,
-    private readonly context: ((fn: () => Error) => Error) | undefined,
-  ) {}
+  /** @param observes - the attempt settles with what {@link TimedAttempt.fulfilled} and {@link TimedAttempt.rejected} make of the outcome */
+  constructor(private readonly observes: boolean) {}
 
-  start(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<unknown> {
-    const promise = new Promise<unknown>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
+  /** The callee's own promise settled (also when that is after a timeout). */
+  calleeSettled(): void {}
+
+  /** What the attempt resolves with when the callee returned `value` in time, at clock time `end` (may throw or return a promise). */
+  fulfilled(value: unknown, _end?: number): unknown {
+    return value;
+  }
+
+  /** What the attempt resolves with when it failed with `error`, a timeout included, at `end` when read (may throw or return a promise). */
+  rejected(error: unknown, _end?: number): unknown {
+    throw error;
+  }
+
+  /** Expires the attempt on a timer of its own, `ms` from now (a limit cut short by the request deadline). */
+  armTimer(ms: number): void {
+    this.timer = this.limiter!.clock.setTimeout(() => this.expire(), ms);
+  }
+
+  start<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<unknown> {
+    const promise = new Promise<unknown>(captureResolvers);
+    this.resolve = capturedResolve!;
+    this.reject = capturedReject!;
     let pending: R | PromiseLike<R>;
     try {
       pending = this.scope === undefined ? runAsAttempt(this, next, arg) : contextStorage.run(this.scope, next, arg);
@@ -317,7 +335,7 @@ class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
 
   /** The attempt's scope, made when a policy inside its synchronous part needs one (a bulkhead wait, a nested limit). */
   scopeOnDemand(): ResilienceContext {
-    this.scope ??= new ResilienceContext(this.limiter.clock, this.deadline, DEFAULT_DEADLINE_HEADER, undefined, false);
+    this.scope ??= new ResilienceContext(this.limiter!.clock, this.deadline, DEFAULT_DEADLINE_HEADER, undefined, false);
     return this.scope;
   }
 
@@ -325,32 +343,34 @@ class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
     // Stryker disable next-line ConditionalExpression: the queue skips settled attempts; finish() clears an own timer
     if (this.settled) return;
     this.settled = true;
+    const limiter = this.limiter!;
     const error =
       this.context === undefined
-        ? this.limiter.timedOut(this.byDeadline, this.limit)
-        : this.context(() => this.limiter.timedOut(this.byDeadline, this.limit));
-    if (this.limiter.config.cancelRunningFuture) this.scope?.abort(error);
+        ? limiter.timedOut(this.byDeadline, this.limit)
+        : this.context(() => limiter.timedOut(this.byDeadline, this.limit));
+    if (limiter.config.cancelRunningFuture) this.scope?.abort(error);
     // A timer runs in the context of whoever armed it: an observer continues the call in its caller's.
     const parent = this.scope?.parent;
     if (parent === undefined) contextStorage.exit(failAttempt, this, error);
     else contextStorage.run(parent, failAttempt, this, error);
   }
 
-  private onFulfilled(value: R): void {
+  private onFulfilled(value: unknown): void {
     this.scope?.dispose();
-    this.observer?.calleeSettled();
+    this.calleeSettled();
     if (this.settled) return;
     this.finish();
-    const now = this.limiter.clock.now();
+    const limiter = this.limiter!;
+    const now = limiter.clock.now();
     // Timers fire after I/O that is already due: a result past the limit may beat its timer, yet is a timeout.
-    if (now > this.deadline) return this.fail(this.limiter.timedOut(this.byDeadline, this.limit), now);
-    this.limiter.finished(undefined, false);
-    if (this.observer === undefined) {
+    if (now > this.deadline) return this.fail(limiter.timedOut(this.byDeadline, this.limit), now);
+    limiter.finished(undefined, false);
+    if (!this.observes) {
       this.resolve(value);
       return;
     }
     try {
-      this.resolve(this.observer.fulfilled(value, now));
+      this.resolve(this.fulfilled(value, now));
     } catch (error) {
       this.reject(error);
     }
@@ -358,25 +378,25 @@ class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
 
   private onRejected(error: unknown): void {
     this.scope?.dispose();
-    this.observer?.calleeSettled();
+    this.calleeSettled();
     if (this.settled) return;
     this.finish();
-    const now = this.limiter.clock.now();
+    const limiter = this.limiter!;
+    const now = limiter.clock.now();
     // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
-    if (now > this.deadline && !isRefusal(error))
-      return this.fail(this.limiter.timedOut(this.byDeadline, this.limit), now);
-    this.limiter.finished(error, true);
+    if (now > this.deadline && !isRefusal(error)) return this.fail(limiter.timedOut(this.byDeadline, this.limit), now);
+    limiter.finished(error, true);
     this.fail(error, now);
   }
 
-  /** Settles the attempt with `error` (at clock time `now`, when read), or with what the observer makes of it. */
+  /** Settles the attempt with `error` (at clock time `now`, when read), or with what {@link TimedAttempt.rejected} makes of it. */
   fail(error: unknown, now?: number): void {
-    if (this.observer === undefined) {
+    if (!this.observes) {
       this.reject(error);
       return;
     }
     try {
-      this.resolve(this.observer.rejected(error, now));
+      this.resolve(this.rejected(error, now));
     } catch (mapped) {
       this.reject(mapped);
     }
@@ -385,12 +405,12 @@ class TimedAttempt<A, R> implements TimedEntry, ScopeOnDemand {
   private finish(): void {
     this.settled = true;
     // Stryker disable next-line ConditionalExpression: trimming the queue only frees memory
-    if (this.timer !== undefined) this.limiter.clock.clearTimeout(this.timer);
-    else this.limiter.settled();
+    if (this.timer !== undefined) this.limiter!.clock.clearTimeout(this.timer);
+    else this.limiter!.settled();
   }
 }
 
 /** Continues a timed-out attempt; module-level so handing it to another context allocates nothing. */
-function failAttempt(attempt: TimedAttempt<unknown, unknown>, error: unknown): void {
+function failAttempt(attempt: TimedAttempt, error: unknown): void {
   attempt.fail(error);
 }
