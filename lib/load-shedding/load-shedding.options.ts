@@ -29,7 +29,7 @@ export interface AdaptiveLimitOptions {
   queueSize?: number;
   /** gradient2: samples the long-term latency average spans. Default 600. */
   longWindow?: number;
-  /** vegas: the no-load latency is measured afresh about every `probeMultiplier × limit` samples (each the average of 20 finished requests). Default 30. */
+  /** The no-load latency is measured afresh, with the limit halved until 20 requests have been served within it, about every `probeMultiplier × limit` samples (each the average of 20 finished requests). Default 30. */
   probeMultiplier?: number;
 }
 
