@@ -20,9 +20,10 @@ export interface BaselineProbeSettings {
  * what it serves learns a queued latency, and its limit settles that much
  * above the server's capacity: Vegas's own probe takes the latency of the
  * moment, Gradient2's long-term average drifts to it. A probe halves the
- * limit (not below `minLimit`) until one window of requests has been
- * admitted with no more than that in flight; their average latency is the
- * baseline, and the limit is restored. Netflix concurrency-limits'
+ * limit (not below `minLimit`) until a window of requests admitted with no
+ * more than that in flight has finished, then restores it; once the others
+ * admitted within the halved limit have finished too, the average latency
+ * of all of them is the baseline. Netflix concurrency-limits'
  * `GradientLimit` probes the same way, lowering its limit while it measures.
  * Between probes, the algorithm reads one sample per window
  * ({@link WindowedLimit}).
