@@ -48,9 +48,10 @@ export async function startApp(port: number, env: NodeJS.ProcessEnv = {}): Promi
   while (Date.now() - started < timeoutMs) {
     if (child.exitCode !== null) throw new Error(`the sample app exited with code ${child.exitCode}`);
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/probe/bare`)).ok) return child;
+      // An app that accepts the connection but is too busy to answer must not hold the wait past its deadline.
+      if ((await fetch(`http://127.0.0.1:${port}/probe/bare`, { signal: AbortSignal.timeout(5000) })).ok) return child;
     } catch {
-      // not listening yet
+      // not listening yet, or not answering yet
     }
     if (Date.now() - told >= 15_000) {
       told = Date.now();
