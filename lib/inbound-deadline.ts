@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Clock } from './clock';
 import { contextStorage, DEFAULT_MAX_DEADLINE_BUDGET_MS, ResilienceContext } from './context';
 import { DeadlineExceededError } from './errors';
@@ -24,18 +25,29 @@ export type DeadlineHook = (
   done: () => void,
 ) => void;
 
+/** On a response: the scope of its request, until the response closes. */
+const SCOPE = Symbol('resilience4nest:request-scope');
+
+/** On a connection: the responses queued on it (pipelined) whose scopes it ends when it closes. */
+const QUEUED = Symbol('resilience4nest:queued-scopes');
+
+type ScopedResponse = ServerResponse & { [SCOPE]?: ResilienceContext; req?: IncomingMessage };
+type ScopedSocket = Socket & { [QUEUED]?: Set<ScopedResponse> };
+
 /**
- * Opens a request's deadline scope: the remaining time from the inbound
- * deadline header (clamped to `maxBudget`, 24 h by default), else the default
- * budget; with neither, the request gets no scope and pays one header lookup.
- * A malformed header is ignored with a warning, never a crash; a request that
- * arrives with no time left is answered 504 at once.
+ * Opens a request's scope: its deadline is the remaining time from the
+ * inbound deadline header (clamped to `maxBudget`, 24 h by default), else the
+ * default budget, else none. A malformed header is ignored with a warning,
+ * never a crash; a request that arrives with no time left is answered 504 at
+ * once. The scope's signal aborts when the deadline passes or when the
+ * client goes away before its answer is finished, so retries and waits below
+ * stop for a caller who is no longer there.
  *
  * It runs as a middleware on Express (after the body parsers) and as a
  * `preHandler` hook on Fastify (after body parsing, which would otherwise
  * leave the scope behind), so the whole of Nest's handling of the request —
- * guards, interceptors, pipes, the handler — runs inside the scope, and no
- * global interceptor taxes routes that do no resilience work.
+ * guards, interceptors, pipes, the handler — runs inside the scope. The
+ * module installs it only when `deadline` is configured.
  */
 export class InboundDeadline {
   private warnedBadHeader = false;
@@ -54,29 +66,19 @@ export class InboundDeadline {
   /** The Express middleware. */
   readonly middleware: DeadlineMiddleware = (req, res, next) => {
     const scope = this.open(req, res);
-    if (scope === undefined) next();
-    else if (scope !== null) contextStorage.run(scope, next);
+    if (scope !== null) contextStorage.run(scope, next);
   };
 
   /** The Fastify `preHandler` hook. */
   readonly fastifyHook: DeadlineHook = (request, reply, done) => {
     const scope = this.open(request.raw, reply.raw, reply);
-    if (scope === undefined) done();
-    else if (scope !== null) contextStorage.run(scope, done);
+    if (scope !== null) contextStorage.run(scope, done);
   };
 
-  /**
-   * The scope to run the request in; `undefined` when no deadline applies,
-   * `null` when the request was answered here (no time left).
-   */
-  private open(
-    req: IncomingMessage,
-    res: ServerResponse,
-    reply?: { hijack(): void },
-  ): ResilienceContext | null | undefined {
+  /** The scope to run the request in; `null` when the request was answered here (no time left). */
+  private open(req: IncomingMessage, res: ServerResponse, reply?: { hijack(): void }): ResilienceContext | null {
     const header = this.options.header;
     const budget = this.budgetOf(req.headers[header]);
-    if (budget === undefined) return undefined;
     if (budget === 0) {
       reply?.hijack();
       answerWithProblem(
@@ -86,9 +88,12 @@ export class InboundDeadline {
       );
       return null;
     }
-    const scope = new ResilienceContext(this.clock, this.clock.now() + budget, header);
-    // Node emits 'close' once per response, after 'finish' or when the client goes away first.
-    res.once('close', () => scope.dispose());
+    const scope = new ResilienceContext(
+      this.clock,
+      budget === undefined ? Number.POSITIVE_INFINITY : this.clock.now() + budget,
+      header,
+    );
+    watchClient(scope, res, req.socket);
     return scope;
   }
 
@@ -107,4 +112,54 @@ export class InboundDeadline {
     const ceiling = maxBudget ?? DEFAULT_MAX_DEADLINE_BUDGET_MS;
     return asked > ceiling ? ceiling : asked;
   }
+}
+
+/**
+ * Ends `scope` exactly once, when its response closes (after 'finish', or
+ * when the client goes away while it is written) or, for a pipelined
+ * response still queued behind another, when its connection closes: Node
+ * never closes such a response when the client hangs up. One listener per
+ * connection, however many requests it pipelines, and no closure per request.
+ */
+function watchClient(scope: ResilienceContext, res: ScopedResponse, socket: ScopedSocket | null | undefined): void {
+  if (socket?.closed === true) {
+    // The client left before the request reached the module: nothing will be written for it.
+    scope.abort(clientGone());
+    return;
+  }
+  res[SCOPE] = scope;
+  res.on('close', onResponseClose);
+  // A response written on its connection closes with it; only one queued behind another may never close.
+  if ((res.socket !== null && res.socket !== undefined) || typeof socket?.on !== 'function') return;
+  let queued = socket[QUEUED];
+  if (queued === undefined) {
+    queued = socket[QUEUED] = new Set();
+    socket.on('close', onConnectionClose);
+  }
+  queued.add(res);
+}
+
+function onResponseClose(this: ScopedResponse): void {
+  end(this);
+}
+
+function onConnectionClose(this: ScopedSocket): void {
+  const queued = this[QUEUED];
+  if (queued === undefined) return;
+  for (const res of queued) end(res);
+}
+
+/** Ends the scope of `res`: aborted when the answer was not finished (the client went away), then released. */
+function end(res: ScopedResponse): void {
+  const scope = res[SCOPE];
+  if (scope === undefined) return;
+  res[SCOPE] = undefined;
+  (res.req?.socket as ScopedSocket | undefined)?.[QUEUED]?.delete(res);
+  if (!res.writableFinished) scope.abort(clientGone());
+  scope.dispose();
+}
+
+/** The reason a request's signal carries when its client went away. */
+function clientGone(): DOMException {
+  return new DOMException('the client closed the connection before the answer was finished', 'AbortError');
 }

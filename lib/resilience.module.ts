@@ -115,13 +115,15 @@ export class ResilienceModule
 
   /**
    * Puts the module's work at the server's door, before guards, pipes and
-   * interceptors: with `loadShedding` set, the load shedder's door; then the
-   * inbound deadline scope (a middleware on Express, a `preHandler` hook on
-   * Fastify, which runs after the body is parsed).
+   * interceptors: with `loadShedding` set, the load shedder's door; then,
+   * with `deadline` set, the inbound deadline scope (a middleware on Express,
+   * a `preHandler` hook on Fastify, which runs after the body is parsed).
+   * Without `deadline` nothing is installed, so routes pay nothing for it.
    */
   configure(consumer: MiddlewareConsumer): void {
     const { extras, deadline, clock } = this.registry.options;
     if (extras.loadShedding !== undefined) this.mountDoor(consumer, deadline.header);
+    if (!deadline.inbound) return;
     const adapter = this.adapterHost?.httpAdapter;
     // A microservice-only application has no HTTP adapter, and no inbound HTTP deadline to read.
     if (adapter === undefined || adapter === null) return;

@@ -17,7 +17,13 @@ import type { TimeLimiterConfigInput } from './time-limiter/time-limiter.config'
 import type { HedgeConfigInput } from './hedge/hedge.config';
 import type { TracingOptions } from './observability/tracing/tracing.options';
 
-/** How inbound deadlines are read. */
+/**
+ * How inbound deadlines are read. Giving the module a `deadline` key (`{}`
+ * for the defaults) turns on the request scope: every HTTP request runs in
+ * one, whose signal aborts at the request's deadline or when its client goes
+ * away before the answer is finished. Without the key, no middleware or hook
+ * is installed and the header is not read.
+ */
 export interface DeadlineOptions {
   /** Header carrying the remaining time in ms. Default `x-request-deadline-ms`. */
   header?: string;
@@ -30,12 +36,11 @@ export interface DeadlineOptions {
    * own, so that `currentSignal()`, `remainingTime()` and `deadlineHeaders()`
    * inside it see the attempt (its signal, aborted at its time limit, and its
    * limit). `'auto'` (default): when the attempt starts inside a context — a
-   * request with a deadline (header or `defaultBudget`), or another
-   * attempt's. `'always'`: every attempt, for code that reads
-   * `currentSignal()` in calls made outside any request deadline. Entering a
-   * context costs every call that does it (and, on Node 20, makes every
-   * promise of the process dearer), so `'auto'` pays only where a deadline
-   * already needs one.
+   * request scope (with `deadline` set), or another attempt's. `'always'`:
+   * every attempt, for code that reads `currentSignal()` in calls made
+   * outside any request scope. Entering a context costs every call that
+   * does it (and, on Node 20, makes every promise of the process dearer),
+   * so `'auto'` pays only where a request scope already needs one.
    */
   attemptContext?: 'auto' | 'always';
 }
@@ -66,7 +71,7 @@ export interface ResilienceModuleOptions {
   random?: () => number;
   /** Pipeline order, outermost first; must list every layer once. */
   order?: readonly PolicyKind[];
-  /** Inbound deadline handling. */
+  /** Inbound deadlines and client cancellation; off without this key, on with `{}` or any of its options. */
   deadline?: DeadlineOptions;
   /**
    * How the policy sections are bound. `native` (default): every key must be

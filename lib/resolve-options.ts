@@ -68,6 +68,8 @@ export interface ResolvedOptions {
   readonly random: () => number;
   readonly order: readonly PolicyKind[];
   readonly deadline: {
+    /** Whether the options have a `deadline` key: only then is the inbound scope installed and the header read. */
+    readonly inbound: boolean;
     readonly header: string;
     readonly defaultBudget?: number;
     readonly maxBudget?: number;
@@ -302,9 +304,11 @@ const budget = durationOption({ positive: true, expected: 'a positive duration' 
 const attemptContextOption = enumOption(['auto', 'always'] as const);
 
 function readDeadline(value: unknown): ResolvedOptions['deadline'] {
-  if (value === undefined || value === null) return { header: DEFAULT_DEADLINE_HEADER, attemptContext: 'auto' };
+  if (value === undefined || value === null)
+    return { inbound: false, header: DEFAULT_DEADLINE_HEADER, attemptContext: 'auto' };
   const given = new GivenOptions(value, 'deadline options', ['header', 'defaultBudget', 'maxBudget', 'attemptContext']);
   return {
+    inbound: true,
     header: given.read('header', headerNameOption)?.toLowerCase() ?? DEFAULT_DEADLINE_HEADER,
     defaultBudget: given.read('defaultBudget', budget),
     maxBudget: given.read('maxBudget', budget),

@@ -18,7 +18,7 @@ import { tax } from './tax';
 
 const USAGE = `usage: npm run load [-- <seconds per run>]   bare route, full stack and an open breaker (default 8 s)
        npm run load -- overload [<seconds>]   a pool-bound route offered 3× its capacity: without shedding, fixed caps, adaptive defaults, the sample's (default 10 s)
-       npm run load -- tax [<seconds>]   a trivial route of an app with and without the module, Express and Fastify (default 5 s)`;
+       npm run load -- tax [<seconds>]   a trivial route of an app without the module, with it, and with deadline: {}, Express and Fastify (default 5 s)`;
 
 const SECONDS = Number(process.argv[2] ?? 8);
 const CONNECTIONS = 10;

@@ -6,9 +6,11 @@ import { Bulkhead, CircuitBreaker, Fallback, ResilienceModule, Retry, Timeout } 
 
 /*
  * The app of `npm run load -- tax`, started in a child process:
- * `tax-app.ts <express|fastify> <with|without> <port>`. A trivial route, and
- * (with the module) a provider elsewhere whose methods carry the full stack,
- * as in an app where only some routes call a dependency.
+ * `tax-app.ts <express|fastify> <without|with|deadline> <port>`. A trivial
+ * route, and (with the module) a provider elsewhere whose methods carry the
+ * full stack, as in an app where only some routes call a dependency;
+ * `deadline` also configures deadline propagation, which puts every request
+ * in a scope.
  */
 
 @Injectable()
@@ -41,14 +43,29 @@ class WithoutModule {}
 })
 class WithModule {}
 
+@Module({
+  imports: [ResilienceModule.forRoot({ metrics: false, deadline: {} })],
+  controllers: [PingController],
+  providers: [Payments],
+})
+class WithDeadline {}
+
+const APPS: Readonly<Record<string, Type>> = { without: WithoutModule, with: WithModule, deadline: WithDeadline };
+
 async function main(): Promise<void> {
   const [platform, variant, port] = process.argv.slice(2);
-  const root: Type = variant === 'with' ? WithModule : WithoutModule;
+  const root = APPS[variant];
+  if (root === undefined) throw new Error(`unknown variant '${variant}': expected ${Object.keys(APPS).join(', ')}`);
   const app =
     platform === 'fastify'
       ? await NestFactory.create(root, new FastifyAdapter(), { logger: false })
       : await NestFactory.create(root, { logger: false });
   await app.listen(Number(port), '127.0.0.1');
+  // The parent reads this process's CPU time around each run.
+  process.on('message', () => {
+    const { user, system } = process.cpuUsage();
+    process.send?.(user + system);
+  });
   process.send?.('listening');
 }
 

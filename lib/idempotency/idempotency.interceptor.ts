@@ -3,6 +3,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { defer, mergeMap, Observable, of } from 'rxjs';
+import { contextStorage, ResilienceContext } from '../context';
 import {
   IdempotencyKeyInProgressError,
   IdempotencyKeyMissingError,
@@ -55,6 +56,17 @@ interface Exchange {
 interface RouteHeader {
   readonly name: string;
   readonly value: string | (() => string);
+}
+
+/**
+ * The scope a claimed request's handler runs in: the request's deadline,
+ * without the request's cancellation when the client goes away, so the work
+ * finishes and its answer is stored for the client's retry with the same
+ * key. `undefined` outside a request scope (no `deadline` configured).
+ */
+function detachedFromClient(): ResilienceContext | undefined {
+  const request = contextStorage.getStore();
+  return request === undefined ? undefined : new ResilienceContext(request.clock, request.deadline, request.header);
 }
 
 /** Methods the header applies to: the ones that are not idempotent by themselves (IETF draft). */
@@ -257,7 +269,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       // Set when Nest gives up on a client that left: the work goes on, and its answer settles the key.
       let detached = false;
       let last: unknown;
-      const subscription = idempotencyStorage.run(run.scope, () =>
+      const scope = detachedFromClient();
+      const subscribe = () =>
         next.handle().subscribe({
           next: (value) => {
             last = value;
@@ -266,16 +279,20 @@ export class IdempotencyInterceptor implements NestInterceptor {
           error: (error: unknown) => {
             run.fail(error);
             handlerDone = true;
+            scope?.dispose();
             abandonIfSilent();
             subscriber.error(error);
           },
           complete: () => {
             handlerDone = true;
+            scope?.dispose();
             if (detached) this.replyToGoneClient(exchange, last);
             abandonIfSilent();
             subscriber.complete();
           },
-        }),
+        });
+      const subscription = idempotencyStorage.run(run.scope, () =>
+        scope === undefined ? subscribe() : contextStorage.run(scope, subscribe),
       );
       return () => {
         // An @Idempotent request is not cancelled by its client leaving: the retry with the same key gets its answer.
@@ -285,6 +302,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         }
         subscription.unsubscribe();
         handlerDone = true;
+        scope?.dispose();
         abandonIfSilent();
       };
     });

@@ -83,7 +83,7 @@ async function boot(
   defaultBudget?: string,
 ) {
   const moduleRef = await Test.createTestingModule({
-    imports: [ResilienceModule.forRoot({ clock, deadline: defaultBudget ? { defaultBudget } : undefined })],
+    imports: [ResilienceModule.forRoot({ clock, deadline: defaultBudget ? { defaultBudget } : {} })],
     controllers: [controller],
     providers: [...providers, { provide: VirtualClock, useValue: clock }],
   }).compile();
@@ -165,9 +165,9 @@ describe.each(PLATFORMS)('deadline propagation across two HTTP hops (%s)', (plat
     expect(mediaType(response.headers['content-type'])).toBe('application/problem+json');
   });
 
-  it('without a header or default budget there is no deadline, and no context inside the time limit', async () => {
+  it('without a header or default budget the request has no deadline, and a time-limited call sees its own limit', async () => {
     const { body } = await request(inventory.getHttpServer()).get('/stock').expect(200);
-    expect(body.remainingInside).toBeNull();
+    expect(body.remainingInside).toBe(500);
   });
 
   it('a request with a body keeps its deadline scope through body parsing into the handler', async () => {
@@ -207,5 +207,80 @@ describe.each(PLATFORMS)('attemptContext: always (%s)', (platform) => {
   it('a time-limited call without a request deadline sees its own limit', async () => {
     const { body } = await request(inventory.getHttpServer()).get('/stock').expect(200);
     expect(body.remainingInside).toBe(500);
+  });
+});
+
+describe.each(PLATFORMS)('without the deadline option (%s)', (platform) => {
+  const clock = new VirtualClock();
+  let app: INestApplication;
+  let preHandlers: number;
+
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRoot({ clock })],
+      controllers: [FrontController],
+      providers: [InventoryClient, { provide: VirtualClock, useValue: clock }],
+    }).compile();
+    app = createPlatformApp(moduleRef, platform);
+    app.useGlobalFilters(new ResilienceExceptionFilter());
+    preHandlers = 0;
+    if (platform === 'fastify') {
+      const fastify = app.getHttpAdapter().getInstance() as { addHook(name: string, ...rest: unknown[]): unknown };
+      const addHook = fastify.addHook.bind(fastify);
+      fastify.addHook = (name: string, ...rest: unknown[]) => {
+        if (name === 'preHandler') preHandlers++;
+        return addHook(name, ...rest);
+      };
+    }
+    await app.listen(0, '127.0.0.1');
+  });
+
+  afterAll(() => app.close());
+
+  it('installs no hook: Fastify keeps its hook-free path', () => {
+    expect(preHandlers).toBe(0);
+  });
+
+  it('reads no deadline header: a request with time left gets no scope', async () => {
+    const { body } = await request(app.getHttpServer())
+      .get('/forward')
+      .set('x-request-deadline-ms', '1500')
+      .expect(200);
+    expect(body).toEqual({ remaining: null, forwarded: {} });
+  });
+
+  it('a header saying no time is left is not answered 504: no one reads it', async () => {
+    const { body } = await request(app.getHttpServer()).get('/budget').set('x-request-deadline-ms', '0').expect(200);
+    expect(body).toEqual({ remaining: null });
+  });
+});
+
+describe.each(PLATFORMS)('deadline: {} turns the inbound scope on (%s)', (platform) => {
+  const clock = new VirtualClock();
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [ResilienceModule.forRootAsync({ useFactory: () => ({ clock, deadline: {} }) })],
+      controllers: [FrontController],
+      providers: [InventoryClient, { provide: VirtualClock, useValue: clock }],
+    }).compile();
+    app = createPlatformApp(moduleRef, platform);
+    app.useGlobalFilters(new ResilienceExceptionFilter());
+    await app.listen(0, '127.0.0.1');
+  });
+
+  afterAll(() => app.close());
+
+  it('reads the header (forRootAsync)', async () => {
+    const { body } = await request(app.getHttpServer())
+      .get('/forward')
+      .set('x-request-deadline-ms', '1500')
+      .expect(200);
+    expect(body).toEqual({ remaining: 1500, aborted: false, forwarded: { 'x-request-deadline-ms': '1500' } });
+  });
+
+  it('answers 504 to a request that arrives with no time left', async () => {
+    await request(app.getHttpServer()).get('/budget').set('x-request-deadline-ms', '0').expect(504);
   });
 });

@@ -52,7 +52,7 @@ describe('@Idempotent when the store fails or hangs', () => {
     clock = new VirtualClock(START);
     store = new FaultyStore(new MemoryIdempotencyStore({ clock }));
     running = await startApp(
-      { clock, idempotency: { store: store, principal: 'shared', ...idempotency } },
+      { clock, deadline: {}, idempotency: { store: store, principal: 'shared', ...idempotency } },
       { controllers: [PaymentsController], providers: [Charges] },
     );
     charges = running.app.get(Charges);
