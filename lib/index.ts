@@ -130,6 +130,7 @@ export type {
   AdaptiveLimitOptions,
   EventLoopDelayOptions,
   LoadSheddingOptions,
+  PriorityHeaderOptions,
 } from './load-shedding/load-shedding.options';
 export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
 export type { PriorityLevel } from './load-shedding/priority.decorator';

@@ -17,8 +17,23 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts the sample app on `port` in a child process (with `env` added) and waits until it answers. */
+/**
+ * How long the sample app may take to answer after it is spawned: ts-node
+ * compiles it on start, which takes minutes on a machine busy with other
+ * work. `LOAD_STARTUP_TIMEOUT` (seconds) overrides it.
+ */
+export function startupTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const given = env.LOAD_STARTUP_TIMEOUT;
+  if (given === undefined || given === '') return 300_000;
+  const seconds = Number(given);
+  if (!(seconds > 0))
+    throw new Error(`LOAD_STARTUP_TIMEOUT must be a positive number of seconds, got ${JSON.stringify(given)}`);
+  return seconds * 1000;
+}
+
+/** Starts the sample app on `port` in a child process (with `env` added) and waits until it answers, telling stderr how long it has waited. */
 export async function startApp(port: number, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
+  const timeoutMs = startupTimeoutMs();
   const child = spawn(
     process.execPath,
     ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', 'sample-app/src/main.ts'],
@@ -28,16 +43,24 @@ export async function startApp(port: number, env: NodeJS.ProcessEnv = {}): Promi
       stdio: ['ignore', 'ignore', 'inherit'],
     },
   );
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
+  const started = Date.now();
+  let told = started;
+  while (Date.now() - started < timeoutMs) {
     if (child.exitCode !== null) throw new Error(`the sample app exited with code ${child.exitCode}`);
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/probe/bare`)).ok) return child;
+      // An app that accepts the connection but is too busy to answer must not hold the wait past its deadline.
+      if ((await fetch(`http://127.0.0.1:${port}/probe/bare`, { signal: AbortSignal.timeout(5000) })).ok) return child;
     } catch {
-      // not listening yet
+      // not listening yet, or not answering yet
+    }
+    if (Date.now() - told >= 15_000) {
+      told = Date.now();
+      process.stderr.write(`  waiting for the sample app to answer: ${Math.round((told - started) / 1000)} s\n`);
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   child.kill();
-  throw new Error('the sample app did not answer within 60 s');
+  throw new Error(
+    `the sample app did not answer within ${timeoutMs / 1000} s (set LOAD_STARTUP_TIMEOUT to wait longer)`,
+  );
 }

@@ -1,5 +1,6 @@
 import autocannon from 'autocannon';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,11 +10,12 @@ import { freePort, root, startApp } from './app';
 /*
  * npm run load -- overload [seconds]: the sample app's GET /probe/stock
  * (a 10-connection pool of 20 ms queries: about 500 requests/s) offered
- * three times what it served closed-loop, open-loop at a fixed rate by
- * clients that give up after 1 s: without load shedding, with the sample's
- * own (adaptive Gradient2 limit, priorities), with fixed caps around the
- * pool size, and with each adaptive algorithm on its defaults; the adaptive
- * rows are then compared with the best fixed cap of the same run.
+ * three times what it serves closed-loop without shedding, open-loop at a
+ * fixed rate by clients that give up after 1 s: without load shedding, with
+ * the sample's own (adaptive Gradient2 limit, priorities), with fixed caps
+ * around the pool size, and with each adaptive algorithm on its defaults;
+ * the adaptive rows are then compared with the best fixed cap of the same
+ * run. Progress goes to stderr, the tables to stdout.
  */
 
 const CLIENT_TIMEOUT_MS = 1000;
@@ -29,8 +31,12 @@ interface OpenLoopResult {
   servedLatencies: number[];
 }
 
-/** Sends `rate` requests/s to `url` for `seconds`, each abandoned after the client timeout, and waits for every one to end. */
-function openLoop(url: string, rate: number, seconds: number): Promise<OpenLoopResult> {
+/**
+ * Sends `rate` requests/s to `url` for `seconds`, each abandoned after the
+ * client timeout, and waits for every one to end; tells stderr how far it
+ * is every 2 s, prefixed with `label`.
+ */
+function openLoop(label: string, url: string, rate: number, seconds: number): Promise<OpenLoopResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   const result: OpenLoopResult = { sent: 0, served: 0, refused: 0, timedOut: 0, otherErrors: 0, servedLatencies: [] };
   let pending = 0;
@@ -67,8 +73,15 @@ function openLoop(url: string, rate: number, seconds: number): Promise<OpenLoopR
       });
       req.end();
     };
+    let told = 0;
     const timer = setInterval(() => {
       const elapsed = performance.now() - started;
+      if (elapsed - told >= 2000) {
+        told = elapsed;
+        process.stderr.write(
+          `  ${label}: ${Math.round(elapsed / 1000)} of ${seconds} s, ${result.sent} sent, ${result.served} served in time, ${result.refused} refused\n`,
+        );
+      }
       if (elapsed >= seconds * 1000) {
         clearInterval(timer);
         if (pending === 0) resolve(result);
@@ -104,79 +117,103 @@ function configWithShedding(shedding: Record<string, unknown> | undefined): stri
   return file;
 }
 
-interface Row {
-  name: string;
-  capacity: number;
-  offered: number;
-  result: OpenLoopResult;
-  seconds: number;
+/** One configuration's sample app, started once and driven in every round. */
+interface Subject {
+  readonly name: string;
+  readonly url: string;
+  readonly app: ChildProcess;
+  readonly rounds: OpenLoopResult[];
 }
 
-async function run(name: string, env: NodeJS.ProcessEnv, seconds: number): Promise<Row> {
-  process.stderr.write(`overload: ${name}…\n`);
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}/probe/stock`;
-  const app = await startApp(port, env);
-  try {
-    await autocannon({ url, connections: 20, duration: 2 });
-    const closed = await autocannon({ url, connections: 20, duration: 3 });
-    const capacity = closed.requests.average;
-    const offered = Math.round(capacity * OVERLOAD_FACTOR);
-    return { name, capacity, offered, result: await openLoop(url, offered, seconds), seconds };
-  } finally {
-    app.kill();
-  }
+/** Rounds of open-loop load; each round drives every app in turn, starting one place later than the last. */
+const ROUNDS = 3;
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
 }
 
-/** Runs the overload comparison and prints its tables. */
+/**
+ * Runs the overload comparison and prints its tables. Every configuration's
+ * app is started first and kept running; the rounds then drive them in turn
+ * at one rate (three times what the app without shedding serves
+ * closed-loop), so a machine whose speed drifts, busy with other work,
+ * shifts every configuration alike. Each figure is the median of the rounds.
+ */
 export async function overload(seconds: number): Promise<void> {
-  console.log(
-    `GET /probe/stock, offered ${OVERLOAD_FACTOR}× its closed-loop capacity for ${seconds} s; clients give up after ${CLIENT_TIMEOUT_MS} ms`,
-  );
-  const configs: Array<[string, Record<string, unknown> | undefined]> = [
-    ['without load shedding', undefined],
-    ...FIXED_CAPS.map((cap): [string, Record<string, unknown>] => [
+  const configs: Array<[string, NodeJS.ProcessEnv]> = [
+    ['without load shedding', { RESILIENCE_CONFIG: configWithShedding(undefined) }],
+    ...FIXED_CAPS.map((cap): [string, NodeJS.ProcessEnv] => [
       `fixed cap ${cap}`,
-      { 'max-concurrent-requests': cap },
+      { RESILIENCE_CONFIG: configWithShedding({ 'max-concurrent-requests': cap }) },
     ]),
-    ['gradient2, defaults', { adaptive: { algorithm: 'gradient2' } }],
-    ['vegas, defaults', { adaptive: { algorithm: 'vegas' } }],
+    ['gradient2, defaults', { RESILIENCE_CONFIG: configWithShedding({ adaptive: { algorithm: 'gradient2' } }) }],
+    ['vegas, defaults', { RESILIENCE_CONFIG: configWithShedding({ adaptive: { algorithm: 'vegas' } }) }],
+    ['with load shedding (sample config)', {}],
   ];
-  const rows: Row[] = [];
-  for (const [name, shedding] of configs) {
-    rows.push(await run(name, { RESILIENCE_CONFIG: configWithShedding(shedding) }, seconds));
-  }
-  rows.push(await run('with load shedding (sample config)', {}, seconds));
-  const goodput = (row: Row): number => row.result.served / row.seconds;
-  console.log(
-    '\n| run | capacity req/s | offered req/s | served in time req/s | 503 req/s | timed out | other errors | p99 of served ms |',
-  );
-  console.log('|:--|--:|--:|--:|--:|--:|--:|--:|');
-  for (const row of rows) {
-    const { name, capacity, offered, result, seconds: s } = row;
+  process.stderr.write(`overload: starting ${configs.length} sample apps, one per configuration\n`);
+  const subjects: Subject[] = [];
+  try {
+    for (const [name, env] of configs) {
+      const port = await freePort();
+      process.stderr.write(`  ${name}: starting on port ${port}\n`);
+      subjects.push({ name, url: `http://127.0.0.1:${port}/probe/stock`, app: await startApp(port, env), rounds: [] });
+    }
+    process.stderr.write('overload: warming every app up (2 s each)\n');
+    for (const subject of subjects) await autocannon({ url: subject.url, connections: 20, duration: 2 });
+    const closed = await autocannon({ url: subjects[0].url, connections: 20, duration: 3 });
+    const capacity = closed['2xx'] / closed.duration;
+    const offered = Math.round(capacity * OVERLOAD_FACTOR);
+    process.stderr.write(
+      `overload: ${Math.round(capacity)} served/s closed-loop without shedding; offering ${offered}/s to each app\n`,
+    );
     console.log(
-      `| ${name} | ${Math.round(capacity)} | ${offered} | ${Math.round(goodput(row))} | ${Math.round(result.refused / s)} | ${result.timedOut} | ${result.otherErrors} | ${Math.round(p99(result.servedLatencies))} |`,
+      `GET /probe/stock, offered ${offered} requests/s (${OVERLOAD_FACTOR}× the ${Math.round(capacity)}/s it serves closed-loop without shedding) ` +
+        `for ${seconds} s per run, ${ROUNDS} rounds interleaved (medians); clients give up after ${CLIENT_TIMEOUT_MS} ms`,
+    );
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let i = 0; i < subjects.length; i++) {
+        const subject = subjects[(i + round) % subjects.length];
+        subject.rounds.push(
+          await openLoop(`round ${round + 1}/${ROUNDS}, ${subject.name}`, subject.url, offered, seconds),
+        );
+      }
+    }
+    report(subjects, capacity, offered, seconds);
+  } finally {
+    for (const subject of subjects) subject.app.kill();
+  }
+}
+
+function report(subjects: readonly Subject[], capacity: number, offered: number, seconds: number): void {
+  const goodput = (s: Subject): number => median(s.rounds.map((r) => r.served / seconds));
+  const tail = (s: Subject): number => median(s.rounds.map((r) => p99(r.servedLatencies)));
+  console.log(
+    '\n| run | served in time req/s | of capacity | 503 req/s | timed out | other errors | p99 of served ms |',
+  );
+  console.log('|:--|--:|--:|--:|--:|--:|--:|');
+  for (const s of subjects) {
+    console.log(
+      `| ${s.name} | ${Math.round(goodput(s))} | ${((goodput(s) / capacity) * 100).toFixed(1)}% | ` +
+        `${Math.round(median(s.rounds.map((r) => r.refused / seconds)))} | ${median(s.rounds.map((r) => r.timedOut))} | ` +
+        `${median(s.rounds.map((r) => r.otherErrors))} | ${Math.round(tail(s))} |`,
     );
   }
-  const without = rows[0];
-  const sample = rows[rows.length - 1];
-  console.log(
-    `\nserved in time: ${((goodput(sample) / sample.capacity) * 100).toFixed(1)}% of capacity with the sample's shedding, ` +
-      `${((goodput(without) / without.capacity) * 100).toFixed(1)}% without`,
-  );
-  const fixed = rows.filter((row) => row.name.startsWith('fixed cap'));
+  const fixed = subjects.filter((s) => s.name.startsWith('fixed cap'));
   // As in npm run scenario -- adaptive-defaults: the smallest cap within 1% of the best goodput of the caps tried.
   const top = Math.max(...fixed.map(goodput));
-  const best = fixed.find((row) => goodput(row) >= 0.99 * top) as Row;
-  const bestP99 = p99(best.result.servedLatencies);
-  console.log(`\nAdaptive defaults against the best fixed cap of this run (${best.name}):\n`);
+  const best = fixed.find((s) => goodput(s) >= 0.99 * top) as Subject;
+  console.log(`\nAdaptive defaults against the best fixed cap of this run (${best.name}), offered ${offered}/s:\n`);
   console.log('| adaptive | served in time / best cap | p99 / best cap | goodput within 5% | p99 ≤ 1.3× |');
   console.log('|:--|--:|--:|:--|:--|');
-  for (const row of rows.filter((r) => r.name.endsWith('defaults'))) {
-    const share = goodput(row) / goodput(best);
-    const p99Ratio = p99(row.result.servedLatencies) / bestP99;
+  for (const s of subjects.filter((r) => r.name.endsWith('defaults'))) {
+    const share = goodput(s) / goodput(best);
+    const p99Ratio = tail(s) / tail(best);
     console.log(
-      `| ${row.name} | ${(share * 100).toFixed(1)}% | ${p99Ratio.toFixed(2)}× | ${share >= 0.95 ? 'met' : 'NOT met'} | ${p99Ratio <= 1.3 ? 'met' : 'NOT met'} |`,
+      `| ${s.name} | ${(share * 100).toFixed(1)}% | ${p99Ratio.toFixed(2)}× | ${share >= 0.95 ? 'met' : 'NOT met'} | ${p99Ratio <= 1.3 ? 'met' : 'NOT met'} |`,
     );
   }
+  console.log(
+    `\nper round, served in time req/s: ${subjects.map((s) => `${s.name} ${s.rounds.map((r) => Math.round(r.served / seconds)).join('/')}`).join('; ')}`,
+  );
 }

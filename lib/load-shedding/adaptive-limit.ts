@@ -15,6 +15,12 @@ export interface AdaptiveLimit {
   onSample(rttMs: number, inflight: number, dropped: boolean): void;
 }
 
+/** An algorithm that compares latency with a no-load baseline, which it can be given measured without a queue. */
+export interface BaselineLimit extends AdaptiveLimit {
+  /** Takes `rttMs`, the average latency of requests served with no queue in front of them, as the no-load latency. */
+  onBaseline(rttMs: number): void;
+}
+
 /** Settings shared by the adaptive algorithms. */
 export interface AdaptiveLimitBounds {
   readonly initialLimit: number;

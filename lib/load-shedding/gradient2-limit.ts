@@ -1,4 +1,4 @@
-import { AdaptiveLimit, AdaptiveLimitBounds } from './adaptive-limit';
+import { AdaptiveLimitBounds, BaselineLimit } from './adaptive-limit';
 
 /** Settings of {@link Gradient2Limit}. */
 export interface Gradient2Settings extends AdaptiveLimitBounds {
@@ -21,8 +21,11 @@ const WARMUP_SAMPLES = 10;
  * plus a fixed queue allowance; it does not grow while the application uses
  * less than half of it. When latency falls back after a long overload, the
  * long-term average is decayed so the limit recovers without waiting for it.
+ * A no-load latency measured without a queue ({@link Gradient2Limit.onBaseline})
+ * replaces the long-term average, which a lasting overload drifts to the
+ * queued latency.
  */
-export class Gradient2Limit implements AdaptiveLimit {
+export class Gradient2Limit implements BaselineLimit {
   private estimate: number;
   private longRtt = 0;
   private samples = 0;
@@ -55,5 +58,10 @@ export class Gradient2Limit implements AdaptiveLimit {
     const target = this.estimate * gradient + queueSize;
     const smoothed = this.estimate * (1 - smoothing) + target * smoothing;
     this.estimate = Math.max(minLimit, Math.min(maxLimit, smoothed));
+  }
+
+  onBaseline(rttMs: number): void {
+    this.longRtt = Math.max(rttMs, Number.EPSILON);
+    this.samples = Math.max(this.samples, WARMUP_SAMPLES);
   }
 }

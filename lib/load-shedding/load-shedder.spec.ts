@@ -126,36 +126,84 @@ describe('LoadShedder', () => {
   });
 });
 
+/**
+ * A pool of `slots` workers behind the shedder for 30 s, offered `arrivals(t)`
+ * requests in each ms, each taking `serviceMs()`: the limits in force after
+ * the first 5 s, one reading per ms.
+ */
+async function overloadedPool(
+  s: LoadShedder,
+  clock: VirtualClock,
+  slots: number,
+  arrivals: (t: number) => number,
+  serviceMs: () => number,
+): Promise<number[]> {
+  const running: Array<{ admission: Admission; endsAt: number }> = [];
+  const queued: Admission[] = [];
+  const limits: number[] = [];
+  for (let t = 0; t < 30_000; t++) {
+    for (let n = arrivals(t); n > 0; n--) {
+      const admission = s.tryAdmit('normal');
+      if (typeof admission !== 'string') queued.push(admission);
+    }
+    while (running.length < slots && queued.length > 0) {
+      running.push({ admission: queued.shift() as Admission, endsAt: t + serviceMs() });
+    }
+    await clock.advance(1);
+    for (let i = running.length - 1; i >= 0; i--) {
+      if (running[i].endsAt <= t + 1) {
+        s.release(running[i].admission, false);
+        running.splice(i, 1);
+      }
+    }
+    if (t >= 5_000) limits.push(s.limit);
+  }
+  return limits;
+}
+
+function median(values: readonly number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+}
+
 describe('Vegas under work of uneven length', () => {
   // 20 slots of 50–150 ms work: single requests make the fastest one the no-load latency, and every other look queued.
   it('holds its limit at the pool size or above when requests queue only beyond it', async () => {
     const clock = new VirtualClock();
     const s = shedder({ adaptive: { algorithm: 'vegas' } }, clock);
     let draw = 0;
-    const serviceMs = (): number => 50 + ((draw++ * 37) % 101);
-    const running: Array<{ admission: Admission; endsAt: number }> = [];
-    const queued: Admission[] = [];
-    const lowest: number[] = [];
-    for (let t = 0; t < 30_000; t++) {
-      // Three times what 20 slots of 100 ms on average serve: 0.6 arrivals a ms.
-      for (let n = (t * 3) % 5 < 3 ? 1 : 0; n > 0; n--) {
-        const admission = s.tryAdmit('normal');
-        if (typeof admission !== 'string') queued.push(admission);
-      }
-      while (running.length < 20 && queued.length > 0) {
-        running.push({ admission: queued.shift() as Admission, endsAt: t + serviceMs() });
-      }
-      await clock.advance(1);
-      for (let i = running.length - 1; i >= 0; i--) {
-        if (running[i].endsAt <= t + 1) {
-          s.release(running[i].admission, false);
-          running.splice(i, 1);
-        }
-      }
-      if (t >= 5_000) lowest.push(s.limit);
-    }
-    expect(Math.min(...lowest)).toBeGreaterThanOrEqual(20);
+    // Three times what 20 slots of 100 ms on average serve: 0.6 arrivals a ms.
+    const limits = await overloadedPool(
+      s,
+      clock,
+      20,
+      (t) => ((t * 3) % 5 < 3 ? 1 : 0),
+      () => 50 + ((draw++ * 37) % 101),
+    );
+    expect(Math.min(...limits)).toBeGreaterThanOrEqual(20);
   });
+});
+
+describe('adaptive limits on a pool smaller than their initial limit', () => {
+  // 10 slots of 10–30 ms work under the default initial limit of 20: what is served at first is already queued.
+  it.each(['gradient2', 'vegas'] as const)(
+    '%s settles within its queue allowance of the pool size, measuring its no-load latency with the queue drained',
+    async (algorithm) => {
+      const clock = new VirtualClock();
+      const s = shedder({ adaptive: { algorithm } }, clock);
+      let draw = 0;
+      // Three times what 10 slots of 20 ms on average serve: 1.5 arrivals a ms.
+      const limits = await overloadedPool(
+        s,
+        clock,
+        10,
+        (t) => 1 + (t % 2),
+        () => 10 + ((draw++ * 7) % 21),
+      );
+      expect(median(limits)).toBeGreaterThanOrEqual(10);
+      expect(median(limits)).toBeLessThanOrEqual(16);
+      expect(Math.max(...limits)).toBeLessThanOrEqual(18);
+    },
+  );
 });
 
 describe('nodeEventLoopDelayProbe', () => {

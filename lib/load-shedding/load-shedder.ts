@@ -1,14 +1,15 @@
 import { Clock } from '../clock';
 import { AdaptiveLimit } from './adaptive-limit';
+import { BaselineProbe } from './baseline-probe';
 import { EventLoopDelayProbe, EventLoopDelaySignal } from './event-loop-delay';
 import { Gradient2Limit } from './gradient2-limit';
 import { ResolvedLoadSheddingOptions } from './load-shedding.options';
 import { PRIORITY_LEVELS, PriorityLevel } from './priority.decorator';
 import { VegasLimit } from './vegas-limit';
-import { WindowedLimit } from './windowed-limit';
 
 /**
- * Finished requests an adaptive limit reads as one latency sample. Vegas's
+ * Finished requests an adaptive limit reads as one latency sample, and a
+ * probe of its no-load latency averages ({@link BaselineProbe}). Vegas's
  * no-load latency is the least it has seen: with single requests that is
  * the fastest one, and every ordinary one looks queued (under a 20-slot
  * pool of 50–150 ms work it fell to 9 and left 42% of capacity idle).
@@ -67,9 +68,9 @@ export class LoadShedder {
   ) {
     const adaptive = options.adaptive;
     if (adaptive !== undefined) {
-      this.adaptiveLimit = new WindowedLimit(
-        adaptive.algorithm === 'vegas' ? new VegasLimit({ ...adaptive, random }) : new Gradient2Limit(adaptive),
-        ADAPTIVE_WINDOW,
+      this.adaptiveLimit = new BaselineProbe(
+        adaptive.algorithm === 'vegas' ? new VegasLimit(adaptive) : new Gradient2Limit(adaptive),
+        { windowSize: ADAPTIVE_WINDOW, probeMultiplier: adaptive.probeMultiplier, minLimit: adaptive.minLimit, random },
       );
     }
     const eventLoop = options.eventLoopDelay;

@@ -3,7 +3,8 @@ import type { Socket } from 'node:net';
 import { DeadlineExceededError, OverloadedError } from '../errors';
 import { answerWithProblem as answer } from '../filter/problem-response';
 import { Admission, LoadShedder } from './load-shedder';
-import { isPriorityLevel, PriorityLevel } from './priority.decorator';
+import { ResolvedPriorityHeader } from './load-shedding.options';
+import { PRIORITY_LEVELS, PriorityLevel } from './priority.decorator';
 
 /** A deadline header that says no time is left. */
 const NO_TIME_LEFT = /^\s*0+\s*$/;
@@ -26,7 +27,7 @@ export type DoorMiddleware = (req: IncomingMessage, res: ServerResponse, next: (
 
 /**
  * The load shedder's door for requests of class `priority` (or of the class
- * the priority header names): drops a request whose deadline has already
+ * the priority header names, within its cap): drops a request whose deadline has already
  * passed (504), refuses one the shedder does not admit (503 + Retry-After,
  * problem+json with the reason), and gives the place back when the answer
  * ends. It answers refusals itself, through Node's own response API, so it
@@ -38,10 +39,11 @@ export function loadSheddingDoor(
   deadlineHeader: string,
 ): DoorMiddleware {
   const { priorityHeader, retryAfterMs } = shedder.options;
+  const headerName = priorityHeader?.name;
+  const claims = claimable(priority, priorityHeader);
   return (req: DoorRequest, res, next) => {
     if (req[ADMITTED]) return next();
-    const asked = priorityHeader === undefined ? undefined : req.headers[priorityHeader];
-    const level = isPriorityLevel(asked) ? asked : priority;
+    const level = headerName === undefined ? priority : (claims.get(req.headers[headerName]) ?? priority);
     const deadline = req.headers[deadlineHeader];
     if (typeof deadline === 'string' && NO_TIME_LEFT.test(deadline)) {
       shedder.refuseExpired(level);
@@ -57,6 +59,20 @@ export function loadSheddingDoor(
     hold(shedder, admission, res, req.socket);
     next();
   };
+}
+
+/**
+ * The class a request of a route of class `route` gets for each value of the
+ * priority header: the value itself up to the header's cap, or the route's
+ * own class when that is higher; the cap for anything above it.
+ */
+function claimable(route: PriorityLevel, header: ResolvedPriorityHeader | undefined): Map<unknown, PriorityLevel> {
+  const claims = new Map<unknown, PriorityLevel>();
+  if (header === undefined) return claims;
+  // PRIORITY_LEVELS runs from the highest class to the lowest.
+  const ceiling = Math.min(PRIORITY_LEVELS.indexOf(route), PRIORITY_LEVELS.indexOf(header.max));
+  PRIORITY_LEVELS.forEach((level, rank) => claims.set(level, PRIORITY_LEVELS[Math.max(rank, ceiling)]));
+  return claims;
 }
 
 /**

@@ -34,6 +34,21 @@ describe('readLoadSheddingOptions', () => {
     });
   });
 
+  it('reads priorityHeader as a name the header may set any class through, or as { name, max } capping what it may claim', () => {
+    expect(readLoadSheddingOptions({ priorityHeader: 'X-Priority' }).priorityHeader).toEqual({
+      name: 'x-priority',
+      max: 'critical',
+    });
+    expect(readLoadSheddingOptions({ priorityHeader: { name: 'X-Priority' } }).priorityHeader).toEqual({
+      name: 'x-priority',
+      max: 'low',
+    });
+    expect(readLoadSheddingOptions({ 'priority-header': { name: 'x-priority', max: 'HIGH' } }).priorityHeader).toEqual({
+      name: 'x-priority',
+      max: 'high',
+    });
+  });
+
   it('moves an unset bound out of the way of the limits that are set', () => {
     expect(readLoadSheddingOptions({ adaptive: { initialLimit: 5, maxLimit: 50 } })?.adaptive).toMatchObject({
       initialLimit: 5,
@@ -82,6 +97,23 @@ describe('readLoadSheddingOptions', () => {
       INVALID_VALUE(`${PLACE} 'eventLoopDelay'`, 'threshold', 'a positive duration', '-5ms'),
     ],
     [{ priorityHeader: 'x priority' }, INVALID_VALUE(PLACE, 'priorityHeader', 'an HTTP header name', 'x priority')],
+    [
+      { priorityHeader: { name: 'x priority' } },
+      INVALID_VALUE(PLACE, 'priorityHeader.name', 'an HTTP header name', 'x priority'),
+    ],
+    [
+      { priorityHeader: { max: 'high' } },
+      INVALID_VALUE(PLACE, 'priorityHeader.name', 'an HTTP header name (it is required)', undefined),
+    ],
+    [
+      { priorityHeader: { name: 'x-priority', max: 'urgent' } },
+      INVALID_VALUE(PLACE, 'priorityHeader.max', "one of 'critical', 'high', 'normal', 'low'", 'urgent'),
+    ],
+    [
+      { priorityHeader: { name: 'x-priority', cap: 'high' } },
+      UNKNOWN_KEY(PLACE, 'priorityHeader.cap', ['name', 'max']),
+    ],
+    [{ priorityHeader: 42 }, INVALID_VALUE(PLACE, 'priorityHeader', 'an HTTP header name or { name, max }', 42)],
     [{ retryAfter: 'soon' }, INVALID_VALUE(PLACE, 'retryAfter', 'a positive duration', 'soon')],
     [['maxConcurrentRequests'], NOT_AN_OBJECT(PLACE, ['maxConcurrentRequests'])],
   ])('refuses %j with a message naming the key and value', (options, message) => {

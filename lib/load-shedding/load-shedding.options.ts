@@ -1,3 +1,4 @@
+import { ConfigPlace } from '../config/config.messages';
 import { Duration } from '../config/duration';
 import {
   durationOption,
@@ -29,7 +30,7 @@ export interface AdaptiveLimitOptions {
   queueSize?: number;
   /** gradient2: samples the long-term latency average spans. Default 600. */
   longWindow?: number;
-  /** vegas: the no-load latency is measured afresh about every `probeMultiplier × limit` samples (each the average of 20 finished requests). Default 30. */
+  /** The no-load latency is measured afresh, with the limit halved until 20 requests have been served within it, about every `probeMultiplier × limit` samples (each the average of 20 finished requests). Default 30. */
   probeMultiplier?: number;
 }
 
@@ -39,6 +40,18 @@ export interface EventLoopDelayOptions {
   threshold: Duration;
   /** The delay compared is the maximum seen over this period. Default 500 ms. */
   sampleInterval?: Duration;
+}
+
+/** Module option `loadShedding.priorityHeader` in its object form: a header that may claim a class, within a cap. */
+export interface PriorityHeaderOptions {
+  /** The request header naming the class (`critical`, `high`, `normal`, `low`). */
+  name: string;
+  /**
+   * The highest class the header may raise a request to; a route's own
+   * `@Priority`, when higher, is kept. Without it the header can only lower
+   * a request below its route's class.
+   */
+  max?: PriorityLevel;
 }
 
 /**
@@ -54,8 +67,14 @@ export interface LoadSheddingOptions {
   eventLoopDelay?: EventLoopDelayOptions;
   /** The share of the limit each class gives up first, each in [0, 1). Default 0 for every class (no priorities). */
   priorities?: Partial<Record<PriorityLevel, number>>;
-  /** A request header naming the class (`critical`, `high`, `normal`, `low`); wins over `@Priority`. Set it only where a gateway you trust writes it. */
-  priorityHeader?: string;
+  /**
+   * A request header naming the class (`critical`, `high`, `normal`, `low`).
+   * As `{ name }` it can only lower a request below its route's `@Priority`;
+   * as `{ name, max }` it can raise one up to `max`. As a bare name it wins
+   * over `@Priority` whatever it claims (`max: 'critical'`): use that only
+   * where a gateway you trust writes the header.
+   */
+  priorityHeader?: string | PriorityHeaderOptions;
   /** `Retry-After` of a refusal. Default 1 s. */
   retryAfter?: Duration;
 }
@@ -72,13 +91,19 @@ export interface ResolvedAdaptiveOptions {
   readonly probeMultiplier: number;
 }
 
+/** `loadShedding.priorityHeader` after validation: the header's name in lower case, and the highest class it may claim. */
+export interface ResolvedPriorityHeader {
+  readonly name: string;
+  readonly max: PriorityLevel;
+}
+
 /** `loadShedding` after validation (durations in ms). */
 export interface ResolvedLoadSheddingOptions {
   readonly maxConcurrentRequests?: number;
   readonly adaptive?: ResolvedAdaptiveOptions;
   readonly eventLoopDelay?: { readonly thresholdMs: number; readonly sampleIntervalMs: number };
   readonly shares: Readonly<Record<PriorityLevel, number>>;
-  readonly priorityHeader?: string;
+  readonly priorityHeader?: ResolvedPriorityHeader;
   readonly retryAfterMs: number;
 }
 
@@ -142,7 +167,7 @@ export function readLoadSheddingOptions(raw: unknown): ResolvedLoadSheddingOptio
     adaptive: given.read('adaptive', readAdaptive),
     eventLoopDelay: given.read('eventLoopDelay', readEventLoopDelay),
     shares: given.read('priorities', readShares) ?? NO_SHARES,
-    priorityHeader: given.read('priorityHeader', headerNameOption)?.toLowerCase(),
+    priorityHeader: given.read('priorityHeader', readPriorityHeader),
     retryAfterMs: given.read('retryAfter', positiveDuration) ?? DEFAULT_RETRY_AFTER_MS,
   };
 }
@@ -184,6 +209,20 @@ function readEventLoopDelay(raw: unknown): NonNullable<ResolvedLoadSheddingOptio
     thresholdMs,
     sampleIntervalMs: given.read('sampleInterval', positiveDuration) ?? DEFAULT_SAMPLE_INTERVAL_MS,
   };
+}
+
+const priorityLevel = enumOption<PriorityLevel>(PRIORITY_LEVELS);
+
+function readPriorityHeader(raw: unknown, place: ConfigPlace, key: string): ResolvedPriorityHeader {
+  if (typeof raw === 'string') return { name: headerNameOption(raw, place, key).toLowerCase(), max: 'critical' };
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    return invalidOption(place, key, 'an HTTP header name or { name, max }', raw);
+  const given = new GivenOptions(raw, place, ['name', 'max'], { prefix: `${key}.` });
+  const name =
+    given.read('name', headerNameOption) ??
+    invalidOption(place, given.written('name'), 'an HTTP header name (it is required)', undefined);
+  // Without a cap the header can only lower: the lowest class never lifts a route above its own.
+  return { name: name.toLowerCase(), max: given.read('max', priorityLevel) ?? 'low' };
 }
 
 function readShares(raw: unknown): Readonly<Record<PriorityLevel, number>> {

@@ -1,13 +1,9 @@
-import { AdaptiveLimit, AdaptiveLimitBounds, log10Step } from './adaptive-limit';
+import { AdaptiveLimitBounds, BaselineLimit, log10Step } from './adaptive-limit';
 
 /** Settings of {@link VegasLimit}. */
 export interface VegasSettings extends AdaptiveLimitBounds {
   /** How much a new estimate moves the limit, in (0, 1]. Default 1. */
   readonly smoothing: number;
-  /** The no-load latency is measured afresh every `probeMultiplier × limit` samples (with jitter). Default 30. */
-  readonly probeMultiplier: number;
-  /** Uniform [0, 1) source for the probe jitter. */
-  readonly random: () => number;
 }
 
 /**
@@ -16,18 +12,16 @@ export interface VegasSettings extends AdaptiveLimitBounds {
  * the queue is estimated as `limit × (1 − minRtt / rtt)`; with no queue the
  * limit grows by β = 6·log10(limit), below α = 3·log10(limit) by log10(limit),
  * above β it shrinks by log10(limit), and a dropped request always shrinks it.
- * The no-load latency (`minRtt`) is probed again now and then so that a
- * lasting change of the baseline is learnt.
+ * The no-load latency (`minRtt`) is the least latency seen since it was last
+ * measured afresh ({@link VegasLimit.onBaseline}), so that a lasting change
+ * of the baseline is learnt.
  */
-export class VegasLimit implements AdaptiveLimit {
+export class VegasLimit implements BaselineLimit {
   private estimate: number;
   private rttNoLoad = 0;
-  private probeCount = 0;
-  private probeJitter: number;
 
   constructor(private readonly settings: VegasSettings) {
     this.estimate = settings.initialLimit;
-    this.probeJitter = this.jitter();
   }
 
   get limit(): number {
@@ -36,13 +30,6 @@ export class VegasLimit implements AdaptiveLimit {
 
   onSample(rttMs: number, inflight: number, dropped: boolean): void {
     const rtt = Math.max(rttMs, Number.EPSILON);
-    this.probeCount++;
-    if (this.probeJitter * this.settings.probeMultiplier * this.estimate <= this.probeCount) {
-      this.probeJitter = this.jitter();
-      this.probeCount = 0;
-      this.rttNoLoad = rtt;
-      return;
-    }
     if (this.rttNoLoad === 0 || rtt < this.rttNoLoad) {
       this.rttNoLoad = rtt;
       return;
@@ -68,7 +55,7 @@ export class VegasLimit implements AdaptiveLimit {
     this.estimate = (1 - smoothing) * current + smoothing * bounded;
   }
 
-  private jitter(): number {
-    return 0.5 + this.settings.random() * 0.5;
+  onBaseline(rttMs: number): void {
+    this.rttNoLoad = Math.max(rttMs, Number.EPSILON);
   }
 }

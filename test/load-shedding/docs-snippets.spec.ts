@@ -4,7 +4,7 @@ import { checkMarkdownSnippets } from '../support/markdown-snippets';
 describe('docs/overload.md TypeScript snippets', () => {
   it('all compile', () => {
     const { blocks, diagnostics } = checkMarkdownSnippets('docs/overload.md');
-    expect(blocks).toBe(3);
+    expect(blocks).toBe(4);
     expect(diagnostics).toEqual([]);
   });
 });

@@ -231,6 +231,49 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
     expect((await second).status).toBe(200);
   });
 
+  /** The class the door gave a request to `path` asking for `asked`, read from its refusal while one request holds the only place. */
+  async function classGiven(path: string, asked: string, method = 'GET'): Promise<string | undefined> {
+    const answer = await call(path, { method, headers: { 'x-priority': asked } });
+    expect(answer.status).toBe(503);
+    return answer.body.priority;
+  }
+
+  it('with priorityHeader { name }, lets the header lower a request below its route’s @Priority but never raise it', async () => {
+    await boot({ maxConcurrentRequests: 1, priorityHeader: { name: 'x-priority' } });
+    const held = call('/slow');
+    await gate.reached(1);
+    expect(await classGiven('/recommendations', 'critical')).toBe('low');
+    expect(await classGiven('/slow', 'high')).toBe('normal');
+    expect(await classGiven('/slow', 'low')).toBe('low');
+    expect(await classGiven('/payments', 'high', 'POST')).toBe('high');
+    expect(await classGiven('/payments', 'critical', 'POST')).toBe('critical');
+    expect(await classGiven('/slow', 'bogus')).toBe('normal');
+    gate.release();
+    expect((await held).status).toBe(200);
+  });
+
+  it('with priorityHeader { name, max }, lets the header raise a request up to max, or its route’s @Priority when higher', async () => {
+    await boot({ maxConcurrentRequests: 1, priorityHeader: { name: 'X-Priority', max: 'high' } });
+    const held = call('/slow');
+    await gate.reached(1);
+    expect(await classGiven('/recommendations', 'critical')).toBe('high');
+    expect(await classGiven('/recommendations', 'normal')).toBe('normal');
+    expect(await classGiven('/slow', 'low')).toBe('low');
+    expect(await classGiven('/payments', 'critical', 'POST')).toBe('critical');
+    gate.release();
+    expect((await held).status).toBe(200);
+  });
+
+  it('with priorityHeader as a bare name, lets the header set any class, as a gateway that writes it wants', async () => {
+    await boot({ maxConcurrentRequests: 1, priorityHeader: 'x-priority' });
+    const held = call('/slow');
+    await gate.reached(1);
+    expect(await classGiven('/recommendations', 'critical')).toBe('critical');
+    expect(await classGiven('/payments', 'low', 'POST')).toBe('low');
+    gate.release();
+    expect((await held).status).toBe(200);
+  });
+
   it('drops a request whose deadline has already passed at the door: 504, no guard, no handler, counted as deadline', async () => {
     await boot({ maxConcurrentRequests: 10 });
     const answer = await call('/recommendations', { headers: { 'x-request-deadline-ms': '0' } });
