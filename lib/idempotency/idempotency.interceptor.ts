@@ -17,7 +17,6 @@ import {
 } from '../nest-route-metadata';
 import { StoredHttpResponse } from './idempotency-store';
 import { fingerprintOf, parseIdempotencyKey, scopedKey } from './idempotency-key';
-import { idempotencyStorage } from './idempotency.context';
 import {
   BODY_NOT_PARSED,
   CORRUPT_RECORD,
@@ -222,7 +221,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       abandonIfSilent();
     });
     return new Observable((subscriber) => {
-      const subscription = idempotencyStorage.run(run.scope, () =>
+      const subscription = run.enter(() =>
         next.handle().subscribe({
           next: (value) => subscriber.next(value),
           error: (error: unknown) => {

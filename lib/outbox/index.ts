@@ -20,4 +20,4 @@ export type {
   OutboxListener,
   PostgresOutboxStoreOptions,
 } from './postgres-outbox-store';
-export type { SqlRunner } from './outbox-transaction';
+export type { SqlRunner } from '../transaction/sql-runner';

@@ -5,14 +5,6 @@ export const NO_TRANSACTION = (topic: string): string =>
   `${PREFIX}: Outbox.add('${topic}') found no transaction in scope: call it inside an @Idempotent({ transactional: true }) method, ` +
   `inside an active @nestjs-cls/transactional transaction, or pass one as { tx } (the outbox never writes on its own)`;
 
-export const TX_IS_A_POOL = (topic: string): string =>
-  `${PREFIX}: Outbox.add('${topic}') was given a pool as { tx }: a pool runs each statement in its own transaction; ` +
-  `pass the client (or ORM transaction) that holds BEGIN`;
-
-export const TX_NOT_SUPPORTED = (topic: string, tx: unknown): string =>
-  `${PREFIX}: Outbox.add('${topic}'): cannot run SQL on ${describe(tx)}; a transaction must be a pg client, ` +
-  `a TypeORM EntityManager or QueryRunner, a Kysely transaction or a Drizzle transaction`;
-
 export const BAD_TOPIC = (topic: unknown): string =>
   `${PREFIX}: Outbox.add: the topic must be a non-empty string, got ${describe(topic)}`;
 

@@ -4,7 +4,7 @@ import { wallClock } from '../idempotency/idempotency-store';
 import { PostgresPoolClient, PostgresQueryable } from '../idempotency/transactional-store';
 import { INVALID_OUTBOX_TABLE, POOL_CANNOT_CONNECT } from './outbox.messages';
 import { OutboxEvent, OutboxEventState, OutboxRow, OutboxStats } from './outbox.types';
-import { SqlRunner } from './outbox-transaction';
+import { SqlRunner } from '../transaction/sql-runner';
 
 /** Table used when the `table` option is not given. */
 export const DEFAULT_OUTBOX_TABLE = 'resilience4nest_outbox';
