@@ -7,7 +7,7 @@ export const TX_IS_A_POOL = (who: string): string =>
 
 export const TX_NOT_SUPPORTED = (who: string, tx: unknown): string =>
   `${PREFIX}: ${who}: cannot run SQL on ${describe(tx)}; a transaction must be a pg client, ` +
-  `a TypeORM EntityManager or QueryRunner, a Kysely transaction or a Drizzle transaction`;
+  `a TypeORM EntityManager or QueryRunner, or a Drizzle transaction`;
 
 export const CLS_TRANSACTION_ENDED = (who: string): string =>
   `${PREFIX}: ${who}: the @nestjs-cls/transactional transaction ended before it could be used`;
