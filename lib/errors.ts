@@ -1,4 +1,5 @@
 import { formatMs } from './format-ms';
+import { TOO_MANY_UNDECLARED_INSTANCES } from './config/config.messages';
 
 /**
  * Base class of every error this module raises. Like every JavaScript
@@ -269,5 +270,54 @@ export class IdempotencyStoreUnavailableError extends ResilienceError {
       `The idempotency store is unavailable at '${instance}': ${detail}`,
       cause === undefined ? undefined : { cause },
     );
+  }
+}
+
+/**
+ * The caller already holds as many idempotency keys as the store allows one
+ * principal (`MemoryIdempotencyStore`'s `maxKeysPerPrincipal`). Nothing ran;
+ * the same request is accepted once the caller's oldest key expires
+ * (`retryAfterMs`), and other callers are not affected.
+ */
+export class IdempotencyKeyQuotaExceededError extends ResilienceError {
+  /** Always `'IDEMPOTENCY_KEY_QUOTA_EXCEEDED'`. */
+  readonly code = 'IDEMPOTENCY_KEY_QUOTA_EXCEEDED';
+
+  /** @param instance - the route or handler @param retryAfterMs - until the caller's oldest key expires */
+  constructor(
+    instance: string,
+    /** ms until the caller's oldest key expires and a new key is accepted. */
+    readonly retryAfterMs: number,
+  ) {
+    super(
+      instance,
+      `The caller holds as many idempotency keys as it may at '${instance}'; a new key is accepted once its oldest key expires`,
+    );
+  }
+}
+
+/**
+ * The registry was asked for an instance of a policy under a name that is
+ * not declared, and `maxUndeclaredInstances` such instances exist already:
+ * names built from request data would otherwise add instances and metric
+ * series without end. Nothing ran. `instance` is the name asked for.
+ */
+export class TooManyInstancesError extends ResilienceError {
+  /** Always `'TOO_MANY_INSTANCES'`. */
+  readonly code = 'TOO_MANY_INSTANCES';
+
+  /**
+   * @param policy - the policy section, e.g. `circuitBreaker`
+   * @param instance - the undeclared name asked for
+   * @param max - the module option `maxUndeclaredInstances`
+   */
+  constructor(
+    /** The policy section the name was asked of, e.g. `circuitBreaker`. */
+    readonly policy: string,
+    instance: string,
+    /** The cap reached: the module option `maxUndeclaredInstances`. */
+    readonly max: number,
+  ) {
+    super(instance, TOO_MANY_UNDECLARED_INSTANCES(policy, instance, max));
   }
 }

@@ -78,12 +78,14 @@ export type {
   RateLimiterDrainedEvent,
   RateLimiterMetrics,
   RateLimiterRefusedEvent,
+  RateLimiterStoreFailureEvent,
   RateLimiterWaitEvent,
 } from './rate-limiter/rate-limiter-policy';
 export { RateLimiter } from './rate-limiter/rate-limiter.decorator';
 export type {
   RateLimiterStore,
   RateLimiterStoreAnswer,
+  RateLimiterStoreRelease,
   RateLimiterStoreRequest,
 } from './rate-limiter/rate-limiter-store';
 export { DEFAULT_RATE_LIMITER_REDIS_PREFIX, RedisRateLimiterStore } from './rate-limiter/redis-rate-limiter-store';

@@ -1,4 +1,5 @@
 import { from, isObservable, Observable, of, throwError } from 'rxjs';
+import { contextStorage, currentContext, policyScope } from './context';
 
 /**
  * What a decorated method returns, as far as is known before calling it:
@@ -35,9 +36,11 @@ export function returnKindOf(declared: unknown, method: (...args: unknown[]) => 
 
 /**
  * The pipeline a method's trampoline runs: the promise pipeline for a
- * method known to return a Promise; otherwise the method is called first
- * and an Observable it returns goes through `observe` (Observable in,
- * Observable out), anything else through the promise pipeline.
+ * method known to return a Promise; for one known to return an Observable,
+ * the method is called (which starts nothing) and its Observable goes
+ * through `observe` (Observable in, Observable out). A method of unknown
+ * kind is called inside the promise pipeline's attempts, so each call,
+ * the first included, runs inside the layers.
  *
  * @param kind - what the method is known to return
  * @param call - calls the method itself with its argument array
@@ -51,66 +54,134 @@ export function methodPipeline(
   observe: ObservablePipeline,
 ): Pipeline {
   if (kind === 'promise') return promise(call);
-  return new CallFirstPipeline(kind, call, promise, observe).run;
+  if (kind === 'observable') return observedPipeline(call, observe);
+  return new UndeclaredKindPipeline(call, promise, observe).run;
+}
+
+/** Calls the method and runs the Observable it returns through `observe`; anything else becomes one. */
+function observedPipeline(call: Pipeline, observe: ObservablePipeline): Pipeline {
+  return (args) => {
+    let result: unknown;
+    try {
+      result = call(args);
+    } catch (error) {
+      return observe(
+        throwError(() => error),
+        args,
+      );
+    }
+    return observe(isObservable(result) ? result : isThenable(result) ? from(result) : of(result), args);
+  };
 }
 
 /**
- * Calls the method before its layers, to see what it returns. Once a call
- * returned something other than an Observable, a method of unknown kind is
- * taken for a promise method: later calls run inside the layers, as for one.
+ * A method whose declaration does not tell what it returns. Until a call
+ * shows an Observable, each call runs the promise pipeline at once (a
+ * Promise method's work starts when it is called, so the call must be
+ * inside the first attempt) and answers an {@link EitherAnswer}. An
+ * Observable an attempt gets is subscribed inside that attempt, its last
+ * value the attempt's answer; later calls take the Observable path, lazy
+ * and value by value. A call that answered anything else marks the method a
+ * promise method: later calls run as a declared one's, answering plain Promises.
  */
-class CallFirstPipeline {
-  private primedArgs: unknown[] | undefined;
-  private primed: unknown;
+class UndeclaredKindPipeline {
+  private kind: 'promise' | 'observable' | undefined;
+  private readonly probing: Pipeline;
   private readonly promise: Pipeline;
+  private readonly observed: Pipeline;
 
   constructor(
-    private kind: ReturnKind,
     private readonly call: Pipeline,
     promise: (invoke: Pipeline) => Pipeline,
-    private readonly observe: ObservablePipeline,
+    observe: ObservablePipeline,
   ) {
-    this.promise = promise(this.invoke);
+    this.probing = promise(this.attempt);
+    this.promise = promise(call);
+    this.observed = observedPipeline(call, observe);
   }
 
   readonly run: Pipeline = (args) => {
     if (this.kind === 'promise') return this.promise(args);
-    let result: unknown;
-    try {
-      result = this.call(args);
-    } catch (error) {
-      if (this.kind === 'observable')
-        return this.observe(
-          throwError(() => error),
-          args,
-        );
-      return this.promise(this.prime(args, Promise.reject(error)));
-    }
-    if (isObservable(result)) {
-      this.kind = 'observable';
-      return this.observe(result, args);
-    }
-    if (this.kind === 'observable') return this.observe(isThenable(result) ? from(result) : of(result), args);
-    this.kind = 'promise';
-    return this.promise(this.prime(args, result));
+    if (this.kind === 'observable') return this.observed(args);
+    return new EitherAnswer(this.probing(args) as Promise<unknown>);
   };
 
-  /** The first attempt of the call with `args` answers `result` instead of calling the method again. */
-  private prime(args: unknown[], result: unknown): unknown[] {
-    // A call refused before its first attempt never reads it: do not let its rejection go unhandled.
-    if (isThenable(result)) result.then(undefined, () => undefined);
-    this.primedArgs = args;
-    this.primed = result;
-    return args;
+  private readonly attempt: Pipeline = (args) => {
+    const result = this.call(args);
+    if (!isObservable(result)) {
+      this.kind ??= 'promise';
+      return result;
+    }
+    this.kind = 'observable';
+    return lastValueInAttempt(result);
+  };
+}
+
+/**
+ * The answer of a call made before its method's kind is known: a Promise
+ * of the call's answer that is also an Observable of it, so that the
+ * caller may await it or subscribe to it, whichever the method is.
+ */
+class EitherAnswer extends Observable<unknown> implements PromiseLike<unknown> {
+  constructor(private readonly answer: Promise<unknown>) {
+    super((subscriber) => {
+      answer.then(
+        (value) => {
+          subscriber.next(value);
+          subscriber.complete();
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+    });
   }
 
-  private readonly invoke: Pipeline = (args) => {
-    if (args !== this.primedArgs) return this.call(args);
-    const result = this.primed;
-    this.primedArgs = undefined;
-    this.primed = undefined;
-    return result;
-  };
+  then<A = unknown, B = never>(
+    onFulfilled?: ((value: unknown) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    return this.answer.then(onFulfilled, onRejected);
+  }
+
+  catch<B = never>(onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<unknown> {
+    return this.answer.catch(onRejected);
+  }
+
+  finally(onFinally?: (() => void) | null): Promise<unknown> {
+    return this.answer.finally(onFinally);
+  }
+}
+
+/**
+ * Subscribes `source` inside the running attempt and answers its last
+ * value (`undefined` when it completes with none); the subscription ends
+ * when the attempt's signal aborts (its time limit, a hedge that lost).
+ */
+function lastValueInAttempt(source: Observable<unknown>): Promise<unknown> {
+  const scope = policyScope();
+  return new Promise((resolve, reject) => {
+    let last: unknown;
+    const signal = scope?.signal;
+    const onAbort = (): void => subscription.unsubscribe();
+    const done = (): void => signal?.removeEventListener('abort', onAbort);
+    const observer = {
+      next: (value: unknown) => (last = value),
+      error: (error: unknown) => {
+        done();
+        reject(error);
+      },
+      complete: () => {
+        done();
+        resolve(last);
+      },
+    };
+    const subscription =
+      scope === undefined || currentContext() === scope
+        ? source.subscribe(observer)
+        : contextStorage.run(scope, () => source.subscribe(observer));
+    if (subscription.closed || signal === undefined) return;
+    if (signal.aborted) subscription.unsubscribe();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -10,6 +10,10 @@ export const NEST_PATH_METADATA = 'path';
 export const NEST_ROUTE_ARGS_METADATA = '__routeArguments__';
 /** @internal */
 export const NEST_RESPONSE_PASSTHROUGH_METADATA = '__responsePassthrough__';
+/** @internal The status `@HttpCode()` sets. */
+export const NEST_HTTP_CODE_METADATA = '__httpCode__';
+/** @internal The headers `@Header()` sets, as `{ name, value }` entries. */
+export const NEST_HEADERS_METADATA = '__headers__';
 
 /**
  * The parameter kinds of `NEST_ROUTE_ARGS_METADATA` keys that hand the

@@ -54,8 +54,10 @@ export interface ResilienceModuleOptions {
   strict?: boolean;
   /**
    * Most undeclared instances of each policy (made from `configs.default`
-   * on first use); asking for one more throws. Bounds instances and metric
-   * series when names come from request data. Default 100.
+   * on first use); asking for one more throws a `TooManyInstancesError`
+   * naming this option (a 503 problem through `ResilienceExceptionFilter`).
+   * Bounds instances and metric series when names come from request data.
+   * Default 100.
    */
   maxUndeclaredInstances?: number;
   /** Time and timers for every policy; inject a `VirtualClock` in tests. */

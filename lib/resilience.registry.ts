@@ -1,9 +1,9 @@
 import { Clock } from './clock';
+import { TooManyInstancesError } from './errors';
 import {
   closeName,
   describe,
   instancePlace,
-  TOO_MANY_UNDECLARED_INSTANCES,
   UNDECLARED_INSTANCE_CLOSE,
   UNKNOWN_INSTANCE,
 } from './config/config.messages';
@@ -334,7 +334,7 @@ export class ResilienceRegistry {
 
   private countUndeclared(policy: RegistryPolicy, name: string): void {
     if (this.undeclared[policy] >= this.options.maxUndeclaredInstances)
-      throw new Error(TOO_MANY_UNDECLARED_INSTANCES(policy, name, this.options.maxUndeclaredInstances));
+      throw new TooManyInstancesError(policy, name, this.options.maxUndeclaredInstances);
     this.undeclared[policy]++;
   }
 

@@ -7,6 +7,7 @@ import {
 import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker/circuit-breaker.config';
 import { Clock, systemClock } from './clock';
 import { orderFromAspectOrders } from './config/aspect-order';
+import { checkDocument } from './config/document-limits';
 import {
   ASPECT_ORDER_DIFFERS,
   DUPLICATE_PROPERTY,
@@ -27,7 +28,7 @@ import {
   integerOption,
   invalidOption,
 } from './config/option-readers';
-import { canonicalKey, findKey, isPlainObject, unflatten } from './config/relaxed-binding';
+import { canonicalKey, findKey, isPlainObject, setOwn, unflatten } from './config/relaxed-binding';
 import { IGNORED_SECTIONS } from './config/resilience4j-properties';
 import { RESILIENCE4J_DEFAULTS } from './config/resilience4j-defaults';
 import { NATIVE_BINDING, PolicySchema, resolveSection, ResolvedSection, SectionBinding } from './config/schema';
@@ -129,6 +130,7 @@ export function resolveOptions(
   const given: unknown = options ?? {};
   if (given === null || typeof given !== 'object' || Array.isArray(given))
     throw new Error(NOT_AN_OBJECT('module options', given));
+  checkDocument(given, MODULE_OPTIONS);
   const raw = hoistResilience4j(unflatten(given) as Record<string, unknown>);
   const sectionsRaw: Partial<Record<InstancePolicy, unknown>> = {};
   const plain: Record<string, unknown> = {};
@@ -229,7 +231,7 @@ export function withSectionNames(raw: Record<string, unknown>): Record<string, u
       throw new Error(
         INVALID_VALUE('module options', key, `given once (also given as another spelling of '${name}')`, value),
       );
-    out[name] = value;
+    setOwn(out, name, value);
   }
   return out;
 }
@@ -244,10 +246,10 @@ function hoistResilience4j(raw: Record<string, unknown>): Record<string, unknown
   const inner = raw[rootKey];
   if (!isPlainObject(inner)) throw new Error(NOT_AN_OBJECT('module options (resilience4j)', inner));
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw)) if (key !== rootKey) out[key] = value;
+  for (const [key, value] of Object.entries(raw)) if (key !== rootKey) setOwn(out, key, value);
   for (const [key, value] of Object.entries(inner)) {
     if (Object.hasOwn(out, key)) throw new Error(DUPLICATE_PROPERTY(key));
-    out[key] = value;
+    setOwn(out, key, value);
   }
   return out;
 }

@@ -30,6 +30,15 @@ export interface SpringConfigOptions {
  * written. The options are checked here, so a bad value fails at this call;
  * warnings are given once each when the options are used (`forRoot`).
  *
+ * A placeholder names an environment variable (own variables only) or
+ * another property, whose placeholders are resolved in turn; a ring of
+ * them, an unclosed `${` or a name with neither value nor default fails.
+ * Messages quote a value from a placeholder as written (`${DB_PASSWORD}`)
+ * and never the value of a key that names a credential. A document holds
+ * at most 1,048,576 characters and 100,000 keys and list items, nested at
+ * most 64 deep; a map or list shared by YAML aliases is read once. The call
+ * takes time linear in the document.
+ *
  * @param document - the file's text (`.yml` needs the optional peer `yaml`;
  *   `.properties` text is read as it is), or the object a YAML parser made of it
  * @param options - how strictly to bind it

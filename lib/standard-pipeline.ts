@@ -2,6 +2,7 @@ import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 import { NO_PERMIT } from './bulkhead/bulkhead.permits';
 import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 import { Clock } from './clock';
+import { contextStorage } from './context';
 import { FallbackPolicy } from './fallback/fallback';
 import { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
 import { RetryPolicy } from './retry/retry';
@@ -65,8 +66,13 @@ export class StandardPipeline {
     this.bulkhead = layers.bulkhead;
   }
 
-  /** Runs one call of the method through every layer. */
-  readonly run = (args: unknown[]): Promise<unknown> => this.attempt(args, true);
+  /** Runs one call of the method through every layer; a caller that has cancelled gets no attempt, as under the retry's own loop. */
+  readonly run = (args: unknown[]): Promise<unknown> => {
+    const caller = this.retry === undefined ? undefined : contextStorage.getStore();
+    return caller?.aborted === true
+      ? settle(() => this.fallBack(args, caller.signal.reason))
+      : this.attempt(args, true);
+  };
 
   /** One attempt without retry or fallback; what the retry loop calls again. */
   private readonly retryAttempt = (args: unknown[]): Promise<unknown> => this.attempt(args, false);

@@ -1,4 +1,4 @@
-import { Controller, Get, Injectable, Module, Param } from '@nestjs/common';
+import { Controller, Get, INestApplication, Injectable, Module, Param } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
   CallNotPermittedError,
@@ -69,8 +69,10 @@ export class QuotesController {
 })
 export class AppModule {}
 
-export async function bootstrap(port = 3000): Promise<void> {
+/** Starts the application on `port` of `host` (every IPv4 interface by default); answers it, for `app.close()`. */
+export async function bootstrap(port = 3000, host = '0.0.0.0'): Promise<INestApplication> {
   const app = await NestFactory.create(AppModule);
   app.useGlobalFilters(new ResilienceExceptionFilter()); // 503 + Retry-After, 504, problem+json
-  await app.listen(port);
+  await app.listen(port, host);
+  return app;
 }

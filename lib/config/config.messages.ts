@@ -2,6 +2,7 @@
 export type ConfigPlace = string;
 
 import { PREFIX } from '../resilience.messages';
+import { looksLikeCredential, NOT_SHOWN, previewValue, shownText } from './value-preview';
 
 export const instancePlace = (policy: string, kind: 'instance' | 'config', name: string): ConfigPlace =>
   `${policy} ${kind} '${name}'`;
@@ -10,7 +11,9 @@ export const overridePlace = (policy: string, decorator: string, name: string, t
   `${policy} @${decorator}('${name}') on ${target}`;
 
 export const INVALID_VALUE = (place: ConfigPlace, key: string, expected: string, value: unknown): string =>
-  `${PREFIX}: invalid configuration of ${place}: key '${key}' must be ${expected}, got ${describe(value)}`;
+  `${PREFIX}: invalid configuration of ${place}: key '${key}' must be ${expected}, got ${
+    looksLikeCredential(key) ? `a value ${NOT_SHOWN}, as the key names a credential` : describe(value)
+  }`;
 
 export const UNKNOWN_KEY = (place: ConfigPlace, key: string, known: readonly string[]): string =>
   `${PREFIX}: invalid configuration of ${place}: unknown key '${key}'${suggest(key, known)}`;
@@ -19,7 +22,7 @@ export const UNKNOWN_SECTION = (key: string, known: readonly string[]): string =
   `${PREFIX}: invalid module options: unknown section '${key}'${suggest(key, known)}`;
 
 export const UNKNOWN_BASE_CONFIG = (place: ConfigPlace, key: string, base: string, known: readonly string[]): string =>
-  `${PREFIX}: invalid configuration of ${place}: key '${key}' names config '${base}', which is not declared (declared: ${
+  `${PREFIX}: invalid configuration of ${place}: key '${key}' names config '${shownText(base)}', which is not declared (declared: ${
     known.length ? known.map((k) => `'${k}'`).join(', ') : 'none'
   })`;
 
@@ -86,7 +89,7 @@ export const UNMATCHED_EXCEPTIONS = (
   names: readonly string[],
   consequence: string | undefined,
 ): string =>
-  `${PREFIX}: ${place}: '${key}' names ${names.map((n) => `'${n}'`).join(', ')}, which no Node error stands for (only an error class of the same simple name would match)${
+  `${PREFIX}: ${place}: '${key}' names ${[...new Set(names.map(shownText))].map((n) => `'${n}'`).join(', ')}, which no Node error stands for (only an error class of the same simple name would match)${
     consequence === undefined ? '' : `; as listed, ${consequence}`
   }`;
 
@@ -128,7 +131,9 @@ export const UNDECLARED_INSTANCE_CLOSE = (policy: string, name: string, where: s
 /** The name of `known` a few edits from `name` (a likely typo of it: 2 for long names, fewer for short), if any. */
 export function closeName(name: string, known: Iterable<string>): string | undefined {
   const most = Math.min(2, Math.floor(name.length / 4));
-  for (const candidate of known) if (candidate !== name && distance(candidate, name) <= most) return candidate;
+  for (const candidate of known)
+    if (candidate !== name && Math.abs(candidate.length - name.length) <= most && distance(candidate, name) <= most)
+      return candidate;
   return undefined;
 }
 
@@ -136,19 +141,9 @@ export const TOO_MANY_UNDECLARED_INSTANCES = (policy: string, name: string, max:
   `${PREFIX}: ${policy} instance '${name}' is not declared, and ${max} undeclared ${policy} instances exist already (module option 'maxUndeclaredInstances'); ` +
   `names built from request data would add instances and metric series without end: declare the instances, or raise the option`;
 
-/** Renders a bad value for a message without flooding it. */
+/** Renders a bad value for a message without flooding it, and without what came from a placeholder (see {@link previewValue}). */
 export function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
-  if (value === undefined) return 'undefined';
-  try {
-    const text = JSON.stringify(value);
-    return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-  } catch {
-    // Only what JSON cannot encode (a bigint, a cycle) gets here, and String gives its best text.
-    // eslint-disable-next-line @typescript-eslint/no-base-to-string
-    return String(value);
-  }
+  return previewValue(value);
 }
 
 function suggest(key: string, known: readonly string[]): string {
@@ -167,10 +162,13 @@ function closestKey(key: string, known: readonly string[], relaxed: (k: string) 
   const written = relaxed(key);
   const words = wordsOf(key);
   let best: { key: string; distance: number } | undefined;
+  const most = Math.max(2, Math.floor(written.length / 3));
   for (const candidate of known) {
-    const d = distance(relaxed(candidate), written);
-    const near =
-      d <= 2 || d <= Math.floor(written.length / 3) || (words.length > 1 && holdsInOrder(wordsOf(candidate), words));
+    const relaxedCandidate = relaxed(candidate);
+    // Lengths that far apart are no typo: the difference ranks the candidate, and the quadratic distance is skipped.
+    const apart = Math.abs(relaxedCandidate.length - written.length);
+    const d = apart > most ? apart : distance(relaxedCandidate, written);
+    const near = d <= most || (words.length > 1 && holdsInOrder(wordsOf(candidate), words));
     if (near && (best === undefined || d < best.distance)) best = { key: candidate, distance: d };
   }
   return best?.key;
@@ -212,4 +210,37 @@ function distance(a: string, b: string): number {
     }
   }
   return row[b.length];
+}
+
+/** A document (a Spring file, or module options) beyond the size cap; `source` is `fromSpringConfig` or `module options`. */
+export const DOCUMENT_TOO_LARGE = (source: string, size: string, maxLength: number, maxEntries: number): string =>
+  `${PREFIX}: ${source}: too large (${size}); at most ${maxLength} characters of text and ${maxEntries} keys and list items are read`;
+
+/** A document nested deeper than is read. */
+export const DOCUMENT_TOO_DEEP = (source: string, path: string, maxDepth: number): string =>
+  `${PREFIX}: ${source}: '${shortPath(path)}' is nested more than ${maxDepth} deep (each segment of a dotted key counts); no Resilience4j property needs more than 6`;
+
+/** YAML text nested deeper than `fromSpringConfig` reads, found before parsing it. */
+export const TEXT_TOO_DEEP = (line: number, maxDepth: number): string =>
+  `${PREFIX}: fromSpringConfig: line ${line} of the text is nested more than ${maxDepth} deep (indentation, '- ' items and open '[' or '{' each count); no Resilience4j property needs more than 6`;
+
+/** A document holding a map or list that contains itself. */
+export const DOCUMENT_CONTAINS_ITSELF = (source: string, path: string): string =>
+  `${PREFIX}: ${source}: '${shortPath(path)}' contains itself (a map or list that refers back to one around it)`;
+
+/** Placeholders that refer to each other in a ring. */
+export const PLACEHOLDER_CYCLE = (path: string, chain: readonly string[]): string =>
+  `${PREFIX}: fromSpringConfig: '${path}' uses a placeholder that refers back to itself: ${chain.map((c) => `'${c}'`).join(' -> ')}`;
+
+/** A `${` with no closing `}`. */
+export const UNCLOSED_PLACEHOLDER = (path: string): string =>
+  `${PREFIX}: fromSpringConfig: '${path}' has a placeholder '\${' without its closing '}'`;
+
+/** Placeholders nested in defaults, or properties referring to properties, deeper than `fromSpringConfig` reads. */
+export const PLACEHOLDER_TOO_DEEP = (path: string, maxDepth: number): string =>
+  `${PREFIX}: fromSpringConfig: '${path}' nests placeholders (in defaults, or through properties holding placeholders) more than ${maxDepth} deep`;
+
+/** A path cut to a readable length for a message. */
+function shortPath(path: string): string {
+  return path.length > 200 ? `${path.slice(0, 200)}...` : path;
 }

@@ -67,31 +67,100 @@ function segmentsOf(key: string): Segment[] {
  * shapes are merged, `key[0]` builds a list and `[a.b]` keeps a dotted map
  * key whole. Only plain objects are walked: class instances (a clock, a
  * store) are kept as they are. A property given twice is an error naming it.
+ * A map or list shared by several keys (YAML aliases) is read once and its
+ * result shared too, never changed in place, so the work is linear in the
+ * distinct maps and lists however often they are shared.
  */
 export function unflatten(value: unknown, path = ''): unknown {
-  if (Array.isArray(value)) return value.map((item, i) => unflatten(item, `${path}[${i}]`));
-  if (!isPlainObject(value)) return value;
-  const out: Record<string, unknown> = {};
-  for (const [rawKey, raw] of Object.entries(value)) {
-    const segments = segmentsOf(rawKey);
-    const where = path === '' ? rawKey : `${path}.${rawKey}`;
-    insert(out, segments, unflatten(raw, where), where);
-  }
-  return finishLists(out, path);
+  return new Unflattening().read(value, path);
 }
 
-function insert(target: Record<string, unknown>, segments: Segment[], value: unknown, where: string): void {
-  let node: Record<string, unknown> = target;
-  for (let i = 0; i < segments.length - 1; i++) {
-    const key = String(segments[i]);
-    const next = ownValue(node, key);
-    if (next === undefined) node = setOwn(node, key, listOrMap(segments[i + 1])) as Record<string, unknown>;
-    else if (next !== null && typeof next === 'object' && !Array.isArray(next)) node = next as Record<string, unknown>;
-    else if (Array.isArray(next)) node = setOwn(node, key, toIndexed(next)) as Record<string, unknown>;
-    else throw new Error(DUPLICATE_PROPERTY(where));
+class Unflattening {
+  /** The result of each map and list read, by the map or list. */
+  private readonly done = new WeakMap<object, unknown>();
+  /** Maps made for the result being built: only these may change, as any other result may be shared. */
+  private readonly owned = new WeakSet<object>();
+
+  read(value: unknown, path: string): unknown {
+    if (!Array.isArray(value) && !isPlainObject(value)) return value;
+    const known = this.done.get(value);
+    if (known !== undefined) return known;
+    let out: unknown;
+    if (Array.isArray(value)) out = value.map((item, i) => this.read(item, `${path}[${i}]`));
+    else {
+      const map: Record<string, unknown> = {};
+      for (const [rawKey, raw] of Object.entries(value)) {
+        const where = path === '' ? rawKey : `${path}.${rawKey}`;
+        this.insert(map, segmentsOf(rawKey), this.read(raw, where), where);
+      }
+      out = this.finishLists(map, path);
+    }
+    this.done.set(value, out);
+    return out;
   }
-  const last = String(segments[segments.length - 1]);
-  setOwn(node, last, mergeValues(ownValue(node, last), value, where));
+
+  private insert(target: Record<string, unknown>, segments: Segment[], value: unknown, where: string): void {
+    let node: Record<string, unknown> = target;
+    for (let i = 0; i < segments.length - 1; i++) {
+      const key = String(segments[i]);
+      const next = ownValue(node, key);
+      if (next === undefined) node = setOwn(node, key, this.own(listOrMap(segments[i + 1])));
+      else if (isPlainObject(next)) node = setOwn(node, key, this.changeable(next));
+      else if (Array.isArray(next)) node = setOwn(node, key, this.own(toIndexed(next)));
+      else if (next !== null && typeof next === 'object') node = next as Record<string, unknown>;
+      else throw new Error(DUPLICATE_PROPERTY(where));
+    }
+    const last = String(segments[segments.length - 1]);
+    setOwn(node, last, this.mergeValues(ownValue(node, last), value, where));
+  }
+
+  private mergeValues(existing: unknown, value: unknown, where: string): unknown {
+    if (existing === undefined) return value;
+    if (isMergeable(existing) && isMergeable(value)) {
+      const out = this.changeable(existing as Record<string, unknown>);
+      for (const [key, v] of Object.entries(value as Record<string, unknown>))
+        setOwn(out, key, this.mergeValues(ownValue(out, key), v, `${where}.${key}`));
+      return out;
+    }
+    throw new Error(DUPLICATE_PROPERTY(where));
+  }
+
+  /** `node` if it was made for the result being built, else a copy of it that is. */
+  private changeable(node: Record<string, unknown>): Record<string, unknown> {
+    if (this.owned.has(node)) return node;
+    const copy: Record<string, unknown> = {};
+    for (const key of Object.keys(node)) setOwn(copy, key, node[key]);
+    return this.own(copy);
+  }
+
+  private own<T extends object>(node: T): T {
+    this.owned.add(node);
+    return node;
+  }
+
+  /** Turns the indexed maps made for this result into lists; results read before are finished already. */
+  private finishLists(node: Record<string, unknown>, path: string): Record<string, unknown> {
+    for (const [key, value] of Object.entries(node)) {
+      if (value === null || typeof value !== 'object' || !this.owned.has(value)) continue;
+      const where = `${path}.${key}`;
+      if (!(INDEXED in value)) {
+        this.finishLists(value as Record<string, unknown>, where);
+        continue;
+      }
+      const indexed = this.finishLists(value, where);
+      const keys = Object.keys(indexed);
+      if (!keys.every((k, i) => k === String(i)))
+        throw new Error(
+          INVALID_VALUE(path === '' ? 'options' : path, key, 'a list indexed from [0] without gaps', keys),
+        );
+      setOwn(
+        node,
+        key,
+        keys.map((k) => indexed[k]),
+      );
+    }
+    return node;
+  }
 }
 
 /**
@@ -103,7 +172,8 @@ function ownValue(node: Record<string, unknown>, key: string): unknown {
   return Object.hasOwn(node, key) ? node[key] : undefined;
 }
 
-function setOwn(node: Record<string, unknown>, key: string, value: unknown): unknown {
+/** Sets `key` of `node` as an own property, `__proto__` included; answers `value`. */
+export function setOwn<T>(node: Record<string, unknown>, key: string, value: T): T {
   Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
   return value;
 }
@@ -121,39 +191,8 @@ function toIndexed(list: unknown[]): Record<string, unknown> {
   return out;
 }
 
-function mergeValues(existing: unknown, value: unknown, where: string): unknown {
-  if (existing === undefined) return value;
-  if (isMergeable(existing) && isMergeable(value)) {
-    const out = existing as Record<string, unknown>;
-    for (const [key, v] of Object.entries(value as Record<string, unknown>))
-      setOwn(out, key, mergeValues(ownValue(out, key), v, `${where}.${key}`));
-    return out;
-  }
-  throw new Error(DUPLICATE_PROPERTY(where));
-}
-
 function isMergeable(value: unknown): boolean {
   return (
     value !== null && typeof value === 'object' && !Array.isArray(value) && (isPlainObject(value) || INDEXED in value)
   );
-}
-
-function finishLists(node: Record<string, unknown>, path: string): Record<string, unknown> {
-  for (const [key, value] of Object.entries(node)) {
-    if (value !== null && typeof value === 'object' && INDEXED in value) {
-      const indexed = finishLists(value, `${path}.${key}`);
-      const keys = Object.keys(indexed);
-      if (!keys.every((k, i) => k === String(i))) {
-        throw new Error(
-          INVALID_VALUE(path === '' ? 'options' : path, key, 'a list indexed from [0] without gaps', keys),
-        );
-      }
-      setOwn(
-        node,
-        key,
-        keys.map((k) => indexed[k]),
-      );
-    } else if (isPlainObject(value)) finishLists(value, `${path}.${key}`);
-  }
-  return node;
 }

@@ -32,7 +32,7 @@ import {
   OptionReader,
   percentOption,
 } from './option-readers';
-import { bracketedName, findKey, isPlainObject } from './relaxed-binding';
+import { bracketedName, findKey, isPlainObject, setOwn } from './relaxed-binding';
 import {
   IGNORED_INSTANCE_PROPERTIES,
   IGNORED_SECTION_PROPERTIES,
@@ -224,7 +224,7 @@ function looksLikeSettings(value: unknown, known: readonly string[]): boolean {
 function withoutEmptyValues(raw: unknown): unknown {
   if (!isPlainObject(raw)) return raw;
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw)) if (value !== null && value !== '') out[key] = value;
+  for (const [key, value] of Object.entries(raw)) if (value !== null && value !== '') setOwn(out, key, value);
   return out;
 }
 

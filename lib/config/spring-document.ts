@@ -1,7 +1,9 @@
 import type * as Yaml from 'yaml';
 import { loadOptionalPeer, OptionalPeer } from '../optional-peer';
-import { NO_RESILIENCE4J_PART, NOT_A_SPRING_DOCUMENT, UNRESOLVED_PLACEHOLDER } from './config.messages';
-import { canonicalKey, isPlainObject, unflatten } from './relaxed-binding';
+import { NO_RESILIENCE4J_PART, NOT_A_SPRING_DOCUMENT } from './config.messages';
+import { checkDocument, checkDocumentText, checkYamlNesting } from './document-limits';
+import { PlaceholderResolver } from './placeholders';
+import { canonicalKey, isPlainObject, setOwn, unflatten } from './relaxed-binding';
 
 /** yaml: parses `application.yml` text for `fromSpringConfig`. */
 export const YAML: OptionalPeer<typeof Yaml> = {
@@ -18,9 +20,11 @@ export const YAML: OptionalPeer<typeof Yaml> = {
  * depth, `${ENV_VAR:default}` placeholders resolved, and the documents of a
  * multi-document file that apply (those without a profile, then those of the
  * profiles in `SPRING_PROFILES_ACTIVE`) merged. Keys stay as written.
+ * A document beyond the limits of `document-limits.ts` is refused before
+ * anything recurses into it.
  *
  * @param document - the file's text (`.yml` needs the optional peer `yaml`), or the object a YAML parser made of it
- * @throws Error naming the key and value when the part is missing or is not a map of properties
+ * @throws Error naming the key and value when the part is missing or is not a map of properties, or naming the limit and where when the document is too large or too deep
  */
 export function readResilience4jPart(document: object | string): Record<string, unknown> {
   const parsed = typeof document === 'string' ? parseText(document) : document;
@@ -28,16 +32,23 @@ export function readResilience4jPart(document: object | string): Record<string, 
     throw new Error(
       NOT_A_SPRING_DOCUMENT(`expected a map of properties, got ${Array.isArray(parsed) ? 'a list' : typeof parsed}`),
     );
+  if (typeof document !== 'string') checkDocument(parsed);
   const tree = unflatten(parsed) as Record<string, unknown>;
   const rootKey = Object.keys(tree).find((k) => canonicalKey(k) === 'resilience4j');
   if (rootKey === undefined) throw new Error(NO_RESILIENCE4J_PART(Object.keys(tree)));
-  const part = resolvePlaceholders(tree[rootKey], rootKey, tree);
+  const part = new PlaceholderResolver(tree).resolveAll(tree[rootKey], rootKey);
   if (!isPlainObject(part)) throw new Error(NOT_A_SPRING_DOCUMENT(`its '${rootKey}' part is not a map of properties`));
   return part;
 }
 
 function parseText(text: string): unknown {
-  if (looksLikeProperties(text)) return parseProperties(text);
+  checkDocumentText(text);
+  if (looksLikeProperties(text)) {
+    const properties = parseProperties(text);
+    checkDocument(properties);
+    return properties;
+  }
+  checkYamlNesting(text);
   const yaml = loadOptionalPeer(YAML, 'fromSpringConfig(text) (reading application.yml text)');
   const documents = yaml.parseAllDocuments(text);
   const list = Array.isArray(documents) ? documents : [documents];
@@ -50,6 +61,7 @@ function parseText(text: string): unknown {
   for (const doc of list) {
     const value: unknown = doc.toJS();
     if (value === null || value === undefined) continue;
+    checkDocument(value);
     if (!isPlainObject(value))
       throw new Error(
         NOT_A_SPRING_DOCUMENT(
@@ -78,7 +90,7 @@ function parseProperties(text: string): Record<string, unknown> {
     const l = line.trim();
     if (l === '' || l.startsWith('#') || l.startsWith('!')) continue;
     const at = l.indexOf('=');
-    out[l.slice(0, at).trim()] = l.slice(at + 1).trim();
+    setOwn(out, l.slice(0, at).trim(), l.slice(at + 1).trim());
   }
   return out;
 }
@@ -102,38 +114,8 @@ function child(node: unknown, key: string): unknown {
 function overlay(base: Record<string, unknown>, top: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...base };
   for (const [key, value] of Object.entries(top)) {
-    const existing = out[key];
-    out[key] = isPlainObject(existing) && isPlainObject(value) ? overlay(existing, value) : value;
+    const existing = Object.hasOwn(out, key) ? out[key] : undefined;
+    setOwn(out, key, isPlainObject(existing) && isPlainObject(value) ? overlay(existing, value) : value);
   }
   return out;
-}
-
-const PLACEHOLDER = /\$\{([^}:]+)(?::([^}]*))?\}/g;
-
-/** `${NAME}` and `${NAME:default}` in string values, from the environment or another property of the document. */
-function resolvePlaceholders(value: unknown, path: string, tree: Record<string, unknown>): unknown {
-  if (typeof value === 'string') {
-    return value.replace(PLACEHOLDER, (whole, name: string, fallback: string | undefined) => {
-      const found = lookup(name.trim(), tree) ?? fallback;
-      if (found === undefined) throw new Error(UNRESOLVED_PLACEHOLDER(path, whole));
-      return found;
-    });
-  }
-  if (Array.isArray(value)) return value.map((item, i) => resolvePlaceholders(item, `${path}[${i}]`, tree));
-  if (!isPlainObject(value)) return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) out[key] = resolvePlaceholders(v, `${path}.${key}`, tree);
-  return out;
-}
-
-function lookup(name: string, tree: Record<string, unknown>): string | undefined {
-  // Spring's environment names: my.prop-name is also MY_PROP_NAME or MY_PROPNAME.
-  const env =
-    process.env[name] ??
-    process.env[name.replace(/\./g, '_').toUpperCase()] ??
-    process.env[name.replace(/\./g, '_').replace(/-/g, '').toUpperCase()];
-  if (env !== undefined) return env;
-  let node: unknown = tree;
-  for (const segment of name.split('.')) node = child(node, segment);
-  return typeof node === 'string' || typeof node === 'number' || typeof node === 'boolean' ? String(node) : undefined;
 }

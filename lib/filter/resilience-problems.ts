@@ -5,6 +5,7 @@ import {
   DeadlineExceededError,
   IdempotencyKeyInProgressError,
   IdempotencyKeyMissingError,
+  IdempotencyKeyQuotaExceededError,
   IdempotencyKeyReuseError,
   IdempotencyOutcomeUnknownError,
   IdempotencyStoreUnavailableError,
@@ -13,6 +14,7 @@ import {
   RateLimitedError,
   ResilienceError,
   TimeoutExceededError,
+  TooManyInstancesError,
 } from '../errors';
 
 /** The `code` of every error this module raises. */
@@ -26,9 +28,11 @@ export type ResilienceErrorCode =
   | IdempotencyKeyMissingError['code']
   | IdempotencyKeyInProgressError['code']
   | IdempotencyKeyReuseError['code']
+  | IdempotencyKeyQuotaExceededError['code']
   | IdempotencyOutcomeUnknownError['code']
   | IdempotencyStoreUnavailableError['code']
-  | MaxRetriesExceededError['code'];
+  | MaxRetriesExceededError['code']
+  | TooManyInstancesError['code'];
 
 /** How one kind of resilience error is answered over HTTP. */
 export interface ResilienceProblem {
@@ -85,6 +89,12 @@ export const RESILIENCE_PROBLEMS: Readonly<Record<ResilienceErrorCode, Resilienc
     title: 'Idempotency-Key reused with a different request',
     retryAfter: false,
   },
+  IDEMPOTENCY_KEY_QUOTA_EXCEEDED: {
+    status: 429,
+    type: `${TYPE_BASE}idempotency-key-quota-exceeded`,
+    title: 'Too many idempotency keys held by this caller',
+    retryAfter: true,
+  },
   IDEMPOTENCY_OUTCOME_UNKNOWN: {
     status: 500,
     type: `${TYPE_BASE}idempotency-outcome-unknown`,
@@ -101,6 +111,13 @@ export const RESILIENCE_PROBLEMS: Readonly<Record<ResilienceErrorCode, Resilienc
     status: 502,
     type: `${TYPE_BASE}max-retries-exceeded`,
     title: 'Retries exhausted',
+    retryAfter: false,
+  },
+  // Nothing ran; the cap holds until the application restarts, so no Retry-After invites a client back.
+  TOO_MANY_INSTANCES: {
+    status: 503,
+    type: `${TYPE_BASE}too-many-instances`,
+    title: 'Too many policy instances',
     retryAfter: false,
   },
 });

@@ -1,14 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Observable } from 'rxjs';
-import { Clock, TimerHandle } from '../clock';
-import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
+import { Clock } from '../clock';
+import { contextStorage, ResilienceContext } from '../context';
 import { EventStream } from '../events';
 import { invokeThunk, Policy } from '../policy';
-import { isRefusal, withRefusalCause } from '../refusal';
 import { RetryBudget } from '../retry/retry-budget';
-import { supersede } from '../superseded';
 import { HedgeConfig, quantileOf } from './hedge.config';
-import { HedgedObservable, supersededReason } from './hedge.operator';
+import { HedgeAttempt, HedgeRun } from './hedge-run';
+import { HedgedObservable } from './hedge.operator';
 import { LatencyWindow } from './latency-window';
 
 /** Another attempt of a hedged call started (the second attempt is the first hedge). */
@@ -175,37 +174,23 @@ export class HedgePolicy implements Policy {
   }
 }
 
-/** One attempt of a hedged call. */
-interface HedgeAttempt {
-  readonly number: number;
-  readonly scope: ResilienceContext;
-  readonly start: number;
-  settled: boolean;
-}
-
 /** The state of one hedged call: its attempts, the hedge timer and the error to end with. */
-class HedgedCall<A, R> {
-  private readonly attempts: HedgeAttempt[] = [];
-  private pending = 0;
+class HedgedCall<A, R> extends HedgeRun {
   private done = false;
-  // undefined while no hedge is due (TimerHandle admits it).
-  private timer: TimerHandle;
-  private lastStart = 0;
-  /** The error of the latest attempt that reached the method, when one did. */
-  private reached: unknown;
-  private reachedAny = false;
   private resolve!: (value: R) => void;
   private reject!: (error: unknown) => void;
-  /** The caller's async context, when someone listens: a hedge starts in it, whichever context fired the timer. */
-  private readonly context: ((fn: () => void) => void) | undefined;
 
   constructor(
-    private readonly policy: HedgePolicy,
+    policy: HedgePolicy,
     private readonly next: (arg: A) => R | PromiseLike<R>,
     private readonly arg: A,
-    private readonly parent: ResilienceContext | undefined,
+    parent: ResilienceContext | undefined,
   ) {
-    this.context = policy.observed ? AsyncLocalStorage.snapshot() : undefined;
+    super(policy, parent, policy.observed ? AsyncLocalStorage.snapshot() : undefined);
+  }
+
+  protected get decided(): boolean {
+    return this.done;
   }
 
   start(): Promise<R> {
@@ -217,25 +202,11 @@ class HedgedCall<A, R> {
     return promise;
   }
 
-  private launch(): void {
-    const policy = this.policy;
-    const parent = this.parent;
-    const now = policy.clock.now();
-    const scope = new ResilienceContext(
-      policy.clock,
-      parent?.deadline ?? Number.POSITIVE_INFINITY,
-      parent?.header ?? DEFAULT_DEADLINE_HEADER,
-      parent,
-      false,
-    );
-    const attempt: HedgeAttempt = { number: this.attempts.length + 1, scope, start: now, settled: false };
-    this.attempts.push(attempt);
-    this.pending++;
-    this.lastStart = now;
-    this.armTimer();
+  protected launch(): void {
+    const attempt = this.newAttempt();
     let pending: R | PromiseLike<R>;
     try {
-      pending = contextStorage.run(scope, this.next, this.arg);
+      pending = contextStorage.run(attempt.scope, this.next, this.arg);
     } catch (error) {
       this.failed(attempt, error);
       return;
@@ -245,30 +216,6 @@ class HedgedCall<A, R> {
       (error: unknown) => this.failed(attempt, error),
     );
   }
-
-  /** Arms the timer of the next hedge, when one may follow and can start before the deadline. */
-  private armTimer(): void {
-    const policy = this.policy;
-    if (this.attempts.length > policy.config.maxHedgedAttempts) return;
-    const delay = policy.currentDelay;
-    if (delay === Number.POSITIVE_INFINITY) return;
-    if (this.parent !== undefined && delay >= this.parent.remaining()) return;
-    this.timer = policy.clock.setTimeout(this.onDelay, delay);
-  }
-
-  private readonly onDelay = (): void => {
-    this.timer = undefined;
-    if (this.context !== undefined) this.context(this.hedgeNow);
-    else this.hedgeNow();
-  };
-
-  private readonly hedgeNow = (): void => {
-    if (this.done) return;
-    const attempt = this.attempts.length + 1;
-    if (!this.policy.admitHedge(attempt, this.parent)) return;
-    this.policy.hedged(attempt, this.policy.clock.now() - this.lastStart);
-    this.launch();
-  };
 
   private succeeded(attempt: HedgeAttempt, value: R): void {
     this.settle(attempt);
@@ -280,55 +227,17 @@ class HedgedCall<A, R> {
   private failed(attempt: HedgeAttempt, error: unknown): void {
     this.settle(attempt);
     if (this.done) return;
-    if (!isRefusal(error)) {
-      this.reached = error;
-      this.reachedAny = true;
-      // A failure hands over to the next attempt at once; a refusal would only be refused again.
-      if (this.handOver()) return;
-    }
-    if (this.pending > 0) return;
+    const end = this.failure(error);
+    if (end === undefined) return;
     this.finish(attempt, false);
-    // "Never left" is a property of the whole call: a refusal must not hide an attempt that reached the method.
-    this.reject(isRefusal(error) && this.reachedAny ? withRefusalCause(this.reached, error) : error);
-  }
-
-  /** Starts the next attempt now, when one may start; false when none does. */
-  private handOver(): boolean {
-    const number = this.attempts.length + 1;
-    if (!this.policy.admitHedge(number, this.parent)) return false;
-    this.clearTimer();
-    this.policy.hedged(number, 0);
-    this.launch();
-    return true;
-  }
-
-  private settle(attempt: HedgeAttempt): void {
-    if (attempt.settled) return;
-    attempt.settled = true;
-    this.pending--;
-    attempt.scope.dispose();
-    if (!this.done) this.policy.recordLatency(this.policy.clock.now() - attempt.start);
+    this.reject(end.error);
   }
 
   /** Ends the call with `winner`'s outcome: the timer stops and every other running attempt is cancelled. */
   private finish(winner: HedgeAttempt, success: boolean): void {
     this.done = true;
     this.clearTimer();
-    const now = this.policy.clock.now();
-    let cancelled = 0;
-    for (const attempt of this.attempts) {
-      if (attempt.settled) continue;
-      cancelled++;
-      // Censored at the time it ran: a loser took at least that long, and the window must keep the tail it cut.
-      this.policy.recordLatency(now - attempt.start);
-      supersede(attempt.scope, supersededReason());
-    }
+    const cancelled = this.cancelLosers(winner, this.policy.clock.now());
     this.policy.answered(winner.number, cancelled, this.attempts.length, success);
-  }
-
-  private clearTimer(): void {
-    if (this.timer === undefined) return;
-    this.policy.clock.clearTimeout(this.timer);
-    this.timer = undefined;
   }
 }

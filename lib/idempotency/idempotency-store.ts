@@ -99,7 +99,13 @@ export type ClaimResult =
   /** The key finished; replay `record.response`. */
   | { readonly outcome: 'completed'; readonly record: CompletedRecord }
   /** The key was used with another request fingerprint (checked before any state). */
-  | { readonly outcome: 'fingerprint_mismatch' };
+  | { readonly outcome: 'fingerprint_mismatch' }
+  /**
+   * The key is new and the store will not take it now: the principal holds
+   * as many keys as it may (`scope: 'principal'`), or the store is full
+   * (`'store'`). `retryAfterMs`: until a key that counts expires.
+   */
+  | { readonly outcome: 'quota_exceeded'; readonly scope: 'principal' | 'store'; readonly retryAfterMs: number };
 
 /** Durations of one claim. */
 export interface ClaimOptions {
@@ -107,6 +113,12 @@ export interface ClaimOptions {
   readonly leaseMs?: number;
   /** Lifetime of the record in ms (never shorter than the lease); default {@link DEFAULT_IDEMPOTENCY_TTL_MS}. */
   readonly ttlMs?: number;
+  /**
+   * Who is asking (the route's resolved principal; absent with `'shared'`
+   * and for keyed calls), for a store that bounds the keys one principal
+   * holds (`MemoryIdempotencyStore`'s `maxKeysPerPrincipal`).
+   */
+  readonly principal?: string;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { defer, mergeMap, Observable, of } from 'rxjs';
 import {
   IdempotencyKeyInProgressError,
@@ -11,6 +12,8 @@ import {
 import { resilienceProblem } from '../filter/resilience-problems';
 import { ResilienceMetadataAccessor } from '../metadata';
 import {
+  NEST_HEADERS_METADATA,
+  NEST_HTTP_CODE_METADATA,
   NEST_RESPONSE_PASSTHROUGH_METADATA,
   NEST_ROUTE_ARGS_METADATA,
   NestRouteParamtype,
@@ -33,6 +36,25 @@ import { CapturedAnswer, HeldResponse, SubstituteAnswer, writeAnswer } from './h
 import { IdempotentMethod } from './idempotent-method';
 import { claimKey, IdempotentRun } from './idempotent-run';
 import { IdempotencyOutcome } from './idempotent-target';
+
+/** One request to a protected route, as the interceptor handles it. */
+interface Exchange {
+  readonly request: HttpRequest;
+  /** The Node response. */
+  readonly response: ServerResponse;
+  /** The platform's response (Express's, or Fastify's reply). */
+  readonly reply: unknown;
+  /** The route writes its own answer (`@Res()` without passthrough). */
+  readonly handled: boolean;
+  readonly path: string;
+  readonly context: ExecutionContext;
+}
+
+/** A header `@Header()` set on a route. */
+interface RouteHeader {
+  readonly name: string;
+  readonly value: string | (() => string);
+}
 
 /** Methods the header applies to: the ones that are not idempotent by themselves (IETF draft). */
 const PROTECTED_METHODS = new Set(['POST', 'PATCH']);
@@ -64,8 +86,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private readonly accessor = new ResilienceMetadataAccessor();
   private readonly writesItself = new WeakMap<IdempotentMethod, boolean>();
 
-  /** @param registry - the application's idempotency settings, store and method layers */
-  constructor(private readonly registry: IdempotencyRegistry) {}
+  /**
+   * @param registry - the application's idempotency settings, store and method layers
+   * @param adapterHost - the HTTP platform, which writes the answer of a route whose client left
+   */
+  constructor(
+    private readonly registry: IdempotencyRegistry,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
 
   /** Protects a POST or PATCH request to an `@Idempotent` route; passes anything else through. */
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -104,9 +132,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
         undefined,
       );
     }
-    return defer(() => this.start(method, parsed.key, request, response, handled, path, next)).pipe(
-      mergeMap((answer) => answer),
-    );
+    const exchange: Exchange = { request, response, reply, handled, path, context };
+    return defer(() => this.start(method, parsed.key, exchange, next)).pipe(mergeMap((answer) => answer));
   }
 
   /**
@@ -133,12 +160,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private async start(
     method: IdempotentMethod,
     key: string,
-    request: HttpRequest,
-    response: ServerResponse,
-    handled: boolean,
-    path: string,
+    exchange: Exchange,
     next: CallHandler,
   ): Promise<Observable<unknown>> {
+    const { request, response, handled, path } = exchange;
     const httpMethod = request.method as string;
     const route = matchedRoute(request, method.name);
     const resolve = method.settings.principal;
@@ -156,7 +181,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     );
     let run: IdempotentRun;
     try {
-      const start = await claimKey(method, storeKey, fingerprint, key, { transport: 'http', request });
+      const start = await claimKey(
+        method,
+        storeKey,
+        fingerprint,
+        key,
+        { transport: 'http', request },
+        resolve === 'shared' ? undefined : String(principal),
+      );
       if (start.kind === 'replay') {
         if (start.response.kind !== 'http') throw new Error(CORRUPT_RECORD(storeName(this.registry.store), storeKey));
         return this.answer(
@@ -177,7 +209,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         return this.answer(response, handled, problem(error, path), method, 'store_unavailable', key, error);
       throw error;
     }
-    return this.execute(method, run, key, response, path, next);
+    return this.execute(method, run, key, exchange, next);
   }
 
   /**
@@ -204,10 +236,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
     method: IdempotentMethod,
     run: IdempotentRun,
     key: string,
-    response: ServerResponse,
-    path: string,
+    exchange: Exchange,
     next: CallHandler,
   ): Observable<unknown> {
+    const { response, path } = exchange;
     const held = new HeldResponse(response, (captured) => this.settle(method, run, key, captured, path));
     let handlerDone = false;
     let closed = false;
@@ -221,9 +253,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
       abandonIfSilent();
     });
     return new Observable((subscriber) => {
+      // Set when Nest gives up on a client that left: the work goes on, and its answer settles the key.
+      let detached = false;
+      let last: unknown;
       const subscription = run.enter(() =>
         next.handle().subscribe({
-          next: (value) => subscriber.next(value),
+          next: (value) => {
+            last = value;
+            subscriber.next(value);
+          },
           error: (error: unknown) => {
             run.fail(error);
             handlerDone = true;
@@ -232,17 +270,38 @@ export class IdempotencyInterceptor implements NestInterceptor {
           },
           complete: () => {
             handlerDone = true;
+            if (detached) this.replyToGoneClient(exchange, last);
             abandonIfSilent();
             subscriber.complete();
           },
         }),
       );
       return () => {
+        // An @Idempotent request is not cancelled by its client leaving: the retry with the same key gets its answer.
+        if (!handlerDone && (closed || response.destroyed)) {
+          detached = true;
+          return;
+        }
         subscription.unsubscribe();
         handlerDone = true;
         abandonIfSilent();
       };
     });
+  }
+
+  /**
+   * Writes `value` as Nest answers a route by default (its `@HttpCode`,
+   * `@Header`s and the platform's serialization), for the held response to
+   * capture: Nest writes nothing once the client has left.
+   */
+  private replyToGoneClient(exchange: Exchange, value: unknown): void {
+    const handler = exchange.context.getHandler();
+    const adapter = this.adapterHost.httpAdapter;
+    const headers = (Reflect.getMetadata(NEST_HEADERS_METADATA, handler) ?? []) as RouteHeader[];
+    for (const { name, value: header } of headers)
+      adapter.setHeader(exchange.reply, name, typeof header === 'function' ? header() : header);
+    const status = Reflect.getMetadata(NEST_HTTP_CODE_METADATA, handler) as number | undefined;
+    adapter.reply(exchange.reply, value, status ?? (exchange.request.method === 'POST' ? 201 : 200));
   }
 
   private async settle(

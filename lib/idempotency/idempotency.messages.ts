@@ -4,9 +4,8 @@ const PREFIX = 'resilience4nest';
 export const INVALID_STORE_DURATION = (store: string, setting: string, value: unknown): string =>
   `${PREFIX}: ${store}: '${setting}' must be a positive number of milliseconds, got ${String(value)}`;
 
-/** The memory store holds as many live keys as it may. */
-export const MEMORY_STORE_FULL = (maxKeys: number): string =>
-  `${PREFIX}: MemoryIdempotencyStore holds its maximum of ${maxKeys} live keys (option 'maxKeys'); a new key is refused until older ones expire`;
+/** The store holds as many live keys as it may: the detail of the 503 a new key gets. */
+export const STORE_FULL = 'the store holds as many keys as it may; a new key is accepted once the oldest expires';
 
 /** `writeHead` got a flat header list whose last name has no value. */
 export const ODD_HEADER_LIST = (length: number): string =>

@@ -2,10 +2,15 @@ import { TimerHandle } from '../clock';
 import { ErrorMatcher } from '../error-matcher';
 import { httpStatusOf } from '../error-status';
 import { neverSent } from '../refusal';
-import { IdempotencyKeyInProgressError, IdempotencyKeyReuseError } from '../errors';
+import {
+  IdempotencyKeyInProgressError,
+  IdempotencyKeyQuotaExceededError,
+  IdempotencyKeyReuseError,
+  IdempotencyStoreUnavailableError,
+} from '../errors';
 import { InProgressRecord, StoredResponse } from './idempotency-store';
 import { idempotencyStorage, IdempotencyScope } from './idempotency.context';
-import { ON_STATUS_FAILED } from './idempotency.messages';
+import { ON_STATUS_FAILED, STORE_FULL } from './idempotency.messages';
 import { IdempotencySettlement } from './idempotency.options';
 import { reconcileStaleKey } from './idempotency.reconciliation';
 import { IdempotencyOrigin, IdempotencyStart, IdempotentTarget } from './idempotent-target';
@@ -31,6 +36,8 @@ export type SettleResult =
  * refuse. A stale key goes to {@link reconcileStaleKey} first.
  *
  * @param key - the client's key, for the reconciler
+ * @param principal - who is asking, for a store that bounds the keys of each principal
+ * @throws IdempotencyStoreUnavailableError when the store fails, does not answer in time, or is full
  */
 export async function claimKey(
   target: IdempotentTarget,
@@ -38,14 +45,16 @@ export async function claimKey(
   fingerprint: string,
   key: string,
   origin: IdempotencyOrigin,
+  principal?: string,
 ): Promise<IdempotencyStart> {
   const { name, settings } = target;
   const { store, leaseMs, ttlMs } = settings;
+  const options = principal === undefined ? { leaseMs, ttlMs } : { leaseMs, ttlMs, principal };
   const claim = await boundedStoreCall(
     settings,
     name,
     'claim',
-    () => store.claim(storeKey, fingerprint, { leaseMs, ttlMs }),
+    () => store.claim(storeKey, fingerprint, options),
     true,
     // The client was told nothing ran and to retry with the same key: a claim landing now must not hold it.
     (late) => {
@@ -67,6 +76,14 @@ export async function claimKey(
       return { kind: 'refuse', error: new IdempotencyKeyReuseError(name), outcome: 'key_reuse' };
     case 'stale':
       return reconcileStaleKey(target, storeKey, key, claim.token, claim.record, origin);
+    case 'quota_exceeded':
+      if (claim.scope === 'principal')
+        return {
+          kind: 'refuse',
+          error: new IdempotencyKeyQuotaExceededError(name, claim.retryAfterMs),
+          outcome: 'quota_exceeded',
+        };
+      throw new IdempotencyStoreUnavailableError(name, STORE_FULL, claim.retryAfterMs);
   }
 }
 

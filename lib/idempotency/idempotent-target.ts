@@ -25,8 +25,10 @@ export type IdempotencyOutcome =
   | 'released'
   /** The outcome is unknown (5xx, timeout, a failed store write, an unresolved stale key); the key stays claimed for reconciliation. */
   | 'kept_unknown'
-  /** The store failed or did not answer in time before anything ran: 503 / `IdempotencyStoreUnavailableError`. */
+  /** The store failed, did not answer in time or was full before anything ran: 503 / `IdempotencyStoreUnavailableError`. */
   | 'store_unavailable'
+  /** The principal held as many keys as the store allows it: 429 / `IdempotencyKeyQuotaExceededError`, nothing ran. */
+  | 'quota_exceeded'
   /** A reconciler resolved a stale key with the answer of its earlier attempt. */
   | 'reconciled'
   /** No key was given where none is required; the method ran unprotected. */
@@ -52,7 +54,7 @@ export type IdempotencyStart =
   | {
       readonly kind: 'refuse';
       readonly error: ResilienceError;
-      readonly outcome: 'in_progress' | 'key_reuse' | 'kept_unknown';
+      readonly outcome: 'in_progress' | 'key_reuse' | 'kept_unknown' | 'quota_exceeded';
     };
 
 /** Settings of one protected method, the decorator's options over the module's. */

@@ -1,6 +1,6 @@
 import { Clock, VirtualClock } from '../clock';
 import { MemoryIdempotencyStore } from './memory-idempotency-store';
-import { INVALID_STORE_DURATION, MEMORY_STORE_FULL } from './idempotency.messages';
+import { INVALID_STORE_DURATION } from './idempotency.messages';
 
 const ANSWER = { kind: 'http', status: 201, headers: {}, body: 'x'.repeat(1_000) } as const;
 
@@ -64,14 +64,19 @@ describe('MemoryIdempotencyStore housekeeping', () => {
     await expect(store.cleanupExpired()).resolves.toBe(0);
   });
 
-  it('refuses a new key once maxKeys live keys are held, naming the bound; expired keys make room', async () => {
+  it('refuses a new key once maxKeys live keys are held, until the oldest expires; expired keys make room', async () => {
     const bounded = new MemoryIdempotencyStore({ clock, maxKeys: 3 });
     try {
       await fill(bounded, 3, 1_000);
-      await expect(bounded.claim('one-more', 'f')).rejects.toThrow(MEMORY_STORE_FULL(3));
+      await clock.advance(400);
+      expect(await bounded.claim('one-more', 'f')).toEqual({
+        outcome: 'quota_exceeded',
+        scope: 'store',
+        retryAfterMs: 600,
+      });
       // Keys already held still answer.
       expect((await bounded.claim('k0', 'f')).outcome).toBe('completed');
-      await clock.advance(1_000);
+      await clock.advance(600);
       expect((await bounded.claim('one-more', 'f')).outcome).toBe('claimed');
     } finally {
       bounded.close();
@@ -88,7 +93,7 @@ describe('MemoryIdempotencyStore housekeeping', () => {
     const single = new MemoryIdempotencyStore({ clock, maxKeys: 1 });
     try {
       expect((await single.claim('only', 'f')).outcome).toBe('claimed');
-      await expect(single.claim('second', 'f')).rejects.toThrow(MEMORY_STORE_FULL(1));
+      expect((await single.claim('second', 'f')).outcome).toBe('quota_exceeded');
     } finally {
       single.close();
     }
@@ -230,5 +235,99 @@ describe('MemoryIdempotencyStore on any Clock', () => {
     now += 1_001;
     expect((await store.claim('k', 'f')).outcome).toBe('claimed');
     store.close();
+  });
+});
+
+describe('MemoryIdempotencyStore per-principal quota', () => {
+  let clock: VirtualClock;
+  let store: MemoryIdempotencyStore;
+  const LONG = { leaseMs: 60_000, ttlMs: 60_000 };
+
+  beforeEach(() => {
+    clock = new VirtualClock(1_000_000);
+    store = new MemoryIdempotencyStore({ clock, maxKeys: 10, maxKeysPerPrincipal: 3 });
+  });
+  afterEach(() => store.close());
+
+  const claimAs = (principal: string | undefined, key: string) =>
+    store.claim(key, 'f', { ...LONG, ...(principal === undefined ? {} : { principal }) });
+
+  it('refuses a principal its fourth key until its oldest expires, while other principals still get keys', async () => {
+    for (let i = 0; i < 3; i++) {
+      expect((await claimAs('alice', `a${i}`)).outcome).toBe('claimed');
+      await clock.advance(10_000);
+    }
+    expect(await claimAs('alice', 'a3')).toEqual({
+      outcome: 'quota_exceeded',
+      scope: 'principal',
+      retryAfterMs: 30_000,
+    });
+    expect((await claimAs('bob', 'b0')).outcome).toBe('claimed');
+    // Keys it holds still answer.
+    expect((await claimAs('alice', 'a0')).outcome).toBe('in_progress');
+    await clock.advance(29_999);
+    expect((await claimAs('alice', 'a3')).outcome).toBe('quota_exceeded');
+    await clock.advance(1);
+    expect((await claimAs('alice', 'a3')).outcome).toBe('claimed');
+  });
+
+  it('counts a completed key until it expires, and a released key no longer', async () => {
+    const first = await claimAs('alice', 'a0');
+    if (first.outcome !== 'claimed') throw new Error(first.outcome);
+    await claimAs('alice', 'a1');
+    const third = await claimAs('alice', 'a2');
+    if (third.outcome !== 'claimed') throw new Error(third.outcome);
+    await clock.advance(5_000);
+    // Completing a0 moves its expiry to 60 s after completion.
+    await store.complete('a0', first.token, ANSWER, 60_000);
+    expect(await claimAs('alice', 'a3')).toMatchObject({ outcome: 'quota_exceeded', scope: 'principal' });
+    await store.release('a2', third.token);
+    expect((await claimAs('alice', 'a3')).outcome).toBe('claimed');
+  });
+
+  it('does not count keys claimed without a principal against any principal', async () => {
+    for (let i = 0; i < 5; i++) expect((await claimAs(undefined, `k${i}`)).outcome).toBe('claimed');
+    for (let i = 0; i < 3; i++) expect((await claimAs('alice', `a${i}`)).outcome).toBe('claimed');
+  });
+
+  it('when the whole store is full, answers when its earliest key expires', async () => {
+    for (const principal of ['a', 'b', 'c']) {
+      for (let i = 0; i < 3; i++) await claimAs(principal, `${principal}${i}`);
+      await clock.advance(1_000);
+    }
+    await claimAs(undefined, 'anonymous');
+    expect(store.size).toBe(10);
+    expect(await claimAs('d', 'd0')).toEqual({ outcome: 'quota_exceeded', scope: 'store', retryAfterMs: 57_000 });
+  });
+
+  it('defaults the quota to a tenth of maxKeys', async () => {
+    const small = new MemoryIdempotencyStore({ clock, maxKeys: 20 });
+    try {
+      for (let i = 0; i < 2; i++)
+        expect((await small.claim(`a${i}`, 'f', { principal: 'alice' })).outcome).toBe('claimed');
+      expect((await small.claim('a2', 'f', { principal: 'alice' })).outcome).toBe('quota_exceeded');
+    } finally {
+      small.close();
+    }
+  });
+
+  it('with the defaults, one principal gets 10,000 of the 100,000 keys and the next principal still gets one', async () => {
+    const defaults = new MemoryIdempotencyStore({ clock });
+    try {
+      let claimed = 0;
+      for (let i = 0; i < 10_500; i++) {
+        if ((await defaults.claim(`a${i}`, 'f', { principal: 'alice' })).outcome === 'claimed') claimed++;
+      }
+      expect(claimed).toBe(10_000);
+      expect((await defaults.claim('b0', 'f', { principal: 'bob' })).outcome).toBe('claimed');
+    } finally {
+      defaults.close();
+    }
+  });
+
+  it('refuses a maxKeysPerPrincipal that is not a positive integer', () => {
+    expect(() => new MemoryIdempotencyStore({ maxKeysPerPrincipal: 1.5 })).toThrow(
+      /MemoryIdempotencyStore: 'maxKeysPerPrincipal' must be a positive integer, got 1.5/,
+    );
   });
 });

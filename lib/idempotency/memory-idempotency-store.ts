@@ -14,13 +14,16 @@ import {
   storeDuration,
   wallClock,
 } from './idempotency-store';
-import { INVALID_STORE_COUNT, MEMORY_STORE_FULL } from './idempotency.messages';
+import { INVALID_STORE_COUNT } from './idempotency.messages';
 import { ownerToken } from './owner-token';
 
 const STORE = 'MemoryIdempotencyStore';
 
 /** Live keys held when `maxKeys` is not given. */
 export const DEFAULT_MEMORY_STORE_MAX_KEYS = 100_000;
+
+/** Share of `maxKeys` one principal may hold when `maxKeysPerPrincipal` is not given. */
+const DEFAULT_PRINCIPAL_SHARE = 10;
 
 /** Expired keys are freed on whole-second sweeps: at most a second late, and at most one sweep a second. */
 const SWEEP_GRANULARITY_MS = 1_000;
@@ -40,6 +43,19 @@ interface Entry {
   leaseExpiresAt: number;
   /** Serialized answer of a completed entry, so callers never share mutable objects with the store. */
   response: string | undefined;
+  /** The keys of the principal that claimed it, when one was given. */
+  readonly held: PrincipalKeys | undefined;
+  /** The principal's key claimed just before this one, and just after (a list, so a principal costs no map of its own). */
+  older: Entry | undefined;
+  newer: Entry | undefined;
+}
+
+/** One principal's live keys, oldest claim first. */
+interface PrincipalKeys {
+  readonly principal: string;
+  count: number;
+  oldest: Entry | undefined;
+  newest: Entry | undefined;
 }
 
 /** When a key is due to expire; an entry whose expiry moved later leaves a stale one behind, skipped when reached. */
@@ -56,16 +72,28 @@ export interface MemoryIdempotencyStoreOptions {
    * Most live keys held at once; default {@link DEFAULT_MEMORY_STORE_MAX_KEYS}.
    * When full, a new key is refused (the request gets 503
    * `IdempotencyStoreUnavailableError`) until older keys expire: evicting a
-   * live key could run its operation twice.
+   * live key could run its operation twice. `Retry-After` says when the
+   * earliest key expires.
    */
   readonly maxKeys?: number;
+  /**
+   * Most live keys one principal (the route's resolved `principal`) holds at
+   * once; default a tenth of `maxKeys` (10,000), so that no one caller can
+   * fill the store and lock the others out. Over it, that principal's new
+   * keys get 429 `IdempotencyKeyQuotaExceededError`, with `Retry-After`
+   * until its oldest key expires, while other principals still get keys.
+   * Keys claimed without a principal (`principal: 'shared'`, keyed calls)
+   * count only towards `maxKeys`.
+   */
+  readonly maxKeysPerPrincipal?: number;
 }
 
 /**
  * The default store: keys in a `Map` of this process. Claims are atomic
  * because each method runs to completion without awaiting. Expired keys are
  * freed by the store itself within about a second of expiring, and at most
- * `maxKeys` live keys are held. Keys are not shared between instances of a
+ * `maxKeys` live keys are held, at most `maxKeysPerPrincipal` of them by one
+ * principal. Keys are not shared between instances of a
  * service and do not survive a restart; use {@link PostgresIdempotencyStore}
  * or {@link RedisIdempotencyStore} for that. Call {@link MemoryIdempotencyStore.close}
  * when done with it outside Nest (the module closes it on shutdown).
@@ -73,7 +101,10 @@ export interface MemoryIdempotencyStoreOptions {
 export class MemoryIdempotencyStore implements IdempotencyStore {
   private readonly clock: Clock;
   private readonly maxKeys: number;
+  private readonly maxKeysPerPrincipal: number;
   private readonly entries = new Map<string, Entry>();
+  /** Each principal's live keys, in the order they were claimed. */
+  private readonly principals = new Map<string, PrincipalKeys>();
   /** Min-heap of expiries, earliest first. */
   private readonly expiries: Expiry[] = [];
   // undefined while no expiry is scheduled (TimerHandle admits it).
@@ -81,13 +112,14 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   private timerAt = Number.POSITIVE_INFINITY;
   private closed = false;
 
-  /** @param options - the clock to read time from and the bound on live keys */
+  /** @param options - the clock to read time from and the bounds on live keys */
   constructor(options: MemoryIdempotencyStoreOptions = {}) {
     this.clock = options.clock ?? wallClock;
-    const maxKeys = options.maxKeys ?? DEFAULT_MEMORY_STORE_MAX_KEYS;
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1)
-      throw new RangeError(INVALID_STORE_COUNT(STORE, 'maxKeys', maxKeys));
-    this.maxKeys = maxKeys;
+    this.maxKeys = positiveCount('maxKeys', options.maxKeys ?? DEFAULT_MEMORY_STORE_MAX_KEYS);
+    this.maxKeysPerPrincipal = positiveCount(
+      'maxKeysPerPrincipal',
+      options.maxKeysPerPrincipal ?? Math.max(1, Math.floor(this.maxKeys / DEFAULT_PRINCIPAL_SHARE)),
+    );
   }
 
   /** Keys held right now, expired ones not yet swept included. */
@@ -101,11 +133,23 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const now = this.clock.now();
     const entry = this.entries.get(key);
     if (entry === undefined || entry.expiresAt <= now) {
-      if (entry === undefined && this.entries.size >= this.maxKeys) {
+      if (entry !== undefined) this.forget(key, entry);
+      const principal = options?.principal;
+      if (principal !== undefined && this.heldBy(principal) >= this.maxKeysPerPrincipal) {
         this.sweep(now);
-        if (this.entries.size >= this.maxKeys) throw new Error(MEMORY_STORE_FULL(this.maxKeys));
+        const oldest = this.principals.get(principal)?.oldest;
+        if (oldest !== undefined && this.heldBy(principal) >= this.maxKeysPerPrincipal) {
+          // The oldest claim; a completed key's expiry moved later, so this may overstate the wait, never understate it.
+          return { outcome: 'quota_exceeded', scope: 'principal', retryAfterMs: oldest.expiresAt - now };
+        }
+      }
+      if (this.entries.size >= this.maxKeys) {
+        this.sweep(now);
+        if (this.entries.size >= this.maxKeys)
+          return { outcome: 'quota_exceeded', scope: 'store', retryAfterMs: this.earliestExpiry() - now };
       }
       const token = ownerToken();
+      const held = principal === undefined ? undefined : this.keysOf(principal);
       const fresh: Entry = {
         fingerprint,
         createdAt: now,
@@ -113,8 +157,17 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
         token,
         leaseExpiresAt: now + leaseMs,
         response: undefined,
+        held,
+        older: held?.newest,
+        newer: undefined,
       };
       this.entries.set(key, fresh);
+      if (held !== undefined) {
+        if (held.newest === undefined) held.oldest = fresh;
+        else held.newest.newer = fresh;
+        held.newest = fresh;
+        held.count++;
+      }
       this.expireAt(key, fresh.expiresAt);
       return { outcome: 'claimed', token, record: inProgress(key, fresh) };
     }
@@ -157,7 +210,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   /** {@inheritDoc IdempotencyStore#release} */
   async release(key: string, token: string): Promise<boolean> {
-    return this.owned(key, token) !== undefined && this.entries.delete(key);
+    const entry = this.owned(key, token);
+    if (entry === undefined) return false;
+    this.forget(key, entry);
+    return true;
   }
 
   /** {@inheritDoc IdempotencyStore#renew} */
@@ -191,7 +247,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     let deleted = 0;
     for (const [key, entry] of this.entries) {
       if (entry.expiresAt <= now) {
-        this.entries.delete(key);
+        this.forget(key, entry);
         deleted++;
       }
     }
@@ -240,8 +296,46 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     while (heap.length > 0 && heap[0].at <= now) {
       const { key } = popExpiry(heap);
       const entry = this.entries.get(key);
-      if (entry !== undefined && entry.expiresAt <= now) this.entries.delete(key);
+      if (entry !== undefined && entry.expiresAt <= now) this.forget(key, entry);
     }
+  }
+
+  /** When the earliest live key expires (stale heap items on top are dropped on the way). */
+  private earliestExpiry(): number {
+    const heap = this.expiries;
+    while (heap.length > 0) {
+      const { at, key } = heap[0];
+      if (this.entries.get(key)?.expiresAt === at) return at;
+      popExpiry(heap);
+    }
+    // Unreachable while keys are held: every live key has its expiry in the heap.
+    return this.clock.now();
+  }
+
+  private heldBy(principal: string): number {
+    return this.principals.get(principal)?.count ?? 0;
+  }
+
+  private keysOf(principal: string): PrincipalKeys {
+    let held = this.principals.get(principal);
+    if (held === undefined) {
+      held = { principal, count: 0, oldest: undefined, newest: undefined };
+      this.principals.set(principal, held);
+    }
+    return held;
+  }
+
+  /** Deletes `key`, and its place among its principal's keys. */
+  private forget(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    const held = entry.held;
+    if (held === undefined) return;
+    if (entry.older === undefined) held.oldest = entry.newer;
+    else entry.older.newer = entry.newer;
+    if (entry.newer === undefined) held.newest = entry.older;
+    else entry.newer.older = entry.older;
+    entry.older = entry.newer = undefined;
+    if (--held.count === 0) this.principals.delete(held.principal);
   }
 
   /** Makes sure a sweep runs by the first whole second at or after `at`. */
@@ -270,6 +364,11 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.timer = undefined;
     this.timerAt = Number.POSITIVE_INFINITY;
   }
+}
+
+function positiveCount(setting: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(INVALID_STORE_COUNT(STORE, setting, value));
+  return value;
 }
 
 function inProgress(key: string, entry: Entry): InProgressRecord {

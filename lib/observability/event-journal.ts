@@ -1,6 +1,7 @@
 import { roundMs } from '../format-ms';
 import { httpStatusOf } from '../error-status';
 import { Unsubscribe } from '../events';
+import type { FaultInjector } from '../fault-injection/fault-injector';
 import { ObservedInstance } from './instance-catalog';
 
 /** A policy the status endpoints report on. */
@@ -10,7 +11,7 @@ export type StatusPolicy = ObservedInstance['policy'];
 export interface RecordedEvent {
   /** The instance name. */
   readonly name: string;
-  /** e.g. `SUCCESS`, `ERROR`, `STATE_TRANSITION`, `NOT_PERMITTED`, `RETRY`, `CALL_REJECTED`, `TIMEOUT`, `FALLBACK`. */
+  /** e.g. `SUCCESS`, `ERROR`, `STATE_TRANSITION`, `NOT_PERMITTED`, `RETRY`, `CALL_REJECTED`, `TIMEOUT`, `FALLBACK`, `FAULT_INJECTED`. */
   readonly type: string;
   /** When it happened (wall clock, ISO 8601). */
   readonly creationTime: string;
@@ -29,7 +30,7 @@ export interface RecordedEvent {
   readonly waitMs?: number;
   /** Why a retry stopped or a bulkhead refused. */
   readonly reason?: string;
-  /** The error class whose fallback answered. */
+  /** The error class whose fallback answered (`FALLBACK`), or what was injected: `latency`, `error` or `outcome` (`FAULT_INJECTED`). */
   readonly kind?: string;
 }
 
@@ -44,6 +45,7 @@ interface RawEvent {
   readonly waitMs?: number;
   readonly reason?: string;
   readonly errorClass?: { readonly name: string };
+  readonly kind?: string;
 }
 
 /**
@@ -104,7 +106,7 @@ function render(name: string, type: string, at: number, event: RawEvent, withMes
     attempts: event.attempts ?? event.attempt,
     waitMs: event.waitMs,
     reason: event.reason,
-    kind: event.errorClass?.name,
+    kind: event.errorClass?.name ?? event.kind,
   };
 }
 
@@ -183,6 +185,7 @@ export function subscribeEvents(
  */
 export class EventJournal {
   private readonly rings = new Map<StatusPolicy, EventRing[]>();
+  private readonly faultRings = new Map<string, EventRing>();
   private readonly counter = { value: 0 };
 
   /**
@@ -203,11 +206,29 @@ export class EventJournal {
     return subscribeEvents(observed, (type) => (event) => ring.push(type, event));
   }
 
+  /** Starts recording the `FAULT_INJECTED` events of `faults`, kept per instance name; returns the unsubscribe function. */
+  recordFaults(faults: FaultInjector): Unsubscribe {
+    return faults.onFaultInjected((event) => {
+      let ring = this.faultRings.get(event.name);
+      if (ring === undefined)
+        this.faultRings.set(event.name, (ring = new EventRing(event.name, this.capacity, this.counter)));
+      ring.push(event.type, event);
+    });
+  }
+
   /** The recorded events of `policy`'s instances (of `name` only, if given), oldest first. */
   events(policy: StatusPolicy, name?: string): RecordedEvent[] {
+    return this.merge(this.rings.get(policy) ?? [], name);
+  }
+
+  /** The recorded `FAULT_INJECTED` events (of `name` only, if given), oldest first. */
+  faultEvents(name?: string): RecordedEvent[] {
+    return this.merge(this.faultRings.values(), name);
+  }
+
+  private merge(rings: Iterable<EventRing>, name: string | undefined): RecordedEvent[] {
     const collected: Array<[number, RecordedEvent]> = [];
-    for (const ring of this.rings.get(policy) ?? [])
-      if (name === undefined || ring.name === name) ring.read(collected, this.withMessages);
+    for (const ring of rings) if (name === undefined || ring.name === name) ring.read(collected, this.withMessages);
     return collected.sort((a, b) => a[0] - b[0]).map(([, event]) => event);
   }
 }

@@ -62,3 +62,20 @@ export const BULKHEAD_SATURATED = (name: string, maxConcurrentCalls: number, rea
 /** An episode of bulkhead rejections ended. */
 export const BULKHEAD_RECOVERED = (name: string, rejected: number, ms: number): string =>
   `bulkhead '${name}' no longer saturated; ${rejected} calls were rejected over ${formatMs(ms)} ms`;
+
+/** The first store failure of a shared rate limiter's episode: the store's own text, which its clients never see. */
+export const RATE_LIMITER_STORE_FAILING = (name: string, reason: string, failOpen: boolean): string =>
+  `rate limiter '${name}' could not get an answer from its store (${reason}); ` +
+  `calls ${failOpen ? 'go ahead without a permit (failOpen)' : 'are refused with 429'} until it answers again`;
+
+/** An episode of rate limiter store failures ended. */
+export const RATE_LIMITER_STORE_ANSWERING = (name: string, failures: number, ms: number): string =>
+  `rate limiter '${name}' gets answers from its store again; ${failures} acquires failed over ${formatMs(ms)} ms`;
+
+/** The first idempotency store failure of an episode: the store's own text, which clients never see. */
+export const IDEMPOTENCY_STORE_FAILING = (detail: string, reason: string | undefined): string =>
+  `${detail}${reason === undefined ? '' : ` (the store said: ${reason})`}; requests get 503 until it answers again`;
+
+/** An episode of idempotency store failures ended. */
+export const IDEMPOTENCY_STORE_ANSWERING = (failures: number, ms: number): string =>
+  `idempotency store answers again; ${failures} store calls failed over ${formatMs(ms)} ms`;

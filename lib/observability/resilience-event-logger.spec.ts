@@ -3,6 +3,8 @@ import { VirtualClock } from '../clock';
 import { ResilienceModuleOptions } from '../resilience.options';
 import { MethodFallbacks } from '../method-fallbacks';
 import { ResilienceRegistry } from '../resilience.registry';
+import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
+import { RateLimiterStore, RateLimiterStoreAnswer } from '../rate-limiter/rate-limiter-store';
 import { InstanceCatalog } from './instance-catalog';
 import {
   BREAKER_TRANSITION,
@@ -10,6 +12,8 @@ import {
   BUDGET_RECOVERED,
   BULKHEAD_RECOVERED,
   BULKHEAD_SATURATED,
+  RATE_LIMITER_STORE_ANSWERING,
+  RATE_LIMITER_STORE_FAILING,
 } from './observability.messages';
 import { ResilienceEventLogger } from './resilience-event-logger';
 
@@ -20,7 +24,10 @@ class Unavailable extends Error {
 function start(options: ResilienceModuleOptions) {
   const clock = new VirtualClock();
   const registry = new ResilienceRegistry({ clock, ...options });
-  const logger = new ResilienceEventLogger(new InstanceCatalog(registry, new MethodFallbacks()));
+  const logger = new ResilienceEventLogger(
+    new InstanceCatalog(registry, new MethodFallbacks()),
+    new IdempotencyRegistry(registry),
+  );
   const lines: Array<[string, string]> = [];
   jest
     .spyOn(Logger.prototype, 'warn')
@@ -129,5 +136,33 @@ describe('ResilienceEventLogger', () => {
     on.logger.onModuleDestroy();
     on.registry.circuitBreaker('a').transitionToForcedOpenState();
     expect(on.lines).toEqual([]);
+  });
+
+  it("logs an episode of a shared rate limiter's store failures twice: the store's own text first, the count once it answers", async () => {
+    let failing = true;
+    const store: RateLimiterStore = {
+      acquire: (): Promise<RateLimiterStoreAnswer> =>
+        failing
+          ? Promise.reject(new Error('NOAUTH Authentication required.'))
+          : Promise.resolve({ reserved: true, waitMs: 0, availablePermissions: 9, nextPeriodInMs: 1000, drained: 0 }),
+    };
+    const { registry, clock, lines } = start({
+      rateLimiterStore: store,
+      logging: { quietPeriod: '10s' },
+      rateLimiter: { instances: { partner: { shared: true } } },
+    });
+    const limiter = registry.rateLimiter('partner');
+    for (let i = 0; i < 3; i++) {
+      await limiter.execute(() => 'ok').catch(() => undefined);
+      await clock.advance(1_000);
+    }
+    failing = false;
+    await clock.advance(10_000);
+    await limiter.execute(() => 'ok');
+    await limiter.execute(() => 'ok');
+    expect(lines).toEqual([
+      ['warn', RATE_LIMITER_STORE_FAILING('partner', 'NOAUTH Authentication required.', false)],
+      ['log', RATE_LIMITER_STORE_ANSWERING('partner', 3, 2_000)],
+    ]);
   });
 });

@@ -2,7 +2,10 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
 import type { CircuitBreakerStateTransitionEvent } from '../circuit-breaker/circuit-breaker.events';
 import { Clock } from '../clock';
+import { IdempotencyStoreUnavailableError } from '../errors';
 import { Unsubscribe } from '../events';
+import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
+import { RateLimiterStoreFailureEvent } from '../rate-limiter/rate-limiter-policy';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
 import {
   BREAKER_TRANSITION,
@@ -10,6 +13,10 @@ import {
   BUDGET_RECOVERED,
   BULKHEAD_RECOVERED,
   BULKHEAD_SATURATED,
+  IDEMPOTENCY_STORE_ANSWERING,
+  IDEMPOTENCY_STORE_FAILING,
+  RATE_LIMITER_STORE_ANSWERING,
+  RATE_LIMITER_STORE_FAILING,
 } from './observability.messages';
 import { readLoggingOptions, ResolvedLoggingOptions } from './observability.options';
 
@@ -60,8 +67,10 @@ class Episode<T> {
 /**
  * Logs, through Nest's `Logger`, what an operator needs to see as it
  * happens, never once per call: every circuit breaker transition, and the
- * start and end of each episode of retry-budget denials and of bulkhead
- * saturation, with the instance name. Module option `logging`.
+ * start and end of each episode of retry-budget denials, of bulkhead
+ * saturation and of store failures (a shared rate limiter's, the
+ * idempotency store's), with the instance name. A store's own error text is
+ * logged here and never sent to clients. Module option `logging`.
  */
 @Injectable()
 export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDestroy {
@@ -70,13 +79,19 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
   private readonly subscriptions: Unsubscribe[] = [];
   private readonly episodes: Array<Episode<unknown>> = [];
 
-  constructor(private readonly catalog: InstanceCatalog) {
+  /** @internal */
+  constructor(
+    private readonly catalog: InstanceCatalog,
+    private readonly idempotency: IdempotencyRegistry,
+  ) {
     this.options = readLoggingOptions(catalog.registry.options.extras.logging);
   }
 
-  /** Starts watching every instance (unless `logging` is off). */
+  /** Starts watching every instance and the idempotency store (unless `logging` is off). */
   onApplicationBootstrap(): void {
-    if (this.options.enabled) this.subscriptions.push(this.catalog.watch((observed) => this.bind(observed)));
+    if (!this.options.enabled) return;
+    this.subscriptions.push(this.catalog.watch((observed) => this.bind(observed)));
+    this.watchIdempotencyStore();
   }
 
   /** Stops watching and drops pending episode ends. */
@@ -135,7 +150,49 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
         );
         break;
       }
+      case 'rateLimiter': {
+        const limiter = observed.instance;
+        if (!limiter.shared) break;
+        const episode = new Episode<RateLimiterStoreFailureEvent>(
+          clock,
+          quiet,
+          (onActivity) => {
+            const stopAcquired = limiter.onSuccess(onActivity);
+            const stopRefused = limiter.onFailure(onActivity);
+            return () => {
+              stopAcquired();
+              stopRefused();
+            };
+          },
+          (first) =>
+            this.logger.warn(RATE_LIMITER_STORE_FAILING(limiter.name, errorText(first.error), first.failedOpen)),
+          (count, ms) => this.logger.log(RATE_LIMITER_STORE_ANSWERING(limiter.name, count, ms)),
+        );
+        this.episodes.push(episode as Episode<unknown>);
+        this.subscriptions.push(limiter.onStoreFailure((event) => episode.hit(event)));
+        break;
+      }
     }
+  }
+
+  /** One episode for the idempotency store: every failure before anything ran, or while settling a key. */
+  private watchIdempotencyStore(): void {
+    const episode = new Episode<IdempotencyStoreUnavailableError>(
+      this.catalog.registry.clock,
+      this.options.quietPeriodMs,
+      (onActivity) => this.idempotency.onOutcome(onActivity),
+      (first) =>
+        this.logger.warn(
+          IDEMPOTENCY_STORE_FAILING(first.message, first.cause === undefined ? undefined : errorText(first.cause)),
+        ),
+      (count, ms) => this.logger.log(IDEMPOTENCY_STORE_ANSWERING(count, ms)),
+    );
+    this.episodes.push(episode as Episode<unknown>);
+    this.subscriptions.push(
+      this.idempotency.onOutcome(({ error }) => {
+        if (error instanceof IdempotencyStoreUnavailableError) episode.hit(error);
+      }),
+    );
   }
 
   private transition(breaker: CircuitBreakerPolicy, event: CircuitBreakerStateTransitionEvent): void {
@@ -149,4 +206,9 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
     if (event.to === 'OPEN' || event.to === 'FORCED_OPEN') this.logger.warn(message);
     else this.logger.log(message);
   }
+}
+
+/** An error's own text, for the log. */
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

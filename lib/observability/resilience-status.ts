@@ -59,6 +59,8 @@ export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy
         this.subscriptions.push(...this.journal.record(observed));
       }),
     );
+    const faults = this.catalog.registry.faults;
+    if (faults.enabled) this.subscriptions.push(this.journal.recordFaults(faults));
   }
 
   /** Stops recording. */
@@ -75,6 +77,11 @@ export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy
   /** The recorded events of `policy`'s instances (named `name`, if given), oldest first. */
   events(policy: StatusPolicy, name?: string): RecordedEvent[] {
     return this.journal.events(policy, name);
+  }
+
+  /** The recorded `FAULT_INJECTED` events (of instance name `name`, if given), oldest first. */
+  faultEvents(name?: string): RecordedEvent[] {
+    return this.journal.faultEvents(name);
   }
 
   /** Moves every breaker named `name` by `update`; returns them, empty when there is none. */

@@ -103,8 +103,8 @@ function faultsStatus(faults: FaultInjector): FaultsStatus {
  * The read-only status controller at `path`: `GET /` (every instance),
  * `GET /circuitbreakers`, `/retries`, `/bulkheads`, `/timelimiters`, `/ratelimiters`,
  * `/fallbacks` (each `/:name` too) and their `…events` counterparts, and
- * `GET /loadshedding` (the load shedder's limit, requests in flight and refusals) and `GET /faults`
- * (the faults injected in force).
+ * `GET /loadshedding` (the load shedder's limit, requests in flight and refusals), `GET /faults`
+ * (the faults injected in force) and `GET /faultevents` (`/:name` too; the `FAULT_INJECTED` events).
  */
 export function createStatusController(path: string, guards: readonly GuardLike[]): Type<unknown> {
   @Controller(path)
@@ -120,6 +120,16 @@ export function createStatusController(path: string, guards: readonly GuardLike[
     @Get('faults')
     activeFaults(): FaultsStatus {
       return faultsStatus(this.faults);
+    }
+
+    @Get('faultevents')
+    allFaultEvents(): { faultEvents: RecordedEvent[] } {
+      return { faultEvents: this.status.faultEvents() };
+    }
+
+    @Get('faultevents/:name')
+    faultEvents(@Param('name') name: string): { faultEvents: RecordedEvent[] } {
+      return { faultEvents: this.status.faultEvents(name) };
     }
 
     @Get()

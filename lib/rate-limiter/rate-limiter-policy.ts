@@ -60,6 +60,16 @@ export interface RateLimiterDrainedEvent {
   readonly numberOfPermits: number;
 }
 
+/** A shared rate limiter's store failed or did not answer in time. */
+export interface RateLimiterStoreFailureEvent {
+  /** The rate limiter's name. */
+  readonly name: string;
+  /** The store's error, or an `Error` saying it did not answer within `storeTimeout`; for logs only, never for clients. */
+  readonly error: unknown;
+  /** True when the call went ahead without a permit (`failOpen`); false when it was refused. */
+  readonly failedOpen: boolean;
+}
+
 const NANOS_PER_MS = 1e6;
 const REFUSED = -1;
 
@@ -94,6 +104,7 @@ export class RateLimiterPolicy implements Policy {
   private readonly waitEvents = new EventStream<RateLimiterWaitEvent>();
   private readonly refusedEvents = new EventStream<RateLimiterRefusedEvent>();
   private readonly drainedEvents = new EventStream<RateLimiterDrainedEvent>();
+  private readonly storeFailureEvents = new EventStream<RateLimiterStoreFailureEvent>();
 
   /** Fires when a caller gets its permits (after any wait). */
   readonly onSuccess: EventSubscriber<RateLimiterAcquiredEvent> = this.acquiredEvents.subscribe;
@@ -105,6 +116,8 @@ export class RateLimiterPolicy implements Policy {
   readonly onCallNotPermitted: EventSubscriber<RateLimiterRefusedEvent> = this.onFailure;
   /** Fires when the permits left in a period are drained. */
   readonly onDrained: EventSubscriber<RateLimiterDrainedEvent> = this.drainedEvents.subscribe;
+  /** Fires when a shared instance's store fails or does not answer in time (the module logs it). */
+  readonly onStoreFailure: EventSubscriber<RateLimiterStoreFailureEvent> = this.storeFailureEvents.subscribe;
 
   private settings: Readonly<RateLimiterConfig>;
   private limit: number;
@@ -414,6 +427,8 @@ export class RateLimiterPolicy implements Policy {
     if (remainingMs === 0) return Promise.reject(this.refused(permits, this.deadlineError()));
     const byDeadline = remainingMs < this.settings.storeTimeout;
     const limitMs = byDeadline ? remainingMs : this.settings.storeTimeout;
+    const limit = this.limit;
+    const limitRefreshPeriodMs = this.periodNs / NANOS_PER_MS;
     this.waiting++;
     return new Promise((resolve, reject) => {
       let settled = false;
@@ -423,30 +438,44 @@ export class RateLimiterPolicy implements Policy {
         settled = true;
         this.waiting--;
         this.clock.clearTimeout(timer);
-        if (deadline) reject(this.refused(permits, this.deadlineError()));
-        else if (this.settings.failOpen) resolve(undefined);
-        else {
-          const reason = cause instanceof Error ? cause.message : String(cause);
+        if (deadline) {
+          reject(this.refused(permits, this.deadlineError()));
+          return;
+        }
+        const failOpen = this.settings.failOpen;
+        if (this.storeFailureEvents.active)
+          this.storeFailureEvents.emit({ name: this.name, error: cause, failedOpen: failOpen });
+        if (failOpen) resolve(undefined);
+        // The store's own text stays in `cause` and the log: clients read the message.
+        else
           reject(
             this.refused(
               permits,
-              new RateLimitedError(this.name, undefined, { cause, message: STORE_UNAVAILABLE(this.name, reason) }),
+              new RateLimitedError(this.name, undefined, { cause, message: STORE_UNAVAILABLE(this.name) }),
             ),
           );
-        }
       };
       store
         .acquire({
           name: this.name,
           permits,
-          limitForPeriod: this.limit,
-          limitRefreshPeriodMs: this.periodNs / NANOS_PER_MS,
+          limitForPeriod: limit,
+          limitRefreshPeriodMs,
           timeoutMs: Math.min(this.settings.timeoutDuration, Math.max(0, remainingMs - 1e-6)),
           drain,
         })
         .then(
           (answer) => {
-            if (settled) return;
+            if (settled) {
+              // The caller gave up on this acquire: permits it took now are given back, never charged late.
+              if (answer.reserved && store.release !== undefined)
+                Promise.resolve()
+                  .then(() =>
+                    store.release?.({ name: this.name, permits, limitForPeriod: limit, limitRefreshPeriodMs }),
+                  )
+                  .catch(() => undefined);
+              return;
+            }
             settled = true;
             this.waiting--;
             this.clock.clearTimeout(timer);

@@ -28,6 +28,18 @@ export interface RateLimiterStoreAnswer {
   readonly drained: number;
 }
 
+/** What a shared rate limiter gives back: permits an acquire took after the caller had given up on it. */
+export interface RateLimiterStoreRelease {
+  /** The instance name. */
+  readonly name: string;
+  /** Permits to give back. */
+  readonly permits: number;
+  /** Permits per period. */
+  readonly limitForPeriod: number;
+  /** Length of a period, in ms (fractions allowed). */
+  readonly limitRefreshPeriodMs: number;
+}
+
 /**
  * Where shared rate limiters (`shared: true`) keep their permits, so that
  * several processes share one limit. Module option `rateLimiterStore`.
@@ -35,6 +47,14 @@ export interface RateLimiterStoreAnswer {
 export interface RateLimiterStore {
   /** Acquires (or drains) permits in one atomic step. */
   acquire(request: RateLimiterStoreRequest): Promise<RateLimiterStoreAnswer>;
+  /**
+   * Optional: gives back permits an acquire took although its caller had
+   * already given up on it (the answer came after `storeTimeout`), so an
+   * acquire stalled in the store is never charged late. Permits are given
+   * back only while the period they were taken in lasts, and never past
+   * `limitForPeriod`. A store without it keeps such permits charged.
+   */
+  release?(request: RateLimiterStoreRelease): Promise<void>;
 }
 
 /** True when `value` can serve as a {@link RateLimiterStore}. */

@@ -13,7 +13,8 @@ export const RESERVE_ON_SHARED = (name: string): string =>
 export const BAD_PERMITS = (name: string, value: unknown): string =>
   `${PREFIX}: RateLimiter '${name}': permits must be an integer >= 1, got ${String(value)}`;
 
-export const STORE_UNAVAILABLE = (name: string, reason: string): string =>
-  `${PREFIX}: RateLimiter '${name}' could not reach its store (${reason}) and fails closed`;
+/** The refusal's message when the store failed: clients read it, so it never carries the store's own text (that goes to the log). */
+export const STORE_UNAVAILABLE = (name: string): string =>
+  `RateLimiter '${name}' could not get an answer from its store and refused the call`;
 
 export const STORE_TIMED_OUT = (ms: number): string => `no answer within ${formatMs(ms)}ms`;

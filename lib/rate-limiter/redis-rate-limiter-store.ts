@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Clock } from '../clock';
-import { RateLimiterStore, RateLimiterStoreAnswer, RateLimiterStoreRequest } from './rate-limiter-store';
+import {
+  RateLimiterStore,
+  RateLimiterStoreAnswer,
+  RateLimiterStoreRelease,
+  RateLimiterStoreRequest,
+} from './rate-limiter-store';
 
 /** Key prefix used when the `prefix` option is not given. */
 export const DEFAULT_RATE_LIMITER_REDIS_PREFIX = 'resilience4nest:ratelimiter:';
@@ -106,7 +111,31 @@ end
 return string.format('%d %d %.17g %.17g %.17g', reserved, drained, wait, available, toNext)
 `;
 
+/**
+ * Gives back permits a late acquire took: added to the permits left (at
+ * most `limitForPeriod`) when the stored state is of the current period,
+ * which is the period they were taken in unless a later period has begun
+ * (then they belonged to an ended period, and nothing is given back).
+ * ARGV: permits, limitForPeriod, period (µs), now (µs, -1 for Redis `TIME`). KEYS: state.
+ */
+const RELEASE = `
+local permits, limit, period, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = t[1] * 1000000 + t[2]
+end
+local state = redis.call('GET', KEYS[1])
+if not state then return 0 end
+local origin, cycle, available = struct.unpack('<ddd', state)
+if now < origin or math.floor((now - origin) / period) ~= cycle then return 0 end
+local given = math.min(permits, limit - available)
+if given <= 0 then return 0 end
+redis.call('SET', KEYS[1], struct.pack('<ddd', origin, cycle, available + given), 'KEEPTTL')
+return given
+`;
+
 const SHA = createHash('sha1').update(ACQUIRE).digest('hex');
+const RELEASE_SHA = createHash('sha1').update(RELEASE).digest('hex');
 const MICROS_PER_MS = 1000;
 /** `now` or `timeout` in the script's argument: read the time from Redis; drain. */
 const UNSET = -1;
@@ -150,15 +179,7 @@ export class RedisRateLimiterStore implements RateLimiterStore {
     argument.writeDoubleLE(periodUs, 16);
     argument.writeDoubleLE(request.drain ? UNSET : request.timeoutMs * MICROS_PER_MS, 24);
     argument.writeDoubleLE(this.clock === undefined ? UNSET : Math.round(this.clock.now() * MICROS_PER_MS), 32);
-    const key = this.prefix + request.name;
-    let reply: unknown;
-    try {
-      reply = await this.client.evalsha(SHA, 1, key, argument);
-    } catch (error) {
-      // The script cache is empty after a Redis restart or failover; EVAL reloads it.
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      reply = await this.client.eval(ACQUIRE, 1, key, argument);
-    }
+    const reply = await this.run(ACQUIRE, SHA, request.name, argument);
     if (typeof reply === 'number') return integerAnswer(reply, request, periodUs);
     const [reserved, drained, wait, available, toNext] = String(reply).split(' ').map(Number);
     return {
@@ -168,6 +189,30 @@ export class RedisRateLimiterStore implements RateLimiterStore {
       nextPeriodInMs: toNext / MICROS_PER_MS,
       drained,
     };
+  }
+
+  /** {@inheritDoc RateLimiterStore.release} */
+  async release(request: RateLimiterStoreRelease): Promise<void> {
+    await this.run(
+      RELEASE,
+      RELEASE_SHA,
+      request.name,
+      request.permits,
+      request.limitForPeriod,
+      request.limitRefreshPeriodMs * MICROS_PER_MS,
+      this.clock === undefined ? UNSET : Math.round(this.clock.now() * MICROS_PER_MS),
+    );
+  }
+
+  private async run(script: string, sha: string, name: string, ...args: (number | Buffer)[]): Promise<unknown> {
+    const key = this.prefix + name;
+    try {
+      return await this.client.evalsha(sha, 1, key, ...args);
+    } catch (error) {
+      // The script cache is empty after a Redis restart or failover; EVAL reloads it.
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      return this.client.eval(script, 1, key, ...args);
+    }
   }
 }
 

@@ -7,6 +7,9 @@ import type { RetryConfig } from './retry.config';
 /** @internal What the wait functions return when no retry follows. */
 export const NO_RETRY = -1;
 
+/** @internal What the wait functions return when a retry would follow but the caller cancelled: the call ends with its abort. */
+export const CANCELLED = -2;
+
 /** @internal What a retried subscription asks of its retry policy (the policy, without a cycle back to it). */
 export interface RetryDecisions {
   readonly config: RetryConfig;
@@ -77,6 +80,7 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
       try {
         if (this.policy.retriesResult(value, this.attempt)) {
           const wait = this.policy.waitForResult(this.attempt, this.wait, this.scope);
+          if (wait === CANCELLED) throw this.policy.failed(this.scope?.signal.reason, this.attempt);
           if (wait !== NO_RETRY) {
             this.inner?.unsubscribe();
             this.retryAfter(wait);
@@ -101,9 +105,14 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
     if (this.closed) return;
     const refused = neverReached(error);
     const wait = this.policy.waitBeforeRetry(error, this.attempt, this.wait, this.scope);
-    if (wait === NO_RETRY) {
+    if (wait < 0) {
       this.closed = true;
-      const outcome = refused && this.reached !== NOTHING_REACHED ? withRefusalCause(this.reached, error) : error;
+      const outcome: unknown =
+        wait === CANCELLED
+          ? this.scope?.signal.reason
+          : refused && this.reached !== NOTHING_REACHED
+            ? withRefusalCause(this.reached, error)
+            : error;
       this.downstream.error(this.policy.failed(outcome, this.attempt));
       return;
     }

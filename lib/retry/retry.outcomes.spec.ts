@@ -162,19 +162,19 @@ describe('RetryPolicy edges', () => {
     expect(calls).toBe(2);
   });
 
-  it('stops with reason deadline when the request was aborted during an attempt, even with time left', async () => {
+  it('stops with reason deadline, ending with the abort, when the request was aborted during an attempt, even with time left', async () => {
     const { clock, retry } = policy();
     const stopped: string[] = [];
     retry.onRetryStopped((e) => stopped.push(e.reason));
     const request = new ResilienceContext(clock, clock.now() + 60_000);
-    const failure = unavailable();
+    const reason = new Error('client left');
     const outcome = contextStorage.run(request, () =>
       retry.execute(() => {
-        request.abort(new Error('client left'));
-        return Promise.reject(failure);
+        request.abort(reason);
+        return Promise.reject(unavailable());
       }),
     );
-    await expect(outcome).rejects.toBe(failure);
+    await expect(outcome).rejects.toBe(reason);
     expect(stopped).toEqual(['deadline']);
     request.dispose();
   });

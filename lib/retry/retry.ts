@@ -11,7 +11,7 @@ import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
 import { RetryConfig } from './retry.config';
 import { isRetryableByDefault } from './retryable';
-import { NO_RETRY, RetriedObservable } from './retry.operator';
+import { CANCELLED, NO_RETRY, RetriedObservable } from './retry.operator';
 
 /** A retry is about to wait and try again. */
 export interface RetryEvent {
@@ -190,6 +190,7 @@ export class RetryPolicy implements Policy {
    */
   continueAfterError<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, error: unknown): Promise<R> {
     const wait = this.waitBeforeRetry(error, attempt, this.config.waitDuration);
+    if (wait === CANCELLED) throw this.failed(callerAbort(), attempt);
     if (wait === NO_RETRY) throw this.failed(error, attempt);
     return this.retryLoop(next, arg, attempt + 1, wait, neverReached(error) ? NOTHING_REACHED : error, false);
   }
@@ -202,6 +203,7 @@ export class RetryPolicy implements Policy {
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
     if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
     const wait = this.waitForResult(attempt, this.config.waitDuration);
+    if (wait === CANCELLED) throw this.failed(callerAbort(), attempt);
     return wait === NO_RETRY
       ? this.exhausted(result, attempt)
       : this.retryLoop(next, arg, attempt + 1, wait, result, true);
@@ -233,6 +235,7 @@ export class RetryPolicy implements Policy {
       } catch (error) {
         const refused = neverReached(error);
         wait = this.waitBeforeRetry(error, attempt, wait);
+        if (wait === CANCELLED) throw this.failed(callerAbort(), attempt);
         if (wait === NO_RETRY) {
           if (refused && reached !== NOTHING_REACHED)
             return this.endAfterRefusal(reached, reachedResult, error, attempt);
@@ -246,6 +249,7 @@ export class RetryPolicy implements Policy {
       }
       if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
       wait = this.waitForResult(attempt, wait);
+      if (wait === CANCELLED) throw this.failed(callerAbort(), attempt);
       if (wait === NO_RETRY) return this.exhausted(result, attempt);
       reached = result;
       reachedResult = true;
@@ -281,7 +285,7 @@ export class RetryPolicy implements Policy {
 
   /**
    * @internal The wait before retrying a value `retryOnResult` asked to
-   * retry, or NO_RETRY. `scope` is the caller's deadline scope.
+   * retry, NO_RETRY, or CANCELLED. `scope` is the caller's deadline scope.
    */
   waitForResult(attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
     if (attempt >= this.config.maxAttempts) return NO_RETRY;
@@ -318,7 +322,7 @@ export class RetryPolicy implements Policy {
     return error;
   }
 
-  /** @internal The wait before retrying after `error`, or -1. `scope` is the caller's deadline scope. */
+  /** @internal The wait before retrying after `error`, NO_RETRY, or CANCELLED. `scope` is the caller's deadline scope. */
   waitBeforeRetry(error: unknown, attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
     if (!this.isRetryable(error)) return this.stop('not-retryable', attempt, error);
     if (attempt >= this.config.maxAttempts) return this.stop('max-attempts', attempt, error);
@@ -334,8 +338,12 @@ export class RetryPolicy implements Policy {
 
   /** Checks the deadline, then the budget (last, so no token is spent on a retry that will not happen). */
   private admitRetry(error: unknown, attempt: number, wait: number, scope: ResilienceContext | undefined): number {
-    if (scope !== undefined && (scope.aborted || wait >= scope.remaining()))
-      return this.stop('deadline', attempt, error);
+    if (scope !== undefined && scope.aborted) {
+      this.stop('deadline', attempt, error);
+      // A retry would follow, but the caller cancelled: the call ends with its abort, as at a wait.
+      return CANCELLED;
+    }
+    if (scope !== undefined && wait >= scope.remaining()) return this.stop('deadline', attempt, error);
     if (this.budget !== undefined && !this.budget.tryWithdraw()) {
       this.counters.budgetDenied++;
       return this.stop('budget', attempt, error);
@@ -366,4 +374,9 @@ export class RetryPolicy implements Policy {
       signal.addEventListener('abort', done, { once: true });
     });
   }
+}
+
+/** The abort of the caller whose call is running: what a cancelled call ends with. */
+function callerAbort(): unknown {
+  return contextStorage.getStore()?.signal.reason;
 }

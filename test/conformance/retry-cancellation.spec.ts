@@ -3,6 +3,9 @@ import { VirtualClock } from '../../lib/clock';
 import { contextStorage, ResilienceContext } from '../../lib/context';
 import { RetryPolicy } from '../../lib/retry/retry';
 import { RETRY_SCHEMA, RetryConfig } from '../../lib/retry/retry.config';
+import { FallbackPolicy } from '../../lib/fallback/fallback';
+import { StandardLayers, StandardPipeline } from '../../lib/standard-pipeline';
+import { lastValueFrom, Observable } from 'rxjs';
 
 /*
  * A caller that cancels is never retried, as in Resilience4j and Polly. The caller's cancellation
@@ -14,7 +17,9 @@ import { RETRY_SCHEMA, RetryConfig } from '../../lib/retry/retry.config';
  *   (a thread interrupt there is the caller's abort here);
  * - Polly, test/Polly.Core.Tests/Retry/RetryResilienceStrategyTests:
  *   ExecuteAsync_CanceledBeforeExecution_EnsureNotExecuted, ExecuteAsync_CanceledDuringDelay_EnsureNotExecuted,
- *   ExecuteAsync_CanceledAfterExecution_EnsureNotExecuted.
+ *   ExecuteAsync_CanceledAfterExecution_EnsureNotExecuted, ExecuteAsync_CanceledDuringExecution_EnsureNotExecutedAgain
+ *   and ExecuteAsync_CanceledDuringExecution_EnsureResultReturned (an abort during an attempt: the abort
+ *   when a retry would have followed, else the attempt's own outcome).
  */
 
 class Transient extends Error {
@@ -78,17 +83,57 @@ describe('retry: caller cancellation (Resilience4j and Polly conformance)', () =
     expect(calls).toBe(1);
   });
 
-  it('Polly ExecuteAsync_CanceledAfterExecution_EnsureNotExecuted: an abort during an attempt means no retry and no wait', async () => {
-    const { clock, caller, run } = setup();
+  it('Polly ExecuteAsync_CanceledAfterExecution_EnsureNotExecuted (and …CanceledDuringExecution_EnsureNotExecutedAgain): an abort during an attempt whose failure would be retried ends the call with the abort, with no wait and no retry', async () => {
+    const { clock, caller, run, retry } = setup();
     let calls = 0;
-    const failure = new Transient('down');
+    const reason = cancelled();
     const call = run(async () => {
       calls++;
+      caller.abort(reason);
+      throw new Transient('down');
+    });
+    await expect(call).rejects.toBe(reason);
+    expect(calls).toBe(1);
+    expect(clock.pendingTimers).toBe(0);
+    expect(retry.metrics.failedCallsWithoutRetry).toBe(1);
+  });
+
+  it('Polly ExecuteAsync_CanceledDuringExecution_EnsureResultReturned: a success during which the caller cancelled is the answer', async () => {
+    const { caller, run } = setup();
+    let calls = 0;
+    const call = run(async () => {
+      calls++;
+      caller.abort(cancelled());
+      return 'paid';
+    });
+    await expect(call).resolves.toBe('paid');
+    expect(calls).toBe(1);
+  });
+
+  it('an abort during an attempt whose failure would not be retried anyway ends the call with that failure', async () => {
+    const { caller, run } = setup();
+    const failure = new Error('bad request');
+    const call = run(async () => {
       caller.abort(cancelled());
       throw failure;
     });
     await expect(call).rejects.toBe(failure);
-    expect(calls).toBe(1);
+  });
+
+  it('an abort during an attempt of a retried Observable ends its subscription with the abort, with no resubscription', async () => {
+    const { clock, caller, retry } = setup();
+    let subscriptions = 0;
+    const reason = cancelled();
+    const source = new Observable<string>((subscriber) => {
+      subscriptions++;
+      caller.abort(reason);
+      subscriber.error(new Transient('down'));
+    });
+    const outcome = contextStorage
+      .run(caller, () => lastValueFrom(retry.observe(source)))
+      .catch((error: unknown) => error);
+    expect(await outcome).toBe(reason);
+    expect(subscriptions).toBe(1);
     expect(clock.pendingTimers).toBe(0);
   });
 
@@ -148,5 +193,56 @@ describe('retry: caller cancellation (Resilience4j and Polly conformance)', () =
     await clock.advance(WAIT);
     expect(await call).toBe('ok');
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+  });
+});
+
+describe('retry in the fused pipeline: caller cancellation', () => {
+  function fused(withFallback: boolean) {
+    const clock = new VirtualClock();
+    const retry = new RetryPolicy(
+      'cancellable',
+      { ...RETRY_SCHEMA.defaults, jitter: 'none', waitDuration: WAIT, maxAttempts: 3 },
+      clock,
+    );
+    let calls = 0;
+    let fail = true;
+    const layers: StandardLayers = {
+      retry,
+      fallback: withFallback
+        ? new FallbackPolicy('Payments.pay', [{ errors: [Transient], handler: () => 'fell back' }])
+        : undefined,
+    };
+    const caller = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+    const pipeline = new StandardPipeline(
+      layers,
+      () => {
+        calls++;
+        return fail ? Promise.reject(new Transient('down')) : Promise.resolve('paid');
+      },
+      clock,
+    );
+    return {
+      caller,
+      calls: () => calls,
+      succeed: () => (fail = false),
+      run: () => contextStorage.run(caller, () => pipeline.run([])),
+    };
+  }
+
+  it('an aborted caller starts no attempt and gets the abort, as under the retry alone (the fused pipeline ran its first attempt)', async () => {
+    const { caller, calls, succeed, run } = fused(false);
+    succeed();
+    const reason = cancelled();
+    caller.abort(reason);
+    await expect(run()).rejects.toBe(reason);
+    expect(calls()).toBe(0);
+  });
+
+  it('the abort of an aborted caller passes a fallback that does not match it', async () => {
+    const { caller, calls, run } = fused(true);
+    const reason = cancelled();
+    caller.abort(reason);
+    await expect(run()).rejects.toBe(reason);
+    expect(calls()).toBe(0);
   });
 });

@@ -402,7 +402,7 @@ describe(`${DOC}: the configuration reference`, () => {
 
   it('has TypeScript snippets that boot: each module, and each provider under ResilienceModule.forRoot()', async () => {
     // Blocks reading a file of the reader's (an application.yml) only compile here.
-    const blocks = [...text.matchAll(/```ts\n([\s\S]*?)```/g)]
+    const blocks = [...text.matchAll(/```ts[^\n]*\n([\s\S]*?)```/g)]
       .map((m) => m[1])
       .filter((b) => !b.includes('readFileSync('));
     const dir = mkdtempSync(join(__dirname, '..', '..', 'docs', 'examples', '.configuration-run-'));

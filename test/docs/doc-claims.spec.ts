@@ -4,7 +4,7 @@ import { join } from 'node:path';
 const root = join(__dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(root, path), 'utf8');
 const blocks = (text: string, lang: string): string[] =>
-  [...text.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]);
+  [...text.matchAll(new RegExp('```' + lang + '(?: [^\\n]*)?\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]);
 
 /** Claims the docs make about each other and about package.json, kept in step. */
 describe('doc claims', () => {

@@ -16,7 +16,7 @@ describe("README's forRootAsync + @nestjs/config recipe", () => {
 
   beforeAll(() => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
+    const blocks = [...readme.matchAll(/```ts[^\n]*\n([\s\S]*?)```/g)]
       .map((m) => m[1])
       .filter((code) => code.includes('forRootAsync'));
     expect(blocks).toHaveLength(1);

@@ -1,7 +1,19 @@
-import { Injectable } from '@nestjs/common';
+import { Controller, Get, Inject, Injectable } from '@nestjs/common';
+import request from 'supertest';
 import { Test } from '@nestjs/testing';
-import { isObservable, lastValueFrom, Observable, of } from 'rxjs';
-import { Bulkhead, CircuitBreaker, ResilienceModule, Retry, Timeout, VirtualClock } from '../../lib';
+import { isObservable, lastValueFrom, Observable, of, tap } from 'rxjs';
+import {
+  Bulkhead,
+  CircuitBreaker,
+  currentSignal,
+  remainingTime,
+  ResilienceModule,
+  ResilienceRegistry,
+  Retry,
+  Timeout,
+  TimeoutExceededError,
+  VirtualClock,
+} from '../../lib';
 import { DECORATOR_ON_PLAIN_VALUE, DECORATOR_ON_STATIC } from '../../lib/resilience.messages';
 
 class Broken extends Error {}
@@ -117,5 +129,214 @@ describe('what a decorated method may return', () => {
     expect(isObservable(observed)).toBe(true);
     await expect(lastValueFrom(observed!)).rejects.toBeInstanceOf(Broken);
     await moduleRef.close();
+  });
+});
+
+/** What a call saw while it ran: its signal, the bulkhead's free permits and the time it had left. */
+interface Sight {
+  readonly signal: AbortSignal | undefined;
+  readonly available: number;
+  readonly remaining: number;
+}
+
+/** Methods with no declared return type, as TypeScript compiles a non-`async` method without an annotation. */
+@Injectable()
+class Undeclared {
+  readonly sights: Sight[] = [];
+  calls = 0;
+  subscriptions = 0;
+  failuresLeft = 0;
+
+  constructor(private readonly registry: ResilienceRegistry) {}
+
+  sight(): void {
+    this.sights.push({
+      signal: currentSignal(),
+      available: this.registry.bulkhead('b').metrics.availableConcurrentCalls,
+      remaining: remainingTime(),
+    });
+  }
+
+  @Retry('r')
+  @Bulkhead('b')
+  @Timeout(1000)
+  load() {
+    this.calls++;
+    this.sight();
+    if (this.failuresLeft > 0) {
+      this.failuresLeft--;
+      return Promise.reject(new Broken('try again'));
+    }
+    return Promise.resolve(this.calls);
+  }
+
+  @Retry('r')
+  @Bulkhead('b')
+  @Timeout(1000)
+  stream() {
+    this.calls++;
+    return new Observable<number>((subscriber) => {
+      this.subscriptions++;
+      this.sight();
+      subscriber.next(1);
+      subscriber.next(2);
+      subscriber.complete();
+    });
+  }
+
+  teardowns = 0;
+
+  @Timeout(1000)
+  silent() {
+    this.calls++;
+    return new Observable<number>(() => () => this.teardowns++);
+  }
+}
+
+@Controller('undeclared')
+class UndeclaredRoutes {
+  @Retry('r')
+  @Get('stock')
+  stock() {
+    return of(7, 8);
+  }
+
+  @Retry('r')
+  @Get('price')
+  price() {
+    return Promise.resolve({ price: 3 });
+  }
+}
+
+/** The same methods as a compiler that writes no decorator metadata (esbuild, Vite, SWC without it) leaves them. */
+class Bare {
+  readonly sights: Sight[] = [];
+  calls = 0;
+
+  constructor(private readonly registry: ResilienceRegistry) {}
+
+  load(): Promise<number> {
+    this.calls++;
+    this.sights.push({
+      signal: currentSignal(),
+      available: this.registry.bulkhead('b').metrics.availableConcurrentCalls,
+      remaining: remainingTime(),
+    });
+    return Promise.resolve(this.calls);
+  }
+}
+const bareLoad = Object.getOwnPropertyDescriptor(Bare.prototype, 'load')!;
+Object.defineProperty(
+  Bare.prototype,
+  'load',
+  Reflect.decorate([Bulkhead('b'), Timeout(1000)], Bare.prototype, 'load', bareLoad),
+);
+Inject(ResilienceRegistry)(Bare, undefined, 0);
+Injectable()(Bare);
+
+describe('a method with no declared return type', () => {
+  async function boot() {
+    const clock = new VirtualClock();
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ResilienceModule.forRoot({
+          clock,
+          deadline: { attemptContext: 'always' },
+          retry: { instances: { r: { maxAttempts: 3, waitDuration: 0, retryExceptions: [Broken] } } },
+          bulkhead: { instances: { b: { maxConcurrentCalls: 4 } } },
+        }),
+      ],
+      providers: [Undeclared, Bare],
+      controllers: [UndeclaredRoutes],
+    }).compile();
+    moduleRef.useLogger(false);
+    await moduleRef.init();
+    return Object.assign(moduleRef, { clock });
+  }
+
+  /** A call that ran inside the bulkhead and the time limiter: with the attempt's signal, one permit taken and 1 s left. */
+  const inside = (sight: Sight) => {
+    expect(sight.signal).toBeInstanceOf(AbortSignal);
+    expect(sight.available).toBe(3);
+    expect(sight.remaining).toBeLessThanOrEqual(1000);
+  };
+
+  it('runs its first call of a Promise-returning method inside the policies (signal, permit, deadline), as every later one', async () => {
+    const moduleRef = await boot();
+    const undeclared = moduleRef.get(Undeclared);
+    expect(Reflect.getMetadata('design:returntype', Undeclared.prototype, 'load')).toBeUndefined();
+    await expect(undeclared.load()).resolves.toBe(1);
+    await expect(undeclared.load()).resolves.toBe(2);
+    expect(undeclared.sights).toHaveLength(2);
+    undeclared.sights.forEach(inside);
+    await moduleRef.close();
+  });
+
+  it('retries its first call by calling the method again per attempt, each inside the policies', async () => {
+    const moduleRef = await boot();
+    const undeclared = moduleRef.get(Undeclared);
+    undeclared.failuresLeft = 2;
+    await expect(undeclared.load()).resolves.toBe(3);
+    expect(undeclared.calls).toBe(3);
+    undeclared.sights.forEach(inside);
+    await moduleRef.close();
+  });
+
+  it("runs an Observable-returning method's first call once, inside the policies, and its later calls lazily", async () => {
+    const moduleRef = await boot();
+    const undeclared = moduleRef.get(Undeclared);
+    const first = undeclared.stream() as unknown as Observable<number> & PromiseLike<number>;
+    expect(isObservable(first)).toBe(true);
+    await expect(lastValueFrom(first)).resolves.toBe(2);
+    await expect(first).resolves.toBe(2);
+    expect(undeclared.calls).toBe(1);
+    expect(undeclared.subscriptions).toBe(1);
+    inside(undeclared.sights[0]);
+
+    const second = undeclared.stream();
+    expect(isObservable(second)).toBe(true);
+    expect(undeclared.subscriptions).toBe(1);
+    const values: number[] = [];
+    await lastValueFrom(second.pipe(tap((value) => values.push(value))));
+    expect(values).toEqual([1, 2]);
+    expect(undeclared.subscriptions).toBe(2);
+    inside(undeclared.sights[1]);
+    await moduleRef.close();
+  });
+
+  it('runs the first call inside the policies when the class was compiled without decorator metadata', async () => {
+    const moduleRef = await boot();
+    const bare = moduleRef.get(Bare);
+    expect(Reflect.hasMetadata('design:returntype', Bare.prototype, 'load')).toBe(false);
+    await expect(bare.load()).resolves.toBe(1);
+    await expect(bare.load()).resolves.toBe(2);
+    expect(bare.sights).toHaveLength(2);
+    bare.sights.forEach(inside);
+    await moduleRef.close();
+  });
+
+  it("ends the first call's subscription at its time limit, as the Observable path does", async () => {
+    const moduleRef = await boot();
+    const undeclared = moduleRef.get(Undeclared);
+    const first = undeclared.silent() as unknown as Promise<number>;
+    const outcome = first.then(
+      () => 'answered',
+      (error: unknown) => error,
+    );
+    await moduleRef.clock.advance(1000);
+    expect(await outcome).toBeInstanceOf(TimeoutExceededError);
+    expect(undeclared.teardowns).toBe(1);
+    await moduleRef.close();
+  });
+
+  it('answers the first and later requests of routes of either kind', async () => {
+    const moduleRef = await boot();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    for (let i = 0; i < 2; i++) {
+      await request(app.getHttpServer()).get('/undeclared/stock').expect(200).expect('8');
+      await request(app.getHttpServer()).get('/undeclared/price').expect(200, { price: 3 });
+    }
+    await app.close();
   });
 });

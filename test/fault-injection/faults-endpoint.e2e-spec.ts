@@ -54,6 +54,36 @@ describe('the guarded fault endpoints', () => {
     await app.close();
   });
 
+  it('serve every injection on the events feed, oldest first, and by instance name', async () => {
+    const { app, clock, shop } = await boot({
+      faultInjection: { enabled: true, instances: { psp: { latency: { rate: 1, duration: '40ms' } } } },
+    });
+    const http = () => request(app.getHttpServer());
+    const slow = shop.charge(10, false);
+    await clock.advance(50);
+    expect(await slow).toBe('charged');
+    await http()
+      .post('/actuator/faults/psp')
+      .set('x-operator', 'yes')
+      .send({ error: { rate: 1, error: 503 } })
+      .expect(200);
+    const failed = shop.charge(10, false).catch((e: unknown) => e);
+    await clock.advance(10);
+    expect(await failed).toMatchObject({ status: 503 });
+
+    const expected = [
+      expect.objectContaining({ type: 'FAULT_INJECTED', name: 'psp', kind: 'latency', durationMs: 40 }),
+      expect.objectContaining({ type: 'FAULT_INJECTED', name: 'psp', kind: 'error' }),
+    ];
+    const all = (await http().get('/actuator/faultevents').expect(200)).body.faultEvents;
+    expect(all).toEqual(expected);
+    expect(new Date(all[0].creationTime).toISOString()).toBe(all[0].creationTime);
+    expect(all[1].durationMs).toBeUndefined();
+    expect((await http().get('/actuator/faultevents/psp').expect(200)).body.faultEvents).toEqual(expected);
+    expect((await http().get('/actuator/faultevents/inventory').expect(200)).body.faultEvents).toEqual([]);
+    await app.close();
+  });
+
   it('answer 409 when fault injection is off', async () => {
     const { app } = await boot({});
     const { body } = await request(app.getHttpServer())

@@ -1,8 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { PATH_METADATA, RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import {
+  HEADERS_METADATA,
+  HTTP_CODE_METADATA,
+  PATH_METADATA,
+  RESPONSE_PASSTHROUGH_METADATA,
+  ROUTE_ARGS_METADATA,
+} from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import {
+  NEST_HEADERS_METADATA,
+  NEST_HTTP_CODE_METADATA,
   NEST_PATH_METADATA,
   NEST_RESPONSE_PASSTHROUGH_METADATA,
   NEST_ROUTE_ARGS_METADATA,
@@ -36,6 +44,8 @@ describe('imports of NestJS in lib/', () => {
     expect(NEST_PATH_METADATA).toBe(PATH_METADATA);
     expect(NEST_ROUTE_ARGS_METADATA).toBe(ROUTE_ARGS_METADATA);
     expect(NEST_RESPONSE_PASSTHROUGH_METADATA).toBe(RESPONSE_PASSTHROUGH_METADATA);
+    expect(NEST_HTTP_CODE_METADATA).toBe(HTTP_CODE_METADATA);
+    expect(NEST_HEADERS_METADATA).toBe(HEADERS_METADATA);
     expect(NestRouteParamtype.RESPONSE).toBe(RouteParamtypes.RESPONSE);
     expect(NestRouteParamtype.NEXT).toBe(RouteParamtypes.NEXT);
   });

@@ -20,12 +20,44 @@ import { LaggingClock, nestedPipeline } from '../support/pipelines';
  * sequences: clients pay with one key each, retrying the same key; every
  * attempt that reaches the method charges, and the provider deduplicates
  * charges on the downstream key derived from the claim, as real ones do.
+ * Each try is a request of its own, which its caller may cancel (abort its
+ * signal) at a drawn point: before the call, during an attempt, during a
+ * backoff wait, or after the answer.
  * Invariants: at most one charge per key, "rejected, not charged" only when nothing was charged, a late
- * result never a success, and once all is settled no permit or listener
- * is left behind.
+ * result never a success, no attempt after the caller's abort, a wait that
+ * ends at the abort, the abort as the answer unless a success came first,
+ * and once all is settled no permit, breaker permission or listener is
+ * left behind, and the breaker recorded each call that reached the method once.
  */
 type Fault = 'success' | 'failure' | 'timeout' | 'late' | 'effectThenBreakerOpens';
 type StoreFault = 'none' | 'failBefore' | 'failAfter';
+type CancelPoint = 'none' | 'before' | 'attempt' | 'wait' | 'after';
+
+/** Where a client's caller cancels: in try `tryIndex`, at its `nth` attempt or wait, `offsetMs` into a wait. */
+interface Cancel {
+  readonly point: CancelPoint;
+  readonly tryIndex: number;
+  readonly nth: number;
+  readonly offsetMs: number;
+}
+
+/** One try of a client: a request of its own, and what became of it. */
+interface Try {
+  readonly id: string;
+  readonly request: ResilienceContext;
+  readonly reason: DOMException;
+  invoked: number;
+  waits: number;
+  inWait: boolean;
+  retried: boolean;
+  replayed: boolean;
+  settled: boolean;
+  abortedAt?: number;
+  abortPhase?: Exclude<CancelPoint, 'none'>;
+  attemptsAfterAbort: number;
+  settledAt?: number;
+  answer?: unknown;
+}
 
 const LIMIT_MS = 20;
 
@@ -60,11 +92,14 @@ interface Scenario {
   /** With a "rejected, not charged" fallback for refusals, or without (the refusal then reaches @Idempotent). */
   readonly fallback: boolean;
   readonly lagMs: number;
+  /** Each request's deadline: none, or a day away (the time limiter then refuses an aborted request at once). */
+  readonly deadline: 'none' | 'day';
   readonly clients: ReadonlyArray<{
     readonly faults: readonly Fault[];
     readonly tries: number;
     readonly gapMs: number;
     readonly startMs: number;
+    readonly cancel: Cancel;
   }>;
   readonly storeFaults: readonly StoreFault[];
 }
@@ -94,15 +129,39 @@ async function play(scenario: Scenario) {
   const charges = new Map<string, Set<string>>();
   const chargesInTry = new Map<string, number>();
   const attempts = new Map<number, number>();
+  const tries = new Map<string, Try>();
+  const triesByRequest = new Map<ResilienceContext, Try>();
+  const cancelOf = (tryId: string): Cancel | undefined => {
+    const [client, index] = tryId.split('/').map(Number);
+    const cancel = scenario.clients[client].cancel;
+    return cancel.tryIndex === index ? cancel : undefined;
+  };
+  const abort = (t: Try): void => {
+    if (t.abortedAt !== undefined) return;
+    t.abortedAt = clock.now();
+    t.abortPhase = t.settled ? 'after' : t.inWait ? 'wait' : t.invoked === 0 && !t.retried ? 'before' : 'attempt';
+    t.request.abort(t.reason);
+  };
+  // Attempts and waits of a try, seen from the retry's events, which come in the try's request context.
+  const tryInContext = () => triesByRequest.get(contextStorage.getStore()!);
+  let breakerRecorded = 0;
+  let reachedMethod = 0;
 
   // The provider: every attempt that reaches it charges, then answers as the client's fault script says.
   const invoke = (args: unknown[]): Promise<unknown> => {
     const [client, key, tryId] = args as [number, string, string];
+    reachedMethod++;
+    const t = tries.get(tryId)!;
+    if (t.request.aborted) t.attemptsAfterAbort++;
+    t.inWait = false;
+    t.invoked++;
     const n = attempts.get(client) ?? 0;
     attempts.set(client, n + 1);
     charges.set(key, (charges.get(key) ?? new Set()).add(downstreamIdempotencyKey('charge')));
     chargesInTry.set(tryId, (chargesInTry.get(tryId) ?? 0) + 1);
     void currentSignal();
+    const cancel = cancelOf(tryId);
+    if (cancel?.point === 'attempt' && t.invoked - 1 === cancel.nth) abort(t);
     const faults = scenario.clients[client].faults;
     const fault = faults[n % faults.length];
     return new Promise((resolve, reject) => {
@@ -135,6 +194,33 @@ async function play(scenario: Scenario) {
     timeLimiter: registry.timeLimiter('pay'),
     bulkhead,
   };
+  const retry = registry.retry('pay');
+  retry.onAttempt(() => {
+    const t = tryInContext();
+    if (t === undefined) return;
+    if (t.request.aborted) t.attemptsAfterAbort++;
+    t.inWait = false;
+    t.retried = true;
+  });
+  retry.onRetry(() => {
+    const t = tryInContext();
+    if (t === undefined) return;
+    t.inWait = true;
+    const cancel = cancelOf(t.id);
+    if (cancel?.point === 'wait' && t.waits++ === cancel.nth)
+      clock.setTimeout(() => {
+        if (t.inWait && !t.settled) abort(t);
+      }, cancel.offsetMs);
+  });
+  breaker.onSuccess(() => breakerRecorded++);
+  breaker.onError(() => breakerRecorded++);
+  breaker.onIgnoredError(() => breakerRecorded++);
+  let bulkheadRejected = 0;
+  let permitted = 0;
+  let finished = 0;
+  bulkhead.onCallRejected(() => bulkheadRejected++);
+  bulkhead.onCallPermitted(() => permitted++);
+  bulkhead.onCallFinished(() => finished++);
   const run =
     scenario.kind === 'standard' ? new StandardPipeline(layers, invoke, clock).run : nestedPipeline(layers, invoke);
   const idempotent = new IdempotentMethod(
@@ -152,29 +238,53 @@ async function play(scenario: Scenario) {
       key: (_client: unknown, key: unknown) => key as string,
       fingerprint: (client: unknown) => client,
     },
-    () => undefined,
+    (outcome) => {
+      const t = tryInContext();
+      if (outcome === 'replayed' && t !== undefined) t.replayed = true;
+    },
     () => undefined,
   );
 
-  const request = new ResilienceContext(clock, clock.now() + 24 * 3_600_000);
-  const requestSignal = request.signal;
   const answers: Array<{ tryId: string; answer: unknown }> = [];
   let running = scenario.clients.length;
   const sleep = (ms: number) => new Promise<void>((resolve) => clock.setTimeout(resolve, ms));
+  const deadline = scenario.deadline === 'none' ? Number.POSITIVE_INFINITY : 24 * 3_600_000;
   scenario.clients.forEach((client, c) => {
-    void contextStorage.run(request, async () => {
+    void (async () => {
       await sleep(client.startMs);
-      for (let t = 0; t < client.tries; t++) {
-        const tryId = `${c}/${t}`;
-        const answer = await idempotent.call(run, [c, `key-${c}`, tryId]).then(
-          (value) => value,
-          (error: unknown) => ({ error: (error as Error).constructor.name }),
-        );
+      for (let i = 0; i < client.tries; i++) {
+        const tryId = `${c}/${i}`;
+        const t: Try = {
+          id: tryId,
+          request: new ResilienceContext(clock, clock.now() + deadline),
+          reason: new DOMException(`client ${tryId} cancelled`, 'AbortError'),
+          invoked: 0,
+          waits: 0,
+          inWait: false,
+          retried: false,
+          replayed: false,
+          settled: false,
+          attemptsAfterAbort: 0,
+        };
+        tries.set(tryId, t);
+        triesByRequest.set(t.request, t);
+        const cancel = cancelOf(tryId);
+        if (cancel?.point === 'before') abort(t);
+        const answer = await contextStorage
+          .run(t.request, () => idempotent.call(run, [c, `key-${c}`, tryId]))
+          .then(
+            (value) => value,
+            (error: unknown) => ({ error }),
+          );
+        t.settled = true;
+        t.settledAt = clock.now();
+        t.answer = answer;
         answers.push({ tryId, answer });
+        if (cancel?.point === 'after') abort(t);
         await sleep(client.gapMs);
       }
       running--;
-    });
+    })();
   });
   for (let step = 0; step < 10_000 && running > 0; step++) if (!(await clock.runNext())) await VirtualClock.settle();
   expect(running).toBe(0);
@@ -188,23 +298,73 @@ async function play(scenario: Scenario) {
     if (typeof answer === 'object' && answer !== null && 'late' in answer)
       expect({ tryId, late: (answer as { late: boolean }).late }).toEqual({ tryId, late: false });
   }
+  for (const t of tries.values()) {
+    if (t.abortedAt === undefined || t.abortPhase === 'after') continue;
+    const seen = { tryId: t.id, phase: t.abortPhase };
+    expect({ ...seen, attemptsAfterAbort: t.attemptsAfterAbort }).toEqual({ ...seen, attemptsAfterAbort: 0 });
+    if (t.abortPhase === 'wait')
+      expect({ ...seen, settledAt: t.settledAt }).toEqual({ ...seen, settledAt: t.abortedAt });
+    expect({ ...seen, answer: describeAnswer(t) }).toEqual({
+      ...seen,
+      answer: expect.stringMatching(allowedAfterAbort(t)),
+    });
+  }
   expect(bulkhead.metrics).toEqual({ availableConcurrentCalls: 2, maxAllowedConcurrentCalls: 2, queueDepth: 0 });
+  // Each attempt the breaker let through ended once: at the method, or refused by the bulkhead inside it.
+  expect({ breakerRecorded }).toEqual({ breakerRecorded: reachedMethod + bulkheadRejected });
+  expect({ permitted, finished }).toEqual({ permitted: reachedMethod, finished: reachedMethod });
   if (breaker.state === 'HALF_OPEN') expect(breaker.tryAcquirePermission()).toBe(true);
-  expect(getEventListeners(requestSignal, 'abort')).toHaveLength(0);
-  request.dispose();
+  for (const t of tries.values()) {
+    expect({ tryId: t.id, listeners: getEventListeners(t.request.signal, 'abort').length }).toEqual({
+      tryId: t.id,
+      listeners: 0,
+    });
+    t.request.dispose();
+  }
   registry.dispose();
 }
 
+/** A try's answer in a word: `abort` (its own caller's), `success`, `replay` (a stored answer given again), `fallback`, or the error's class. */
+function describeAnswer(t: Try): string {
+  const answer = t.answer;
+  if (t.replayed) return 'replay';
+  if (answer === 'rejected, not charged') return 'fallback';
+  if (typeof answer === 'object' && answer !== null && 'error' in answer) {
+    const error = answer.error;
+    return error === t.reason ? 'abort' : (error as Error).constructor.name;
+  }
+  return 'success';
+}
+
+/**
+ * What a try cancelled before it settled may answer: its abort; a success
+ * that was under way when the abort came (an attempt already running); a
+ * replay of an earlier try's success; or an answer of the idempotency layer
+ * (a key still held, a store that failed), which runs before the pipeline.
+ */
+function allowedAfterAbort(t: Try): RegExp {
+  return t.abortPhase === 'attempt'
+    ? /^(abort|success|replay|Idempotency\w+Error)$/
+    : /^(abort|replay|Idempotency\w+Error)$/;
+}
+
 describe('the pipeline under drawn faults', () => {
-  it('charges at most once per key, says "not charged" only when nothing was, never answers late, and leaks no permit or listener', async () => {
+  it("charges at most once per key, says 'not charged' only when nothing was, never answers late, stops at the caller's abort, and leaks no permit or listener", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.record({
           kind: fc.constantFrom<Scenario['kind']>('standard', 'nested'),
           fallback: fc.boolean(),
           lagMs: fc.constantFrom(0, 3),
+          deadline: fc.constantFrom<Scenario['deadline']>('none', 'day'),
           clients: fc.array(
             fc.record({
+              cancel: fc.record({
+                point: fc.constantFrom<CancelPoint>('none', 'before', 'attempt', 'wait', 'after'),
+                tryIndex: fc.integer({ min: 0, max: 2 }),
+                nth: fc.integer({ min: 0, max: 2 }),
+                offsetMs: fc.integer({ min: 1, max: 9 }),
+              }),
               faults: fc.array(
                 fc.constantFrom<Fault>('success', 'failure', 'timeout', 'late', 'effectThenBreakerOpens'),
                 { minLength: 1, maxLength: 6 },
@@ -222,7 +382,7 @@ describe('the pipeline under drawn faults', () => {
         }),
         play,
       ),
-      { numRuns: 150 },
+      { numRuns: 300 },
     );
   });
 });

@@ -292,7 +292,7 @@ describe('RedisRateLimiterStore (real Redis)', () => {
     } finally {
       for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
     }
-  }, 60_000);
+  }, 180_000);
 });
 
 describe('a shared rate limiter whose store fails', () => {
@@ -308,16 +308,16 @@ describe('a shared rate limiter whose store fails', () => {
     }
   }
 
-  it('fails closed by default: RateLimitedError carrying the store error, the method does not run', async () => {
+  it('fails closed by default: RateLimitedError with a generic message, the store error as its cause, the method does not run', async () => {
     const clock = new VirtualClock();
     const limiter = registryWith(new BrokenStore('error'), clock, {}).rateLimiter('partner');
     let ran = false;
     const outcome = await limiter.execute(async () => (ran = true)).catch((error: unknown) => error);
     expect(outcome).toBeInstanceOf(RateLimitedError);
-    expect((outcome as Error).message).toMatch(
-      /could not reach its store \(connect ECONNREFUSED 127\.0\.0\.1:1\) and fails closed/,
+    expect((outcome as Error).message).toBe(
+      "RateLimiter 'partner' could not get an answer from its store and refused the call",
     );
-    expect((outcome as Error).cause).toBeInstanceOf(Error);
+    expect(((outcome as Error).cause as Error).message).toBe('connect ECONNREFUSED 127.0.0.1:1');
     expect(ran).toBe(false);
   });
 
@@ -342,7 +342,7 @@ describe('a shared rate limiter whose store fails', () => {
     expect(limiter.metrics.numberOfWaitingThreads).toBe(1);
     await clock.advance(1);
     expect(outcome).toBeInstanceOf(RateLimitedError);
-    expect((outcome as Error).message).toMatch(/no answer within 200ms/);
+    expect(((outcome as Error).cause as Error).message).toBe('no answer within 200ms');
     expect(limiter.metrics.numberOfWaitingThreads).toBe(0);
   });
 

@@ -25,7 +25,7 @@ export function checkMarkdownSnippets(
   prepare: (code: string) => string = (code) => code,
 ): MarkdownSnippetCheck {
   const markdown = readFileSync(join(root, markdownPath), 'utf8');
-  const blocks = [...markdown.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+  const blocks = [...markdown.matchAll(/```ts[^\n]*\n([\s\S]*?)```/g)].map((m) => m[1]);
   const prefix = `.${basename(markdownPath, '.md').toLowerCase()}-`;
   const dir = mkdtempSync(join(root, 'docs', 'examples', prefix));
   try {
