@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Pool, PoolClient } from 'pg';
 import {
   DatabaseSetup,
@@ -37,6 +38,8 @@ interface Figures {
   readonly p99: number;
   /** Events of the latency run never published within 30 s after the last commit. */
   readonly unpublished: number;
+  /** This process's event-loop delay p99 during the latency run: how late any callback ran, relay or not. */
+  readonly loopDelayP99: number;
 }
 
 /** Something that relays an outbox table: start it, add events in a transaction, stop it. */
@@ -189,8 +192,10 @@ async function latency(
   pool: Pool,
   subject: Subject,
   relays: number,
-): Promise<{ latencies: number[]; unpublished: number }> {
+): Promise<{ latencies: number[]; unpublished: number; loopDelayP99: number }> {
   await subject.reset();
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
   const committedAt = new Map<string, number>();
   const latencies: number[] = [];
   const early = new Map<string, number>();
@@ -229,7 +234,8 @@ async function latency(
   while (latencies.length < total && performance.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 20));
   await stop();
-  return { latencies, unpublished: total - latencies.length };
+  loop.disable();
+  return { latencies, unpublished: total - latencies.length, loopDelayP99: loop.percentile(99) / 1e6 };
 }
 
 function quantile(values: readonly number[], q: number): number {
@@ -273,7 +279,7 @@ export const outbox: BenchSection = {
           process.stderr.write(`outbox bench: ${subject.name}, ${relays} relay(s): throughput…\n`);
           const { eventsPerSecond, drained } = await throughput(pool, subject, relays);
           process.stderr.write(`outbox bench: ${subject.name}, ${relays} relay(s): latency…\n`);
-          const { latencies, unpublished } = await latency(pool, subject, relays);
+          const { latencies, unpublished, loopDelayP99 } = await latency(pool, subject, relays);
           rows.push({
             subject: subject.name,
             relays,
@@ -282,6 +288,7 @@ export const outbox: BenchSection = {
             p50: quantile(latencies, 0.5),
             p99: quantile(latencies, 0.99),
             unpublished,
+            loopDelayP99,
           });
         }
     } finally {
@@ -298,6 +305,7 @@ export const outbox: BenchSection = {
         { heading: `p99 ms @ ${LATENCY_RATE}/s`, align: 'right' },
         { heading: 'drained', align: 'right' },
         { heading: 'never published', align: 'right' },
+        { heading: 'event-loop delay p99 ms', align: 'right' },
       ],
       rows.map((r) => [
         r.subject,
@@ -307,6 +315,7 @@ export const outbox: BenchSection = {
         r.p99.toFixed(1),
         `${r.drained}/${BACKLOG}`,
         String(r.unpublished),
+        r.loopDelayP99.toFixed(1),
       ]),
     );
   },

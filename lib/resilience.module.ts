@@ -7,7 +7,7 @@ import {
   OnApplicationBootstrap,
   OnModuleDestroy,
 } from '@nestjs/common';
-import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner } from '@nestjs/core';
+import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef } from '@nestjs/core';
 import { NO_ASYNC_OPTIONS } from './config/config.messages';
 import { ResilienceModuleOptions } from './resilience.options';
 import { IdempotencyStore } from './idempotency/idempotency-store';
@@ -61,8 +61,8 @@ interface FastifyHooks {
     },
     {
       provide: IdempotencyRegistry,
-      inject: [ResilienceRegistry],
-      useFactory: (registry: ResilienceRegistry) => new IdempotencyRegistry(registry),
+      inject: [ResilienceRegistry, ModuleRef],
+      useFactory: (registry: ResilienceRegistry, moduleRef: ModuleRef) => new IdempotencyRegistry(registry, moduleRef),
     },
     {
       provide: IdempotencyStore,

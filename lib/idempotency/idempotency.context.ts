@@ -32,14 +32,15 @@ export class IdempotencyScope {
    * @param target - `Class.method`, for messages
    * @param storeKey - the scoped key in the store
    * @param createdAt - when the operation was first claimed (kept across takeovers)
-   * @param transaction - the open transaction of a transactional method
+   * @param transaction - what a transactional method writes through: a pg client inside BEGIN, or the
+   *   `@nestjs-cls/transactional` adapter's transaction
    */
   constructor(
     readonly owner: object,
     readonly target: string,
     readonly storeKey: string,
     readonly createdAt: number,
-    readonly transaction: PostgresPoolClient | undefined,
+    readonly transaction: unknown,
   ) {}
 }
 
@@ -70,7 +71,9 @@ export function downstreamIdempotencyKey(suffix = ''): string {
  * The database connection of the current transactional `@Idempotent`
  * method (a `pg` `PoolClient` inside `BEGIN`). Make the business writes on
  * it: they commit together with the key's completion, or not at all. Do not
- * commit, roll back or release it yourself.
+ * commit, roll back or release it yourself. With `@nestjs-cls/transactional`
+ * configured, the run's transaction is the `TransactionHost`'s: write
+ * through `TransactionHost.tx` (this gives the same object).
  *
  * @throws Error outside such a method
  * @example

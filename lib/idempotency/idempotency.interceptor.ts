@@ -21,7 +21,6 @@ import {
 } from '../nest-route-metadata';
 import { StoredHttpResponse } from './idempotency-store';
 import { fingerprintOf, parseIdempotencyKey, scopedKey } from './idempotency-key';
-import { idempotencyStorage } from './idempotency.context';
 import {
   BODY_NOT_PARSED,
   CORRUPT_RECORD,
@@ -291,9 +290,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
             subscriber.complete();
           },
         });
-      const subscription = idempotencyStorage.run(run.scope, () =>
-        scope === undefined ? subscribe() : contextStorage.run(scope, subscribe),
-      );
+      const subscription = run.enter(() => (scope === undefined ? subscribe() : contextStorage.run(scope, subscribe)));
       return () => {
         // An @Idempotent request is not cancelled by its client leaving: the retry with the same key gets its answer.
         if (!handlerDone && (closed || response.destroyed)) {

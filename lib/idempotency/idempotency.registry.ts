@@ -4,6 +4,7 @@ import { EventStream, EventSubscriber } from '../events';
 import { TrampolineInfo } from '../metadata';
 import { NEST_PATH_METADATA } from '../nest-route-metadata';
 import { ResilienceRegistry } from '../resilience.registry';
+import { findTransactionHost, ProviderLookup, TransactionHostLike } from '../transaction/cls-transaction';
 import { IdempotencyStore } from './idempotency-store';
 import {
   KEY_ON_ROUTE,
@@ -56,8 +57,16 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
   /** One event per request or call through an `@Idempotent` method. */
   readonly onOutcome: EventSubscriber<IdempotencyOutcomeEvent> = this.events.subscribe;
 
-  /** @param resilience - the application's registry: its module options, clock and warnings */
-  constructor(private readonly resilience: ResilienceRegistry) {
+  private transactionHost: { readonly found: TransactionHostLike | undefined } | undefined;
+
+  /**
+   * @param resilience - the application's registry: its module options, clock and warnings
+   * @param providers - where to find the `@nestjs-cls/transactional` `TransactionHost` (Nest's `ModuleRef`)
+   */
+  constructor(
+    private readonly resilience: ResilienceRegistry,
+    private readonly providers?: ProviderLookup,
+  ) {
     this.options = resolveIdempotencyOptions(resilience.options.extras.idempotency, resilience.clock);
   }
 
@@ -129,12 +138,19 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
           options.principal !== undefined
             ? `option 'principal' of @Idempotent on ${name}`
             : 'the module option idempotency.principal',
+        transactionHost: () => this.findTransactionHost(),
       },
       (outcome, from, transport, key, error) => this.emit(outcome, from, transport, key, error),
       (message) => this.resilience.warnOnce(message),
     );
     this.methods.set(info, layer);
     return layer;
+  }
+
+  /** Looked up at the first transactional run, once every provider of the application exists. */
+  private findTransactionHost(): TransactionHostLike | undefined {
+    this.transactionHost ??= { found: findTransactionHost(this.providers) };
+    return this.transactionHost.found;
   }
 
   /**

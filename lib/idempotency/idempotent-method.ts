@@ -109,7 +109,7 @@ export class IdempotentMethod implements Policy, IdempotentTarget {
     );
     let value: R;
     try {
-      value = await idempotencyStorage.run(run.scope, () => next(arg));
+      value = await run.enter(() => next(arg));
     } catch (error) {
       run.fail(error);
       const settled = await run.finish(run.settlementForError(error));

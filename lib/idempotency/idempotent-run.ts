@@ -1,4 +1,3 @@
-import type { EventEmitter } from 'node:events';
 import { TimerHandle } from '../clock';
 import { ErrorMatcher } from '../error-matcher';
 import { httpStatusOf } from '../error-status';
@@ -10,13 +9,14 @@ import {
   IdempotencyStoreUnavailableError,
 } from '../errors';
 import { InProgressRecord, StoredResponse } from './idempotency-store';
-import { IdempotencyScope } from './idempotency.context';
+import { idempotencyStorage, IdempotencyScope } from './idempotency.context';
 import { ON_STATUS_FAILED, STORE_FULL } from './idempotency.messages';
 import { IdempotencySettlement } from './idempotency.options';
 import { reconcileStaleKey } from './idempotency.reconciliation';
 import { IdempotencyOrigin, IdempotencyStart, IdempotentTarget } from './idempotent-target';
 import { boundedStoreCall } from './store-call';
-import { PostgresPoolClient, TransactionalIdempotencyStore } from './transactional-store';
+import { asError, openRunTransaction, RunTransaction } from './run-transaction';
+import { TransactionalIdempotencyStore } from './transactional-store';
 
 /** What settling did. */
 export type SettleResult =
@@ -117,30 +117,21 @@ export class IdempotentRun {
     started: boolean,
   ): Promise<IdempotentRun> {
     const { name, settings } = target;
-    let transaction: PostgresPoolClient | undefined;
+    let transaction: RunTransaction | undefined;
     if (settings.transactional) {
       const store = settings.store as TransactionalIdempotencyStore;
-      const connecting = Promise.resolve().then(() => store.connect());
       try {
-        const client = await boundedStoreCall(settings, name, 'connect', () => connecting);
-        hearErrors(client);
-        await boundedStoreCall(settings, name, 'BEGIN', () => client.query('BEGIN'));
-        transaction = client;
+        transaction = await openRunTransaction(settings, name, store, settings.transactionHost?.());
       } catch (error) {
-        // A connection that arrives after the bound passed is discarded too.
-        connecting.then(
-          (client) => giveBack(client, asError(error)),
-          () => undefined,
-        );
         // Nothing ran: the key may be claimed again at once.
         // Stryker disable next-line StringLiteral: the operation only names a store error that is swallowed here
         await boundedStoreCall(settings, name, 'release', () => store.release(storeKey, token)).catch(() => undefined);
         throw error;
       }
     }
-    const scope = new IdempotencyScope(target, name, storeKey, record.createdAt, transaction);
+    const scope = new IdempotencyScope(target, name, storeKey, record.createdAt, transaction?.handle);
     scope.started = started;
-    return new IdempotentRun(target, storeKey, token, scope);
+    return new IdempotentRun(target, storeKey, token, scope, transaction);
   }
 
   /**
@@ -148,14 +139,24 @@ export class IdempotentRun {
    * @param storeKey - the scoped key
    * @param token - the owner token
    * @param scope - what the helpers read while the method runs
+   * @param transaction - the open transaction of a transactional method
    */
   constructor(
     private readonly target: IdempotentTarget,
     private readonly storeKey: string,
     private readonly token: string,
     readonly scope: IdempotencyScope,
+    private readonly transaction?: RunTransaction,
   ) {
     this.schedule();
+  }
+
+  /** Runs `fn` (the method) in the run's scope, and in its transaction when it has one. */
+  enter<R>(fn: () => R): R {
+    const { transaction } = this;
+    return transaction === undefined
+      ? idempotencyStorage.run(this.scope, fn)
+      : transaction.enter(() => idempotencyStorage.run(this.scope, fn));
   }
 
   /** Records that the method failed with `error`. */
@@ -205,7 +206,7 @@ export class IdempotentRun {
     // Stryker disable next-line ConditionalExpression: clearing no timer does nothing
     if (this.timer !== undefined) settings.clock.clearTimeout(this.timer);
     this.timer = undefined;
-    const transaction = this.scope.transaction;
+    const { transaction } = this;
     if (transaction !== undefined) return this.finishTransaction(transaction, decision, response);
     const { store, ttlMs } = settings;
     try {
@@ -231,7 +232,7 @@ export class IdempotentRun {
   }
 
   private async finishTransaction(
-    transaction: PostgresPoolClient,
+    transaction: RunTransaction,
     decision: IdempotencySettlement,
     response: StoredResponse | undefined,
   ): Promise<SettleResult> {
@@ -241,27 +242,24 @@ export class IdempotentRun {
     // Stryker disable next-line ConditionalExpression: callers pass a response only with 'store'
     if (decision === 'store' && response !== undefined && !this.failed) {
       try {
-        if (await store.completeInTransaction(transaction, this.storeKey, this.token, response, ttlMs)) {
-          await transaction.query('COMMIT');
-          giveBack(transaction);
+        if (await store.completeInTransaction(transaction.queryable, this.storeKey, this.token, response, ttlMs)) {
+          await transaction.commit();
           return { status: 'completed' };
         }
-        await transaction.query('ROLLBACK');
-        giveBack(transaction);
+        await transaction.rollback();
         return { status: 'rolled_back', error: new IdempotencyKeyInProgressError(name, leaseMs) };
       } catch (error) {
-        // The connection's state is unknown: discard it. The release below is owner- and state-checked,
+        // The transaction's state is unknown: let it go. The release below is owner- and state-checked,
         // so if the commit went through after all, the completed record stays.
-        giveBack(transaction, asError(error));
+        transaction.abandon(asError(error));
         await store.release(this.storeKey, this.token).catch(() => undefined);
         return { status: 'rolled_back', error };
       }
     }
     try {
-      await transaction.query('ROLLBACK');
-      giveBack(transaction);
+      await transaction.rollback();
     } catch (error) {
-      giveBack(transaction, asError(error));
+      transaction.abandon(asError(error));
     }
     try {
       // A stored error answer (a 4xx the method threw) is still the answer, with its writes rolled back.
@@ -300,38 +298,6 @@ export class IdempotentRun {
       },
     );
   }
-}
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
-}
-
-/** The error listener of each connection a run holds. */
-const errorListeners = new WeakMap<PostgresPoolClient, () => void>();
-
-/**
- * Listens for errors on a connection the run has checked out: pg-pool hears
- * only idle ones, and an unheard 'error' (a backend ended by
- * `pg_terminate_backend` or a failover) would end the process. The
- * statement that meets the dead connection fails, so the run rolls back.
- */
-function hearErrors(client: PostgresPoolClient): void {
-  const emitter = client as PostgresPoolClient & Partial<Pick<EventEmitter, 'on'>>;
-  if (typeof emitter.on !== 'function') return;
-  const ignore = () => undefined;
-  emitter.on('error', ignore);
-  errorListeners.set(client, ignore);
-}
-
-/** Returns `client` to its pool (discarding it with `error`), without the run's error listener. */
-function giveBack(client: PostgresPoolClient, error?: Error): void {
-  const listener = errorListeners.get(client);
-  if (listener !== undefined) {
-    (client as PostgresPoolClient & Pick<EventEmitter, 'removeListener'>).removeListener('error', listener);
-    errorListeners.delete(client);
-  }
-  if (error === undefined) client.release();
-  else client.release(error);
 }
 
 /** Whether `error` frees the key: one of `releaseOn`, or a connection that was never made (the request never left). */

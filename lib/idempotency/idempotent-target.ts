@@ -1,4 +1,5 @@
 import { ErrorMatcher } from '../error-matcher';
+import { TransactionHostLike } from '../transaction/cls-transaction';
 import { BulkheadFullError, CallNotPermittedError, RateLimitedError, ResilienceError } from '../errors';
 import { IdempotencyStore, InProgressRecord, StoredResponse } from './idempotency-store';
 import { CheckedIdempotentOptions } from './idempotency.options';
@@ -67,6 +68,8 @@ export interface IdempotentMethodSettings
   readonly route: boolean;
   /** Where the route's `principal` was chosen, as a refusal names it: on the decorator, or the module option. */
   readonly principalSource?: string;
+  /** The application's `@nestjs-cls/transactional` host, whose transaction a transactional run opens or joins. */
+  readonly transactionHost?: () => TransactionHostLike | undefined;
 }
 
 /** Errors raised before any call left: nothing happened, so retrying is safe. */

@@ -20,6 +20,7 @@ export { DEFAULT_IDEMPOTENCY_REDIS_PREFIX, RedisIdempotencyStore } from './redis
 export type { PostgresPoolClient, TransactionalIdempotencyStore } from './transactional-store';
 export { Idempotent } from './idempotent.decorator';
 export { IdempotencyRegistry } from './idempotency.registry';
+export type { ProviderLookup } from '../transaction/cls-transaction';
 export type { IdempotencyOutcomeEvent } from './idempotency.registry';
 export type { IdempotencyOutcome, IdempotencyTransport } from './idempotent-target';
 export { downstreamIdempotencyKey, idempotencyTransaction } from './idempotency.context';

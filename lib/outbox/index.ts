@@ -2,6 +2,7 @@ export { Outbox } from './outbox';
 export type { OutboxAddOptions } from './outbox';
 export { OutboxNoTransactionError } from './outbox.errors';
 export { isOutboxEnvelope, outboxEventId } from './outbox-event-id';
+export { OUTBOX_EVENT_ID_HEADER } from './outbox-transport';
 export { OutboxRelay } from './outbox-relay';
 export type { OutboxPublishResult, RelayDependencies, RelayPassResult } from './outbox-relay';
 export type {
@@ -20,4 +21,4 @@ export type {
   OutboxListener,
   PostgresOutboxStoreOptions,
 } from './postgres-outbox-store';
-export type { SqlRunner } from './outbox-transaction';
+export type { SqlRunner } from '../transaction/sql-runner';

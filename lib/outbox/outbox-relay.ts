@@ -63,6 +63,8 @@ export class OutboxRelay {
   private pollTimer: TimerHandle = undefined;
   private sweepTimer: TimerHandle = undefined;
   private listener: OutboxListener | undefined;
+  /** The table on the listening connection, while there is one: passes run their statements there. */
+  private onListener: PostgresOutboxStore | undefined;
   private listening = false;
 
   /**
@@ -91,9 +93,11 @@ export class OutboxRelay {
     this.deps.clock.clearTimeout(this.pollTimer);
     this.deps.clock.clearTimeout(this.sweepTimer);
     this.pollTimer = this.sweepTimer = undefined;
+    // The pass in progress runs its statements on the listening connection: let it end first.
+    await this.passing;
     this.listener?.close();
     this.listener = undefined;
-    await this.passing;
+    this.onListener = undefined;
   }
 
   /** Asks for a pass now (one is queued if a pass is running). */
@@ -111,9 +115,14 @@ export class OutboxRelay {
    * one batch have distinct ordering keys, so they are published
    * concurrently.
    */
-  async runOnce(): Promise<RelayPassResult> {
+  runOnce(): Promise<RelayPassResult> {
+    return this.pass(this.store);
+  }
+
+  /** One pass, its statements run on `store`'s connection. */
+  private async pass(store: PostgresOutboxStore): Promise<RelayPassResult> {
     const { batchSize, leaseMs } = this.options.relay;
-    const rows = await this.store.claim(this.owner, batchSize, leaseMs);
+    const rows = await store.claim(this.owner, batchSize, leaseMs);
     let refusedFor = 0;
     const outcomes = await Promise.all(
       rows.map(async (row) => {
@@ -127,11 +136,11 @@ export class OutboxRelay {
     );
     const sent = rows.filter((_, i) => outcomes[i] === 'published');
     const refused = rows.filter((_, i) => outcomes[i] === 'not_permitted');
-    await this.store.markSent(
+    await store.markSent(
       this.owner,
       sent.map((row) => row.seq),
     );
-    await this.store.release(
+    await store.release(
       this.owner,
       refused.map((row) => row.seq),
       refusedFor,
@@ -144,7 +153,7 @@ export class OutboxRelay {
         this.deps.count(rows[i].topic, outcome);
         continue;
       }
-      const state = await this.store.markFailed(
+      const state = await store.markFailed(
         this.owner,
         rows[i].seq,
         errorClass(outcome.error),
@@ -190,7 +199,8 @@ export class OutboxRelay {
       await this.ensureListening();
       for (;;) {
         this.again = false;
-        const pass = await this.runOnce();
+        // On the listening connection when there is one: a pool the application's transactions fill up does not hold the relay back.
+        const pass = await this.pass(this.onListener ?? this.store);
         // A pass that claimed anything may have freed the next event of a key: look again at once.
         if (!this.running || (pass.claimed - pass.notPermitted === 0 && !this.again)) break;
       }
@@ -208,11 +218,14 @@ export class OutboxRelay {
         () => this.wake(),
         (error) => {
           this.listener = undefined;
+          this.onListener = undefined;
           this.deps.warn(RELAY_PASS_FAILED(error));
         },
       );
-      if (this.running) this.listener = listener;
-      else listener.close();
+      if (this.running) {
+        this.listener = listener;
+        this.onListener = this.store.on(listener.connection);
+      } else listener.close();
     } finally {
       this.listening = false;
     }

@@ -1,17 +1,10 @@
 import { describe } from '../config/config.messages';
 import { PREFIX } from '../resilience.messages';
+import { OUTBOX_EVENT_ID_HEADER } from './outbox-transport';
 
 export const NO_TRANSACTION = (topic: string): string =>
   `${PREFIX}: Outbox.add('${topic}') found no transaction in scope: call it inside an @Idempotent({ transactional: true }) method, ` +
   `inside an active @nestjs-cls/transactional transaction, or pass one as { tx } (the outbox never writes on its own)`;
-
-export const TX_IS_A_POOL = (topic: string): string =>
-  `${PREFIX}: Outbox.add('${topic}') was given a pool as { tx }: a pool runs each statement in its own transaction; ` +
-  `pass the client (or ORM transaction) that holds BEGIN`;
-
-export const TX_NOT_SUPPORTED = (topic: string, tx: unknown): string =>
-  `${PREFIX}: Outbox.add('${topic}'): cannot run SQL on ${describe(tx)}; a transaction must be a pg client, ` +
-  `a TypeORM EntityManager or QueryRunner, a Kysely transaction or a Drizzle transaction`;
 
 export const BAD_TOPIC = (topic: unknown): string =>
   `${PREFIX}: Outbox.add: the topic must be a non-empty string, got ${describe(topic)}`;
@@ -41,8 +34,8 @@ export const LEASE_TOO_SHORT = (lease: number, poll: number): string =>
   `${PREFIX}: invalid configuration of outbox options: key 'relay.lease' (${lease} ms) must be longer than 'relay.pollInterval' (${poll} ms)`;
 
 export const NO_EVENT_ID = (args: readonly unknown[]): string =>
-  `${PREFIX}: outboxEventId found no outbox envelope among the handler's ${args.length} argument(s) (${args.map((a) => (a === null ? 'null' : typeof a)).join(', ')}): ` +
-  `the message was not published by the outbox relay`;
+  `${PREFIX}: outboxEventId found no outbox event id among the handler's ${args.length} argument(s) (${args.map((a) => (a === null ? 'null' : typeof a)).join(', ')}): ` +
+  `no '${OUTBOX_EVENT_ID_HEADER}' header in a NATS or RabbitMQ context and no outbox envelope; the message was not published by the outbox relay`;
 
 export const RELAY_PASS_FAILED = (error: unknown): string =>
   `${PREFIX}: outbox relay pass failed (retried at the next poll): ${error instanceof Error ? error.name : describe(error)}`;

@@ -9,6 +9,7 @@ import {
 } from '../config/option-readers';
 import { LEASE_TOO_SHORT, NOT_A_PUBLISHER, NOT_AN_OUTBOX_STORE } from './outbox.messages';
 import { OutboxEvent } from './outbox.types';
+import { messageOf } from './outbox-transport';
 import { PostgresOutboxStore } from './postgres-outbox-store';
 
 /** A Nest microservices client, as the relay uses it: `emit(pattern, data)` returning an Observable. */
@@ -123,7 +124,8 @@ export function readOutboxOptions(raw: unknown): ResolvedOutboxOptions | undefin
 /**
  * The publisher as a function. A `ClientProxy` gets `emit(topic,
  * envelope)`, where the envelope carries the event id, key and headers
- * beside the payload; the publish succeeds when the Observable completes.
+ * beside the payload (on NATS and RabbitMQ the event id is a transport
+ * header too); the publish succeeds when the Observable completes.
  */
 export function toPublishFunction(publisher: unknown): OutboxPublishFunction {
   if (typeof publisher === 'function') return publisher as OutboxPublishFunction;
@@ -133,9 +135,12 @@ export function toPublishFunction(publisher: unknown): OutboxPublishFunction {
     typeof (publisher as OutboxClientProxy).emit === 'function'
   ) {
     const client = publisher as OutboxClientProxy;
+    const message = messageOf(client);
     return (event) =>
       new Promise<void>((resolve, reject) => {
-        client.emit(event.topic, { outbox: 1, ...event }).subscribe({ complete: () => resolve(), error: reject });
+        client
+          .emit(event.topic, message({ outbox: 1, ...event }))
+          .subscribe({ complete: () => resolve(), error: reject });
       });
   }
   throw new Error(NOT_A_PUBLISHER(publisher));

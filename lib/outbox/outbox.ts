@@ -3,13 +3,13 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, Optional }
 import { ModuleRef } from '@nestjs/core';
 import { TimerHandle } from '../clock';
 import { idempotencyStorage } from '../idempotency/idempotency.context';
-import { OptionalPeer, tryLoadOptionalPeer } from '../optional-peer';
 import { ResilienceRegistry } from '../resilience.registry';
 import { OutboxNoTransactionError } from './outbox.errors';
 import { BAD_ADD_OPTION, BAD_TOPIC, OUTBOX_NOT_CONFIGURED, PAYLOAD_NOT_JSON } from './outbox.messages';
 import { readOutboxOptions, ResolvedOutboxOptions } from './outbox.options';
 import { OutboxPublishResult, OutboxRelay } from './outbox-relay';
-import { SqlRunner, sqlRunnerOf } from './outbox-transaction';
+import { findTransactionHost, TransactionHostLike } from '../transaction/cls-transaction';
+import { SqlRunner, sqlRunnerOf } from '../transaction/sql-runner';
 import { OutboxRow, OutboxStats } from './outbox.types';
 
 /** Options of {@link Outbox.add}. */
@@ -23,18 +23,6 @@ export interface OutboxAddOptions {
   /** The transaction to write in, when it is not found in scope: a pg client inside BEGIN, a TypeORM or Drizzle transaction. */
   tx?: unknown;
 }
-
-/** The part of `@nestjs-cls/transactional`'s `TransactionHost` the outbox reads. */
-interface TransactionHostLike {
-  isTransactionActive(): boolean;
-  readonly tx: unknown;
-}
-
-const CLS_TRANSACTIONAL: OptionalPeer<{ TransactionHost: abstract new (...args: never[]) => TransactionHostLike }> = {
-  name: '@nestjs-cls/transactional',
-  // eslint-disable-next-line @typescript-eslint/no-require-imports, @typescript-eslint/no-unsafe-return
-  load: () => require('@nestjs-cls/transactional'),
-};
 
 /**
  * The transactional outbox (module option `outbox`). {@link Outbox.add}
@@ -155,7 +143,7 @@ export class Outbox implements OnApplicationBootstrap, OnModuleDestroy {
     const settings = this.settings;
     if (settings === undefined) return;
     if (settings.createSchema) await settings.store.ensureSchema();
-    this.transactionHost = this.findTransactionHost();
+    this.transactionHost = findTransactionHost(this.moduleRef);
     if (settings.relay.enabled) {
       const { retry, circuitBreaker } = settings.relay;
       this.relayInstance = new OutboxRelay(settings, {
@@ -178,23 +166,13 @@ export class Outbox implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private transaction(topic: string, tx: unknown): SqlRunner {
-    if (tx !== undefined) return sqlRunnerOf(tx, topic);
+    const who = `Outbox.add('${topic}')`;
+    if (tx !== undefined) return sqlRunnerOf(tx, who);
     const scoped = idempotencyStorage.getStore()?.transaction;
-    if (scoped !== undefined) return sqlRunnerOf(scoped, topic);
+    if (scoped !== undefined) return sqlRunnerOf(scoped, who);
     const host = this.transactionHost;
-    if (host !== undefined && host.isTransactionActive()) return sqlRunnerOf(host.tx, topic);
+    if (host !== undefined && host.isTransactionActive()) return sqlRunnerOf(host.tx, who);
     throw new OutboxNoTransactionError(topic);
-  }
-
-  private findTransactionHost(): TransactionHostLike | undefined {
-    const peer = tryLoadOptionalPeer(CLS_TRANSACTIONAL);
-    if (peer === undefined || this.moduleRef === undefined) return undefined;
-    try {
-      return this.moduleRef.get(peer.TransactionHost, { strict: false });
-    } catch {
-      // Installed but not configured in this application: no such transaction to join.
-      return undefined;
-    }
   }
 
   private refreshStats(): void {

@@ -4,7 +4,7 @@ import { wallClock } from '../idempotency/idempotency-store';
 import { PostgresPoolClient, PostgresQueryable } from '../idempotency/transactional-store';
 import { INVALID_OUTBOX_TABLE, POOL_CANNOT_CONNECT } from './outbox.messages';
 import { OutboxEvent, OutboxEventState, OutboxRow, OutboxStats } from './outbox.types';
-import { SqlRunner } from './outbox-transaction';
+import { SqlRunner } from '../transaction/sql-runner';
 
 /** Table used when the `table` option is not given. */
 export const DEFAULT_OUTBOX_TABLE = 'resilience4nest_outbox';
@@ -46,6 +46,8 @@ export type FailedRowState = 'pending' | 'parked' | 'lost';
 
 /** A listening connection; `close` stops it. */
 export interface OutboxListener {
+  /** The connection it listens on, held out of the pool: the relay runs its statements on it too. */
+  readonly connection: PostgresQueryable;
   /** Stops listening and gives the connection back. */
   close(): void;
 }
@@ -85,6 +87,7 @@ export class PostgresOutboxStore {
   readonly clock: Clock;
   /** The LISTEN/NOTIFY channel of this table. */
   readonly channel: string;
+  private readonly tableName: string;
   private readonly table: string;
   private readonly schema: string;
   private readonly lockClass: number;
@@ -95,6 +98,7 @@ export class PostgresOutboxStore {
     const table = options.table ?? DEFAULT_OUTBOX_TABLE;
     this.pool = options.pool;
     this.clock = options.clock ?? wallClock;
+    this.tableName = table;
     this.table = quoteTable(table);
     this.schema = PostgresOutboxStore.schemaSql(table);
     this.channel = channelOf(table);
@@ -131,6 +135,16 @@ export class PostgresOutboxStore {
       `CREATE INDEX IF NOT EXISTS ${index('sent_idx')} ON ${quoted} (sent_at) WHERE state = 'sent';`,
       `CREATE INDEX IF NOT EXISTS ${index('open_idx')} ON ${quoted} (state, occurred_at) WHERE state <> 'sent';`,
     ].join('\n');
+  }
+
+  /**
+   * The same table with every statement run on `connection` (a connection
+   * held out of the pool) instead of the pool: what the relay uses, on its
+   * listening connection, so it never waits for a connection the
+   * application's transactions hold.
+   */
+  on(connection: PostgresQueryable): PostgresOutboxStore {
+    return new PostgresOutboxStore({ pool: connection, table: this.tableName, clock: this.clock });
   }
 
   /** Creates the table if it does not exist (serialized across processes by an advisory lock). */
@@ -266,7 +280,7 @@ export class PostgresOutboxStore {
       close(error instanceof Error ? error : new Error(String(error)));
       throw error;
     }
-    return { close: () => close() };
+    return { connection: client, close: () => close() };
   }
 }
 

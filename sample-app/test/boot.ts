@@ -12,7 +12,9 @@ import {
 import { createPlatformApp, initPlatformApp, Platform } from '../../test/support/platforms';
 import { AppModule, shopResilienceOptions } from '../src/app.module';
 import { Dependencies } from '../src/downstream/dependencies';
+import { LocalEvents } from '../src/events/local-events';
 import { SHOP_IDEMPOTENCY_STORE } from '../src/ops/ops.module';
+import { SHOP_DATABASE, ShopDatabase } from '../src/ops/shop-database';
 import { ClockDriver } from './clock-driver';
 
 /** The sample app booted by {@link bootSampleApp}. */
@@ -35,6 +37,7 @@ export interface BootedSampleApp {
  * @param idempotencyStore - Makes the shop's idempotency store (on the module's clock) instead of the one from the environment.
  * @param beforeInit - Configures the application before it is initialized (a middleware in front of every route, say).
  * @param options - Module options added to the shop's (e.g. `faultInjection` for a game day).
+ * @param database - Makes the shop's database instead of the one from the environment.
  */
 export async function bootSampleApp(
   logger: NestApplicationOptions['logger'],
@@ -42,6 +45,7 @@ export async function bootSampleApp(
   idempotencyStore?: (clock: VirtualClock) => { store: IdempotencyStore; close: () => Promise<void> },
   beforeInit?: (app: INestApplication) => void,
   options: ResilienceModuleOptions = {},
+  database?: () => ShopDatabase,
 ): Promise<BootedSampleApp> {
   const clock = new VirtualClock();
   const storeIo = { inFlight: 0 };
@@ -54,12 +58,19 @@ export async function bootSampleApp(
       },
     });
   }
+  if (database !== undefined) builder = builder.overrideProvider(SHOP_DATABASE).useFactory({ factory: database });
   const moduleRef = await builder
     .overrideProvider(RESILIENCE_MODULE_OPTIONS)
     .useFactory({
-      inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE],
-      factory: (config: ConfigService, dependencies: Dependencies, idempotency: { store: IdempotencyStore }) => ({
-        ...shopResilienceOptions(config, dependencies, idempotency),
+      inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE, SHOP_DATABASE, LocalEvents],
+      factory: (
+        config: ConfigService,
+        dependencies: Dependencies,
+        idempotency: { store: IdempotencyStore },
+        shopDatabase: ShopDatabase,
+        events: LocalEvents,
+      ) => ({
+        ...shopResilienceOptions(config, dependencies, idempotency, shopDatabase, events),
         clock,
         random: () => 0.5,
         ...options,

@@ -1,85 +1,20 @@
-import { Injectable, Module } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
-import {
-  ClsPluginTransactional,
-  Transactional,
-  TransactionalAdapter,
-  TransactionHost,
-} from '@nestjs-cls/transactional';
-import { TransactionalAdapterDrizzleOrm } from '@nestjs-cls/transactional-adapter-drizzle-orm';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { sql } from 'drizzle-orm';
-import { drizzle, NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
 import { ClsModule } from 'nestjs-cls';
-import { Pool, PoolClient } from 'pg';
-import { DataSource, EntityManager } from 'typeorm';
 import { Outbox, PostgresOutboxStore, ResilienceModule } from '../../lib';
 import { serverOrSkip } from '../support/server-env';
 import { states, tableName } from './outbox-kit';
+import { ORM_CASES, OrmDatabases } from './orm-cases';
 
 /** What the order service writes through its ORM: the order table and the outbox must commit together. */
 const tables = { orders: '', outbox: '' };
 
-/** An adapter for plain `pg`, as an application writes one: the transaction is a PoolClient inside BEGIN. */
-class TransactionalAdapterPg implements TransactionalAdapter<Pool, PoolClient, Record<string, never>> {
-  constructor(readonly connectionToken: unknown) {}
-
-  optionsFactory = (pool: Pool) => ({
-    wrapWithTransaction: async (
-      _options: Record<string, never>,
-      fn: () => Promise<unknown>,
-      setTx: (client?: PoolClient) => void,
-    ) => {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        setTx(client);
-        const result = await fn();
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw error;
-      } finally {
-        client.release();
-      }
-    },
-    getFallbackInstance: () => pool as unknown as PoolClient,
-  });
-}
-
-const POOL = Symbol('pool');
-const DATA_SOURCE = Symbol('dataSource');
-const DRIZZLE = Symbol('drizzle');
-
-/** Any adapter the plugin takes. */
-type PluginAdapter = ConstructorParameters<typeof ClsPluginTransactional>[0]['adapter'];
-
 /** How each ORM writes an order through the active transaction. */
-interface OrmCase {
-  readonly name: string;
-  readonly adapter: () => PluginAdapter;
-  readonly insertOrder: (tx: unknown, id: string) => Promise<unknown>;
-}
-
-const CASES: OrmCase[] = [
-  {
-    name: 'pg',
-    adapter: () => new TransactionalAdapterPg(POOL),
-    insertOrder: (tx, id) => (tx as PoolClient).query(`INSERT INTO ${tables.orders} (id) VALUES ($1)`, [id]),
-  },
-  {
-    name: 'TypeORM',
-    adapter: () => new TransactionalAdapterTypeOrm({ dataSourceToken: DATA_SOURCE }),
-    insertOrder: (tx, id) => (tx as EntityManager).query(`INSERT INTO ${tables.orders} (id) VALUES ($1)`, [id]),
-  },
-  {
-    name: 'Drizzle',
-    adapter: () => new TransactionalAdapterDrizzleOrm({ drizzleInstanceToken: DRIZZLE }),
-    insertOrder: (tx, id) =>
-      (tx as NodePgDatabase).execute(sql`INSERT INTO ${sql.raw(tables.orders)} (id) VALUES (${id})`),
-  },
-];
+const CASES = ORM_CASES.map((orm) => ({
+  ...orm,
+  insertOrder: (tx: unknown, id: string) => orm.query(tx, `INSERT INTO ${tables.orders} (id) VALUES ($1)`, [id]),
+}));
 
 describe.each(CASES)('Outbox.add joins the @nestjs-cls/transactional transaction ($name)', (orm) => {
   const url = serverOrSkip('postgres');
@@ -106,33 +41,20 @@ describe.each(CASES)('Outbox.add joins the @nestjs-cls/transactional transaction
     }
   }
 
-  let pool: Pool;
-  let dataSource: DataSource;
+  const databases = new OrmDatabases(url);
+  const { pool } = databases;
   let moduleRef: TestingModule;
 
   beforeAll(async () => {
-    pool = new Pool({ connectionString: url, max: 6 });
-    dataSource = new DataSource({ type: 'postgres', url, poolSize: 3 });
-    await dataSource.initialize();
+    await databases.open();
     tables.orders = tableName('orders');
     tables.outbox = tableName();
     await pool.query(`CREATE TABLE ${tables.orders} (id text PRIMARY KEY)`);
-
-    @Module({
-      providers: [
-        { provide: POOL, useValue: pool },
-        { provide: DATA_SOURCE, useValue: dataSource },
-        { provide: DRIZZLE, useValue: drizzle(pool) },
-      ],
-      exports: [POOL, DATA_SOURCE, DRIZZLE],
-    })
-    class DatabaseModule {}
-
     moduleRef = await Test.createTestingModule({
       imports: [
         ClsModule.forRoot({
           global: true,
-          plugins: [new ClsPluginTransactional({ imports: [DatabaseModule], adapter: orm.adapter() })],
+          plugins: [databases.plugin(orm)],
         }),
         ResilienceModule.forRoot({
           outbox: {
@@ -149,8 +71,7 @@ describe.each(CASES)('Outbox.add joins the @nestjs-cls/transactional transaction
   afterAll(async () => {
     await moduleRef?.close();
     await pool.query(`DROP TABLE IF EXISTS ${tables.orders}, ${tables.outbox}`);
-    await dataSource?.destroy();
-    await pool.end();
+    await databases.close();
   });
 
   it('commits the order and its event together, or neither', async () => {

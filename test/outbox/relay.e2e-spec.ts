@@ -164,6 +164,30 @@ describe('the outbox on PostgreSQL', () => {
       }
     });
 
+    it('publishes on its listening connection while the application holds every other connection of the pool', async () => {
+      const small = new Pool({ connectionString: url, max: 3 });
+      const busyStore = new PostgresOutboxStore({ pool: small, table, clock });
+      const { relay } = makeRelay(busyStore, publisher.publish, {
+        clock,
+        relay: { notify: true, pollInterval: '1h', lease: '2h' },
+      });
+      // The application's transactions take two of the three connections and keep them.
+      const held = [await small.connect(), await small.connect()];
+      relay.start();
+      try {
+        await inTransaction(pool, (tx) => outbox.add('t', 'while busy', { tx }));
+        await publisher.until(1);
+        // Stopping waits for the pass, which marks the event sent on the same connection.
+        await relay.stop();
+        expect(publisher.events.map((e) => e.payload)).toEqual(['while busy']);
+        expect(await states(pool, table)).toEqual({ sent: 1 });
+      } finally {
+        for (const client of held) client.release();
+        await relay.stop();
+        await small.end();
+      }
+    }, 10_000);
+
     it('publishes one event per key at a time, in commit order, without holding up other keys', async () => {
       const { relay } = makeRelay(store, publisher.publish, { clock, relay: { pollInterval: 1000, lease: 30_000 } });
       for (const n of [1, 2, 3]) await inTransaction(pool, (tx) => outbox.add('t', `k${n}`, { tx, key: 'k' }));

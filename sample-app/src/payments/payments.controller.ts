@@ -1,5 +1,6 @@
 import { BadRequestException, Body, Controller, HttpStatus, Post, Res } from '@nestjs/common';
 import { IdempotencySettlement, Idempotent, Priority } from 'resilience4nest';
+import { PaymentLedger } from './payment-ledger';
 import { PaymentOutcome, PaymentRequest, PaymentsClient } from './payments.client';
 
 const STATUS: Record<PaymentOutcome['status'], number> = {
@@ -38,7 +39,10 @@ export function customerOf(req: { headers: Record<string, string | string[] | un
 
 @Controller('payments')
 export class PaymentsController {
-  constructor(private readonly payments: PaymentsClient) {}
+  constructor(
+    private readonly payments: PaymentsClient,
+    private readonly ledger: PaymentLedger,
+  ) {}
 
   @Post()
   // Checkout is the last thing the shop gives up under overload.
@@ -51,7 +55,11 @@ export class PaymentsController {
     if (typeof body?.paymentId !== 'string' || !Number.isInteger(body.amount) || (body.amount as number) <= 0) {
       throw new BadRequestException('paymentId (string) and amount (positive integer, pence) are required');
     }
-    const outcome = await this.payments.charge({ paymentId: body.paymentId, amount: body.amount as number });
+    const amount = body.amount as number;
+    const outcome = await this.payments.charge({ paymentId: body.paymentId, amount });
+    // The capture and its payment.captured event commit together; the outbox relay publishes the event.
+    if (outcome.status === 'charged')
+      await this.ledger.recordCapture({ paymentId: outcome.paymentId, chargeId: outcome.chargeId, amount });
     res.status(STATUS[outcome.status]);
     if (outcome.status === 'rejected')
       res.header('Retry-After', String(Math.max(1, Math.ceil((outcome.retryAfterMs ?? 1000) / 1000))));

@@ -1,8 +1,14 @@
 import { loadOptionalPeer, OptionalPeer } from '../optional-peer';
-import { TX_IS_A_POOL, TX_NOT_SUPPORTED } from './outbox.messages';
+import { TX_IS_A_POOL, TX_NOT_SUPPORTED } from './transaction.messages';
 
 /** Runs one parameterized statement (`$1…$n`) on a transaction's connection. */
 export type SqlRunner = (text: string, values: unknown[]) => Promise<unknown>;
+
+/** A statement's rows and the count of rows it changed, whichever client ran it. */
+export interface SqlRows {
+  readonly rows: ReadonlyArray<Record<string, unknown>>;
+  readonly rowCount: number;
+}
 
 interface DrizzleSql {
   sql: (strings: TemplateStringsArray, ...values: unknown[]) => unknown;
@@ -31,19 +37,40 @@ type Candidate = Record<string, unknown> & {
  * A pool, a TypeORM `DataSource` or a manager outside a transaction, and a
  * Drizzle database are refused: each statement would commit on its own.
  *
- * @param topic - the event's topic, for messages
+ * @param who - what asks, for messages (`Outbox.add('order.created')`)
  */
-export function sqlRunnerOf(tx: unknown, topic: string): SqlRunner {
-  if (tx === null || typeof tx !== 'object') throw new Error(TX_NOT_SUPPORTED(topic, tx));
+export function sqlRunnerOf(tx: unknown, who: string): SqlRunner {
+  if (tx === null || typeof tx !== 'object') throw new Error(TX_NOT_SUPPORTED(who, tx));
   const candidate = tx as Candidate;
-  if (isPool(candidate)) throw new Error(TX_IS_A_POOL(topic));
+  if (isPool(candidate)) throw new Error(TX_IS_A_POOL(who));
   if (typeof candidate.execute === 'function' && typeof candidate.rollback === 'function')
     return drizzleRunner(candidate.execute.bind(candidate));
   if (typeof candidate.query === 'function') {
     const query = candidate.query.bind(candidate);
     return (text, values) => query(text, values);
   }
-  throw new Error(TX_NOT_SUPPORTED(topic, tx));
+  throw new Error(TX_NOT_SUPPORTED(who, tx));
+}
+
+/**
+ * Like {@link sqlRunnerOf}, with each answer read as `pg` gives it: rows
+ * and the count of rows changed. TypeORM answers an `UPDATE` or `DELETE`
+ * with `[rows, count]` and anything else with the rows alone; `pg` and
+ * Drizzle answer with a `pg` result.
+ */
+export function sqlRowsOf(tx: unknown, who: string): (text: string, values?: unknown[]) => Promise<SqlRows> {
+  const run = sqlRunnerOf(tx, who);
+  return async (text, values = []) => rowsOf(await run(text, values));
+}
+
+function rowsOf(result: unknown): SqlRows {
+  if (Array.isArray(result)) {
+    if (result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number')
+      return { rows: result[0] as SqlRows['rows'], rowCount: result[1] };
+    return { rows: result as SqlRows['rows'], rowCount: result.length };
+  }
+  const { rows = [], rowCount } = (result ?? {}) as { rows?: SqlRows['rows']; rowCount?: number | null };
+  return { rows, rowCount: rowCount ?? rows.length };
 }
 
 /** A pool or a connection-less ORM handle: statements on it commit one by one. */
@@ -59,7 +86,7 @@ function isPool(tx: Candidate): boolean {
 
 /** Drizzle takes SQL as its `sql` template: the text is cut at each `$n`, the values put in their places. */
 function drizzleRunner(execute: (query: unknown) => Promise<unknown>): SqlRunner {
-  const { sql } = loadOptionalPeer(DRIZZLE, 'Outbox.add on a Drizzle transaction');
+  const { sql } = loadOptionalPeer(DRIZZLE, 'SQL on a Drizzle transaction');
   return (text, values) => {
     const strings: string[] = [];
     const ordered: unknown[] = [];
