@@ -32,39 +32,25 @@ import {
 } from '../../lib/config/resilience4j-properties';
 import { CIRCUIT_BREAKER_SCHEMA } from '../../lib/circuit-breaker/circuit-breaker.config';
 import { RATE_LIMITER_SCHEMA } from '../../lib/rate-limiter/rate-limiter.config';
-import { BootedSpringApp, bootSpringApp, rejectionOf, springFixture } from '../support/spring-app';
+import {
+  BootedSpringApp,
+  bootSpringApp,
+  drive,
+  httpError,
+  refusedConnection,
+  rejectionOf,
+  springFixture,
+} from '../support/spring-app';
 import { freePort } from '../support/wait';
 
 /** An error of the application, listed by its Java name in a file. */
 class QuoteRejectedException extends Error {}
-
-const httpError = (status: number): Error => Object.assign(new Error(`HTTP ${status}`), { status });
-
-/** The error of a real connection to a closed port on 127.0.0.1 (fetch failed, ECONNREFUSED). */
-async function refusedConnection(port: number): Promise<never> {
-  const response = await fetch(`http://127.0.0.1:${port}/`);
-  throw new Error(`expected ECONNREFUSED, got HTTP ${response.status}`);
-}
 
 /** A promise and the function that settles it: a call held open until the test lets it go. */
 function gate(): { held: Promise<void>; open: () => void } {
   let open!: () => void;
   const held = new Promise<void>((resolve) => (open = resolve));
   return { held, open };
-}
-
-/** Advances virtual time in steps until `promise` settles (bounded). */
-async function drive<T>(clock: VirtualClock, promise: Promise<T>, step = 10): Promise<T> {
-  let settled = false;
-  promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  for (let i = 0; i < 1000 && !settled; i++) {
-    await clock.advance(step);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  return promise;
 }
 
 /** What each call of `calls` came to: its value, or its error's class name. */

@@ -1,18 +1,12 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { INestApplication, Injectable, Logger, Type } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { Injectable } from '@nestjs/common';
 import {
   Bulkhead,
   BulkheadFullError,
   CallNotPermittedError,
   CircuitBreaker,
   DEFAULT_ORDER,
-  fromSpringConfig,
   RateLimitedError,
   RateLimiter,
-  ResilienceModule,
-  ResilienceRegistry,
   Retry,
   Timeout,
   TimeoutExceededError,
@@ -30,78 +24,19 @@ import {
   IGNORED_SECTION_PROPERTIES,
   IGNORED_SECTIONS,
 } from '../../lib/config/resilience4j-properties';
+import {
+  BootedSpringApp,
+  bootSpringApp,
+  drive,
+  httpError,
+  refusedConnection,
+  rejectionOf,
+  springFixture,
+} from '../support/spring-app';
 import { freePort } from '../support/wait';
-
-const fixture = (name: string): string => readFileSync(join(__dirname, '..', 'fixtures', 'spring', name), 'utf8');
 
 /** An error class of the application, listed by its Java name in the YAML. */
 class BusinessException extends Error {}
-
-/** An HTTP client error carrying a status, as axios and Nest's HttpException do. */
-const httpError = (status: number): Error => Object.assign(new Error(`HTTP ${status}`), { status });
-
-/** Resolves with the error of a real connection to a closed port on 127.0.0.1 (ECONNREFUSED). */
-async function refusedConnection(port: number): Promise<never> {
-  const response = await fetch(`http://127.0.0.1:${port}/`);
-  throw new Error(`expected ECONNREFUSED, got HTTP ${response.status}`);
-}
-
-interface Booted<S> {
-  app: INestApplication;
-  service: S;
-  registry: ResilienceRegistry;
-  clock: VirtualClock;
-  warnings: string[];
-}
-
-async function boot<S>(text: string, service: Type<S>): Promise<Booted<S>> {
-  const clock = new VirtualClock();
-  const warnings: string[] = [];
-  const spy = jest
-    .spyOn(Logger.prototype, 'warn')
-    .mockImplementation((message: unknown) => void warnings.push(String(message)));
-  try {
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        ResilienceModule.forRoot({
-          ...fromSpringConfig(text),
-          clock,
-          random: () => 0.5,
-          metrics: false,
-          logging: false,
-        }),
-      ],
-      providers: [service, { provide: VirtualClock, useValue: clock }],
-    }).compile();
-    const app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
-    return { app, service: app.get(service), registry: app.get(ResilienceRegistry), clock, warnings };
-  } finally {
-    spy.mockRestore();
-  }
-}
-
-/** Advances virtual time in steps until `promise` settles (bounded). */
-async function drive<T>(clock: VirtualClock, promise: Promise<T>): Promise<T> {
-  let settled = false;
-  promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  for (let i = 0; i < 200 && !settled; i++) {
-    await clock.advance(10);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  return promise;
-}
-
-const errorOf = async (promise: Promise<unknown>): Promise<unknown> =>
-  promise.then(
-    (value) => {
-      throw new Error(`expected a rejection, got ${String(value)}`);
-    },
-    (error: unknown) => error,
-  );
 
 describe('dotted-root.yml: Resilience4j sections as dotted root keys, with Java exception lists', () => {
   @Injectable()
@@ -126,8 +61,8 @@ describe('dotted-root.yml: Resilience4j sections as dotted root keys, with Java 
     }
   }
 
-  let booted: Booted<OrderClients>;
-  beforeAll(async () => (booted = await boot(fixture('dotted-root.yml'), OrderClients)));
+  let booted: BootedSpringApp<OrderClients>;
+  beforeAll(async () => (booted = await bootSpringApp(springFixture('dotted-root.yml'), OrderClients)));
   afterAll(() => booted.app.close());
   beforeEach(() => (booted.service.attempts = 0));
 
@@ -159,34 +94,34 @@ describe('dotted-root.yml: Resilience4j sections as dotted root keys, with Java 
   it('record-exceptions [java.io.IOException] opens the breaker on real ECONNREFUSED errors', async () => {
     const port = await freePort();
     for (let i = 0; i < 5; i++) {
-      expect(await errorOf(booted.service.pay(port))).toMatchObject({ cause: { code: 'ECONNREFUSED' } });
+      expect(await rejectionOf(booted.service.pay(port))).toMatchObject({ cause: { code: 'ECONNREFUSED' } });
     }
     const breaker = booted.registry.circuitBreaker('payments');
     expect(breaker.state).toBe('OPEN');
     expect(breaker.metrics).toMatchObject({ numberOfFailedCalls: 5, failureRate: 100 });
-    expect(await errorOf(booted.service.pay(port))).toBeInstanceOf(CallNotPermittedError);
+    expect(await rejectionOf(booted.service.pay(port))).toBeInstanceOf(CallNotPermittedError);
     expect(booted.service.attempts).toBe(5);
   });
 
   it('ignore-exceptions names the application class; other errors count as successes, as in Resilience4j', async () => {
-    for (let i = 0; i < 3; i++) await errorOf(booted.service.check(new BusinessException('no stock')));
-    for (let i = 0; i < 2; i++) await errorOf(booted.service.check(new Error('a bug, not an outage')));
-    for (let i = 0; i < 2; i++) await errorOf(booted.service.check(httpError(500)));
+    for (let i = 0; i < 3; i++) await rejectionOf(booted.service.check(new BusinessException('no stock')));
+    for (let i = 0; i < 2; i++) await rejectionOf(booted.service.check(new Error('a bug, not an outage')));
+    for (let i = 0; i < 2; i++) await rejectionOf(booted.service.check(httpError(500)));
     expect(booted.registry.circuitBreaker('inventory').metrics).toMatchObject({
       numberOfBufferedCalls: 4,
       numberOfSuccessfulCalls: 2,
       numberOfFailedCalls: 2,
     });
     // The fifth recorded call reaches minimum-number-of-calls: 3 failures in 5 is 60%, over the 50% threshold.
-    await errorOf(booted.service.check(httpError(500)));
+    await rejectionOf(booted.service.check(httpError(500)));
     expect(booted.registry.circuitBreaker('inventory').state).toBe('OPEN');
   });
 
   it('retry-exceptions [HttpServerErrorException] retries an HTTP 500, which the default set does not; the business error is not retried', async () => {
-    await drive(booted.clock, errorOf(booted.service.reserve(httpError(500))));
+    await drive(booted.clock, rejectionOf(booted.service.reserve(httpError(500))));
     expect(booted.service.attempts).toBe(3);
     booted.service.attempts = 0;
-    await drive(booted.clock, errorOf(booted.service.reserve(new BusinessException('no stock'))));
+    await drive(booted.clock, rejectionOf(booted.service.reserve(new BusinessException('no stock'))));
     expect(booted.service.attempts).toBe(1);
   });
 });
@@ -208,8 +143,8 @@ describe('nested.yml: one nested kebab-case block', () => {
     }
   }
 
-  let booted: Booted<Recommendations>;
-  beforeAll(async () => (booted = await boot(fixture('nested.yml'), Recommendations)));
+  let booted: BootedSpringApp<Recommendations>;
+  beforeAll(async () => (booted = await bootSpringApp(springFixture('nested.yml'), Recommendations)));
   afterAll(() => booted.app.close());
   beforeEach(() => (booted.service.attempts = 0));
 
@@ -233,7 +168,7 @@ describe('nested.yml: one nested kebab-case block', () => {
   });
 
   it('times a slow call out at 250 ms and retries it once', async () => {
-    const error = await drive(booted.clock, errorOf(booted.service.forUser(1000)));
+    const error = await drive(booted.clock, rejectionOf(booted.service.forUser(1000)));
     expect(error).toBeInstanceOf(TimeoutExceededError);
     expect(booted.service.attempts).toBe(2);
   });
@@ -269,8 +204,8 @@ describe("backends.yml: 'backends' and 'limiters', snake_case and upper-case key
     }
   }
 
-  let booted: Booted<Catalog>;
-  beforeAll(async () => (booted = await boot(fixture('backends.yml'), Catalog)));
+  let booted: BootedSpringApp<Catalog>;
+  beforeAll(async () => (booted = await bootSpringApp(springFixture('backends.yml'), Catalog)));
   afterAll(() => booted.app.close());
 
   it('reads every instance', () => {
@@ -288,14 +223,14 @@ describe("backends.yml: 'backends' and 'limiters', snake_case and upper-case key
   it('opens at a 75% failure rate over four calls', async () => {
     for (const fail of [true, false, true, true]) await booted.service.lookup(fail).catch(() => undefined);
     expect(booted.registry.circuitBreaker('catalog').state).toBe('OPEN');
-    expect(await errorOf(booted.service.lookup(false))).toBeInstanceOf(CallNotPermittedError);
+    expect(await rejectionOf(booted.service.lookup(false))).toBeInstanceOf(CallNotPermittedError);
   });
 
   it('holds one call at a time', async () => {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     const first = booted.service.hold(gate);
-    expect(await errorOf(booted.service.hold(gate))).toBeInstanceOf(BulkheadFullError);
+    expect(await rejectionOf(booted.service.hold(gate))).toBeInstanceOf(BulkheadFullError);
     open();
     expect(await first).toBe('held');
   });
@@ -315,8 +250,8 @@ describe('aspect-orders.yml: aspect orders, tags, Micrometer and scheduler setti
     }
   }
 
-  let booted: Booted<Checkout>;
-  beforeAll(async () => (booted = await boot(fixture('aspect-orders.yml'), Checkout)));
+  let booted: BootedSpringApp<Checkout>;
+  beforeAll(async () => (booted = await bootSpringApp(springFixture('aspect-orders.yml'), Checkout)));
   afterAll(() => booted.app.close());
 
   it('boots with one warning per key, each saying what happens instead, and one with the order that would nest the layers as Spring did', () => {
@@ -345,7 +280,7 @@ describe('aspect-orders.yml: aspect orders, tags, Micrometer and scheduler setti
   });
 
   it('keeps the fixed composition order: retry stays outside the breaker although the aspect orders say otherwise', async () => {
-    await drive(booted.clock, errorOf(booted.service.pay()));
+    await drive(booted.clock, rejectionOf(booted.service.pay()));
     // Retry outermost: two attempts fill the two-call window and open the breaker, which refuses the third
     // (with the breaker outside, as these aspect orders would make it in Spring, all three attempts would run).
     expect(booted.service.attempts).toBe(2);
@@ -370,8 +305,8 @@ describe('java-exceptions.yml: Spring, java.net, Feign and Resilience4j exceptio
     }
   }
 
-  let booted: Booted<Shipping>;
-  beforeAll(async () => (booted = await boot(fixture('java-exceptions.yml'), Shipping)));
+  let booted: BootedSpringApp<Shipping>;
+  beforeAll(async () => (booted = await bootSpringApp(springFixture('java-exceptions.yml'), Shipping)));
   afterAll(() => booted.app.close());
   beforeEach(() => (booted.service.attempts = 0));
 
@@ -388,12 +323,12 @@ describe('java-exceptions.yml: Spring, java.net, Feign and Resilience4j exceptio
 
   it('ignores 4xx (HttpClientErrorException), records 5xx and connection errors (HttpServerErrorException, ConnectException)', async () => {
     const port = await freePort();
-    for (let i = 0; i < 3; i++) await errorOf(booted.service.quote(() => Promise.reject(httpError(404))));
+    for (let i = 0; i < 3; i++) await rejectionOf(booted.service.quote(() => Promise.reject(httpError(404))));
     expect(booted.registry.circuitBreaker('shipping').metrics.numberOfBufferedCalls).toBe(0);
-    await errorOf(booted.service.quote(() => refusedConnection(port)));
-    await errorOf(booted.service.quote(() => refusedConnection(port)));
-    await errorOf(booted.service.quote(() => Promise.reject(httpError(500))));
-    await errorOf(booted.service.quote(() => Promise.reject(httpError(502))));
+    await rejectionOf(booted.service.quote(() => refusedConnection(port)));
+    await rejectionOf(booted.service.quote(() => refusedConnection(port)));
+    await rejectionOf(booted.service.quote(() => Promise.reject(httpError(500))));
+    await rejectionOf(booted.service.quote(() => Promise.reject(httpError(502))));
     expect(booted.registry.circuitBreaker('shipping').metrics).toMatchObject({
       numberOfFailedCalls: 4,
       failureRate: 100,
@@ -402,10 +337,10 @@ describe('java-exceptions.yml: Spring, java.net, Feign and Resilience4j exceptio
   });
 
   it('retries feign.FeignException$InternalServerError (HTTP 500) and not an HTTP 501', async () => {
-    await drive(booted.clock, errorOf(booted.service.book(500)));
+    await drive(booted.clock, rejectionOf(booted.service.book(500)));
     expect(booted.service.attempts).toBe(3);
     booted.service.attempts = 0;
-    await drive(booted.clock, errorOf(booted.service.book(501)));
+    await drive(booted.clock, rejectionOf(booted.service.book(501)));
     expect(booted.service.attempts).toBe(1);
   });
 });
@@ -425,8 +360,8 @@ describe('ratelimiter.yml: a rate limiter section and a thread-pool bulkhead', (
     }
   }
 
-  let booted: Booted<Reports>;
-  beforeAll(async () => (booted = await boot(fixture('ratelimiter.yml'), Reports)));
+  let booted: BootedSpringApp<Reports>;
+  beforeAll(async () => (booted = await bootSpringApp(springFixture('ratelimiter.yml'), Reports)));
   afterAll(() => booted.app.close());
 
   it('boots, saying how the thread-pool bulkhead runs and which thread-pool keys have no effect', () => {
@@ -466,7 +401,7 @@ describe('ratelimiter.yml: a rate limiter section and a thread-pool bulkhead', (
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     const calls = Array.from({ length: 5 }, () => booted.service.render(gate));
-    const refused = await errorOf(calls[4]);
+    const refused = await rejectionOf(calls[4]);
     expect(refused).toBeInstanceOf(BulkheadFullError);
     expect(booted.registry.bulkhead('reports').metrics).toMatchObject({
       maxAllowedConcurrentCalls: 2,
@@ -487,8 +422,8 @@ describe('application.properties: flat lines with indexed lists', () => {
     }
   }
 
-  let booted: Booted<Pricing>;
-  beforeAll(async () => (booted = await boot(fixture('application.properties'), Pricing)));
+  let booted: BootedSpringApp<Pricing>;
+  beforeAll(async () => (booted = await bootSpringApp(springFixture('application.properties'), Pricing)));
   afterAll(() => booted.app.close());
 
   it('opens on connection errors through record-exceptions[0]=java.io.IOException', async () => {
@@ -497,7 +432,7 @@ describe('application.properties: flat lines with indexed lists', () => {
       'java.util.concurrent.TimeoutException',
     ]);
     const port = await freePort();
-    for (let i = 0; i < 4; i++) await errorOf(booted.service.price(port));
+    for (let i = 0; i < 4; i++) await rejectionOf(booted.service.price(port));
     expect(booted.registry.circuitBreaker('pricing').state).toBe('OPEN');
   });
 });

@@ -57,3 +57,29 @@ export const rejectionOf = async (promise: Promise<unknown>): Promise<unknown> =
     },
     (error: unknown) => error,
   );
+
+/** An HTTP client error carrying a status, as axios and Nest's HttpException do. */
+export const httpError = (status: number): Error => Object.assign(new Error(`HTTP ${status}`), { status });
+
+/** The error of a real connection to a closed port on 127.0.0.1 (fetch failed, ECONNREFUSED). */
+export async function refusedConnection(port: number): Promise<never> {
+  const response = await fetch(`http://127.0.0.1:${port}/`);
+  throw new Error(`expected ECONNREFUSED, got HTTP ${response.status}`);
+}
+
+/**
+ * Advances virtual time in steps until `promise` settles (bounded), letting
+ * real I/O run between steps, which `VirtualClock.runUntilSettled` does not wait for.
+ */
+export async function drive<T>(clock: VirtualClock, promise: Promise<T>, step = 10): Promise<T> {
+  let settled = false;
+  promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  for (let i = 0; i < 1000 && !settled; i++) {
+    await clock.advance(step);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return promise;
+}
