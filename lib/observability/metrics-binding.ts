@@ -8,7 +8,7 @@ import { ResilienceRegistry } from '../resilience.registry';
 import { RateLimiterPolicy } from '../rate-limiter/rate-limiter-policy';
 import { RetryPolicy } from '../retry/retry';
 import { TimeLimiter } from '../time-limiter/time-limiter';
-import { DurationHistogram } from './duration-histogram';
+import { DurationHistogram, OutcomeHistograms } from '../duration-histogram';
 import { ObservedInstance, watchInstances } from './instance-catalog';
 import { attachCollectors, Collector, Emit, FamilyDefinition } from './metric-family';
 import { DEFAULT_BUCKETS, MetricsRegistry } from './observability.options';
@@ -163,7 +163,7 @@ export interface MetricsBindingOptions {
 
 interface BreakerSeries {
   readonly breaker: CircuitBreakerPolicy;
-  readonly calls: readonly [DurationHistogram, DurationHistogram, DurationHistogram];
+  readonly calls: OutcomeHistograms;
   notPermitted: number;
 }
 
@@ -172,11 +172,12 @@ interface BulkheadSeries {
   rejected: number;
 }
 
+/** A time limiter and its own counts when the binding first saw it. */
 interface TimeLimiterSeries {
   readonly limiter: TimeLimiter;
-  successful: number;
-  failed: number;
-  timeout: number;
+  readonly successful: number;
+  readonly failed: number;
+  readonly timeout: number;
 }
 
 interface FallbackSeries {
@@ -261,15 +262,13 @@ export class ResilienceMetricsBinding {
     switch (observed.policy) {
       case 'circuitBreaker': {
         const breaker = observed.instance;
-        const calls = [
+        const calls: OutcomeHistograms = [
           new DurationHistogram(this.boundsMs),
           new DurationHistogram(this.boundsMs),
           new DurationHistogram(this.boundsMs),
-        ] as const;
+        ];
         const series: BreakerSeries = { breaker, calls, notPermitted: 0 };
-        subscribe(breaker.onSuccess(calls[0].record));
-        subscribe(breaker.onError(calls[1].record));
-        subscribe(breaker.onIgnoredError(calls[2].record));
+        subscribe(breaker.recordDurationsInto(calls));
         // The breaker's own count restarts with each window; the Prometheus counter must not.
         subscribe(breaker.onCallNotPermitted(() => void series.notPermitted++));
         this.breakers.push(series);
@@ -285,11 +284,14 @@ export class ResilienceMetricsBinding {
         break;
       }
       case 'timeLimiter': {
-        const series: TimeLimiterSeries = { limiter: observed.instance, successful: 0, failed: 0, timeout: 0 };
-        subscribe(observed.instance.onSuccess(() => void series.successful++));
-        subscribe(observed.instance.onError(() => void series.failed++));
-        subscribe(observed.instance.onTimeout(() => void series.timeout++));
-        this.limiters.push(series);
+        // The limiter counts its calls; the series count those since this binding saw it.
+        const limiter = observed.instance;
+        this.limiters.push({
+          limiter,
+          successful: limiter.successfulCalls,
+          failed: limiter.failedCalls,
+          timeout: limiter.timedOutCalls,
+        });
         break;
       }
       case 'rateLimiter':
@@ -434,10 +436,10 @@ export class ResilienceMetricsBinding {
       [
         f.timeLimiterCalls,
         (emit) => {
-          for (const s of this.limiters) {
-            emit({ name: s.limiter.name, kind: 'successful' }, s.successful);
-            emit({ name: s.limiter.name, kind: 'failed' }, s.failed);
-            emit({ name: s.limiter.name, kind: 'timeout' }, s.timeout);
+          for (const { limiter, successful, failed, timeout } of this.limiters) {
+            emit({ name: limiter.name, kind: 'successful' }, limiter.successfulCalls - successful);
+            emit({ name: limiter.name, kind: 'failed' }, limiter.failedCalls - failed);
+            emit({ name: limiter.name, kind: 'timeout' }, limiter.timedOutCalls - timeout);
           }
         },
       ],

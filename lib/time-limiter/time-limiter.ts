@@ -61,6 +61,13 @@ export class TimeLimiter implements Policy {
 
   private callContextListeners = 0;
 
+  /** @internal Calls that finished in time, counted as their {@link TimeLimiter.onSuccess} events are: what metrics read. */
+  successfulCalls = 0;
+  /** @internal Calls that failed in time, counted as their {@link TimeLimiter.onError} events are. */
+  failedCalls = 0;
+  /** @internal Calls that ran out of time, counted as their {@link TimeLimiter.onTimeout} events are. */
+  timedOutCalls = 0;
+
   /**
    * @internal Like {@link TimeLimiter.onTimeout}, for a listener that must
    * hear each timeout in the async context of its call (a tracer recording
@@ -235,6 +242,7 @@ export class TimeLimiter implements Policy {
     const error = byDeadline
       ? new DeadlineExceededError(this.name, `no time left within the request deadline`)
       : new TimeoutExceededError(this.name, limit);
+    this.timedOutCalls++;
     // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
     if (this.timeoutStream.active) this.timeoutStream.emit({ name: this.name, kind: 'timeout', error });
     return error;
@@ -252,10 +260,12 @@ export class TimeLimiter implements Policy {
   /** @internal Publishes a call that settled within its limit, as failed or successful. */
   finished(error: unknown, failed: boolean): void {
     if (failed) {
+      this.failedCalls++;
       // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
       if (this.errorStream.active) this.errorStream.emit({ name: this.name, kind: 'failed', error });
-    } else if (this.successStream.active) {
-      this.successStream.emit(this.successEvent);
+    } else {
+      this.successfulCalls++;
+      if (this.successStream.active) this.successStream.emit(this.successEvent);
     }
   }
 }

@@ -16,9 +16,8 @@ export class DurationHistogram {
     this.counts = new Float64Array(boundsMs.length + 1);
   }
 
-  /** Records one duration; an event with `durationMs` can be passed as it is. */
-  readonly record = (event: { readonly durationMs: number }): void => {
-    const ms = event.durationMs;
+  /** Records one duration, in ms. */
+  add(ms: number): void {
     const bounds = this.boundsMs;
     let i = 0;
     // Most calls fall in the first buckets, so a forward scan beats a binary search here.
@@ -26,5 +25,12 @@ export class DurationHistogram {
     this.counts[i]++;
     this.sumMs += ms;
     this.count++;
-  };
+  }
 }
+
+/** The durations of a circuit breaker's calls by outcome: successful, failed, ignored. */
+export type OutcomeHistograms = readonly [
+  successful: DurationHistogram,
+  failed: DurationHistogram,
+  ignored: DurationHistogram,
+];
