@@ -192,7 +192,7 @@ class Attempt extends TimedAttempt {
     private readonly epoch: number,
     private readonly startedAt: number,
   ) {
-    super(true);
+    super();
   }
 
   /** Waits for a permit `rateLimiter` reserved (or its refusal), then goes on with the attempt. */

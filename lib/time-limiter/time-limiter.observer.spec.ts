@@ -9,10 +9,6 @@ class RecordingObserver extends TimedAttempt {
   /** The request scope each rejection was handled in. */
   readonly contexts: Array<ResilienceContext | undefined> = [];
 
-  constructor() {
-    super(true);
-  }
-
   override calleeSettled(): void {
     this.seen.push('calleeSettled');
   }
@@ -83,10 +79,6 @@ describe('TimeLimiter with an attempt observer', () => {
 /** An attempt that maps every outcome to a value, as a fallback would. */
 class MappingObserver extends TimedAttempt {
   readonly seen: string[] = [];
-
-  constructor() {
-    super(true);
-  }
 
   override calleeSettled(): void {
     this.seen.push('calleeSettled');

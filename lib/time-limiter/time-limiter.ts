@@ -151,21 +151,20 @@ export class TimeLimiter implements Policy {
         return Promise.reject(mapped);
       }
     }
-    const byDeadline = limit < this.config.timeoutDuration;
     // Outside any scope, an attempt gets its own only when asked to: entering one costs every call (see attemptContext).
     const scope =
       parent === undefined && this.attemptContext === 'auto'
         ? undefined
         : new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
-    const timed = attempt ?? new TimedAttempt(false);
+    const timed = attempt ?? new TimedAttempt();
     timed.limiter = this;
     timed.deadline = now + limit;
     timed.scope = scope;
     timed.limit = limit;
-    timed.byDeadline = byDeadline;
     // A listener of timeouts hears each in the context of its call, not of whoever armed the shared timer.
     if (this.callContextListeners > 0) timed.context = AsyncLocalStorage.snapshot();
-    if (byDeadline) timed.armTimer(limit);
+    // A limit cut short by the request deadline is out of the queue's order: it gets a timer of its own.
+    if (limit < this.config.timeoutDuration) timed.armTimer(limit);
     else this.enqueue(timed, limit);
     return timed.start(next, arg);
   }
@@ -296,16 +295,12 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
   /** The attempt's own context; none when it runs outside every scope (`attemptContext: 'auto'`) until a policy asks. */
   scope: ResilienceContext | undefined = undefined;
   limit = 0;
-  byDeadline = false;
   /** Runs a function in the async context of the attempt's call; only while a listener needs timeouts there. */
   context: ((fn: () => Error) => Error) | undefined = undefined;
   timer: TimerHandle = undefined;
   settled = false;
   private resolve: Settle = ignore;
   private reject: Settle = ignore;
-
-  /** @param observes - the attempt settles with what {@link TimedAttempt.fulfilled} and {@link TimedAttempt.rejected} make of the outcome */
-  constructor(private readonly observes: boolean) {}
 
   /** The callee's own promise settled (also when that is after a timeout). */
   calleeSettled(): void {}
@@ -336,7 +331,8 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
       this.onRejected(error);
       return promise;
     }
-    Promise.resolve(pending).then(
+    // A method's own promise needs no wrapping: Promise.resolve would hand back the same one.
+    (pending instanceof Promise ? pending : Promise.resolve(pending)).then(
       (value) => this.onFulfilled(value),
       (error) => this.onRejected(error),
     );
@@ -356,8 +352,8 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
     const limiter = this.limiter!;
     const error =
       this.context === undefined
-        ? limiter.timedOut(this.byDeadline, this.limit)
-        : this.context(() => limiter.timedOut(this.byDeadline, this.limit));
+        ? limiter.timedOut(this.byDeadline(), this.limit)
+        : this.context(() => limiter.timedOut(this.byDeadline(), this.limit));
     if (limiter.config.cancelRunningFuture) this.scope?.abort(error);
     // A timer runs in the context of whoever armed it: an observer continues the call in its caller's.
     const parent = this.scope?.parent;
@@ -373,12 +369,8 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
     const limiter = this.limiter!;
     const now = limiter.clock.now();
     // Timers fire after I/O that is already due: a result past the limit may beat its timer, yet is a timeout.
-    if (now > this.deadline) return this.fail(limiter.timedOut(this.byDeadline, this.limit), now);
+    if (now > this.deadline) return this.fail(limiter.timedOut(this.byDeadline(), this.limit), now);
     limiter.finished(undefined, false);
-    if (!this.observes) {
-      this.resolve(value);
-      return;
-    }
     try {
       this.resolve(this.fulfilled(value, now));
     } catch (error) {
@@ -394,22 +386,24 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
     const limiter = this.limiter!;
     const now = limiter.clock.now();
     // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
-    if (now > this.deadline && !isRefusal(error)) return this.fail(limiter.timedOut(this.byDeadline, this.limit), now);
+    if (now > this.deadline && !isRefusal(error))
+      return this.fail(limiter.timedOut(this.byDeadline(), this.limit), now);
     limiter.finished(error, true);
     this.fail(error, now);
   }
 
   /** Settles the attempt with `error` (at clock time `now`, when read), or with what {@link TimedAttempt.rejected} makes of it. */
   fail(error: unknown, now?: number): void {
-    if (!this.observes) {
-      this.reject(error);
-      return;
-    }
     try {
       this.resolve(this.rejected(error, now));
     } catch (mapped) {
       this.reject(mapped);
     }
+  }
+
+  /** Whether the attempt's limit was the time left before the request deadline rather than its own `timeoutDuration`. */
+  private byDeadline(): boolean {
+    return this.limit < this.limiter!.config.timeoutDuration;
   }
 
   private finish(): void {
