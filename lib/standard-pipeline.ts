@@ -46,6 +46,8 @@ export class StandardPipeline {
   readonly drains: boolean;
   readonly limiter?: TimeLimiter;
   readonly bulkhead?: BulkheadPolicy;
+  /** @internal Attempts whose calls are over, for later calls to reuse. */
+  readonly spare: Attempt[] = [];
 
   /**
    * @param layers - the method's policies
@@ -89,7 +91,8 @@ export class StandardPipeline {
       epoch = breaker.callEpoch;
       start = this.clock.now();
     }
-    const run = new Attempt(this, args, first, epoch, start);
+    const run = this.spare.pop() ?? new Attempt(this);
+    run.prepare(args, first, epoch, start);
     const rateLimiter = this.rateLimiter;
     if (rateLimiter !== undefined) {
       // One clock reading serves the breaker's timing, the rate limiter's period and the time limit.
@@ -175,24 +178,38 @@ export class StandardPipeline {
   }
 }
 
+/** Attempts a pipeline keeps for reuse; more than this in flight at once are left to the garbage collector as they end. */
+const MAX_SPARE_ATTEMPTS = 64;
+
+const NO_ARGS: unknown[] = [];
+
 /**
  * The state of one attempt: the breaker epoch and start time to record it
  * under, and the bulkhead permit to give back when the method really ends.
- * It is also the time limiter's attempt, so a time-limited attempt is one object.
+ * It is also the time limiter's attempt, so a time-limited attempt is one
+ * object. Once its call is over (the method settled, the attempt answered,
+ * the time limiter's queue let go of it) the pipeline reuses it, so a
+ * happy-path call allocates no attempt and no callbacks of its own.
  */
 class Attempt extends TimedAttempt {
   permit = NO_PERMIT;
   /** The attempt holds a permit of a rate limiter with `drainPermissionsOnResult`, which sees its outcome. */
   drains = false;
+  private args: unknown[] = NO_ARGS;
+  private first = false;
+  private epoch = 0;
+  private startedAt = 0;
 
-  constructor(
-    private readonly pipeline: StandardPipeline,
-    private readonly args: unknown[],
-    private readonly first: boolean,
-    private readonly epoch: number,
-    private readonly startedAt: number,
-  ) {
+  constructor(private readonly pipeline: StandardPipeline) {
     super();
+  }
+
+  /** Sets the attempt up for one call: its arguments, whether it is the call's first, and the breaker epoch and start time to record it under. */
+  prepare(args: unknown[], first: boolean, epoch: number, startedAt: number): void {
+    this.args = args;
+    this.first = first;
+    this.epoch = epoch;
+    this.startedAt = startedAt;
   }
 
   /** Waits for a permit `rateLimiter` reserved (or its refusal), then goes on with the attempt. */
@@ -202,7 +219,13 @@ class Attempt extends TimedAttempt {
         this.drains = this.pipeline.drains;
         return this.pipeline.enter(this, this.args, undefined);
       },
-      (refusal: unknown) => this.rejected(refusal),
+      (refusal: unknown) => {
+        try {
+          return this.rejected(refusal);
+        } finally {
+          this.recycle();
+        }
+      },
     );
   }
 
@@ -217,13 +240,30 @@ class Attempt extends TimedAttempt {
   /** The method returned `value` (no time limiter in between). */
   settledWith(value: unknown): unknown {
     this.calleeSettled();
-    return this.fulfilled(value);
+    try {
+      return this.fulfilled(value);
+    } finally {
+      this.recycle();
+    }
   }
 
   /** The method failed with `error` (no time limiter in between). */
   failedWith(error: unknown): unknown {
     this.calleeSettled();
-    return this.rejected(error);
+    try {
+      return this.rejected(error);
+    } finally {
+      this.recycle();
+    }
+  }
+
+  protected override recycle(): void {
+    this.clear();
+    this.permit = NO_PERMIT;
+    this.drains = false;
+    this.args = NO_ARGS;
+    const spare = this.pipeline.spare;
+    if (spare.length < MAX_SPARE_ATTEMPTS) spare.push(this);
   }
 
   override calleeSettled(): void {

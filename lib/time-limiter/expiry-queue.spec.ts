@@ -1,7 +1,12 @@
 import { ExpiryQueue } from './expiry-queue';
 import type { TimedEntry } from './time-limiter.operator';
 
-const entry = (deadline: number): TimedEntry => ({ deadline, settled: false, expire: () => undefined });
+const entry = (deadline: number): TimedEntry => ({
+  deadline,
+  settled: false,
+  expire: () => undefined,
+  dequeued: () => undefined,
+});
 
 /** Takes every entry off the front, in order. */
 function drain(queue: ExpiryQueue): number[] {

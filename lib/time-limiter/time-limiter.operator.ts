@@ -11,6 +11,8 @@ export interface TimedEntry {
   /** True once it ended (in time or not): the timer skips it. */
   readonly settled: boolean;
   expire(): void;
+  /** The queue let go of it (after expiring it, when it was due). */
+  dequeued(): void;
 }
 
 /** @internal What a time-limited subscription asks of its time limiter (the policy, without a cycle back to it). */
@@ -134,6 +136,9 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     // Stryker disable next-line OptionalChaining: the inner subscription is set before its teardown can run
     this.inner?.unsubscribe();
   }
+
+  /** A subscription is queued again for each gap between values: leaving the queue ends nothing. */
+  dequeued(): void {}
 
   expire(): void {
     // Stryker disable next-line ConditionalExpression: the queue skips settled entries; finish() clears an own timer

@@ -143,13 +143,7 @@ export class TimeLimiter implements Policy {
     const limit = this.attemptLimit(parent, now);
     if (limit < 0) {
       const error = refusal(this.timedOut(true, this.config.timeoutDuration));
-      if (attempt === undefined) return Promise.reject(error);
-      attempt.calleeSettled();
-      try {
-        return Promise.resolve(attempt.rejected(error));
-      } catch (mapped) {
-        return Promise.reject(mapped);
-      }
+      return attempt === undefined ? Promise.reject(error) : attempt.refuse(error);
     }
     // Outside any scope, an attempt gets its own only when asked to: entering one costs every call (see attemptContext).
     const scope =
@@ -164,8 +158,12 @@ export class TimeLimiter implements Policy {
     // A listener of timeouts hears each in the context of its call, not of whoever armed the shared timer.
     if (this.callContextListeners > 0) timed.context = AsyncLocalStorage.snapshot();
     // A limit cut short by the request deadline is out of the queue's order: it gets a timer of its own.
-    if (limit < this.config.timeoutDuration) timed.armTimer(limit);
-    else this.enqueue(timed, limit);
+    if (limit < this.config.timeoutDuration) {
+      timed.armTimer(limit);
+    } else {
+      timed.queued = true;
+      this.enqueue(timed, limit);
+    }
     return timed.start(next, arg);
   }
 
@@ -225,6 +223,8 @@ export class TimeLimiter implements Policy {
       queue.shift();
       // Stryker disable next-line ConditionalExpression: expire() returns at once for a settled entry
       if (!entry.settled) entry.expire();
+      // Last: an attempt whose call is over may be reused from here on.
+      entry.dequeued();
     }
   };
 
@@ -233,7 +233,10 @@ export class TimeLimiter implements Policy {
   settled(): void {
     const queue = this.queue;
     // Stryker disable next-line ConditionalExpression: trimming less only keeps memory longer
-    for (let entry = queue.peek(); entry !== undefined && entry.settled; entry = queue.peek()) queue.shift();
+    for (let entry = queue.peek(); entry !== undefined && entry.settled; entry = queue.peek()) {
+      queue.shift();
+      entry.dequeued();
+    }
   }
 
   /** @internal Publishes a timeout; returns its error (`DeadlineExceededError` when the deadline was the limit). */
@@ -299,8 +302,15 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
   context: ((fn: () => Error) => Error) | undefined = undefined;
   timer: TimerHandle = undefined;
   settled = false;
+  /** On the limiter's shared queue, which may still read it. */
+  queued = false;
+  /** The callee settled and the attempt answered: past this, only the queue may still hold it. */
+  private done = false;
   private resolve: Settle = ignore;
   private reject: Settle = ignore;
+  // Made once per attempt object: a pipeline that reuses its attempts makes no callbacks per call.
+  private readonly onCalleeFulfilled = (value: unknown): void => this.onFulfilled(value);
+  private readonly onCalleeRejected = (error: unknown): void => this.onRejected(error);
 
   /** The callee's own promise settled (also when that is after a timeout). */
   calleeSettled(): void {}
@@ -333,8 +343,8 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
     }
     // A method's own promise needs no wrapping: Promise.resolve would hand back the same one.
     (pending instanceof Promise ? pending : Promise.resolve(pending)).then(
-      (value) => this.onFulfilled(value),
-      (error) => this.onRejected(error),
+      this.onCalleeFulfilled,
+      this.onCalleeRejected,
     );
     return promise;
   }
@@ -361,10 +371,57 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
     else contextStorage.run(parent, failAttempt, this, error);
   }
 
+  /**
+   * Ends an attempt refused before it started (no time left): what
+   * {@link TimedAttempt.rejected} makes of `error`.
+   */
+  refuse(error: unknown): Promise<unknown> {
+    this.calleeSettled();
+    try {
+      return Promise.resolve(this.rejected(error));
+    } catch (mapped) {
+      return Promise.reject(mapped);
+    } finally {
+      this.answered();
+    }
+  }
+
+  /** The queue let go of the attempt. */
+  dequeued(): void {
+    this.queued = false;
+    if (this.done) this.recycle();
+  }
+
+  /**
+   * Nothing of its call refers to the attempt any more (its callee settled,
+   * it answered, and it left the queue): a pipeline may reuse the object.
+   */
+  protected recycle(): void {}
+
+  /** Clears what one call left on the attempt, for the next call to reuse it. */
+  protected clear(): void {
+    this.scope = undefined;
+    this.context = undefined;
+    this.timer = undefined;
+    this.settled = false;
+    this.done = false;
+    this.resolve = ignore;
+    this.reject = ignore;
+  }
+
+  private answered(): void {
+    this.done = true;
+    if (!this.queued) this.recycle();
+  }
+
   private onFulfilled(value: unknown): void {
     this.scope?.dispose();
     this.calleeSettled();
-    if (this.settled) return;
+    if (!this.settled) this.answer(value);
+    this.answered();
+  }
+
+  private answer(value: unknown): void {
     this.finish();
     const limiter = this.limiter!;
     const now = limiter.clock.now();
@@ -381,7 +438,11 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
   private onRejected(error: unknown): void {
     this.scope?.dispose();
     this.calleeSettled();
-    if (this.settled) return;
+    if (!this.settled) this.answerError(error);
+    this.answered();
+  }
+
+  private answerError(error: unknown): void {
     this.finish();
     const limiter = this.limiter!;
     const now = limiter.clock.now();
