@@ -1,5 +1,5 @@
 import { ErrorClass } from '../error-matcher';
-import { EventStream, EventSubscriber } from '../events';
+import { EventStream, EventSubscriber, Unsubscribe } from '../events';
 import { Policy } from '../policy';
 import { catchError, from, isObservable, Observable, of } from 'rxjs';
 import { DUPLICATE_FALLBACK } from './fallback.messages';
@@ -52,6 +52,9 @@ export class FallbackPolicy implements Policy {
    */
   readonly onCall: EventSubscriber<void> = this.calls.subscribe;
 
+  /** @internal Calls reported through {@link FallbackPolicy.countCall} since the policy was made: what metrics read. */
+  reportedCalls = 0;
+
   private readonly declared = new Map<unknown, Choice>();
   // Keyed by prototype: one entry per thrown class, and it lets classes made at run time be collected.
   private readonly resolved = new WeakMap<object, Choice | null>();
@@ -79,6 +82,7 @@ export class FallbackPolicy implements Policy {
    * {@link FallbackPolicy.onCall}; the method's pipeline calls it on entry.
    */
   countCall(): void {
+    this.reportedCalls++;
     if (this.calls.active) this.calls.emit();
   }
 
@@ -152,4 +156,14 @@ function answerOf(answer: unknown): Observable<unknown> {
   if (answer !== null && typeof (answer as PromiseLike<unknown> | undefined)?.then === 'function')
     return from(answer as PromiseLike<unknown>);
   return of(answer);
+}
+
+/**
+ * @internal Counts a fallback policy's guarded calls by its
+ * {@link FallbackPolicy.onCall} event. Given as a metrics binding's
+ * `countCalls`, it tells the binding to read the policy's own count at
+ * scrape time instead, so no listener runs on every call.
+ */
+export function countReportedCalls(policy: FallbackPolicy, onCall: () => void): Unsubscribe {
+  return policy.onCall(onCall);
 }

@@ -2,7 +2,7 @@ import { BulkheadPolicy } from '../bulkhead/bulkhead-policy';
 import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
 import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
 import { Unsubscribe } from '../events';
-import { FallbackPolicy } from '../fallback/fallback';
+import { countReportedCalls, FallbackPolicy } from '../fallback/fallback';
 import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
 import { ResilienceRegistry } from '../resilience.registry';
 import { RateLimiterPolicy } from '../rate-limiter/rate-limiter-policy';
@@ -183,9 +183,11 @@ interface TimeLimiterSeries {
 interface FallbackSeries {
   readonly policy: FallbackPolicy;
   readonly byKind: Map<string, number>;
-  /** Calls of the guarded method, when they can be counted (`counted`). */
+  /** Calls of the guarded method, when they can be counted (`counted`); with `own`, the policy's count when the binding first saw it. */
   calls: number;
   readonly counted: boolean;
+  /** The calls are the policy's own count (see {@link countReportedCalls}), read at scrape time. */
+  readonly own: boolean;
 }
 
 /**
@@ -298,13 +300,16 @@ export class ResilienceMetricsBinding {
         this.rateLimiters.push(observed.instance);
         break;
       case 'fallback': {
+        const policy = observed.instance;
+        const own = this.countCalls === countReportedCalls;
         const series: FallbackSeries = {
-          policy: observed.instance,
+          policy,
           byKind: new Map(),
-          calls: 0,
+          calls: own ? policy.reportedCalls : 0,
           counted: this.countCalls !== undefined,
+          own,
         };
-        if (this.countCalls !== undefined) subscribe(this.countCalls(observed.instance, () => void series.calls++));
+        if (this.countCalls !== undefined && !own) subscribe(this.countCalls(policy, () => void series.calls++));
         subscribe(
           observed.instance.onFallback((event) => {
             const kind = event.errorClass.name;
@@ -453,7 +458,9 @@ export class ResilienceMetricsBinding {
       [
         f.fallbackGuardedCalls,
         (emit) => {
-          for (const { policy, calls, counted } of this.fallbacks) if (counted) emit({ name: policy.name }, calls);
+          for (const { policy, calls, counted, own } of this.fallbacks) {
+            if (counted) emit({ name: policy.name }, own ? policy.reportedCalls - calls : calls);
+          }
         },
       ],
       [

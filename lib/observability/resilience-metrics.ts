@@ -1,4 +1,5 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
+import { countReportedCalls } from '../fallback/fallback';
 import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
 import { LoadShedder } from '../load-shedding/load-shedder';
 import { InstanceCatalog } from './instance-catalog';
@@ -55,7 +56,7 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
       registry: this.target,
       buckets: this.options.buckets,
       fallbacks: this.catalog.fallbacks,
-      countCalls: (policy, onCall) => policy.onCall(onCall),
+      countCalls: countReportedCalls,
       idempotency: this.idempotency,
     });
     if (this.catalog.registry.options.extras.loadShedding !== undefined) {
