@@ -49,6 +49,11 @@ export const refusals: BenchSection = {
           if (!(error instanceof kind)) throw error;
           return 'refused';
         };
+      // Held once, as a caller holds its instances and handlers: the loop times the refusal, not a registry lookup.
+      const breakers = { withStack: registry.circuitBreaker('withStack'), bare: registry.circuitBreaker('bare') };
+      const limiters = { withStack: registry.rateLimiter('withStack'), bare: registry.rateLimiter('bare') };
+      const notPermitted = refused(CallNotPermittedError);
+      const rateLimited = refused(RateLimitedError);
       const asRefused = (error: unknown): string => {
         if (!(error instanceof RateLimiterRes)) throw error;
         return 'refused';
@@ -61,31 +66,31 @@ export const refusals: BenchSection = {
         },
         {
           label: LABELS.breakerDefault,
-          call: () => registry.circuitBreaker('withStack').execute(never).catch(refused(CallNotPermittedError)),
+          call: () => breakers.withStack.execute(never).catch(notPermitted),
           expect: 'refused',
         },
         {
           label: LABELS.breakerBare,
-          call: () => registry.circuitBreaker('bare').execute(never).catch(refused(CallNotPermittedError)),
+          call: () => breakers.bare.execute(never).catch(notPermitted),
           expect: 'refused',
         },
         {
           label: LABELS.limiterDefault,
-          call: () => registry.rateLimiter('withStack').execute(never).catch(refused(RateLimitedError)),
+          call: () => limiters.withStack.execute(never).catch(rateLimited),
           expect: 'refused',
         },
         {
           label: LABELS.limiterBare,
-          call: () => registry.rateLimiter('bare').execute(never).catch(refused(RateLimitedError)),
+          call: () => limiters.bare.execute(never).catch(rateLimited),
           expect: 'refused',
         },
         {
           label: LABELS.tryAcquire,
-          call: async () => registry.circuitBreaker('withStack').tryAcquirePermission(),
+          call: async () => breakers.withStack.tryAcquirePermission(),
           expect: false,
         },
-        { label: LABELS.reserve, call: async () => registry.rateLimiter('withStack').reservePermission(), expect: -1 },
-        { label: LABELS.acquire, call: () => registry.rateLimiter('withStack').acquirePermission(), expect: false },
+        { label: LABELS.reserve, call: async () => limiters.withStack.reservePermission(), expect: -1 },
+        { label: LABELS.acquire, call: () => limiters.withStack.acquirePermission(), expect: false },
       ];
       const results = await measure(candidates);
       const get = (label: string): number => results.find((r) => r.label === label)!.nsPerCall;
