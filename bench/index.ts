@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { allocation } from './allocation';
 import { idempotency } from './idempotency';
 import { layers } from './layers';
 import { memory } from './memory';
@@ -16,6 +17,7 @@ import { tracing } from './tracing';
 /** Every section, in the order `npm run bench` runs them. Add new ones here. */
 const SECTIONS: readonly BenchSection[] = [
   overhead,
+  allocation,
   refusals,
   layers,
   memory,
