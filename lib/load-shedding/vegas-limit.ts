@@ -11,10 +11,13 @@ export interface VegasSettings extends AdaptiveLimitBounds {
  * (`concurrency-limits-core/.../limit/VegasLimit.java`), after TCP Vegas:
  * the queue is estimated as `limit × (1 − minRtt / rtt)`; with no queue the
  * limit grows by β = 6·log10(limit), below α = 3·log10(limit) by log10(limit),
- * above β it shrinks by log10(limit), and a dropped request always shrinks it.
+ * above β it shrinks by log10(limit), and a dropped request shrinks it.
  * The no-load latency (`minRtt`) is the least latency seen since it was last
  * measured afresh ({@link VegasLimit.onBaseline}), so that a lasting change
- * of the baseline is learnt.
+ * of the baseline is learnt. A request dropped sooner than that counts for
+ * neither: it ended before it could have been served, its client having
+ * given up on time spent before it was let in (in the event loop or the
+ * kernel's queue), which the limit does not govern.
  */
 export class VegasLimit implements BaselineLimit {
   private estimate: number;
@@ -31,7 +34,8 @@ export class VegasLimit implements BaselineLimit {
   onSample(rttMs: number, inflight: number, dropped: boolean): void {
     const rtt = Math.max(rttMs, Number.EPSILON);
     if (this.rttNoLoad === 0 || rtt < this.rttNoLoad) {
-      this.rttNoLoad = rtt;
+      // Dropped this soon, its client left for time spent before the door, which the limit does not govern.
+      if (!dropped) this.rttNoLoad = rtt;
       return;
     }
     const current = this.estimate;
