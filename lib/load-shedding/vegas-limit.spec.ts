@@ -7,7 +7,7 @@ function vegas(): VegasLimit {
 describe('VegasLimit', () => {
   it('takes a request dropped sooner than the no-load latency neither for that latency nor as a drop: its client left for time spent before the door', () => {
     const limit = vegas();
-    limit.onBaseline(20);
+    limit.onBaseline(20, undefined);
     limit.onSample(2, 20, true);
     expect(limit.limit).toBe(20);
     // Still 20 ms of no-load latency: queue ⌈20 × (1 − 20/22)⌉ = 2, below α = 3, so it grows by 1.
@@ -15,6 +15,25 @@ describe('VegasLimit', () => {
     expect(limit.limit).toBe(21);
     // A drop after longer than that shrinks it.
     limit.onSample(25, 21, true);
+    expect(limit.limit).toBe(20);
+  });
+
+  it('grows back from the limit a new no-load latency was measured under, when requests filled it, so it meets its sweet spot from below', () => {
+    const limit = vegas();
+    limit.onSample(20, 20, false);
+    // No-load 20 ms, 30 ms measured: queue ⌈20 × (1 − 20/30)⌉ = 7, above β = 6.
+    limit.onSample(30, 20, false);
+    expect(limit.limit).toBe(19);
+    limit.onBaseline(20, 9);
+    expect(limit.limit).toBe(9);
+    // No queue at the probe limit: it grows by β = 6.
+    limit.onSample(20, 9, false);
+    expect(limit.limit).toBe(15);
+  });
+
+  it('keeps its limit after a new no-load latency measured under a lowered limit that requests never filled', () => {
+    const limit = vegas();
+    limit.onBaseline(20, undefined);
     expect(limit.limit).toBe(20);
   });
 });

@@ -18,6 +18,10 @@ export interface VegasSettings extends AdaptiveLimitBounds {
  * neither: it ended before it could have been served, its client having
  * given up on time spent before it was let in (in the event loop or the
  * kernel's queue), which the limit does not govern.
+ *
+ * Between α and β the limit holds, so a limit coming down stops at β queued.
+ * Measured afresh under a lowered limit that requests filled, it grows back
+ * from that limit and stops at α, the least queue it keeps.
  */
 export class VegasLimit implements BaselineLimit {
   private estimate: number;
@@ -59,7 +63,8 @@ export class VegasLimit implements BaselineLimit {
     this.estimate = (1 - smoothing) * current + smoothing * bounded;
   }
 
-  onBaseline(rttMs: number): void {
+  onBaseline(rttMs: number, heldLimit: number | undefined): void {
     this.rttNoLoad = Math.max(rttMs, Number.EPSILON);
+    if (heldLimit !== undefined) this.estimate = Math.min(this.estimate, heldLimit);
   }
 }
