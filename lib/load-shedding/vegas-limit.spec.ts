@@ -31,6 +31,20 @@ describe('VegasLimit', () => {
     expect(limit.limit).toBe(15);
   });
 
+  it('does not raise the limit again on the window after a raise, let in mostly under the lower limit, but shrinks on it', () => {
+    const limit = vegas();
+    limit.onBaseline(20, undefined);
+    limit.onSample(20, 20, false);
+    expect(limit.limit).toBe(26);
+    limit.onSample(20, 26, false);
+    expect(limit.limit).toBe(26);
+    limit.onSample(20, 26, false);
+    expect(limit.limit).toBe(32);
+    // Queue ⌈32 × (1 − 20/40)⌉ = 16, above β = 6.
+    limit.onSample(40, 32, false);
+    expect(limit.limit).toBe(31);
+  });
+
   it('keeps its limit after a new no-load latency measured under a lowered limit that requests never filled', () => {
     const limit = vegas();
     limit.onBaseline(20, undefined);

@@ -21,11 +21,17 @@ export interface VegasSettings extends AdaptiveLimitBounds {
  *
  * Between α and β the limit holds, so a limit coming down stops at β queued.
  * Measured afresh under a lowered limit that requests filled, it grows back
- * from that limit and stops at α, the least queue it keeps.
+ * from that limit and stops at α, the least queue it keeps. A window is read
+ * once its requests have finished, so the one after a raise was let in
+ * mostly under the lower limit and shows less queue than the raised limit
+ * holds: it does not raise the limit again (TCP Vegas, likewise, adjusts
+ * once per round trip).
  */
 export class VegasLimit implements BaselineLimit {
   private estimate: number;
   private rttNoLoad = 0;
+  /** Whether the last window raised the limit: the next one was let in mostly under the lower limit. */
+  private raised = false;
 
   constructor(private readonly settings: VegasSettings) {
     this.estimate = settings.initialLimit;
@@ -44,6 +50,8 @@ export class VegasLimit implements BaselineLimit {
     }
     const current = this.estimate;
     const step = log10Step(current);
+    const justRaised = this.raised;
+    this.raised = false;
     let next: number;
     if (dropped) {
       next = current - step;
@@ -57,10 +65,13 @@ export class VegasLimit implements BaselineLimit {
       else if (queue < alpha) next = current + step;
       else if (queue > beta) next = current - step;
       else return;
+      // Let in mostly under the limit before the raise, the window shows less queue than the raise holds.
+      if (justRaised && next > current) return;
     }
     const { minLimit, maxLimit, smoothing } = this.settings;
     const bounded = Math.max(minLimit, Math.min(maxLimit, next));
     this.estimate = (1 - smoothing) * current + smoothing * bounded;
+    this.raised = next > current;
   }
 
   onBaseline(rttMs: number, heldLimit: number | undefined): void {
