@@ -15,9 +15,10 @@ export interface VegasSettings extends AdaptiveLimitBounds {
  * The no-load latency (`minRtt`) is the least latency seen since it was last
  * measured afresh ({@link VegasLimit.onBaseline}), so that a lasting change
  * of the baseline is learnt. A request dropped sooner than that counts for
- * neither: it ended before it could have been served, its client having
- * given up on time spent before it was let in (in the event loop or the
- * kernel's queue), which the limit does not govern.
+ * neither: it ended before it could have been served, so it says nothing of
+ * the queue behind the limit. Its client gave up on time spent before it
+ * was let in (in the event loop or the kernel's queue), which the limit does
+ * not govern, or it was refused further in at once (an open breaker).
  *
  * Between α and β the limit holds, so a limit coming down stops at β queued.
  * Measured afresh under a lowered limit that requests filled, it grows back
@@ -44,7 +45,7 @@ export class VegasLimit implements BaselineLimit {
   onSample(rttMs: number, inflight: number, dropped: boolean): void {
     const rtt = Math.max(rttMs, Number.EPSILON);
     if (this.rttNoLoad === 0 || rtt < this.rttNoLoad) {
-      // Dropped this soon, its client left for time spent before the door, which the limit does not govern.
+      // Dropped this soon, it waited for nothing behind the limit: no sign of the queue, nor a no-load latency.
       if (!dropped) this.rttNoLoad = rtt;
       return;
     }
