@@ -17,8 +17,12 @@ export interface AdaptiveLimit {
 
 /** An algorithm that compares latency with a no-load baseline, which it can be given measured without a queue. */
 export interface BaselineLimit extends AdaptiveLimit {
-  /** Takes `rttMs`, the average latency of requests served with no queue in front of them, as the no-load latency. */
-  onBaseline(rttMs: number): void;
+  /**
+   * Takes `rttMs`, the average latency of requests served with no queue in front of them, as the no-load latency.
+   *
+   * @param heldLimit - the lowered limit it was measured under, when requests filled it (more were wanted); undefined when they never did
+   */
+  onBaseline(rttMs: number, heldLimit: number | undefined): void;
 }
 
 /** Settings shared by the adaptive algorithms. */

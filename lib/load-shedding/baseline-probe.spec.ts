@@ -5,6 +5,7 @@ import { BaselineProbe } from './baseline-probe';
 class RecordingLimit implements BaselineLimit {
   readonly samples: number[] = [];
   readonly baselines: number[] = [];
+  readonly heldLimits: Array<number | undefined> = [];
 
   constructor(public limit: number) {}
 
@@ -12,8 +13,9 @@ class RecordingLimit implements BaselineLimit {
     this.samples.push(rttMs);
   }
 
-  onBaseline(rttMs: number): void {
+  onBaseline(rttMs: number, heldLimit: number | undefined): void {
     this.baselines.push(rttMs);
+    this.heldLimits.push(heldLimit);
   }
 }
 
@@ -65,6 +67,20 @@ describe('BaselineProbe', () => {
     for (let i = 0; i < 7; i++) p.onSample(12, 3, false);
     expect(algorithm.baselines).toEqual([10, 12]);
     expect(p.limit).toBe(6);
+  });
+
+  it('tells the algorithm the limit it held when requests filled it, and none when they never did', () => {
+    const filled = new RecordingLimit(8);
+    const p = probe(filled);
+    for (const inflight of [1, 4, 2, 3, 1, 2, 3, 2]) p.onSample(10, inflight, false);
+    expect(filled.baselines).toEqual([10]);
+    expect(filled.heldLimits).toEqual([4]);
+
+    const idle = new RecordingLimit(8);
+    const q = probe(idle);
+    for (const inflight of [1, 3, 2, 3, 1, 2, 3, 2]) q.onSample(10, inflight, false);
+    expect(idle.baselines).toEqual([10]);
+    expect(idle.heldLimits).toEqual([undefined]);
   });
 
   it('leaves dropped requests out of the baseline, and ends a probe whose requests were all dropped without one', () => {

@@ -23,7 +23,8 @@ export interface BaselineProbeSettings {
  * limit (not below `minLimit`) until a window of requests admitted with no
  * more than that in flight has finished, then restores it; once the others
  * admitted within the halved limit have finished too, the average latency
- * of all of them is the baseline. Netflix concurrency-limits'
+ * of all of them is the baseline, given with the halved limit when requests
+ * filled it (Vegas grows back from there). Netflix concurrency-limits'
  * `GradientLimit` probes the same way, lowering its limit while it measures.
  * Between probes, the algorithm reads one sample per window
  * ({@link WindowedLimit}).
@@ -39,6 +40,8 @@ export class BaselineProbe implements AdaptiveLimit {
   private nextProbe = 0;
   private served = 0;
   private servedSum = 0;
+  /** Whether a request of the probe was let in with the probe limit full. */
+  private filled = false;
 
   constructor(
     private readonly algorithm: BaselineLimit,
@@ -60,6 +63,7 @@ export class BaselineProbe implements AdaptiveLimit {
       if (this.awaited === 0 && ++this.sinceProbe >= this.nextProbe * this.algorithm.limit) this.startProbe();
       return;
     }
+    if (inflight === this.probeLimit) this.filled = true;
     if (!dropped) {
       this.served++;
       this.servedSum += rttMs;
@@ -71,7 +75,8 @@ export class BaselineProbe implements AdaptiveLimit {
       return;
     }
     this.holding = false;
-    if (this.served > 0) this.algorithm.onBaseline(this.servedSum / this.served);
+    if (this.served > 0)
+      this.algorithm.onBaseline(this.servedSum / this.served, this.filled ? this.probeLimit : undefined);
     this.sinceProbe = 0;
     this.nextProbe = (0.5 + this.settings.random() * 0.5) * this.settings.probeMultiplier * this.settings.windowSize;
   }
@@ -82,5 +87,6 @@ export class BaselineProbe implements AdaptiveLimit {
     this.awaited = this.settings.windowSize + this.probeLimit;
     this.served = 0;
     this.servedSum = 0;
+    this.filled = false;
   }
 }
