@@ -102,7 +102,9 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     }));
     this.checkTimeoutsRecorded(sorted, policies, info);
     const original = info.original;
-    const plain: Pipeline = (args) => original.apply(instance, args);
+    // A call with its one argument spelled out is cheaper than an apply over the array, and most methods take one.
+    const plain: Pipeline = (args) =>
+      args.length === 1 ? original.call(instance, args[0]) : original.apply(instance, args);
     const innermost = this.registry.faults.enabled ? this.withFaults(info, layers, plain) : plain;
     const call: Pipeline = this.tracing.attemptSpans(innermost, info.target);
     const pipeline = composeLayers(info.kind, call, policies, this.registry.clock);
