@@ -2,7 +2,7 @@ import { Session } from 'node:inspector/promises';
 import { ResilienceRegistry } from '../lib';
 import { Column, printHeading, printTable } from './report';
 import { BenchSection } from './section';
-import { BENCH_OPTIONS, bootNest } from './subjects';
+import { BENCH_OPTIONS, benchPipeline, bootNest } from './subjects';
 
 const WARM_UP_CALLS = 200_000;
 const SAMPLED_CALLS = 300_000;
@@ -26,14 +26,7 @@ export const allocation: BenchSection = {
     const { app, service } = await bootNest();
     const registry = new ResilienceRegistry(BENCH_OPTIONS);
     const bare = (): Promise<number> => service.bare(1);
-    const pipeline = registry.pipeline({
-      name: 'bench',
-      retry: 'bench',
-      circuitBreaker: 'bench',
-      timeLimiter: 'bench',
-      bulkhead: 'bench',
-      fallback: { errors: Error, handler: () => service.fallback(1, undefined) },
-    });
+    const pipeline = benchPipeline(registry, service);
     const candidates: (readonly [string, () => Promise<unknown>])[] = [
       ['bare async method', bare],
       ['@Retry + @Timeout', () => service.retryTimeout(1)],

@@ -5,7 +5,7 @@ import { Measurement, measure, measureInFreshProcess } from './measure';
 import { PEER_LABELS, peers } from './peers';
 import { Column, ns, printHeading, printTable, spread, times, verdict } from './report';
 import { BenchSection } from './section';
-import { BENCH_OPTIONS, bootNest } from './subjects';
+import { BENCH_OPTIONS, benchPipeline, bootNest } from './subjects';
 
 const RETRY_TIMEOUT_ADDED_NS = 1500;
 const FULL_STACK_ADDED_NS = 400;
@@ -226,14 +226,7 @@ async function measureWithResilience(): Promise<Measurement[]> {
   const bulkhead = registry.bulkhead('bench');
   const fallback = new FallbackPolicy('bench', [{ errors: [Error], handler: () => service.fallback(1, undefined) }]);
   const runThunk = (fn: () => Promise<number>): Promise<number> => fn();
-  const pipeline = registry.pipeline({
-    name: 'bench',
-    retry: 'bench',
-    circuitBreaker: 'bench',
-    timeLimiter: 'bench',
-    bulkhead: 'bench',
-    fallback: { errors: Error, handler: () => service.fallback(1, undefined) },
-  });
+  const pipeline = benchPipeline(registry, service);
   const peerSet = peers(bare);
   try {
     const results = await measure([

@@ -8,6 +8,8 @@ import {
   RateLimiter,
   ResilienceModule,
   ResilienceModuleOptions,
+  ResiliencePipeline,
+  ResilienceRegistry,
   Retry,
   Timeout,
 } from '../lib';
@@ -128,4 +130,20 @@ class BenchModule {}
 export async function bootNest(): Promise<{ app: INestApplicationContext; service: BenchService }> {
   const app = await NestFactory.createApplicationContext(BenchModule, { logger: false });
   return { app, service: app.get(BenchService) };
+}
+
+/**
+ * The full stack composed in code: the 'bench' retry, breaker, time limit
+ * and bulkhead of `registry` with a fallback to `service.fallback`, as the
+ * decorators compose them on `BenchService.fullStack`.
+ */
+export function benchPipeline(registry: ResilienceRegistry, service: BenchService): ResiliencePipeline {
+  return registry.pipeline({
+    name: 'bench',
+    retry: 'bench',
+    circuitBreaker: 'bench',
+    timeLimiter: 'bench',
+    bulkhead: 'bench',
+    fallback: { errors: Error, handler: () => service.fallback(1, undefined) },
+  });
 }
