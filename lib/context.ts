@@ -157,7 +157,12 @@ export function runAsAttempt<A, R>(attempt: ScopeOnDemand, fn: (arg: A) => R, ar
  * attempt entered no context.
  */
 export function policyScope(): ResilienceContext | undefined {
-  return contextStorage.getStore() ?? synchronousAttempt?.scopeOnDemand();
+  return policyScopeOver(contextStorage.getStore());
+}
+
+/** @internal {@link policyScope}, for a caller that has read the async-local scope (`store`) already. */
+export function policyScopeOver(store: ResilienceContext | undefined): ResilienceContext | undefined {
+  return store ?? synchronousAttempt?.scopeOnDemand();
 }
 
 /**

@@ -2,7 +2,7 @@ import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 import { NO_PERMIT } from './bulkhead/bulkhead.permits';
 import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 import { Clock } from './clock';
-import { contextStorage, policyScope } from './context';
+import { contextStorage, policyScopeOver, ResilienceContext } from './context';
 import { FallbackPolicy } from './fallback/fallback';
 import { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
 import { RetryPolicy } from './retry/retry';
@@ -70,16 +70,19 @@ export class StandardPipeline {
 
   /** Runs one call of the method through every layer; a caller that has cancelled gets no attempt, as under the retry's own loop. */
   readonly run = (args: unknown[]): Promise<unknown> => {
-    const caller = this.retry === undefined ? undefined : contextStorage.getStore();
-    return caller?.aborted === true
+    // Read once: the retry stops for a cancelled caller, the time limit bounds the attempt by it.
+    const caller = this.retry === undefined && this.limiter === undefined ? undefined : contextStorage.getStore();
+    return this.retry !== undefined && caller?.aborted === true
       ? settle(() => this.fallBack(args, caller.signal.reason))
-      : this.attempt(args, true);
+      : this.attempt(args, true, caller);
   };
 
   /** One attempt without retry or fallback; what the retry loop calls again. */
-  private readonly retryAttempt = (args: unknown[]): Promise<unknown> => this.attempt(args, false);
+  private readonly retryAttempt = (args: unknown[]): Promise<unknown> =>
+    this.attempt(args, false, contextStorage.getStore());
 
-  private attempt(args: unknown[], first: boolean): Promise<unknown> {
+  /** One attempt, in the async-local scope `caller` (read by the caller, when a layer needs it). */
+  private attempt(args: unknown[], first: boolean, caller: ResilienceContext | undefined): Promise<unknown> {
     const breaker = this.breaker;
     let epoch = 0;
     let start = 0;
@@ -101,20 +104,26 @@ export class StandardPipeline {
       if (!rateLimiter.tryAcquire(start)) return run.waitForPermission(rateLimiter);
       run.drains = this.drains;
     }
-    return this.enter(run, args, breaker !== undefined || rateLimiter !== undefined ? start : undefined);
+    return this.enter(run, args, breaker !== undefined || rateLimiter !== undefined ? start : undefined, caller);
   }
 
   /**
    * @internal The rest of an attempt once it holds its breaker and rate limiter
    * permits: time limit, bulkhead, method. `now` is the clock reading the
-   * attempt started with, when one was taken.
+   * attempt started with, when one was taken; `caller` the async-local scope
+   * it runs in (read once with the other layers, when a time limit needs it).
    */
-  enter(run: Attempt, args: unknown[], now: number | undefined): Promise<unknown> {
+  enter(
+    run: Attempt,
+    args: unknown[],
+    now: number | undefined,
+    caller: ResilienceContext | undefined,
+  ): Promise<unknown> {
     const bulkhead = this.bulkhead;
     const limiter = this.limiter;
     let next = this.invoke;
     if (limiter !== undefined) {
-      const parent = policyScope();
+      const parent = policyScopeOver(caller);
       // The time limiter sits outside the bulkhead: a call it refuses at once never takes a permit.
       if (bulkhead !== undefined && (parent === undefined || !limiter.refusesAtOnce(parent))) {
         run.permit = bulkhead.tryEnter();
@@ -217,7 +226,7 @@ class Attempt extends TimedAttempt {
     return rateLimiter.waitForPermission().then(
       () => {
         this.drains = this.pipeline.drains;
-        return this.pipeline.enter(this, this.args, undefined);
+        return this.pipeline.enter(this, this.args, undefined, contextStorage.getStore());
       },
       (refusal: unknown) => {
         try {
