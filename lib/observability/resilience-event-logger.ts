@@ -3,7 +3,7 @@ import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy'
 import type { CircuitBreakerStateTransitionEvent } from '../circuit-breaker/circuit-breaker.events';
 import { Clock } from '../clock';
 import { IdempotencyStoreUnavailableError } from '../errors';
-import { Unsubscribe } from '../events';
+import { EventSubscriber, Unsubscribe } from '../events';
 import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
 import { RateLimiterStoreFailureEvent } from '../rate-limiter/rate-limiter-policy';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
@@ -117,14 +117,7 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
         const episode = new Episode<void>(
           clock,
           quiet,
-          (onActivity) => {
-            const stopSuccesses = retry.onSuccess(onActivity);
-            const stopErrors = retry.onError(onActivity);
-            return () => {
-              stopSuccesses();
-              stopErrors();
-            };
-          },
+          (onActivity) => onEither(retry.onSuccess, retry.onError, onActivity),
           () => this.logger.warn(BUDGET_EXHAUSTED(retry.name)),
           (count, ms) => this.logger.log(BUDGET_RECOVERED(retry.name, count, ms)),
         );
@@ -156,14 +149,7 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
         const episode = new Episode<RateLimiterStoreFailureEvent>(
           clock,
           quiet,
-          (onActivity) => {
-            const stopAcquired = limiter.onSuccess(onActivity);
-            const stopRefused = limiter.onFailure(onActivity);
-            return () => {
-              stopAcquired();
-              stopRefused();
-            };
-          },
+          (onActivity) => onEither(limiter.onSuccess, limiter.onFailure, onActivity),
           (first) =>
             this.logger.warn(RATE_LIMITER_STORE_FAILING(limiter.name, errorText(first.error), first.failedOpen)),
           (count, ms) => this.logger.log(RATE_LIMITER_STORE_ANSWERING(limiter.name, count, ms)),
@@ -211,4 +197,18 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
 /** An error's own text, for the log. */
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** Subscribes `listener` to two event streams; the returned function unsubscribes it from both. */
+function onEither<A, B>(
+  first: EventSubscriber<A>,
+  second: EventSubscriber<B>,
+  listener: (event: A | B) => void,
+): Unsubscribe {
+  const stopFirst = first(listener);
+  const stopSecond = second(listener);
+  return () => {
+    stopFirst();
+    stopSecond();
+  };
 }
