@@ -6,31 +6,22 @@ import { sql } from 'drizzle-orm';
 import { drizzle, NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { Pool, PoolClient } from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
+import { inTransaction } from './outbox-kit';
 
 /** An adapter for plain `pg`, as an application writes one: the transaction is a PoolClient inside BEGIN. */
 export class TransactionalAdapterPg implements TransactionalAdapter<Pool, PoolClient, Record<string, never>> {
   constructor(readonly connectionToken: unknown) {}
 
   optionsFactory = (pool: Pool) => ({
-    wrapWithTransaction: async (
+    wrapWithTransaction: (
       _options: Record<string, never>,
       fn: () => Promise<unknown>,
       setTx: (client?: PoolClient) => void,
-    ) => {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
+    ) =>
+      inTransaction(pool, (client) => {
         setTx(client);
-        const result = await fn();
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw error;
-      } finally {
-        client.release();
-      }
-    },
+        return fn();
+      }),
     getFallbackInstance: () => pool as unknown as PoolClient,
   });
 }
