@@ -274,15 +274,6 @@ export class TimeLimiter implements Policy {
 
 type Settle = (value: unknown) => void;
 
-let capturedResolve: Settle | undefined;
-let capturedReject: Settle | undefined;
-
-/** A promise executor that hands its resolvers over without a closure per promise. */
-function captureResolvers(resolve: Settle, reject: Settle): void {
-  capturedResolve = resolve;
-  capturedReject = reject;
-}
-
 function ignore(): void {}
 
 /**
@@ -311,6 +302,11 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
   // Made once per attempt object: a pipeline that reuses its attempts makes no callbacks per call.
   private readonly onCalleeFulfilled = (value: unknown): void => this.onFulfilled(value);
   private readonly onCalleeRejected = (error: unknown): void => this.onRejected(error);
+  // The executor of the promise the caller awaits, also made once: it hands the resolvers straight to the attempt.
+  private readonly takeResolvers = (resolve: Settle, reject: Settle): void => {
+    this.resolve = resolve;
+    this.reject = reject;
+  };
 
   /** The callee's own promise settled (also when that is after a timeout). */
   calleeSettled(): void {}
@@ -331,9 +327,7 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
   }
 
   start<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<unknown> {
-    const promise = new Promise<unknown>(captureResolvers);
-    this.resolve = capturedResolve!;
-    this.reject = capturedReject!;
+    const promise = new Promise<unknown>(this.takeResolvers);
     let pending: R | PromiseLike<R>;
     try {
       pending = this.scope === undefined ? runAsAttempt(this, next, arg) : contextStorage.run(this.scope, next, arg);
