@@ -122,7 +122,7 @@ export const overhead: BenchSection = {
       ),
     );
     console.log(`  vs bare in this process: ${ns(full.nsPerCall - hereBare.nsPerCall)} ns added`);
-    // The issue's yardstick: what each stack adds to the call, with the peer timed in this process, interleaved with ours.
+    // What each stack adds to the call decides, with the peer timed in this process, interleaved with ours.
     const fullAddedHere = full.nsPerCall - hereBare.nsPerCall;
     const peerTargets: [string, number][] = [
       [PEER_LABELS.cockatielConsecutive, FULL_STACK_VS_COCKATIEL],
