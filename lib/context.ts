@@ -19,6 +19,8 @@ export class ResilienceContext {
   private abortReason?: unknown;
   private timer?: TimerHandle;
   private onParentAbort?: () => void;
+  private followed?: AbortSignal;
+  private onFollowedAbort?: () => void;
 
   /**
    * @param clock - the clock the deadline is measured on
@@ -40,6 +42,27 @@ export class ResilienceContext {
     private readonly abortsAtDeadline = parent === undefined,
   ) {}
 
+  /** @internal True for the scope of one attempt (a time-limited attempt, a hedge copy), false for a caller's. */
+  attempt = false;
+
+  /**
+   * @internal The scope of one attempt under `parent` (the caller's), ending
+   * by `deadline`: aborted by the policy that made it (its time limit, a
+   * hedge that lost) and whenever the caller cancels.
+   */
+  static forAttempt(clock: Clock, deadline: number, parent: ResilienceContext | undefined): ResilienceContext {
+    const scope = new ResilienceContext(clock, deadline, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
+    scope.attempt = true;
+    return scope;
+  }
+
+  /** @internal The nearest scope around this one (itself included) that is a caller's, not an attempt's. */
+  get caller(): ResilienceContext | undefined {
+    let scope: ResilienceContext | undefined = this;
+    while (scope !== undefined && scope.attempt) scope = scope.parent;
+    return scope;
+  }
+
   /** Milliseconds left before the deadline (never negative), `Infinity` without one. */
   remaining(): number {
     if (this.deadline === Number.POSITIVE_INFINITY) return this.deadline;
@@ -50,6 +73,25 @@ export class ResilienceContext {
   /** True once the scope was aborted (timeout, deadline or parent). */
   get aborted(): boolean {
     return this.abortReason !== undefined || (this.parent?.aborted ?? false);
+  }
+
+  /** Why the scope was aborted (its own abort, else its parent's); `undefined` while it is not. */
+  get reason(): unknown {
+    return this.abortReason ?? this.parent?.reason;
+  }
+
+  /**
+   * Aborts the scope when `signal` aborts, as it does when its parent does
+   * (a caller's signal given to `execute`); {@link ResilienceContext.dispose} stops following it.
+   */
+  follow(signal: AbortSignal): void {
+    if (signal.aborted) {
+      this.abort(signal.reason);
+      return;
+    }
+    this.followed = signal;
+    this.onFollowedAbort = () => this.abort(signal.reason);
+    signal.addEventListener('abort', this.onFollowedAbort, { once: true });
   }
 
   /** The scope's signal, aborted when it times out, its deadline passes or its parent aborts. */
@@ -98,6 +140,11 @@ export class ResilienceContext {
   }
 
   private stopFollowingParent(): void {
+    if (this.onFollowedAbort !== undefined) {
+      this.followed?.removeEventListener('abort', this.onFollowedAbort);
+      this.followed = undefined;
+      this.onFollowedAbort = undefined;
+    }
     if (this.onParentAbort === undefined) return;
     this.parent?.signal.removeEventListener('abort', this.onParentAbort);
     this.onParentAbort = undefined;

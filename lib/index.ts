@@ -20,7 +20,9 @@ export {
   DEFAULT_DEADLINE_HEADER,
   DEFAULT_MAX_DEADLINE_BUDGET_MS,
 } from './context';
-export type { Policy } from './policy';
+export type { AttemptFunction, Policy } from './policy';
+export { callerAbortError } from './cancellation';
+export type { ExecuteOptions } from './cancellation';
 export { ResilienceModule } from './resilience.module';
 export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './resilience.module-definition';
 export type { ResilienceModuleAsyncOptions } from './resilience.module-definition';
@@ -138,7 +140,6 @@ export * from './idempotency';
 export * from './outbox';
 export * from './observability';
 export { ResiliencePipeline } from './pipeline/resilience-pipeline';
-export type { PipelineCall } from './pipeline/resilience-pipeline';
 export type { PipelineFallback, PipelineOptions } from './pipeline/pipeline.options';
 export { FaultInjector } from './fault-injection/fault-injector';
 export type { ActiveFault, FaultInjectedEvent, FaultKind } from './fault-injection/fault-injector';

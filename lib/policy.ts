@@ -1,4 +1,7 @@
 import { Observable, Subscription } from 'rxjs';
+import { callCancellable, callerAbortError, callerScope, ExecuteOptions } from './cancellation';
+import { Clock } from './clock';
+import { contextStorage, currentSignal } from './context';
 
 /**
  * What every policy exposes to the pipeline: run `next(arg)` under the
@@ -18,9 +21,45 @@ export interface Policy {
   observe?<T>(source: Observable<T>, args: unknown[]): Observable<T>;
 }
 
-/** Runs a thunk; the `next` that turns {@link Policy.call} into `execute(fn)`. */
-export function invokeThunk<R>(fn: () => R | PromiseLike<R>): R | PromiseLike<R> {
-  return fn();
+/**
+ * What `execute` runs: a function of its attempt's `AbortSignal`, aborted
+ * when the attempt's time limit passes, when a hedge copy loses, and when
+ * the caller cancels. A function that declares no parameter makes no signal.
+ */
+export type AttemptFunction<R> = (signal: AbortSignal) => R | PromiseLike<R>;
+
+/**
+ * @internal Calls `fn` as one attempt: with the attempt's signal when it
+ * declares a parameter (a signal that never aborts where nothing can
+ * cancel the attempt), raced against the caller's cancellation.
+ */
+export function invokeAttempt<R>(fn: AttemptFunction<R>): R | PromiseLike<R> {
+  return callCancellable(withSignal, fn) as R | PromiseLike<R>;
+}
+
+function withSignal<R>(fn: AttemptFunction<R>): R | PromiseLike<R> {
+  if (fn.length === 0) return (fn as () => R | PromiseLike<R>)();
+  return fn(currentSignal() ?? new AbortController().signal);
+}
+
+/**
+ * @internal `execute(fn, options)` of a single policy: `fn` run by
+ * `policy.call` as {@link invokeAttempt} does, in a scope that follows
+ * `options.signal` when one is given. A caller that has already cancelled
+ * gets its `AbortError` and nothing runs.
+ */
+export function executeUnder<R>(
+  policy: Policy,
+  clock: Clock,
+  fn: AttemptFunction<R>,
+  options: ExecuteOptions | undefined,
+): Promise<R> {
+  const signal = options?.signal;
+  if (signal === undefined) return policy.call(invokeAttempt, fn) as Promise<R>;
+  if (signal.aborted) return Promise.reject(callerAbortError(signal.reason));
+  const scope = callerScope(clock, signal, contextStorage.getStore());
+  const call = contextStorage.run(scope, () => policy.call(invokeAttempt, fn) as Promise<R>);
+  return call.finally(() => scope.dispose());
 }
 
 /**

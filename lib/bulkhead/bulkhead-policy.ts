@@ -3,7 +3,8 @@ import { Clock, TimerHandle } from '../clock';
 import { policyScope } from '../context';
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
-import { Policy, invokeThunk } from '../policy';
+import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { ExecuteOptions } from '../cancellation';
 import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
@@ -136,9 +137,12 @@ export class BulkheadPolicy implements Policy {
     };
   }
 
-  /** Runs `fn` once a permit is free; rejects with {@link BulkheadFullError} when none is. */
-  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call(invokeThunk, fn);
+  /**
+   * Runs `fn` once a permit is free; rejects with {@link BulkheadFullError} when none is. `fn` receives the attempt's signal; `options.signal` lets a caller
+   * outside any request scope cancel the call.
+   */
+  execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
+    return executeUnder(this, this.clock, fn, options);
   }
 
   /**

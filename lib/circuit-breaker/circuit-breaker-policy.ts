@@ -6,7 +6,8 @@ import { BulkheadFullError, CallNotPermittedError, refusalError } from '../error
 import { EventStream, EventSubscriber, Unsubscribe } from '../events';
 import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { javaException } from '../java-exceptions';
-import { Policy, invokeThunk } from '../policy';
+import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { ExecuteOptions } from '../cancellation';
 import { refusal, refusedCall } from '../refusal';
 import { isSuperseded } from '../superseded';
 import { Observable } from 'rxjs';
@@ -293,9 +294,12 @@ export class CircuitBreakerPolicy implements Policy {
     };
   }
 
-  /** Runs `fn` under the breaker; rejects with {@link CallNotPermittedError} when it is refused. */
-  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call(invokeThunk, fn);
+  /**
+   * Runs `fn` under the breaker; rejects with {@link CallNotPermittedError} when it is refused. `fn` receives the attempt's signal; `options.signal` lets a caller
+   * outside any request scope cancel the call.
+   */
+  execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
+    return executeUnder(this, this.clock, fn, options);
   }
 
   /**

@@ -3,7 +3,8 @@ import { Observable } from 'rxjs';
 import { Clock } from '../clock';
 import { contextStorage, ResilienceContext } from '../context';
 import { EventStream } from '../events';
-import { invokeThunk, Policy } from '../policy';
+import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { ExecuteOptions } from '../cancellation';
 import { RetryBudget } from '../retry/retry-budget';
 import { HedgeConfig, quantileOf } from './hedge.config';
 import { HedgeAttempt, HedgeRun } from './hedge-run';
@@ -110,9 +111,12 @@ export class HedgePolicy implements Policy {
     return typeof delay === 'number' ? delay : this.latencies!.percentile();
   }
 
-  /** Runs `fn` hedged. */
-  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call<() => R | PromiseLike<R>, R>(invokeThunk, fn);
+  /**
+   * Runs `fn` hedged. `fn` receives the attempt's signal; `options.signal` lets a caller
+   * outside any request scope cancel the call.
+   */
+  execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
+    return executeUnder(this, this.clock, fn, options);
   }
 
   /** Runs `next(arg)` hedged: each attempt calls `next(arg)` in its own scope. */

@@ -1,6 +1,6 @@
 import { Subscription } from 'rxjs';
 import { Clock, TimerHandle } from '../clock';
-import { DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
+import { ResilienceContext } from '../context';
 import { isRefusal, withRefusalCause } from '../refusal';
 import { supersede } from '../superseded';
 
@@ -68,13 +68,7 @@ export abstract class HedgeRun {
     const policy = this.policy;
     const parent = this.parent;
     const now = policy.clock.now();
-    const scope = new ResilienceContext(
-      policy.clock,
-      parent?.deadline ?? Number.POSITIVE_INFINITY,
-      parent?.header ?? DEFAULT_DEADLINE_HEADER,
-      parent,
-      false,
-    );
+    const scope = ResilienceContext.forAttempt(policy.clock, parent?.deadline ?? Number.POSITIVE_INFINITY, parent);
     const attempt: HedgeAttempt = { number: this.attempts.length + 1, scope, start: now, settled: false };
     this.attempts.push(attempt);
     this.pending++;

@@ -1,21 +1,19 @@
 import { Observable } from 'rxjs';
 import { Clock } from '../clock';
-import { currentSignal } from '../context';
+import { callerAbortError, callerScope, ExecuteOptions } from '../cancellation';
+import { contextStorage } from '../context';
 import { FallbackPolicy } from '../fallback/fallback';
 import { FaultInjector } from '../fault-injection/fault-injector';
 import { ComposedLayer, observableComposition, promiseComposition } from '../layer-composition';
 import { ObservablePipeline, Pipeline } from '../method-pipeline';
-
-/** What `execute` runs: a function of the attempt's signal (aborted on timeout or deadline), or of nothing. */
-export type PipelineCall<T> = (signal: AbortSignal | undefined) => T | PromiseLike<T>;
+import { AttemptFunction, invokeAttempt } from '../policy';
 
 /** No arguments: what an Observable's policies pass to a fallback handler. */
 const NO_ARGS: unknown[] = [];
 
-/** Calls the function in a pipeline call's argument array; the signal is read only by a function that takes one. */
+/** Calls the function in a pipeline call's argument array as one attempt; the signal is made only for a function that takes one. */
 function invokeCall(args: unknown[]): unknown {
-  const fn = args[0] as PipelineCall<unknown>;
-  return fn.length === 0 ? (fn as () => unknown)() : fn(currentSignal());
+  return invokeAttempt(args[0] as AttemptFunction<unknown>);
 }
 
 /** A promise of what `call(args)` returns or throws. */
@@ -59,7 +57,7 @@ export class ResiliencePipeline {
     /** The pipeline's name: the instance name it was built from, or its `name` option. */
     readonly name: string,
     policies: readonly ComposedLayer[],
-    clock: Clock,
+    private readonly clock: Clock,
     private readonly fallback: FallbackPolicy | undefined,
     private readonly injection?: { readonly faults: FaultInjector; readonly names: readonly string[] },
   ) {
@@ -71,14 +69,18 @@ export class ResiliencePipeline {
 
   /**
    * Runs `fn` through every layer; a retry calls it again. `fn` receives
-   * `currentSignal()` when it declares a parameter: the attempt's signal
-   * (aborted when its time limit or the request deadline fires) where the
-   * attempt has a context of its own (inside a request deadline, or with
-   * `deadline.attemptContext: 'always'`).
+   * its attempt's signal, aborted when the attempt's time limit passes, a
+   * hedge copy loses or the caller cancels (the request scope, or
+   * `options.signal` for a caller outside any request).
    */
-  execute<T>(fn: PipelineCall<T>): Promise<T> {
+  execute<T>(fn: AttemptFunction<T>, options?: ExecuteOptions): Promise<T> {
     this.fallback?.countCall();
-    return this.run([fn]) as Promise<T>;
+    const signal = options?.signal;
+    if (signal === undefined) return this.run([fn]) as Promise<T>;
+    if (signal.aborted) return Promise.reject(callerAbortError(signal.reason));
+    const scope = callerScope(this.clock, signal, contextStorage.getStore());
+    const call = contextStorage.run(scope, this.run, [fn]) as Promise<T>;
+    return call.finally(() => scope.dispose());
   }
 
   /**

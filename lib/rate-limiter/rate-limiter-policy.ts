@@ -4,7 +4,8 @@ import { Duration, parseDuration } from '../config/duration';
 import { contextStorage, policyScope } from '../context';
 import { DeadlineExceededError, RateLimitedError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
-import { invokeThunk, Policy } from '../policy';
+import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { ExecuteOptions } from '../cancellation';
 import { refusal, refusedCall } from '../refusal';
 import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
@@ -231,9 +232,12 @@ export class RateLimiterPolicy implements Policy {
     this.settings = Object.freeze({ ...this.settings, timeoutDuration: ms });
   }
 
-  /** Runs `fn` once a permit is granted; rejects with {@link RateLimitedError} when none comes in time. */
-  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call(invokeThunk, fn);
+  /**
+   * Runs `fn` once a permit is granted; rejects with {@link RateLimitedError} when none comes in time. `fn` receives the attempt's signal; `options.signal` lets a caller
+   * outside any request scope cancel the call.
+   */
+  execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
+    return executeUnder(this, this.clock, fn, options);
   }
 
   /** Runs `next(arg)` once a permit is granted, then offers its outcome to `drainPermissionsOnResult`. */

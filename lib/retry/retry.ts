@@ -5,7 +5,8 @@ import { ErrorMatcher } from '../error-matcher';
 import { retryAfterOf } from '../error-status';
 import { MaxRetriesExceededError } from '../errors';
 import { EventStream } from '../events';
-import { invokeThunk, Policy } from '../policy';
+import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { ExecuteOptions } from '../cancellation';
 import { neverReached, withRefusalCause } from '../refusal';
 import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
@@ -154,9 +155,12 @@ export class RetryPolicy implements Policy {
     return this.retryMatcher.matches(error) || isRetryableByDefault(error);
   }
 
-  /** Runs `fn` with retries. */
-  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call<() => R | PromiseLike<R>, R>(invokeThunk, fn);
+  /**
+   * Runs `fn` with retries. `fn` receives the attempt's signal; `options.signal` lets a caller
+   * outside any request scope cancel the call.
+   */
+  execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
+    return executeUnder(this, this.clock, fn, options);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
 import { Clock, TimerHandle } from '../clock';
-import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from '../context';
+import { contextStorage, ResilienceContext } from '../context';
 import { refusal } from '../refusal';
 import type { TimeLimiterConfig } from './time-limiter.config';
 
@@ -76,13 +76,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
       this.downstream.error(refusal(limiter.timedOut(true, limiter.config.timeoutDuration)));
       return this;
     }
-    const scope = new ResilienceContext(
-      limiter.clock,
-      now + limit,
-      parent?.header ?? DEFAULT_DEADLINE_HEADER,
-      parent,
-      false,
-    );
+    const scope = ResilienceContext.forAttempt(limiter.clock, now + limit, parent);
     this.scope = scope;
     this.deadline = scope.deadline;
     this.gapStart = now;

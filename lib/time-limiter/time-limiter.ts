@@ -2,7 +2,6 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Clock, TimerHandle } from '../clock';
 import {
   contextStorage,
-  DEFAULT_DEADLINE_HEADER,
   policyScope,
   ResilienceContext,
   runAsAttempt,
@@ -10,7 +9,8 @@ import {
 } from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { EventStream, Unsubscribe } from '../events';
-import { invokeThunk, Policy } from '../policy';
+import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { ExecuteOptions } from '../cancellation';
 import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { ExpiryQueue } from './expiry-queue';
@@ -110,9 +110,12 @@ export class TimeLimiter implements Policy {
     this.successEvent = Object.freeze({ name, kind: 'successful' });
   }
 
-  /** Runs `fn` within the time limit. */
-  execute<R>(fn: () => R | PromiseLike<R>): Promise<R> {
-    return this.call<() => R | PromiseLike<R>, R>(invokeThunk, fn);
+  /**
+   * Runs `fn` within the time limit. `fn` receives the attempt's signal; `options.signal` lets a caller
+   * outside any request scope cancel the call.
+   */
+  execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
+    return executeUnder(this, this.clock, fn, options);
   }
 
   /** Runs `next(arg)` within the time limit. */
@@ -149,7 +152,7 @@ export class TimeLimiter implements Policy {
     const scope =
       parent === undefined && this.attemptContext === 'auto'
         ? undefined
-        : new ResilienceContext(this.clock, now + limit, parent?.header ?? DEFAULT_DEADLINE_HEADER, parent, false);
+        : ResilienceContext.forAttempt(this.clock, now + limit, parent);
     const timed = attempt ?? new TimedAttempt();
     timed.limiter = this;
     timed.deadline = now + limit;
@@ -345,7 +348,7 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
 
   /** The attempt's scope, made when a policy inside its synchronous part needs one (a bulkhead wait, a nested limit). */
   scopeOnDemand(): ResilienceContext {
-    this.scope ??= new ResilienceContext(this.limiter!.clock, this.deadline, DEFAULT_DEADLINE_HEADER, undefined, false);
+    this.scope ??= ResilienceContext.forAttempt(this.limiter!.clock, this.deadline, undefined);
     return this.scope;
   }
 
