@@ -1,7 +1,8 @@
 import { isObservable, Observable, Subscription } from 'rxjs';
 import { Clock, TimerHandle } from '../clock';
 import { parseDuration } from '../config/duration';
-import { currentSignal } from '../context';
+import { callerAbortError } from '../cancellation';
+import { contextStorage, ResilienceContext } from '../context';
 import { EventStream, EventSubscriber } from '../events';
 import {
   FAULT_BAD_FOR,
@@ -52,12 +53,24 @@ interface Draw {
 const ERROR_CODE = /^E[A-Z0-9_]+$/;
 
 /**
+ * What a call whose scope has been cancelled rejects with: the caller's
+ * `AbortError` when the caller cancelled, else the reason its attempt was
+ * aborted with (its time limit).
+ */
+function cancelledError(scope: ResilienceContext): unknown {
+  const caller = scope.caller;
+  return caller?.aborted === true ? callerAbortError(caller.reason) : scope.reason;
+}
+
+/**
  * Chaos for game days and tests (Polly's Simmy strategies): per instance
  * name, latency, errors and substitute outcomes, each at a rate, injected
  * innermost — in place of, or before, the real call — so every outer policy
  * reacts as to a real fault. Off unless the module option
  * `faultInjection.enabled` is true; refused at startup in production unless
- * `allowInProduction`. Injectable in Nest (`FaultInjector`) and served by the
+ * `allowInProduction`. A call whose caller has cancelled gets no fault (and
+ * no call): it rejects with the caller's `AbortError`, and an injected
+ * latency ends at once when the caller cancels during it. Injectable in Nest (`FaultInjector`) and served by the
  * guarded admin endpoints (`POST /actuator/faults/{name}`).
  */
 export class FaultInjector {
@@ -139,14 +152,17 @@ export class FaultInjector {
    * @internal `call` with the faults of `names` applied to each call: a
    * delay before it, or an error or outcome instead of it. `call` answers a
    * Promise (or a value); an Observable it answers gets its faults per
-   * subscription.
+   * subscription. A call made in a scope that has been cancelled draws no
+   * fault and calls nothing: it rejects with the caller's `AbortError`.
    */
   wrapCall(names: readonly string[], call: (args: unknown[]) => unknown): (args: unknown[]) => unknown {
     return (args) => {
+      const scope = contextStorage.getStore();
+      if (scope?.aborted === true) return Promise.reject(cancelledError(scope));
       const draw = this.draw(names);
       if (draw === undefined) return call(args);
       if (draw.delay === 0) return this.answer(draw, call, args);
-      return this.delay(draw.delay).then(() => this.answer(draw, call, args));
+      return this.delay(draw.delay, scope).then(() => this.answer(draw, call, args));
     };
   }
 
@@ -162,15 +178,31 @@ export class FaultInjector {
     };
   }
 
-  /** @internal `source` with the faults of `names` applied to each subscription. */
+  /**
+   * @internal `source` with the faults of `names` applied to each
+   * subscription; a subscription whose scope has been cancelled draws no
+   * fault and subscribes nothing, and an injected latency ends when it is.
+   */
   observe<T>(names: readonly string[], source: Observable<T>): Observable<T> {
     return new Observable<T>((subscriber) => {
+      const scope = contextStorage.getStore();
+      if (scope?.aborted === true) {
+        subscriber.error(cancelledError(scope));
+        return undefined;
+      }
       const draw = this.draw(names);
       if (draw === undefined) return source.subscribe(subscriber);
       let inner: Subscription | undefined;
       let timer: TimerHandle = undefined;
+      let signal: AbortSignal | undefined;
+      const onAbort = (): void => {
+        this.clock.clearTimeout(timer);
+        timer = undefined;
+        subscriber.error(cancelledError(scope!));
+      };
       const go = (): void => {
         timer = undefined;
+        signal?.removeEventListener('abort', onAbort);
         if (draw.replace === 'error') subscriber.error(this.error(draw.name, draw.fault.error!.error));
         else if (draw.replace === 'outcome') {
           subscriber.next(draw.fault.outcome!.value as T);
@@ -178,9 +210,16 @@ export class FaultInjector {
         } else inner = source.subscribe(subscriber);
       };
       if (draw.delay === 0) go();
-      else timer = this.clock.setTimeout(go, draw.delay);
+      else {
+        timer = this.clock.setTimeout(go, draw.delay);
+        if (scope !== undefined) {
+          signal = scope.signal;
+          signal.addEventListener('abort', onAbort, { once: true });
+        }
+      }
       return () => {
         this.clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         inner?.unsubscribe();
       };
     });
@@ -229,20 +268,23 @@ export class FaultInjector {
       );
   }
 
-  /** Waits `ms` on the clock; rejects with the attempt's abort reason if its signal aborts first. */
-  private delay(ms: number): Promise<void> {
-    const signal = currentSignal();
+  /**
+   * Waits `ms` on the clock; when `scope` is cancelled first, rejects at
+   * once with the caller's `AbortError` (or the aborted attempt's reason).
+   */
+  private delay(ms: number, scope: ResilienceContext | undefined): Promise<void> {
+    if (scope === undefined) return new Promise<void>((resolve) => this.clock.setTimeout(resolve, ms));
+    const signal = scope.signal;
     return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
       const onAbort = (): void => {
         this.clock.clearTimeout(timer);
-        reject(signal!.reason);
+        reject(cancelledError(scope));
       };
       const timer = this.clock.setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
+        signal.removeEventListener('abort', onAbort);
         resolve();
       }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 

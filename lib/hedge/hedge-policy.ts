@@ -4,7 +4,7 @@ import { Clock } from '../clock';
 import { contextStorage, ResilienceContext } from '../context';
 import { EventStream } from '../events';
 import { AttemptFunction, executeUnder, Policy } from '../policy';
-import { ExecuteOptions } from '../cancellation';
+import { callerAbortError, ExecuteOptions } from '../cancellation';
 import { RetryBudget } from '../retry/retry-budget';
 import { HedgeConfig, quantileOf } from './hedge.config';
 import { HedgeAttempt, HedgeRun } from './hedge-run';
@@ -59,6 +59,14 @@ export interface HedgeMetrics {
  * adds more load than the budget's ratio allows. Each attempt runs in its own
  * scope under the caller's, so the request deadline bounds every one of
  * them and `currentSignal()` inside an attempt is that attempt's signal.
+ *
+ * A caller that has cancelled (its request scope, or `execute(fn, { signal })`)
+ * starts nothing. One that cancels while the call runs ends it at once: the
+ * hedge timer stops, every running attempt's signal is aborted, no hedge
+ * starts, and the call rejects with the error of the last attempt that
+ * reached the method when one failed, else with the caller's `AbortError`
+ * (`callerAbortError`); later answers are dropped. A cancellation's own
+ * `AbortError` is never handed over to a hedge.
  */
 export class HedgePolicy implements Policy {
   private readonly latencies?: LatencyWindow;
@@ -119,9 +127,15 @@ export class HedgePolicy implements Policy {
     return executeUnder(this, this.clock, fn, options);
   }
 
-  /** Runs `next(arg)` hedged: each attempt calls `next(arg)` in its own scope. */
+  /**
+   * Runs `next(arg)` hedged: each attempt calls `next(arg)` in its own scope.
+   * A caller that has cancelled gets its `AbortError` and nothing runs; one
+   * that cancels meanwhile ends the call at once (see {@link HedgePolicy}).
+   */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    return new HedgedCall(this, next, arg, contextStorage.getStore()).start();
+    const parent = contextStorage.getStore();
+    if (parent?.aborted === true) return Promise.reject(callerAbortError(parent.reason));
+    return new HedgedCall(this, next, arg, parent).start();
   }
 
   /**
@@ -202,8 +216,15 @@ class HedgedCall<A, R> extends HedgeRun {
       this.resolve = resolve;
       this.reject = reject;
     });
+    if (this.parent !== undefined) this.followParent(this.parent);
     this.launch();
     return promise;
+  }
+
+  protected cancelled(error: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    this.reject(error);
   }
 
   protected launch(): void {
@@ -231,7 +252,7 @@ class HedgedCall<A, R> extends HedgeRun {
   private failed(attempt: HedgeAttempt, error: unknown): void {
     this.settle(attempt);
     if (this.done) return;
-    const end = this.failure(error);
+    const end = this.failure(attempt, error);
     if (end === undefined) return;
     this.finish(attempt, false);
     this.reject(end.error);
@@ -241,6 +262,7 @@ class HedgedCall<A, R> extends HedgeRun {
   private finish(winner: HedgeAttempt, success: boolean): void {
     this.done = true;
     this.clearTimer();
+    this.stopFollowing();
     const cancelled = this.cancelLosers(winner, this.policy.clock.now());
     this.policy.answered(winner.number, cancelled, this.attempts.length, success);
   }

@@ -1,4 +1,5 @@
 import { Subscription } from 'rxjs';
+import { cancelledCallError, isCancellation } from '../cancellation';
 import { Clock, TimerHandle } from '../clock';
 import { ResilienceContext } from '../context';
 import { isRefusal, withRefusalCause } from '../refusal';
@@ -34,7 +35,8 @@ export interface HedgeAttempt {
  * What a hedged call (promise path) and a hedged subscription (Observable
  * path) share: starting attempts, each in a scope of its own under the
  * caller's deadline; the hedge timer; handing over at once on a failure;
- * and the error to end with when every attempt failed.
+ * the error to end with when every attempt failed; and ending at once when
+ * the scope the call was made in is cancelled.
  */
 export abstract class HedgeRun {
   protected readonly attempts: HedgeAttempt[] = [];
@@ -47,6 +49,8 @@ export abstract class HedgeRun {
   /** The error of the latest attempt that reached the method, when one did. */
   private reached: unknown;
   private reachedAny = false;
+  /** Listens to the cancellation of `parent` while the call runs; set only under a parent. */
+  private onParentAbort: (() => void) | undefined;
 
   /**
    * @param context - runs a hedge in the caller's async context, whichever context fired the timer (when someone listens)
@@ -62,6 +66,33 @@ export abstract class HedgeRun {
 
   /** Starts one more attempt. */
   protected abstract launch(): void;
+
+  /** The scope the call was made in was cancelled while the call ran: it ends at once with `error`. */
+  protected abstract cancelled(error: unknown): void;
+
+  /**
+   * Ends the call at once (through {@link HedgeRun.cancelled}) when `parent`
+   * is cancelled before it ends; {@link HedgeRun.stopFollowing} stops that.
+   * Call it under a parent that has not cancelled yet.
+   */
+  protected followParent(parent: ResilienceContext): void {
+    const onAbort = (): void => {
+      this.onParentAbort = undefined;
+      this.closed = true;
+      this.clearTimer();
+      this.cancelled(cancelledCallError(parent.reason, this.reached, this.reachedAny));
+    };
+    this.onParentAbort = onAbort;
+    parent.signal.addEventListener('abort', onAbort, { once: true });
+  }
+
+  /** Stops following the parent's cancellation: the call has ended. */
+  protected stopFollowing(): void {
+    const onAbort = this.onParentAbort;
+    if (onAbort === undefined) return;
+    this.onParentAbort = undefined;
+    this.parent?.signal.removeEventListener('abort', onAbort);
+  }
 
   /** A new attempt, in a scope of its own under the caller's deadline; the timer of the next hedge is armed. */
   protected newAttempt(): HedgeAttempt {
@@ -102,18 +133,21 @@ export abstract class HedgeRun {
   };
 
   /**
-   * After an attempt failed (and settled): hands over to the next attempt at
+   * After `attempt` failed (and settled): hands over to the next attempt at
    * once, or waits for those still running; once none is left, answers the
-   * error to end with.
+   * error to end with. A cancellation's own error (see `isCancellation`) is
+   * no failure: it neither hands over nor hides an error that reached the method.
    */
-  protected failure(error: unknown): { readonly error: unknown } | undefined {
-    if (!isRefusal(error)) {
+  protected failure(attempt: HedgeAttempt, error: unknown): { readonly error: unknown } | undefined {
+    const cancellation = isCancellation(error, attempt.scope);
+    if (!cancellation && !isRefusal(error)) {
       this.reached = error;
       this.reachedAny = true;
       // A failure hands over to the next attempt at once; a refusal would only be refused again.
       if (this.handOver()) return undefined;
     }
     if (this.pending > 0) return undefined;
+    if (cancellation) return { error: this.reachedAny ? this.reached : error };
     // "Never left" is a property of the whole call: a refusal must not hide an attempt that reached the method.
     return { error: isRefusal(error) && this.reachedAny ? withRefusalCause(this.reached, error) : error };
   }

@@ -1,4 +1,5 @@
 import { Observable, Subscriber } from 'rxjs';
+import { callerAbortError } from '../cancellation';
 import { contextStorage } from '../context';
 import { HedgeAttempt, HedgeDecisions, HedgeRun } from './hedge-run';
 
@@ -12,7 +13,9 @@ export class HedgedObservable<T> extends Observable<T> {
 /**
  * One subscription of a hedged Observable: the first attempt to emit (or
  * complete) is kept and forwarded; the others are unsubscribed and their
- * signals aborted. Errors before that hand over as for a call.
+ * signals aborted. Errors before that hand over as for a call. A caller
+ * that has cancelled subscribes nothing; one that cancels while the
+ * subscription runs ends it at once, every attempt unsubscribed.
  */
 class HedgedSubscription<T> extends HedgeRun {
   private kept: HedgeAttempt | undefined;
@@ -29,13 +32,28 @@ class HedgedSubscription<T> extends HedgeRun {
     return this.kept !== undefined;
   }
 
-  start(): () => void {
+  start(): (() => void) | undefined {
+    const parent = this.parent;
+    if (parent !== undefined) {
+      if (parent.aborted) {
+        this.subscriber.error(callerAbortError(parent.reason));
+        return undefined;
+      }
+      this.followParent(parent);
+    }
     this.launch();
     return () => {
       this.closed = true;
       this.clearTimer();
+      this.stopFollowing();
       for (const attempt of this.attempts) attempt.subscription?.unsubscribe();
     };
+  }
+
+  protected cancelled(error: unknown): void {
+    for (const attempt of this.attempts) if (!attempt.settled) this.dropped(attempt);
+    // Once an attempt was kept, its values were the call's: it ends with the caller's cancellation, not an earlier failure.
+    this.subscriber.error(this.kept === undefined ? error : callerAbortError(this.parent?.reason));
   }
 
   protected launch(): void {
@@ -47,34 +65,40 @@ class HedgedSubscription<T> extends HedgeRun {
         complete: () => this.onComplete(attempt),
       }),
     );
-    // An attempt that lost while it was still subscribing is dropped now.
-    if (this.kept !== undefined && this.kept !== attempt) subscription.unsubscribe();
+    // An attempt that lost (or whose caller cancelled) while it was still subscribing is dropped now.
+    if (this.closed || (this.kept !== undefined && this.kept !== attempt)) subscription.unsubscribe();
     else attempt.subscription = subscription;
   }
 
   private onNext(attempt: HedgeAttempt, value: T): void {
+    if (attempt.settled) return;
     if (this.kept === undefined) this.keep(attempt);
     if (this.kept === attempt) this.subscriber.next(value);
   }
 
   private onComplete(attempt: HedgeAttempt): void {
+    if (attempt.settled) return;
     if (this.kept === undefined) this.keep(attempt);
     if (this.kept !== attempt) return;
     this.settle(attempt);
+    this.stopFollowing();
     this.subscriber.complete();
   }
 
   private onError(attempt: HedgeAttempt, error: unknown): void {
+    if (attempt.settled) return;
     if (this.kept === attempt) {
       this.settle(attempt);
+      this.stopFollowing();
       this.subscriber.error(error);
       return;
     }
     if (this.kept !== undefined) return;
     this.settle(attempt);
-    const end = this.failure(error);
+    const end = this.failure(attempt, error);
     if (end === undefined) return;
     this.clearTimer();
+    this.stopFollowing();
     this.policy.answered(attempt.number, 0, this.attempts.length, false);
     this.subscriber.error(end.error);
   }

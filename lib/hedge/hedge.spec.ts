@@ -254,7 +254,7 @@ describe('HedgePolicy', () => {
       const dep = dependency(clock, [1000, 1000]);
       const request = new ResilienceContext(clock, 300);
       void request.signal;
-      const call = contextStorage.run(request, () => hedge.execute(dep.call));
+      const call = Promise.allSettled([contextStorage.run(request, () => hedge.execute(dep.call))]);
       await clock.advance(299);
       expect(dep.attempts.map((a) => a.signal?.aborted)).toEqual([false, false]);
       await clock.advance(1);
@@ -262,7 +262,10 @@ describe('HedgePolicy', () => {
         expect.any(DeadlineExceededError),
         expect.any(DeadlineExceededError),
       ]);
-      await settle(clock, call);
+      // The call ends with the deadline, as a caller's cancellation: the AbortError caused by it.
+      const [outcome] = await call;
+      expect(outcome).toMatchObject({ status: 'rejected', reason: { name: 'AbortError' } });
+      expect((outcome as PromiseRejectedResult).reason.cause).toBeInstanceOf(DeadlineExceededError);
       request.dispose();
     });
   });
