@@ -1,11 +1,11 @@
 import { Clock } from '../clock';
 import { INVALID_VALUE, instancePlace } from '../config/config.messages';
 import { Duration, parseDuration } from '../config/duration';
-import { contextStorage, policyScope } from '../context';
+import { contextStorage, policyScope, ResilienceContext } from '../context';
 import { DeadlineExceededError, RateLimitedError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { AttemptFunction, executeUnder, Policy } from '../policy';
-import { ExecuteOptions } from '../cancellation';
+import { callerAbortError, ExecuteOptions } from '../cancellation';
 import { refusal, refusedCall } from '../refusal';
 import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
@@ -83,6 +83,13 @@ function refusedAsFalse(error: unknown): boolean {
   throw error;
 }
 
+/** The AbortError of a caller in `scope` that has cancelled; `undefined` while it has not (or outside any scope). */
+function cancelledCaller(scope: ResilienceContext | undefined): DOMException | undefined {
+  if (scope === undefined) return undefined;
+  const caller = scope.caller;
+  return caller?.aborted === true ? callerAbortError(caller.reason) : undefined;
+}
+
 /**
  * A rate limiter with Resilience4j's `AtomicRateLimiter` semantics: time
  * since the instance was created is cut into periods of
@@ -94,6 +101,15 @@ function refusedAsFalse(error: unknown): boolean {
  * Resilience4j's non-blocking `reservePermission` refuses, with
  * {@link RateLimitedError} (`retryAfterMs`: time until the next period) or,
  * when only the deadline stood in the way, {@link DeadlineExceededError}.
+ *
+ * A caller that has cancelled (its request scope, or `execute(fn, { signal })`)
+ * takes no permit and rejects with its `AbortError` (`callerAbortError`).
+ * One that cancels while it waits for a reserved permit stops waiting at
+ * once, rejects with that `AbortError`, and gives the reserved permits back
+ * (to the store, when shared, through `RateLimiterStore.release`): later
+ * callers can have them. Resilience4j's `AtomicRateLimiter` has no way to
+ * give a reserved permit back; a thread interrupted while it waits keeps it
+ * charged.
  *
  * With `shared: true` the periods and permits live in a
  * {@link RateLimiterStore}, one atomic step per acquire, so every process
@@ -242,15 +258,20 @@ export class RateLimiterPolicy implements Policy {
 
   /** Runs `next(arg)` once a permit is granted, then offers its outcome to `drainPermissionsOnResult`. */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    const scope = contextStorage.getStore();
+    if (scope !== undefined) {
+      const cancelled = cancelledCaller(scope);
+      if (cancelled !== undefined) return Promise.reject(cancelled);
+    }
     const now = this.clock.now();
     if (this.tryAcquire(now)) return this.callPermitted(next, arg);
-    if (this.store !== undefined) return this.acquireShared(1).then(() => this.callPermitted(next, arg));
+    if (this.store !== undefined) return this.acquireShared(1, scope).then(() => this.callPermitted(next, arg));
     // One clock reading serves the free-permit check and the reservation; a refusal rejects without an async frame.
     const nowNs = Math.round((now - this.origin) * NANOS_PER_MS);
     const waitMs = this.reserveWithin(1, nowNs);
     if (waitMs === REFUSED) return refusedCall(this.localRefusal(1, nowNs));
     if (waitMs === 0) return this.callPermitted(next, arg);
-    return this.sleep(waitMs, 1).then(() => this.callPermitted(next, arg));
+    return this.sleep(waitMs, 1, scope).then(() => this.callPermitted(next, arg));
   }
 
   private async callPermitted<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
@@ -285,20 +306,32 @@ export class RateLimiterPolicy implements Policy {
    * Resolves once `permits` are granted, after waiting for reserved ones if
    * need be; rejects with {@link RateLimitedError} (or
    * {@link DeadlineExceededError}) at once when they cannot come in time.
+   * A caller that has cancelled, or cancels while it waits, rejects with its
+   * `AbortError` and holds no permit.
    */
   waitForPermission(permits = 1): Promise<void> {
     this.checkPermits(permits);
-    if (this.store !== undefined) return this.acquireShared(permits);
+    const scope = contextStorage.getStore();
+    const cancelled = cancelledCaller(scope);
+    if (cancelled !== undefined) return Promise.reject(cancelled);
+    if (this.store !== undefined) return this.acquireShared(permits, scope);
     const nowNs = this.nanos();
     const waitMs = this.reserveWithin(permits, nowNs);
     if (waitMs === REFUSED) return Promise.reject(this.localRefusal(permits, nowNs));
-    return waitMs === 0 ? Promise.resolve() : this.sleep(waitMs, permits);
+    return waitMs === 0 ? Promise.resolve() : this.sleep(waitMs, permits, scope);
   }
 
-  /** Like {@link RateLimiterPolicy.waitForPermission}, answering `false` instead of rejecting (Resilience4j's `acquirePermission`). */
+  /**
+   * Like {@link RateLimiterPolicy.waitForPermission}, answering `false` instead of
+   * rejecting with a refusal (Resilience4j's `acquirePermission`); a cancelled
+   * caller's `AbortError` still rejects.
+   */
   acquirePermission(permits = 1): Promise<boolean> {
     this.checkPermits(permits);
-    if (this.store !== undefined) return this.acquireShared(permits).then(granted, refusedAsFalse);
+    const scope = contextStorage.getStore();
+    const cancelled = cancelledCaller(scope);
+    if (cancelled !== undefined) return Promise.reject(cancelled);
+    if (this.store !== undefined) return this.acquireShared(permits, scope).then(granted, refusedAsFalse);
     const nowNs = this.nanos();
     const waitMs = this.reserveWithin(permits, nowNs);
     if (waitMs === REFUSED) {
@@ -306,7 +339,7 @@ export class RateLimiterPolicy implements Policy {
       if (this.refusedEvents.active) this.localRefusal(permits, nowNs);
       return FALSE;
     }
-    return waitMs === 0 ? TRUE : this.sleep(waitMs, permits).then(granted, refusedAsFalse);
+    return waitMs === 0 ? TRUE : this.sleep(waitMs, permits, scope).then(granted, refusedAsFalse);
   }
 
   /**
@@ -412,8 +445,8 @@ export class RateLimiterPolicy implements Policy {
     return this.refused(permits, wantedNs <= this.timeoutNs ? this.deadlineError() : this.limitedError(nowNs));
   }
 
-  private async acquireShared(permits: number): Promise<void> {
-    const answer = await this.storeCall(permits, false);
+  private async acquireShared(permits: number, scope: ResilienceContext | undefined): Promise<void> {
+    const answer = await this.storeCall(permits, false, scope);
     // Failing open: the store could not answer, the call goes ahead.
     if (answer === undefined) return this.acquired(permits);
     if (!answer.reserved) {
@@ -425,19 +458,23 @@ export class RateLimiterPolicy implements Policy {
     }
     if (answer.waitMs === 0) return this.acquired(permits);
     // The store's answer took some of the time left; the wait must still end before the deadline.
-    const scope = contextStorage.getStore();
     if (scope !== undefined && answer.waitMs >= scope.remaining()) throw this.refused(permits, this.deadlineError());
-    return this.sleep(answer.waitMs, permits);
+    return this.sleep(answer.waitMs, permits, scope);
   }
 
   /**
    * One acquire (or drain) in the store, bounded by `storeTimeout` and the
    * request deadline. `undefined` when the store failed and the instance
-   * fails open; throws the refusal when it fails closed.
+   * fails open; throws the refusal when it fails closed. A caller in `scope`
+   * that cancels meanwhile stops waiting at once with its `AbortError`;
+   * what the store reserves for it afterwards is given back.
    */
-  private storeCall(permits: number, drain: boolean): Promise<RateLimiterStoreAnswer | undefined> {
+  private storeCall(
+    permits: number,
+    drain: boolean,
+    scope: ResilienceContext | undefined = contextStorage.getStore(),
+  ): Promise<RateLimiterStoreAnswer | undefined> {
     const store = this.store as RateLimiterStore;
-    const scope = contextStorage.getStore();
     const remainingMs = scope === undefined ? Number.POSITIVE_INFINITY : scope.aborted ? 0 : scope.remaining();
     if (remainingMs === 0) return Promise.reject(this.refused(permits, this.deadlineError()));
     const byDeadline = remainingMs < this.settings.storeTimeout;
@@ -448,11 +485,20 @@ export class RateLimiterPolicy implements Policy {
     return new Promise((resolve, reject) => {
       let settled = false;
       const timer = this.clock.setTimeout(() => fail(new Error(STORE_TIMED_OUT(limitMs)), byDeadline), limitMs);
+      const signal = scope?.signal;
+      const onAbort = (): void => {
+        settled = true;
+        this.waiting--;
+        this.clock.clearTimeout(timer);
+        reject(callerAbortError(scope!.reason));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
       const fail = (cause: unknown, deadline: boolean): void => {
         if (settled) return;
         settled = true;
         this.waiting--;
         this.clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         if (deadline) {
           reject(this.refused(permits, this.deadlineError()));
           return;
@@ -483,17 +529,13 @@ export class RateLimiterPolicy implements Policy {
           (answer) => {
             if (settled) {
               // The caller gave up on this acquire: permits it took now are given back, never charged late.
-              if (answer.reserved && store.release !== undefined)
-                Promise.resolve()
-                  .then(() =>
-                    store.release?.({ name: this.name, permits, limitForPeriod: limit, limitRefreshPeriodMs }),
-                  )
-                  .catch(() => undefined);
+              if (answer.reserved) this.releaseShared(permits, limit);
               return;
             }
             settled = true;
             this.waiting--;
             this.clock.clearTimeout(timer);
+            signal?.removeEventListener('abort', onAbort);
             this.sharedPermits = answer.availablePermissions;
             this.sharedPeriodEndsAt = this.clock.now() + answer.nextPeriodInMs;
             resolve(answer);
@@ -503,16 +545,59 @@ export class RateLimiterPolicy implements Policy {
     });
   }
 
-  private sleep(waitMs: number, permits: number): Promise<void> {
+  /**
+   * Waits `waitMs` for `permits` reserved of a later period. Under a scope,
+   * its cancellation ends the wait at once: the permits go back and the
+   * wait rejects with the `AbortError` caused by the scope's reason.
+   */
+  private sleep(waitMs: number, permits: number, scope: ResilienceContext | undefined): Promise<void> {
     this.waiting++;
     if (this.waitEvents.active) this.waitEvents.emit({ name: this.name, waitMs });
-    return new Promise<void>((resolve) => {
-      this.clock.setTimeout(() => {
+    if (scope === undefined)
+      return new Promise<void>((resolve) => {
+        this.clock.setTimeout(() => {
+          this.waiting--;
+          this.acquired(permits);
+          resolve();
+        }, waitMs);
+      });
+    const signal = scope.signal;
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.clock.clearTimeout(timer);
+        this.waiting--;
+        this.giveBack(permits);
+        reject(callerAbortError(scope.reason));
+      };
+      const timer = this.clock.setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
         this.waiting--;
         this.acquired(permits);
         resolve();
       }, waitMs);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
+  }
+
+  /** Gives back `permits` reserved by a caller that stopped waiting for them. */
+  private giveBack(permits: number): void {
+    if (this.store !== undefined) {
+      this.releaseShared(permits, this.limit);
+      return;
+    }
+    const cycle = Math.floor(this.nanos() / this.periodNs);
+    if (cycle !== this.cycle) this.refresh(cycle);
+    this.permits = Math.min(this.permits + permits, this.limit);
+  }
+
+  /** Gives `permits` back to the store, when it can take them; its failure changes nothing for the caller. */
+  private releaseShared(permits: number, limitForPeriod: number): void {
+    const store = this.store as RateLimiterStore;
+    if (store.release === undefined) return;
+    const limitRefreshPeriodMs = this.periodNs / NANOS_PER_MS;
+    Promise.resolve()
+      .then(() => store.release?.({ name: this.name, permits, limitForPeriod, limitRefreshPeriodMs }))
+      .catch(() => undefined);
   }
 
   private checkPermits(permits: number): void {
