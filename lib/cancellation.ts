@@ -51,7 +51,10 @@ export function cancelledCallError(reason: unknown, lastError: unknown, failed: 
  * hedge), or the `AbortError` (or the abort reason itself) of a caller that
  * has cancelled. `scope` is the scope the outcome arrives in.
  */
-export function isCancellation(error: unknown, scope: ResilienceContext | undefined = contextStorage.getStore()): boolean {
+export function isCancellation(
+  error: unknown,
+  scope: ResilienceContext | undefined = contextStorage.getStore(),
+): boolean {
   if (typeof error !== 'object' || error === null) return false;
   if (withoutOutcome.has(error)) return true;
   if (scope === undefined) return false;
@@ -65,7 +68,11 @@ export function isCancellation(error: unknown, scope: ResilienceContext | undefi
  * { signal })`): it follows `signal` and the scope the call was made in
  * (`parent`), whose deadline it keeps. Dispose of it when the call settles.
  */
-export function callerScope(clock: Clock, signal: AbortSignal, parent: ResilienceContext | undefined): ResilienceContext {
+export function callerScope(
+  clock: Clock,
+  signal: AbortSignal,
+  parent: ResilienceContext | undefined,
+): ResilienceContext {
   const scope = new ResilienceContext(
     clock,
     parent?.deadline ?? Number.POSITIVE_INFINITY,
@@ -78,33 +85,58 @@ export function callerScope(clock: Clock, signal: AbortSignal, parent: Resilienc
 }
 
 /**
+ * @internal The scope for work that must finish even when its caller
+ * cancels (an idempotent call, whose answer is stored for the caller's
+ * retry with the same key): the current scope's deadline and header, which
+ * time limits inside still respect, without its cancellation (neither the
+ * client going away nor the deadline passing aborts it). `undefined`
+ * outside any scope.
+ */
+export function detachedFromCaller(): ResilienceContext | undefined {
+  const scope = contextStorage.getStore();
+  return scope === undefined
+    ? undefined
+    : new ResilienceContext(scope.clock, scope.deadline, scope.header, undefined, false);
+}
+
+/**
  * @internal Calls `invoke(arg)`, the method of one attempt, under the
  * caller's cancellation: a caller that has already cancelled gets no call
  * (the attempt rejects with its `AbortError`), and one that cancels while
  * the method runs gets that rejection at once, the method's later answer
- * discarded. Outside any caller's scope it is a plain call.
+ * discarded. Outside any scope it is a plain call.
  */
 export function callCancellable<A, R>(invoke: (arg: A) => R | PromiseLike<R>, arg: A): R | PromiseLike<R> {
-  const caller = contextStorage.getStore()?.caller;
+  const scope = contextStorage.getStore();
+  const caller = scope?.caller;
+  // Nothing can cancel a call made outside every caller's scope.
   if (caller === undefined) return invoke(arg);
   if (caller.aborted) return Promise.reject(callerAbortError(caller.reason));
   const pending = invoke(arg);
-  return isThenable(pending) ? raceWithCaller(caller, pending) : pending;
+  return isThenable(pending) ? raceWithCaller(scope!, pending) : pending;
 }
 
-/** `pending`, or the caller's `AbortError` as soon as `caller` aborts, whichever comes first. */
-function raceWithCaller<R>(caller: ResilienceContext, pending: PromiseLike<R>): Promise<R> {
-  const signal = caller.signal;
+/**
+ * `pending`, or the caller's `AbortError` as soon as the caller cancels,
+ * whichever comes first. It listens to the nearest scope (`scope`: the
+ * attempt's, which follows the caller's), so it lets go when the attempt
+ * ends by its own time limit or a hedge's win, leaving the method's outcome
+ * to the policy that ended it.
+ */
+function raceWithCaller<R>(scope: ResilienceContext, pending: PromiseLike<R>): Promise<R> {
   return new Promise<R>((resolve, reject) => {
-    const onAbort = (): void => reject(callerAbortError(caller.reason));
-    signal.addEventListener('abort', onAbort, { once: true });
+    const onAbort = (): void => {
+      const caller = scope.caller;
+      if (caller?.aborted === true) reject(callerAbortError(caller.reason));
+    };
+    scope.watch(onAbort);
     pending.then(
       (value) => {
-        signal.removeEventListener('abort', onAbort);
+        scope.unwatch(onAbort);
         resolve(value);
       },
       (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
+        scope.unwatch(onAbort);
         reject(error);
       },
     );

@@ -1,7 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Clock, TimerHandle } from './clock';
 import { DeadlineExceededError } from './errors';
-import { READ_OUTSIDE_ATTEMPT_CONTEXT } from './resilience.messages';
 
 /** Default name of the header that carries the remaining deadline in ms. */
 export const DEFAULT_DEADLINE_HEADER = 'x-request-deadline-ms';
@@ -18,7 +17,11 @@ export class ResilienceContext {
   private controller?: AbortController;
   private abortReason?: unknown;
   private timer?: TimerHandle;
-  private onParentAbort?: () => void;
+  /** Called once when the scope aborts: its signal's controller, child scopes, calls racing their caller. */
+  private watchers?: Set<() => void>;
+  /** True while the scope follows its parent and its deadline (from the first watcher or signal on). */
+  private following = false;
+  private disposed = false;
   private followed?: AbortSignal;
   private onFollowedAbort?: () => void;
 
@@ -58,9 +61,7 @@ export class ResilienceContext {
 
   /** @internal The nearest scope around this one (itself included) that is a caller's, not an attempt's. */
   get caller(): ResilienceContext | undefined {
-    let scope: ResilienceContext | undefined = this;
-    while (scope !== undefined && scope.attempt) scope = scope.parent;
-    return scope;
+    return this.attempt ? this.parent?.caller : this;
   }
 
   /** Milliseconds left before the deadline (never negative), `Infinity` without one. */
@@ -99,55 +100,82 @@ export class ResilienceContext {
     if (this.controller) return this.controller.signal;
     const controller = new AbortController();
     this.controller = controller;
-    if (this.abortReason !== undefined) {
-      controller.abort(this.abortReason);
-      return controller.signal;
-    }
-    if (this.parent) {
-      const parentSignal = this.parent.signal;
-      if (parentSignal.aborted) controller.abort(parentSignal.reason);
-      else {
-        this.onParentAbort = () => this.abort(parentSignal.reason);
-        parentSignal.addEventListener('abort', this.onParentAbort, { once: true });
-      }
-    }
-    if (!controller.signal.aborted && this.abortsAtDeadline && this.deadline !== Number.POSITIVE_INFINITY) {
-      this.timer = this.clock.setTimeout(
-        () => this.abort(new DeadlineExceededError('deadline', 'the request deadline has passed')),
-        this.remaining(),
-      );
-    }
+    const reason = this.reason;
+    if (reason !== undefined) controller.abort(reason);
+    else this.startFollowing();
     return controller.signal;
+  }
+
+  /**
+   * @internal Calls `listener` once, when the scope aborts (by itself, at
+   * its deadline, with its parent or a followed signal); much cheaper than
+   * a listener on its signal. A scope already aborted never calls it.
+   */
+  watch(listener: () => void): void {
+    (this.watchers ??= new Set()).add(listener);
+    this.startFollowing();
+  }
+
+  /** @internal Stops calling `listener` (given to {@link ResilienceContext.watch}). */
+  unwatch(listener: () => void): void {
+    this.watchers?.delete(listener);
+  }
+
+  /** @internal How many listeners wait for the scope to abort (its signal's and its child scopes' included). */
+  get watching(): number {
+    return this.watchers?.size ?? 0;
   }
 
   /** Aborts the scope with `reason`; later calls are ignored. */
   abort(reason: unknown): void {
     if (this.abortReason !== undefined) return;
     this.abortReason = reason;
-    this.stopFollowingParent();
+    this.stopFollowing();
     this.controller?.abort(reason);
+    const watchers = this.watchers;
+    if (watchers === undefined) return;
+    this.watchers = undefined;
+    for (const listener of watchers) listener();
   }
 
   /**
    * Releases what the scope holds: the deadline timer of a request scope,
-   * and the listener an attempt scope put on its parent's signal (so
-   * attempts that settled never pile up on a long request's signal).
+   * and what an attempt scope left on its parent (so attempts that settled
+   * never pile up on a long request's scope).
    */
   dispose(): void {
-    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
-    this.timer = undefined;
-    this.stopFollowingParent();
+    this.disposed = true;
+    this.stopFollowing();
   }
 
-  private stopFollowingParent(): void {
+  /** Starts following the parent and, for a request scope, the deadline: once, when the first one waits for an abort. */
+  private startFollowing(): void {
+    if (this.following || this.disposed || this.abortReason !== undefined) return;
+    this.following = true;
+    this.parent?.watch(this.parentAborted);
+    if (this.abortsAtDeadline && this.deadline !== Number.POSITIVE_INFINITY) {
+      this.timer = this.clock.setTimeout(this.deadlinePassed, this.remaining());
+    }
+  }
+
+  private readonly parentAborted = (): void => this.abort(this.parent!.reason);
+
+  private readonly deadlinePassed = (): void => {
+    this.timer = undefined;
+    this.abort(new DeadlineExceededError('deadline', 'the request deadline has passed'));
+  };
+
+  private stopFollowing(): void {
     if (this.onFollowedAbort !== undefined) {
       this.followed?.removeEventListener('abort', this.onFollowedAbort);
       this.followed = undefined;
       this.onFollowedAbort = undefined;
     }
-    if (this.onParentAbort === undefined) return;
-    this.parent?.signal.removeEventListener('abort', this.onParentAbort);
-    this.onParentAbort = undefined;
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!this.following) return;
+    this.following = false;
+    this.parent?.unwatch(this.parentAborted);
   }
 }
 
@@ -165,21 +193,6 @@ export interface ScopeOnDemand {
 }
 
 let synchronousAttempt: ScopeOnDemand | undefined;
-let warnedReadOutside = false;
-
-/**
- * The context the public readers see. A read inside a time-limited attempt
- * that entered no context (`attemptContext: 'auto'` outside any deadline)
- * sees none, and says so once: the code expected the attempt's signal.
- */
-function readableContext(reader: string): ResilienceContext | undefined {
-  const ctx = contextStorage.getStore();
-  if (ctx === undefined && synchronousAttempt !== undefined && !warnedReadOutside) {
-    warnedReadOutside = true;
-    process.emitWarning(READ_OUTSIDE_ATTEMPT_CONTEXT(reader), 'ResilienceWarning');
-  }
-  return ctx;
-}
 
 /**
  * @internal Calls `fn(arg)` as the synchronous part of `attempt`, an attempt
@@ -214,16 +227,19 @@ export function policyScopeOver(store: ResilienceContext | undefined): Resilienc
 
 /**
  * The `AbortSignal` of the current attempt (or request): aborted when the
- * attempt's time limit or the request deadline fires. `undefined` outside
- * any scope. Pass it to `fetch`, database drivers and the like.
+ * attempt's time limit passes, a hedge copy loses, the request deadline
+ * fires or the caller cancels. Inside a decorated method it is the
+ * attempt's in every context, at least when read before the method's first
+ * `await` (read it first and pass it on); `undefined` outside any scope.
+ * Pass it to `fetch`, database drivers and the like.
  */
 export function currentSignal(): AbortSignal | undefined {
-  return readableContext('currentSignal')?.signal;
+  return policyScope()?.signal;
 }
 
 /** Milliseconds left for the current attempt or request; `Infinity` when no deadline applies. */
 export function remainingTime(): number {
-  const ctx = readableContext('remainingTime');
+  const ctx = policyScope();
   return ctx === undefined ? Number.POSITIVE_INFINITY : ctx.remaining();
 }
 
@@ -232,7 +248,7 @@ export function remainingTime(): number {
  * (`{ 'x-request-deadline-ms': '1840' }`); empty when no deadline applies.
  */
 export function deadlineHeaders(): Record<string, string> {
-  const ctx = readableContext('deadlineHeaders');
+  const ctx = policyScope();
   if (ctx === undefined || ctx.deadline === Number.POSITIVE_INFINITY) return {};
   // Whole milliseconds in plain digits, never `1e+24`, whatever budget the scope was given.
   return { [ctx.header]: String(Math.floor(Math.min(ctx.remaining(), Number.MAX_SAFE_INTEGER))) };

@@ -1,3 +1,4 @@
+import { callCancellable } from './cancellation';
 import { Clock } from './clock';
 import { methodPipeline, ObservablePipeline, Pipeline, ReturnKind } from './method-pipeline';
 import { observeUnder, Policy } from './policy';
@@ -44,12 +45,14 @@ export function innermostFirst<L extends { readonly kind: LayerKind }>(layers: L
 /**
  * The promise pipeline over `policies` (innermost first): the innermost
  * standard layers fused into one {@link StandardPipeline} when they allow it,
- * every other layer nested by its `call`.
+ * every other layer nested by its `call`. The method of each attempt runs
+ * under the caller's cancellation ({@link callCancellable}).
  */
 export function promiseComposition(policies: readonly ComposedLayer[], clock: Clock): (invoke: Pipeline) => Pipeline {
   const fused = fusedDepth(policies);
   return (invoke) => {
-    let next: Pipeline = invoke;
+    let next: Pipeline = (args) => callCancellable(invoke, args);
+    if (policies.length === 0) return (args) => settled(next, args);
     let outer = policies;
     if (fused > 0) {
       const byKind: Record<string, unknown> = {};
@@ -85,4 +88,13 @@ export function composeLayers(
   clock: Clock,
 ): Pipeline {
   return methodPipeline(kind, call, promiseComposition(policies, clock), observableComposition(policies));
+}
+
+/** A promise of what `call(args)` returns or throws. */
+function settled(call: Pipeline, args: unknown[]): Promise<unknown> {
+  try {
+    return Promise.resolve(call(args));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

@@ -34,10 +34,11 @@ export type AttemptFunction<R> = (signal: AbortSignal) => R | PromiseLike<R>;
  * cancel the attempt), raced against the caller's cancellation.
  */
 export function invokeAttempt<R>(fn: AttemptFunction<R>): R | PromiseLike<R> {
-  return callCancellable(withSignal, fn) as R | PromiseLike<R>;
+  return callCancellable<AttemptFunction<R>, R>(invokeWithSignal, fn);
 }
 
-function withSignal<R>(fn: AttemptFunction<R>): R | PromiseLike<R> {
+/** @internal Calls `fn` with its attempt's signal, made only when `fn` declares a parameter. */
+export function invokeWithSignal<R>(fn: AttemptFunction<R>): R | PromiseLike<R> {
   if (fn.length === 0) return (fn as () => R | PromiseLike<R>)();
   return fn(currentSignal() ?? new AbortController().signal);
 }
@@ -55,10 +56,10 @@ export function executeUnder<R>(
   options: ExecuteOptions | undefined,
 ): Promise<R> {
   const signal = options?.signal;
-  if (signal === undefined) return policy.call(invokeAttempt, fn) as Promise<R>;
+  if (signal === undefined) return policy.call<AttemptFunction<R>, R>(invokeAttempt, fn);
   if (signal.aborted) return Promise.reject(callerAbortError(signal.reason));
   const scope = callerScope(clock, signal, contextStorage.getStore());
-  const call = contextStorage.run(scope, () => policy.call(invokeAttempt, fn) as Promise<R>);
+  const call = contextStorage.run(scope, () => policy.call<AttemptFunction<R>, R>(invokeAttempt, fn));
   return call.finally(() => scope.dispose());
 }
 

@@ -30,9 +30,6 @@ export const DECORATED_BY_ANOTHER_COPY = (target: string): string =>
 export const REQUEST_SCOPED = (target: string): string =>
   `${PREFIX}: ${target} is request-scoped; its resilience decorators are not applied (move the protected calls to a singleton provider)`;
 
-export const READ_OUTSIDE_ATTEMPT_CONTEXT = (reader: string): string =>
-  `${PREFIX}: ${reader}() was called inside a time-limited call made outside any request scope, where the call has no context of its own (deadline.attemptContext 'auto'): it sees no attempt, so a signal passed on is not aborted at the call's limit; set deadline: { attemptContext: 'always' } to give every such call its context`;
-
 export const INVALID_DEADLINE_HEADER = (header: string, value: string): string =>
   `${PREFIX}: ignored header '${header}' with value ${JSON.stringify(value.slice(0, 40))}: expected a non-negative integer of milliseconds; the default budget applies`;
 

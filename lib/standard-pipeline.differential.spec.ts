@@ -1,4 +1,5 @@
 import * as fc from 'fast-check';
+import { callCancellable } from './cancellation';
 import { VirtualClock } from './clock';
 import { contextStorage, ResilienceContext } from './context';
 import {
@@ -193,12 +194,14 @@ function build(scenario: Scenario, kind: SideKind) {
         return new Promise((resolve) => clock.setTimeout(() => resolve('slow'), 300));
     }
   };
+  // As the engine does: each attempt's method runs under the caller's cancellation.
+  const method = (args: unknown[]) => callCancellable(invoke, args[0]);
   const run =
     code !== undefined
       ? (args: unknown[]) => code.execute(() => invoke(args[0]))
       : kind === 'standard'
-        ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run
-        : nestedPipeline(policies, (args) => invoke(args[0]));
+        ? new StandardPipeline(policies, method, clock).run
+        : nestedPipeline(policies, method);
   /** Starts call `id`, under a request deadline when `deadline` says so. */
   const start = (id: number, deadline: Deadline): Promise<unknown> => {
     if (deadline === 'none') return run([id]);

@@ -114,7 +114,7 @@ describe('StandardPipeline edges', () => {
     expect(calls).toBe(2);
   });
 
-  it('still takes a bulkhead permit under an aborted request scope without a deadline, which the time limiter lets through', async () => {
+  it('takes no bulkhead permit and runs nothing under an aborted request scope, with or without a deadline', async () => {
     const clock = new VirtualClock();
     const registry = new ResilienceRegistry({
       clock,
@@ -129,10 +129,14 @@ describe('StandardPipeline edges', () => {
       clock,
     );
     const request = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
-    request.abort(new Error('client went away'));
+    const reason = new Error('client went away');
+    request.abort(reason);
 
-    await expect(contextStorage.run(request, () => pipeline.run([]))).resolves.toBe(0);
-    expect(held).toBe(0);
+    await expect(contextStorage.run(request, () => pipeline.run([]))).rejects.toMatchObject({
+      name: 'AbortError',
+      cause: reason,
+    });
+    expect(held).toBe(-1);
     expect(bulkhead.metrics.availableConcurrentCalls).toBe(1);
   });
 });

@@ -2,6 +2,7 @@ import { BulkheadPolicy } from './bulkhead/bulkhead-policy';
 import { NO_PERMIT } from './bulkhead/bulkhead.permits';
 import { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
 import { Clock } from './clock';
+import { callerAbortError } from './cancellation';
 import { contextStorage, policyScopeOver, ResilienceContext } from './context';
 import { FallbackPolicy } from './fallback/fallback';
 import { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
@@ -68,12 +69,12 @@ export class StandardPipeline {
     this.bulkhead = layers.bulkhead;
   }
 
-  /** Runs one call of the method through every layer; a caller that has cancelled gets no attempt, as under the retry's own loop. */
+  /** Runs one call of the method through every layer; a caller that has cancelled gets no attempt and takes no permit. */
   readonly run = (args: unknown[]): Promise<unknown> => {
-    // Read once: the retry stops for a cancelled caller, the time limit bounds the attempt by it.
-    const caller = this.retry === undefined && this.limiter === undefined ? undefined : contextStorage.getStore();
-    return this.retry !== undefined && caller?.aborted === true
-      ? settle(() => this.fallBack(args, caller.signal.reason))
+    // Read once: a cancelled caller runs nothing, the retry stops for one, the time limit bounds the attempt by it.
+    const caller = contextStorage.getStore();
+    return caller?.aborted === true && caller.caller?.aborted === true
+      ? Promise.reject(callerAbortError(caller.caller.reason))
       : this.attempt(args, true, caller);
   };
 

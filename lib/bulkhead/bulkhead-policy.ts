@@ -1,10 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Clock, TimerHandle } from '../clock';
-import { policyScope } from '../context';
+import { contextStorage, policyScope, ResilienceContext } from '../context';
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
 import { AttemptFunction, executeUnder, Policy } from '../policy';
-import { ExecuteOptions } from '../cancellation';
+import { callerAbortError, ExecuteOptions } from '../cancellation';
 import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
@@ -29,15 +29,20 @@ export interface BulkheadCallPermittedEvent {
 
 /**
  * A call left the bulkhead without a permit: `queue-full`, `wait-timeout`,
- * `aborted` (its signal fired) or `deadline` (the request ran out of time).
+ * `aborted` (its caller cancelled, or its attempt was aborted) or `deadline`
+ * (the request ran out of time).
  */
 export interface BulkheadCallRejectedEvent {
   /** The bulkhead's name. */
   readonly name: string;
   /** Why the call got no permit: `queue-full`, `wait-timeout`, `aborted` or `deadline`. */
   readonly reason: BulkheadFullError['reason'] | 'deadline';
-  /** The error the call was rejected with: a `DeadlineExceededError` for `deadline`, else a `BulkheadFullError`. */
-  readonly error: BulkheadFullError | DeadlineExceededError;
+  /**
+   * The error the call was rejected with: a `DeadlineExceededError` for
+   * `deadline`; for `aborted`, the caller's `AbortError` (`callerAbortError`)
+   * when the caller cancelled, else a `BulkheadFullError`; else a `BulkheadFullError`.
+   */
+  readonly error: BulkheadFullError | DeadlineExceededError | DOMException;
 }
 
 /** A permitted call finished (either way) and gave its permit back. */
@@ -75,6 +80,12 @@ interface Waiter {
  * permit, each for at most `maxWaitDuration` (and never past the request
  * deadline). Everyone else gets {@link BulkheadFullError} at once.
  * `maxConcurrentCalls: 0` refuses every call at once, without waiting.
+ *
+ * A caller that has cancelled (its request scope, or `execute(fn, { signal })`)
+ * gets no permit, and one that cancels while it waits leaves the queue at
+ * once: either rejects with the caller's `AbortError` (`callerAbortError`),
+ * reported by `onCallRejected` with the reason `aborted`. A request deadline
+ * that passes in the queue still rejects with `DeadlineExceededError`.
  */
 export class BulkheadPolicy implements Policy {
   private readonly permittedEvents = new EventStream<BulkheadCallPermittedEvent>();
@@ -147,9 +158,15 @@ export class BulkheadPolicy implements Policy {
 
   /**
    * Runs `next(arg)` holding a permit, waiting in the queue when all are
-   * taken. The permit is released however the call ends.
+   * taken. The permit is released however the call ends. A caller that has
+   * cancelled gets no permit: it rejects with its `AbortError`.
    */
   async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    const scope = contextStorage.getStore();
+    if (scope !== undefined) {
+      const caller = scope.caller;
+      if (caller?.aborted === true) throw this.callerCancelled(caller.reason);
+    }
     let started = this.tryEnter();
     // A free permit implies an empty queue: release() hands permits to waiters first.
     if (started === NO_PERMIT) {
@@ -219,7 +236,7 @@ export class BulkheadPolicy implements Policy {
       // Only a call that has to wait pays for creating the scope's signal. It aborts when the request
       // deadline passes or the attempt's time limit fires, so the wait's own timer is maxWaitDuration alone.
       signal = ctx.signal;
-      if (signal.aborted) throw this.rejected(this.abortError(signal.reason));
+      if (signal.aborted) throw this.abortError(ctx);
     }
     const waiter: Waiter = {
       waited: this.waitedEvents.active ? { context: AsyncLocalStorage.snapshot(), since: this.clock.now() } : undefined,
@@ -238,9 +255,12 @@ export class BulkheadPolicy implements Policy {
     this.depth++;
     waiter.timer = this.clock.setTimeout(() => this.expire(waiter), this.settings.maxWaitDuration);
     if (signal !== undefined) {
+      const scope = ctx as ResilienceContext;
       const onAbort = (): void => {
         // Stryker disable next-line ConditionalExpression: unlink removes this listener, so it runs only while queued
-        if (waiter.queued) this.leave(waiter, this.abortError(signal.reason));
+        if (!waiter.queued) return;
+        this.unlink(waiter);
+        waiter.fail(this.abortError(scope));
       };
       waiter.onAbort = onAbort;
       // Stryker disable next-line ObjectLiteral,BooleanLiteral: unlink removes the listener; a signal aborts only once
@@ -303,8 +323,28 @@ export class BulkheadPolicy implements Policy {
     if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener('abort', waiter.onAbort);
   }
 
-  private abortError(reason: unknown): BulkheadFullError | DeadlineExceededError {
-    return reason instanceof DeadlineExceededError ? this.deadlineError() : this.fullError('aborted');
+  /**
+   * The rejection (reported) of a call whose scope `ctx` aborted: the
+   * deadline's error when its deadline passed, the caller's `AbortError`
+   * when its caller cancelled, else a `BulkheadFullError` (`aborted`).
+   */
+  private abortError(ctx: ResilienceContext): BulkheadFullError | DeadlineExceededError | DOMException {
+    const reason = ctx.reason;
+    if (reason instanceof DeadlineExceededError) return this.rejected(this.deadlineError());
+    const caller = ctx.caller;
+    if (caller?.aborted === true) return this.callerCancelled(caller.reason);
+    return this.rejected(this.fullError('aborted'));
+  }
+
+  /**
+   * @internal The rejection of a call whose caller cancelled before it got
+   * a permit: the caller's `AbortError`, reported with the reason `aborted`.
+   */
+  callerCancelled(reason: unknown): DOMException {
+    const error = callerAbortError(reason);
+    // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
+    if (this.rejectedEvents.active) this.rejectedEvents.emit({ name: this.name, reason: 'aborted', error });
+    return error;
   }
 
   private deadlineError(): DeadlineExceededError {

@@ -34,12 +34,21 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
   ) {}
 
   start(): Unsubscribable | undefined {
+    const scope = contextStorage.getStore();
+    if (scope !== undefined) {
+      const caller = scope.caller;
+      // A caller that has cancelled gets no permit: its AbortError, on subscribe.
+      if (caller?.aborted === true) {
+        this.ended = true;
+        this.downstream.error(this.bulkhead.callerCancelled(caller.reason));
+        return undefined;
+      }
+    }
     const permit = this.bulkhead.tryEnter();
     if (permit !== NO_PERMIT) {
       this.hold(permit);
       return this;
     }
-    const scope = contextStorage.getStore();
     try {
       this.place = this.bulkhead.queueForPermit(
         () => {

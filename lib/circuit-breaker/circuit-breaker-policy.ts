@@ -7,9 +7,8 @@ import { EventStream, EventSubscriber, Unsubscribe } from '../events';
 import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { javaException } from '../java-exceptions';
 import { AttemptFunction, executeUnder, Policy } from '../policy';
-import { ExecuteOptions } from '../cancellation';
 import { refusal, refusedCall } from '../refusal';
-import { isSuperseded } from '../superseded';
+import { ExecuteOptions, isCancellation } from '../cancellation';
 import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
 import {
@@ -504,8 +503,8 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   private classifyError(error: unknown): Outcome {
-    // An attempt cancelled because a hedge answered first says nothing about the dependency.
-    if (isSuperseded()) return IGNORED;
+    // A cancelled attempt (its caller's abort, a hedge that answered first) says nothing about the dependency.
+    if (isCancellation(error)) return IGNORED;
     if (this.ignoreExceptions.matches(error)) return IGNORED;
     const resilience4j = this.settings.exceptionRules === 'resilience4j';
     if (!resilience4j && error instanceof BulkheadFullError && !this.recordsBulkheadFull) return IGNORED;

@@ -1,3 +1,4 @@
+import { isCancellation } from '../cancellation';
 import { ErrorClass } from '../error-matcher';
 import { EventStream, EventSubscriber, Unsubscribe } from '../events';
 import { Policy } from '../policy';
@@ -114,6 +115,8 @@ export class FallbackPolicy implements Policy {
    * declares its class.
    */
   recover(args: unknown[], error: unknown): unknown {
+    // A cancelled call has no caller left to answer: its cancellation goes on up.
+    if (isCancellation(error)) throw error;
     const choice = this.choose(error);
     if (choice === undefined) throw error;
     // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event

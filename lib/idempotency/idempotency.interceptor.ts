@@ -3,7 +3,8 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { defer, mergeMap, Observable, of } from 'rxjs';
-import { contextStorage, ResilienceContext } from '../context';
+import { detachedFromCaller } from '../cancellation';
+import { contextStorage } from '../context';
 import {
   IdempotencyKeyInProgressError,
   IdempotencyKeyMissingError,
@@ -55,17 +56,6 @@ interface Exchange {
 interface RouteHeader {
   readonly name: string;
   readonly value: string | (() => string);
-}
-
-/**
- * The scope a claimed request's handler runs in: the request's deadline,
- * without the request's cancellation when the client goes away, so the work
- * finishes and its answer is stored for the client's retry with the same
- * key. `undefined` outside a request scope (no `deadline` configured).
- */
-function detachedFromClient(): ResilienceContext | undefined {
-  const request = contextStorage.getStore();
-  return request === undefined ? undefined : new ResilienceContext(request.clock, request.deadline, request.header);
 }
 
 /** Methods the header applies to: the ones that are not idempotent by themselves (IETF draft). */
@@ -268,7 +258,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       // Set when Nest gives up on a client that left: the work goes on, and its answer settles the key.
       let detached = false;
       let last: unknown;
-      const scope = detachedFromClient();
+      const scope = detachedFromCaller();
       const subscribe = () =>
         next.handle().subscribe({
           next: (value) => {

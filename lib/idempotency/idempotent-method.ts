@@ -1,5 +1,7 @@
 import { from, lastValueFrom, Observable, Subscriber } from 'rxjs';
 import { IdempotencyKeyInProgressError, IdempotencyKeyMissingError, IdempotencyStoreUnavailableError } from '../errors';
+import { detachedFromCaller } from '../cancellation';
+import { contextStorage } from '../context';
 import { Policy } from '../policy';
 import { fingerprintOf, scopedKey } from './idempotency-key';
 import { idempotencyStorage } from './idempotency.context';
@@ -107,9 +109,11 @@ export class IdempotentMethod implements Policy, IdempotentTarget {
     const run = await this.reportingStoreFaults(key, () =>
       IdempotentRun.open(this, storeKey, start.token, start.record, true),
     );
+    // The caller may leave: the work still finishes, and its answer is stored for the retry with the same key.
+    const detached = detachedFromCaller();
     let value: R;
     try {
-      value = await run.enter(() => next(arg));
+      value = await run.enter(() => (detached === undefined ? next(arg) : contextStorage.run(detached, next, arg)));
     } catch (error) {
       run.fail(error);
       const settled = await run.finish(run.settlementForError(error));

@@ -6,23 +6,14 @@ import { FallbackPolicy } from '../fallback/fallback';
 import { FaultInjector } from '../fault-injection/fault-injector';
 import { ComposedLayer, observableComposition, promiseComposition } from '../layer-composition';
 import { ObservablePipeline, Pipeline } from '../method-pipeline';
-import { AttemptFunction, invokeAttempt } from '../policy';
+import { AttemptFunction, invokeWithSignal } from '../policy';
 
 /** No arguments: what an Observable's policies pass to a fallback handler. */
 const NO_ARGS: unknown[] = [];
 
-/** Calls the function in a pipeline call's argument array as one attempt; the signal is made only for a function that takes one. */
+/** Calls the function in a pipeline call's argument array; the signal is made only for a function that takes one. */
 function invokeCall(args: unknown[]): unknown {
-  return invokeAttempt(args[0] as AttemptFunction<unknown>);
-}
-
-/** A promise of what `call(args)` returns or throws. */
-function settle(call: Pipeline, args: unknown[]): Promise<unknown> {
-  try {
-    return Promise.resolve(call(args));
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  return invokeWithSignal(args[0] as AttemptFunction<unknown>);
 }
 
 /**
@@ -63,7 +54,7 @@ export class ResiliencePipeline {
   ) {
     this.layers = [...policies].reverse().map(({ kind, policy }) => [kind, policy.name] as const);
     const call = injection === undefined ? invokeCall : injection.faults.wrapCall(injection.names, invokeCall);
-    this.run = policies.length === 0 ? (args) => settle(call, args) : promiseComposition(policies, clock)(call);
+    this.run = promiseComposition(policies, clock)(call);
     this.observed = observableComposition(policies);
   }
 

@@ -6,7 +6,7 @@ import { retryAfterOf } from '../error-status';
 import { MaxRetriesExceededError } from '../errors';
 import { EventStream } from '../events';
 import { AttemptFunction, executeUnder, Policy } from '../policy';
-import { ExecuteOptions } from '../cancellation';
+import { callerAbortError, ExecuteOptions, isCancellation } from '../cancellation';
 import { neverReached, withRefusalCause } from '../refusal';
 import { backoffDelay } from './backoff';
 import { RetryBudget } from './retry-budget';
@@ -176,8 +176,8 @@ export class RetryPolicy implements Policy {
   /** Runs `next(arg)` with retries. */
   async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
     // A caller that has already cancelled gets no attempt at all.
-    const scope = contextStorage.getStore();
-    if (scope?.aborted === true) throw scope.signal.reason;
+    const caller = contextStorage.getStore()?.caller;
+    if (caller?.aborted === true) throw callerAbortError(caller.reason);
     let result: R;
     try {
       result = await next(arg);
@@ -193,8 +193,10 @@ export class RetryPolicy implements Policy {
    * Lets a composed pipeline run the first attempt itself.
    */
   continueAfterError<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, error: unknown): Promise<R> {
+    // A cancelled attempt is no failure to retry: the call ends with its cancellation.
+    if (isCancellation(error)) throw this.failed(error, attempt);
     const wait = this.waitBeforeRetry(error, attempt, this.config.waitDuration);
-    if (wait === CANCELLED) throw this.failed(callerAbort(), attempt);
+    if (wait === CANCELLED) throw this.cancelled(attempt, neverReached(error) ? NOTHING_REACHED : error, false);
     if (wait === NO_RETRY) throw this.failed(error, attempt);
     return this.retryLoop(next, arg, attempt + 1, wait, neverReached(error) ? NOTHING_REACHED : error, false);
   }
@@ -207,7 +209,7 @@ export class RetryPolicy implements Policy {
   continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
     if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
     const wait = this.waitForResult(attempt, this.config.waitDuration);
-    if (wait === CANCELLED) throw this.failed(callerAbort(), attempt);
+    if (wait === CANCELLED) throw this.cancelled(attempt, NOTHING_REACHED, false);
     return wait === NO_RETRY
       ? this.exhausted(result, attempt)
       : this.retryLoop(next, arg, attempt + 1, wait, result, true);
@@ -229,17 +231,18 @@ export class RetryPolicy implements Policy {
     for (; ; attempt++) {
       const scope = contextStorage.getStore();
       await this.sleep(wait, scope);
-      // The caller cancelled during the wait: no attempt follows, and the call ends with its abort.
-      if (scope?.aborted === true) throw this.failed(scope.signal.reason, attempt - 1);
+      // The caller cancelled during the wait: no attempt follows.
+      if (scope?.aborted === true) throw this.cancelled(attempt - 1, reached, reachedResult);
       // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
       if (this.attemptStream.active) this.attemptStream.emit({ name: this.name, attempt });
       let result: R;
       try {
         result = await next(arg);
       } catch (error) {
+        if (isCancellation(error)) throw this.cancelled(attempt, reached, reachedResult, error);
         const refused = neverReached(error);
         wait = this.waitBeforeRetry(error, attempt, wait);
-        if (wait === CANCELLED) throw this.failed(callerAbort(), attempt);
+        if (wait === CANCELLED) throw this.cancelled(attempt, refused ? reached : error, refused && reachedResult);
         if (wait === NO_RETRY) {
           if (refused && reached !== NOTHING_REACHED)
             return this.endAfterRefusal(reached, reachedResult, error, attempt);
@@ -253,11 +256,22 @@ export class RetryPolicy implements Policy {
       }
       if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
       wait = this.waitForResult(attempt, wait);
-      if (wait === CANCELLED) throw this.failed(callerAbort(), attempt);
+      if (wait === CANCELLED) throw this.cancelled(attempt, reached, reachedResult);
       if (wait === NO_RETRY) return this.exhausted(result, attempt);
       reached = result;
       reachedResult = true;
     }
+  }
+
+  /**
+   * Ends a call whose caller cancelled after `attempts` attempts: with the
+   * error of the latest attempt that reached the method, when it failed
+   * (`reached`, unless that was a result), else with `cancellation` (the
+   * attempt's own), else the caller's `AbortError`.
+   */
+  private cancelled(attempts: number, reached: unknown, reachedResult: boolean, cancellation?: unknown): unknown {
+    if (reached !== NOTHING_REACHED && !reachedResult) return this.failed(reached, attempts);
+    return this.failed(cancellation ?? callerAbortError(contextStorage.getStore()?.caller?.reason), attempts);
   }
 
   /** @internal Whether `retryOnResult` asks to retry `result`; when it throws, the call ends with its error, counted as failed. */
@@ -378,9 +392,4 @@ export class RetryPolicy implements Policy {
       signal.addEventListener('abort', done, { once: true });
     });
   }
-}
-
-/** The abort of the caller whose call is running: what a cancelled call ends with. */
-function callerAbort(): unknown {
-  return contextStorage.getStore()?.signal.reason;
 }

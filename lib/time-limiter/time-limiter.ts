@@ -10,7 +10,7 @@ import {
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { EventStream, Unsubscribe } from '../events';
 import { AttemptFunction, executeUnder, Policy } from '../policy';
-import { ExecuteOptions } from '../cancellation';
+import { ExecuteOptions, isCancellation } from '../cancellation';
 import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
 import { ExpiryQueue } from './expiry-queue';
@@ -443,6 +443,8 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
     this.finish();
     const limiter = this.limiter!;
     const now = limiter.clock.now();
+    // A cancelled attempt has no outcome to count: its caller is gone.
+    if (isCancellation(error)) return this.fail(error, now);
     // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
     if (now > this.deadline && !isRefusal(error))
       return this.fail(limiter.timedOut(this.byDeadline(), this.limit), now);
