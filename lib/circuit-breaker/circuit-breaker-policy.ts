@@ -356,6 +356,11 @@ export class CircuitBreakerPolicy implements Policy {
    * that throws is recorded as the call's error and its exception rethrown.
    */
   recordCall(epoch: number, start: number, failed: boolean, outcome: unknown, end?: number, now?: number): void {
+    if (failed && isCancellation(outcome)) {
+      // A cancelled attempt has no outcome: nothing is recorded or published, and its permission goes back.
+      if (epoch === this.epoch) this.releasePermission();
+      return;
+    }
     if (failed) {
       this.complete(epoch, start, this.classifyError(outcome), outcome, end, now);
       return;
@@ -503,8 +508,6 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   private classifyError(error: unknown): Outcome {
-    // A cancelled attempt (its caller's abort, a hedge that answered first) says nothing about the dependency.
-    if (isCancellation(error)) return IGNORED;
     if (this.ignoreExceptions.matches(error)) return IGNORED;
     const resilience4j = this.settings.exceptionRules === 'resilience4j';
     if (!resilience4j && error instanceof BulkheadFullError && !this.recordsBulkheadFull) return IGNORED;

@@ -193,8 +193,8 @@ export class RetryPolicy implements Policy {
    * Lets a composed pipeline run the first attempt itself.
    */
   continueAfterError<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, error: unknown): Promise<R> {
-    // A cancelled attempt is no failure to retry: the call ends with its cancellation.
-    if (isCancellation(error)) throw this.failed(error, attempt);
+    // A cancelled attempt has no outcome: no retry, and the call is not counted.
+    if (isCancellation(error)) throw error;
     const wait = this.waitBeforeRetry(error, attempt, this.config.waitDuration);
     if (wait === CANCELLED) throw this.cancelled(attempt, neverReached(error) ? NOTHING_REACHED : error, false);
     if (wait === NO_RETRY) throw this.failed(error, attempt);
@@ -266,12 +266,13 @@ export class RetryPolicy implements Policy {
   /**
    * Ends a call whose caller cancelled after `attempts` attempts: with the
    * error of the latest attempt that reached the method, when it failed
-   * (`reached`, unless that was a result), else with `cancellation` (the
-   * attempt's own), else the caller's `AbortError`.
+   * (`reached`, unless that was a result; the call counts as failed), else
+   * with `cancellation` (the attempt's own) or the caller's `AbortError`,
+   * and the call is not counted.
    */
   private cancelled(attempts: number, reached: unknown, reachedResult: boolean, cancellation?: unknown): unknown {
     if (reached !== NOTHING_REACHED && !reachedResult) return this.failed(reached, attempts);
-    return this.failed(cancellation ?? callerAbortError(contextStorage.getStore()?.caller?.reason), attempts);
+    return cancellation ?? callerAbortError(contextStorage.getStore()?.caller?.reason);
   }
 
   /** @internal Whether `retryOnResult` asks to retry `result`; when it throws, the call ends with its error, counted as failed. */
