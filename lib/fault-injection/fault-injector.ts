@@ -194,7 +194,7 @@ export class FaultInjector {
       if (draw === undefined) return source.subscribe(subscriber);
       let inner: Subscription | undefined;
       let timer: TimerHandle = undefined;
-      let signal: AbortSignal | undefined;
+      let watched: ResilienceContext | undefined;
       const onAbort = (): void => {
         this.clock.clearTimeout(timer);
         timer = undefined;
@@ -202,7 +202,7 @@ export class FaultInjector {
       };
       const go = (): void => {
         timer = undefined;
-        signal?.removeEventListener('abort', onAbort);
+        watched?.unwatch(onAbort);
         if (draw.replace === 'error') subscriber.error(this.error(draw.name, draw.fault.error!.error));
         else if (draw.replace === 'outcome') {
           subscriber.next(draw.fault.outcome!.value as T);
@@ -213,13 +213,13 @@ export class FaultInjector {
       else {
         timer = this.clock.setTimeout(go, draw.delay);
         if (scope !== undefined) {
-          signal = scope.signal;
-          signal.addEventListener('abort', onAbort, { once: true });
+          watched = scope;
+          scope.watch(onAbort);
         }
       }
       return () => {
         this.clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        watched?.unwatch(onAbort);
         inner?.unsubscribe();
       };
     });
@@ -274,17 +274,16 @@ export class FaultInjector {
    */
   private delay(ms: number, scope: ResilienceContext | undefined): Promise<void> {
     if (scope === undefined) return new Promise<void>((resolve) => this.clock.setTimeout(resolve, ms));
-    const signal = scope.signal;
     return new Promise<void>((resolve, reject) => {
       const onAbort = (): void => {
         this.clock.clearTimeout(timer);
         reject(cancelledError(scope));
       };
       const timer = this.clock.setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
+        scope.unwatch(onAbort);
         resolve();
       }, ms);
-      signal.addEventListener('abort', onAbort, { once: true });
+      scope.watch(onAbort);
     });
   }
 

@@ -83,7 +83,7 @@ export abstract class HedgeRun {
       this.cancelled(cancelledCallError(parent.reason, this.reached, this.reachedAny));
     };
     this.onParentAbort = onAbort;
-    parent.signal.addEventListener('abort', onAbort, { once: true });
+    parent.watch(onAbort);
   }
 
   /** Stops following the parent's cancellation: the call has ended. */
@@ -91,7 +91,7 @@ export abstract class HedgeRun {
     const onAbort = this.onParentAbort;
     if (onAbort === undefined) return;
     this.onParentAbort = undefined;
-    this.parent?.signal.removeEventListener('abort', onAbort);
+    this.parent?.unwatch(onAbort);
   }
 
   /** A new attempt, in a scope of its own under the caller's deadline; the timer of the next hedge is armed. */

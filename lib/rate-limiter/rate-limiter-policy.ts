@@ -485,20 +485,19 @@ export class RateLimiterPolicy implements Policy {
     return new Promise((resolve, reject) => {
       let settled = false;
       const timer = this.clock.setTimeout(() => fail(new Error(STORE_TIMED_OUT(limitMs)), byDeadline), limitMs);
-      const signal = scope?.signal;
       const onAbort = (): void => {
         settled = true;
         this.waiting--;
         this.clock.clearTimeout(timer);
         reject(callerAbortError(scope!.reason));
       };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      scope?.watch(onAbort);
       const fail = (cause: unknown, deadline: boolean): void => {
         if (settled) return;
         settled = true;
         this.waiting--;
         this.clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        scope?.unwatch(onAbort);
         if (deadline) {
           reject(this.refused(permits, this.deadlineError()));
           return;
@@ -535,7 +534,7 @@ export class RateLimiterPolicy implements Policy {
             settled = true;
             this.waiting--;
             this.clock.clearTimeout(timer);
-            signal?.removeEventListener('abort', onAbort);
+            scope?.unwatch(onAbort);
             this.sharedPermits = answer.availablePermissions;
             this.sharedPeriodEndsAt = this.clock.now() + answer.nextPeriodInMs;
             resolve(answer);
@@ -561,7 +560,6 @@ export class RateLimiterPolicy implements Policy {
           resolve();
         }, waitMs);
       });
-    const signal = scope.signal;
     return new Promise<void>((resolve, reject) => {
       const onAbort = (): void => {
         this.clock.clearTimeout(timer);
@@ -570,12 +568,12 @@ export class RateLimiterPolicy implements Policy {
         reject(callerAbortError(scope.reason));
       };
       const timer = this.clock.setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
+        scope.unwatch(onAbort);
         this.waiting--;
         this.acquired(permits);
         resolve();
       }, waitMs);
-      signal.addEventListener('abort', onAbort, { once: true });
+      scope.watch(onAbort);
     });
   }
 
