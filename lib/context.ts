@@ -9,7 +9,7 @@ export const DEFAULT_DEADLINE_HEADER = 'x-request-deadline-ms';
 export const DEFAULT_MAX_DEADLINE_BUDGET_MS = 24 * 60 * 60 * 1000;
 
 /**
- * The deadline and cancellation scope of a request or of one attempt
+ * @internal The deadline and cancellation scope of a request or of one attempt
  * inside it. The `AbortSignal` is created only when someone asks for it,
  * so a call that never looks at its signal pays nothing for it.
  */
@@ -182,7 +182,7 @@ export class ResilienceContext {
 /** The async-local slot holding the current {@link ResilienceContext}. */
 export const contextStorage = new AsyncLocalStorage<ResilienceContext>();
 
-/** The current request or attempt scope, if any. */
+/** @internal The current request or attempt scope, if any. */
 export function currentContext(): ResilienceContext | undefined {
   return contextStorage.getStore();
 }

@@ -12,16 +12,13 @@ export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './
 export type { PolicyKind } from './resilience.constants';
 export type { DeadlineOptions, ResilienceModuleOptions } from './resilience.options';
 export {
-  currentContext,
   currentSignal,
   deadlineHeaders,
   remainingTime,
-  ResilienceContext,
   DEFAULT_DEADLINE_HEADER,
   DEFAULT_MAX_DEADLINE_BUDGET_MS,
 } from './context';
-export type { AttemptFunction, Policy } from './policy';
-export { callerAbortError } from './cancellation';
+export type { AttemptFunction } from './policy';
 export type { ExecuteOptions } from './cancellation';
 export { ResilienceModule } from './resilience.module';
 export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './resilience.module-definition';
@@ -44,7 +41,6 @@ export type {
   RetryStopReason,
   RetryStoppedEvent,
 } from './retry/retry';
-export { RetryBudget } from './retry/retry-budget';
 export { Retry } from './retry/retry.decorator';
 export type { TimeLimiterConfig, TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
 export { TimeLimiter } from './time-limiter/time-limiter';
@@ -155,4 +151,3 @@ export { Hedge } from './hedge/hedge.decorator';
 export { HedgePolicy } from './hedge/hedge-policy';
 export type { HedgeBudgetDeniedEvent, HedgeEvent, HedgeMetrics, HedgeWinnerEvent } from './hedge/hedge-policy';
 export type { HedgeConfig, HedgeConfigInput, LatencyPercentile } from './hedge/hedge.config';
-export type { LayerKind } from './resilience.constants';

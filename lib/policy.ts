@@ -4,7 +4,7 @@ import { Clock } from './clock';
 import { contextStorage, currentSignal } from './context';
 
 /**
- * What every policy exposes to the pipeline: run `next(arg)` under the
+ * @internal What every policy exposes to the engine: run `next(arg)` under the
  * policy. Passing `next` and its argument separately lets a composed
  * pipeline run without allocating a closure per call.
  */

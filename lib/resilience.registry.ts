@@ -209,7 +209,7 @@ export class ResilienceRegistry {
     return instance;
   }
 
-  /** A private thread-pool bulkhead for one decorated method: `name`'s config with `overrides` applied. */
+  /** @internal A private thread-pool bulkhead for one decorated method: `name`'s config with `overrides` applied. */
   deriveThreadPoolBulkhead(name: string, overrides: object, place: string, where: string): BulkheadPolicy {
     const section = this.options.threadPoolBulkhead;
     const declared = section.instances.get(name);
@@ -306,7 +306,7 @@ export class ResilienceRegistry {
   }
 
   /**
-   * A private instance for one decorated method: the named instance's config
+   * @internal A private instance for one decorated method: the named instance's config
    * with `overrides` applied (validated like any config, errors naming `place`).
    * An `anonymous` instance (e.g. `@Timeout(250)`) starts from `configs.default`.
    */

@@ -3,7 +3,7 @@ import { Clock, TimerHandle } from '../clock';
 import { contextStorage, policyScope, ResilienceContext } from '../context';
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
-import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { AttemptFunction, executeUnder } from '../policy';
 import { callerAbortError, ExecuteOptions } from '../cancellation';
 import { refusal } from '../refusal';
 import { Observable } from 'rxjs';
@@ -87,7 +87,7 @@ interface Waiter {
  * reported by `onCallRejected` with the reason `aborted`. A request deadline
  * that passes in the queue still rejects with `DeadlineExceededError`.
  */
-export class BulkheadPolicy implements Policy {
+export class BulkheadPolicy {
   private readonly permittedEvents = new EventStream<BulkheadCallPermittedEvent>();
   private readonly rejectedEvents = new EventStream<BulkheadCallRejectedEvent>();
   private readonly finishedEvents = new EventStream<BulkheadCallFinishedEvent>();
@@ -157,7 +157,7 @@ export class BulkheadPolicy implements Policy {
   }
 
   /**
-   * Runs `next(arg)` holding a permit, waiting in the queue when all are
+   * @internal Runs `next(arg)` holding a permit, waiting in the queue when all are
    * taken. The permit is released however the call ends. A caller that has
    * cancelled gets no permit: it rejects with its `AbortError`.
    */
@@ -181,7 +181,7 @@ export class BulkheadPolicy implements Policy {
   }
 
   /**
-   * Runs each subscription of `source` holding a permit, from subscribe
+   * @internal Runs each subscription of `source` holding a permit, from subscribe
    * (after waiting in the queue when all are taken) to its completion, error
    * or unsubscribe. A refusal is an error notification on subscribe.
    */
@@ -190,7 +190,7 @@ export class BulkheadPolicy implements Policy {
   }
 
   /**
-   * Takes a free permit without waiting. Returns the entry time to pass to
+   * @internal Takes a free permit without waiting. Returns the entry time to pass to
    * {@link BulkheadPolicy.exit} (NaN when no one measures it), or
    * `NO_PERMIT` when every permit is taken (nothing was taken then).
    */
@@ -200,7 +200,7 @@ export class BulkheadPolicy implements Policy {
     return this.entered();
   }
 
-  /** Gives back the permit taken by {@link BulkheadPolicy.tryEnter} (or {@link BulkheadPolicy.call}). */
+  /** @internal Gives back the permit taken by {@link BulkheadPolicy.tryEnter} (or {@link BulkheadPolicy.call}). */
   exit(started: number): void {
     this.release();
     if (this.finishedEvents.active && !Number.isNaN(started)) {

@@ -6,7 +6,7 @@ import { BulkheadFullError, CallNotPermittedError, refusalError } from '../error
 import { EventStream, EventSubscriber, Unsubscribe } from '../events';
 import { exponentialInterval, randomizedInterval } from '../interval-function';
 import { javaException } from '../java-exceptions';
-import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { AttemptFunction, executeUnder } from '../policy';
 import { refusal, refusedCall } from '../refusal';
 import { ExecuteOptions, isCancellation } from '../cancellation';
 import { Observable } from 'rxjs';
@@ -120,7 +120,7 @@ function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): b
  * `retryAfterMs` is the time left in OPEN; FORCED_OPEN and a busy HALF_OPEN
  * cannot know it and leave it undefined.
  */
-export class CircuitBreakerPolicy implements Policy {
+export class CircuitBreakerPolicy {
   private currentState: CircuitBreakerState = 'CLOSED';
   /** Bumped on every transition; a call records its outcome only if this has not moved since it was admitted. */
   private epoch = 0;
@@ -302,7 +302,7 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   /**
-   * Runs `next(arg)` if the breaker permits it and records the outcome and
+   * @internal Runs `next(arg)` if the breaker permits it and records the outcome and
    * the duration (measured on the breaker's clock).
    */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
@@ -326,7 +326,7 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   /**
-   * Runs each subscription of `source` as one call: refused on subscribe
+   * @internal Runs each subscription of `source` as one call: refused on subscribe
    * (an error notification) when the breaker does not permit it; recorded
    * when the subscription ends, with its duration from subscribe to the
    * first value (or to the end, when none came). An error is classified as
@@ -339,7 +339,7 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   /**
-   * The epoch a call permitted now belongs to; pass it to
+   * @internal The epoch a call permitted now belongs to; pass it to
    * {@link CircuitBreakerPolicy.recordCall} so a result arriving after a
    * state change is not counted in the new state.
    */
@@ -348,7 +348,7 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   /**
-   * Records a call permitted by {@link CircuitBreakerPolicy.tryAcquirePermission}:
+   * @internal Records a call permitted by {@link CircuitBreakerPolicy.tryAcquirePermission}:
    * the epoch and clock time it started at, and how it ended (`outcome` is
    * the error when `failed`, else the result). Its duration runs to `end`
    * when given (an Observable's first value), else to now; `now`, when the
@@ -376,7 +376,7 @@ export class CircuitBreakerPolicy implements Policy {
     this.complete(epoch, start, classified, outcome, end, now);
   }
 
-  /** The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
+  /** @internal The error for a call {@link CircuitBreakerPolicy.tryAcquirePermission} refused. */
   notPermittedError(): CallNotPermittedError {
     return refusal(
       refusalError(
@@ -390,7 +390,7 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   /**
-   * Asks for permission to make one call. True in CLOSED, DISABLED and
+   * @internal Asks for permission to make one call. True in CLOSED, DISABLED and
    * METRICS_ONLY; in OPEN once the wait is over, strictly (turning HALF_OPEN); in
    * HALF_OPEN while trial permits are left. A refusal is counted and
    * published. A permitted call must end with {@link CircuitBreakerPolicy.onResult}
@@ -423,13 +423,13 @@ export class CircuitBreakerPolicy implements Policy {
     return false;
   }
 
-  /** Like {@link CircuitBreakerPolicy.tryAcquirePermission}, but throws {@link CallNotPermittedError} on refusal. */
+  /** @internal Like {@link CircuitBreakerPolicy.tryAcquirePermission}, but throws {@link CallNotPermittedError} on refusal. */
   acquirePermission(): void {
     if (!this.tryAcquirePermission()) throw this.notPermittedError();
   }
 
   /**
-   * Gives back a permission whose call will not be recorded. Only HALF_OPEN
+   * @internal Gives back a permission whose call will not be recorded. Only HALF_OPEN
    * counts permits, and entering HALF_OPEN resets them, so a permission given
    * back in another state changes nothing.
    */
@@ -438,7 +438,7 @@ export class CircuitBreakerPolicy implements Policy {
   }
 
   /**
-   * Records the outcome of a call made under {@link CircuitBreakerPolicy.tryAcquirePermission}:
+   * @internal Records the outcome of a call made under {@link CircuitBreakerPolicy.tryAcquirePermission}:
    * `error` when it threw (classified by the exception lists), else `result`
    * (checked with `recordResult`). The outcome goes into the current state.
    */

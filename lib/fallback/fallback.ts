@@ -1,7 +1,6 @@
 import { isCancellation } from '../cancellation';
 import { ErrorClass } from '../error-matcher';
 import { EventStream, EventSubscriber, Unsubscribe } from '../events';
-import { Policy } from '../policy';
 import { catchError, from, isObservable, Observable, of } from 'rxjs';
 import { DUPLICATE_FALLBACK } from './fallback.messages';
 
@@ -37,7 +36,7 @@ interface Choice {
  * specific ancestor class of the error answers instead; an error no handler
  * declares is rethrown unchanged, as is any thrown non-object.
  */
-export class FallbackPolicy implements Policy {
+export class FallbackPolicy {
   private readonly events = new EventStream<FallbackEvent>();
 
   /** Fires each time a handler is chosen, before it runs. */
@@ -88,7 +87,7 @@ export class FallbackPolicy implements Policy {
   }
 
   /**
-   * Runs `next(args)`; on an error with a matching handler, returns what the
+   * @internal Runs `next(args)`; on an error with a matching handler, returns what the
    * handler returns. `args` is the method's argument array, passed on to the
    * handler as given.
    */
@@ -101,7 +100,7 @@ export class FallbackPolicy implements Policy {
   }
 
   /**
-   * Runs each subscription of `source`; on an error with a matching
+   * @internal Runs each subscription of `source`; on an error with a matching
    * handler, continues with what the handler returns: the values of an
    * Observable, what a Promise resolves to, or a plain value.
    */
@@ -110,7 +109,7 @@ export class FallbackPolicy implements Policy {
   }
 
   /**
-   * Answers for a call that failed with `error`: what the chosen handler
+   * @internal Answers for a call that failed with `error`: what the chosen handler
    * returns (a value or a promise), or `error` rethrown when no handler
    * declares its class.
    */

@@ -3,7 +3,7 @@ import { Observable } from 'rxjs';
 import { Clock } from '../clock';
 import { contextStorage, ResilienceContext } from '../context';
 import { EventStream } from '../events';
-import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { AttemptFunction, executeUnder } from '../policy';
 import { callerAbortError, ExecuteOptions } from '../cancellation';
 import { RetryBudget } from '../retry/retry-budget';
 import { HedgeConfig, quantileOf } from './hedge.config';
@@ -68,7 +68,7 @@ export interface HedgeMetrics {
  * (`callerAbortError`); later answers are dropped. A cancellation's own
  * `AbortError` is never handed over to a hedge.
  */
-export class HedgePolicy implements Policy {
+export class HedgePolicy {
   private readonly latencies?: LatencyWindow;
   private readonly counters: HedgeMetrics = { hedged: 0, winner: 0, cancelled: 0, budgetDenied: 0 };
   private readonly hedgeStream = new EventStream<HedgeEvent>();
@@ -128,7 +128,7 @@ export class HedgePolicy implements Policy {
   }
 
   /**
-   * Runs `next(arg)` hedged: each attempt calls `next(arg)` in its own scope.
+   * @internal Runs `next(arg)` hedged: each attempt calls `next(arg)` in its own scope.
    * A caller that has cancelled gets its `AbortError` and nothing runs; one
    * that cancels meanwhile ends the call at once (see {@link HedgePolicy}).
    */
@@ -139,7 +139,7 @@ export class HedgePolicy implements Policy {
   }
 
   /**
-   * Runs each subscription of `source` hedged: a subscription that has
+   * @internal Runs each subscription of `source` hedged: a subscription that has
    * emitted nothing after the delay gets a second subscription beside it;
    * the first to emit (or complete) is kept and the others unsubscribed.
    */

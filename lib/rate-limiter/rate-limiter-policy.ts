@@ -4,7 +4,7 @@ import { Duration, parseDuration } from '../config/duration';
 import { contextStorage, policyScope, ResilienceContext } from '../context';
 import { DeadlineExceededError, RateLimitedError, refusalError } from '../errors';
 import { EventStream, EventSubscriber } from '../events';
-import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { AttemptFunction, executeUnder } from '../policy';
 import { callerAbortError, ExecuteOptions } from '../cancellation';
 import { refusal, refusedCall } from '../refusal';
 import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
@@ -116,7 +116,7 @@ function cancelledCaller(scope: ResilienceContext | undefined): DOMException | u
  * using the store shares one limit; `metrics` then estimate from this
  * process's last answer from the store.
  */
-export class RateLimiterPolicy implements Policy {
+export class RateLimiterPolicy {
   private readonly acquiredEvents = new EventStream<RateLimiterAcquiredEvent>();
   private readonly waitEvents = new EventStream<RateLimiterWaitEvent>();
   private readonly refusedEvents = new EventStream<RateLimiterRefusedEvent>();
@@ -256,7 +256,7 @@ export class RateLimiterPolicy implements Policy {
     return executeUnder(this, this.clock, fn, options);
   }
 
-  /** Runs `next(arg)` once a permit is granted, then offers its outcome to `drainPermissionsOnResult`. */
+  /** @internal Runs `next(arg)` once a permit is granted, then offers its outcome to `drainPermissionsOnResult`. */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
     const scope = contextStorage.getStore();
     if (scope !== undefined) {
@@ -287,7 +287,7 @@ export class RateLimiterPolicy implements Policy {
   }
 
   /**
-   * Takes a free permit of the current period without waiting; false when
+   * @internal Takes a free permit of the current period without waiting; false when
    * there is none (nothing is reserved then) or the instance is shared.
    *
    * @param now - the clock's reading, when the caller has just taken one
@@ -303,7 +303,7 @@ export class RateLimiterPolicy implements Policy {
   }
 
   /**
-   * Resolves once `permits` are granted, after waiting for reserved ones if
+   * @internal Resolves once `permits` are granted, after waiting for reserved ones if
    * need be; rejects with {@link RateLimitedError} (or
    * {@link DeadlineExceededError}) at once when they cannot come in time.
    * A caller that has cancelled, or cancels while it waits, rejects with its
@@ -322,9 +322,10 @@ export class RateLimiterPolicy implements Policy {
   }
 
   /**
-   * Like {@link RateLimiterPolicy.waitForPermission}, answering `false` instead of
-   * rejecting with a refusal (Resilience4j's `acquirePermission`); a cancelled
-   * caller's `AbortError` still rejects.
+   * Resolves `true` once `permits` are granted, after waiting for reserved
+   * ones if need be, or `false` at once when they cannot come in time
+   * (Resilience4j's `acquirePermission`); a cancelled caller's `AbortError`
+   * rejects, and it holds no permit.
    */
   acquirePermission(permits = 1): Promise<boolean> {
     this.checkPermits(permits);

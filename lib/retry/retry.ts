@@ -5,7 +5,7 @@ import { ErrorMatcher } from '../error-matcher';
 import { retryAfterOf } from '../error-status';
 import { MaxRetriesExceededError } from '../errors';
 import { EventStream } from '../events';
-import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { AttemptFunction, executeUnder } from '../policy';
 import { callerAbortError, ExecuteOptions, isCancellation } from '../cancellation';
 import { neverReached, withRefusalCause } from '../refusal';
 import { backoffDelay } from './backoff';
@@ -81,7 +81,7 @@ const NOTHING_REACHED = Symbol('nothing reached');
  * budget and never past the request deadline. After the last attempt the
  * original error propagates, not a wrapper.
  */
-export class RetryPolicy implements Policy {
+export class RetryPolicy {
   private readonly retryMatcher: ErrorMatcher;
   private readonly ignoreMatcher: ErrorMatcher;
   private readonly budget?: RetryBudget;
@@ -164,7 +164,7 @@ export class RetryPolicy implements Policy {
   }
 
   /**
-   * Runs each subscription of `source` with retries: an error (or a value
+   * @internal Runs each subscription of `source` with retries: an error (or a value
    * `retryOnResult` rejects) re-subscribes `source` after the backoff, within
    * the budget and the deadline, as for a call; values already emitted may
    * be emitted again by the next attempt.
@@ -173,7 +173,7 @@ export class RetryPolicy implements Policy {
     return new RetriedObservable(this, source);
   }
 
-  /** Runs `next(arg)` with retries. */
+  /** @internal Runs `next(arg)` with retries. */
   async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
     // A caller that has already cancelled gets no attempt at all.
     const caller = contextStorage.getStore()?.caller;
@@ -188,7 +188,7 @@ export class RetryPolicy implements Policy {
   }
 
   /**
-   * Continues a call whose attempt `attempt` threw `error`: retries it
+   * @internal Continues a call whose attempt `attempt` threw `error`: retries it
    * (waiting, then calling `next(arg)` again) or throws the original error.
    * Lets a composed pipeline run the first attempt itself.
    */
@@ -202,7 +202,7 @@ export class RetryPolicy implements Policy {
   }
 
   /**
-   * Continues a call whose attempt `attempt` returned `result`: returns it
+   * @internal Continues a call whose attempt `attempt` returned `result`: returns it
    * (counting the success), or retries it when `retryOnResult` asks to; a
    * value it still rejects when no retry may follow counts as a failure.
    */

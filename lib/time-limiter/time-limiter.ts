@@ -9,7 +9,7 @@ import {
 } from '../context';
 import { DeadlineExceededError, TimeoutExceededError } from '../errors';
 import { EventStream, Unsubscribe } from '../events';
-import { AttemptFunction, executeUnder, Policy } from '../policy';
+import { AttemptFunction, executeUnder } from '../policy';
 import { ExecuteOptions, isCancellation } from '../cancellation';
 import { isRefusal, refusal } from '../refusal';
 import { Observable } from 'rxjs';
@@ -42,7 +42,7 @@ export interface TimeLimiterEvent {
  * so they share one timer over a FIFO queue instead of arming a timer each;
  * only calls cut short by a request deadline get a timer of their own.
  */
-export class TimeLimiter implements Policy {
+export class TimeLimiter {
   private readonly successStream = new EventStream<TimeLimiterEvent>();
   private readonly errorStream = new EventStream<TimeLimiterEvent>();
   private readonly timeoutStream = new EventStream<TimeLimiterEvent>();
@@ -118,7 +118,7 @@ export class TimeLimiter implements Policy {
     return executeUnder(this, this.clock, fn, options);
   }
 
-  /** Runs `next(arg)` within the time limit. */
+  /** @internal Runs `next(arg)` within the time limit. */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R>;
   /**
    * Runs `next(arg)` within the time limit as `attempt`, which settles with
@@ -171,7 +171,7 @@ export class TimeLimiter implements Policy {
   }
 
   /**
-   * Runs each subscription of `source` within the time limit: the first
+   * @internal Runs each subscription of `source` within the time limit: the first
    * value (or the end) must come within
    * `min(timeoutDuration, remaining deadline)` of subscribing, and each later one within that of the one
    * before. A subscription that runs out is unsubscribed from `source` (its

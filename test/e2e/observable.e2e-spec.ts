@@ -5,7 +5,6 @@ import request from 'supertest';
 import {
   Bulkhead,
   BulkheadFullError,
-  ResilienceContext,
   CallNotPermittedError,
   CircuitBreaker,
   currentSignal,
@@ -23,6 +22,7 @@ import {
   TimeoutExceededError,
   VirtualClock,
 } from '../../lib';
+import { ResilienceContext } from '../../lib/context';
 import { contextStorage } from '../../lib/context';
 
 class Unavailable extends Error {

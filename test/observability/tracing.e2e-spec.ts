@@ -15,13 +15,13 @@ import {
   RateLimiter,
   ResilienceModule,
   ResilienceModuleOptions,
-  ResilienceContext,
   ResilienceRegistry,
   ResilienceTracing,
   Retry,
   Timeout,
   VirtualClock,
 } from '../../lib';
+import { ResilienceContext } from '../../lib/context';
 
 class Unavailable extends Error {
   readonly status = 503;
