@@ -1,5 +1,5 @@
-import { from, isObservable, Observable, of, throwError } from 'rxjs';
-import { contextStorage, currentContext, policyScope } from './context';
+import { from, isObservable, lastValueFrom, Observable, of, throwError } from 'rxjs';
+import { withoutOutcomeError } from './cancellation';
 
 /**
  * What a decorated method returns, as far as is known before calling it:
@@ -79,10 +79,12 @@ function observedPipeline(call: Pipeline, observe: ObservablePipeline): Pipeline
  * shows an Observable, each call runs the promise pipeline at once (a
  * Promise method's work starts when it is called, so the call must be
  * inside the first attempt) and answers an {@link EitherAnswer}. An
- * Observable an attempt gets is subscribed inside that attempt, its last
- * value the attempt's answer; later calls take the Observable path, lazy
- * and value by value. A call that answered anything else marks the method a
- * promise method: later calls run as a declared one's, answering plain Promises.
+ * attempt that gets an Observable ends with no outcome (an
+ * {@link ObservableReturned}, marked by `withoutOutcomeError`); the call's
+ * answer then runs that Observable through `observe` per subscription, as
+ * every later call's does. A call that
+ * answered anything else marks the method a promise method: later calls
+ * run as a declared one's, answering plain Promises.
  */
 class UndeclaredKindPipeline {
   private kind: 'promise' | 'observable' | undefined;
@@ -93,7 +95,7 @@ class UndeclaredKindPipeline {
   constructor(
     private readonly call: Pipeline,
     promise: (invoke: Pipeline) => Pipeline,
-    observe: ObservablePipeline,
+    private readonly observe: ObservablePipeline,
   ) {
     this.probing = promise(this.attempt);
     this.promise = promise(call);
@@ -103,7 +105,7 @@ class UndeclaredKindPipeline {
   readonly run: Pipeline = (args) => {
     if (this.kind === 'promise') return this.promise(args);
     if (this.kind === 'observable') return this.observed(args);
-    return new EitherAnswer(this.probing(args) as Promise<unknown>);
+    return new EitherAnswer(this.probing(args) as Promise<unknown>, args, this.observe);
   };
 
   private readonly attempt: Pipeline = (args) => {
@@ -113,75 +115,87 @@ class UndeclaredKindPipeline {
       return result;
     }
     this.kind = 'observable';
-    return lastValueInAttempt(result);
+    return Promise.reject(withoutOutcomeError(new ObservableReturned(result)));
   };
 }
 
 /**
- * The answer of a call made before its method's kind is known: a Promise
- * of the call's answer that is also an Observable of it, so that the
- * caller may await it or subscribe to it, whichever the method is.
+ * How the attempt of a call made before its method's kind is known ends
+ * when the method returned an Observable: with no outcome, since calling a
+ * cold Observable's method starts nothing. It carries the Observable to
+ * the call's {@link EitherAnswer}.
+ */
+class ObservableReturned extends Error {
+  constructor(readonly source: Observable<unknown>) {
+    super('the method returned an Observable, which runs when it is subscribed');
+    this.name = 'ObservableReturned';
+  }
+}
+
+/**
+ * The answer of a call made before its method's kind is known: an
+ * Observable and a Promise of the call's answer, so that the caller may
+ * subscribe to it or await it, whichever the method is. When the method
+ * returned an Observable, each subscription runs it through `observe` (as
+ * a later call's answer does), and awaiting gives the last value of one
+ * such subscription; else both give the promise pipeline's answer. Either
+ * way the answer waits for the call's attempt to be over, so nothing it
+ * held is held twice.
  */
 class EitherAnswer extends Observable<unknown> implements PromiseLike<unknown> {
-  constructor(private readonly answer: Promise<unknown>) {
+  private readonly outcome: Promise<unknown>;
+  private awaited: Promise<unknown> | undefined;
+
+  constructor(
+    answer: Promise<unknown>,
+    private readonly args: unknown[],
+    private readonly observe: ObservablePipeline,
+  ) {
     super((subscriber) => {
-      answer.then(
-        (value) => {
-          subscriber.next(value);
-          subscriber.complete();
+      this.outcome.then(
+        (outcome) => {
+          if (subscriber.closed) return;
+          if (outcome instanceof ObservableReturned) this.observe(outcome.source, this.args).subscribe(subscriber);
+          else {
+            subscriber.next(outcome);
+            subscriber.complete();
+          }
         },
         (error: unknown) => subscriber.error(error),
       );
     });
+    this.outcome = answer.catch(returnedObservable);
   }
 
   then<A = unknown, B = never>(
     onFulfilled?: ((value: unknown) => A | PromiseLike<A>) | null,
     onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
   ): Promise<A | B> {
-    return this.answer.then(onFulfilled, onRejected);
+    return this.answer().then(onFulfilled, onRejected);
   }
 
   catch<B = never>(onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<unknown> {
-    return this.answer.catch(onRejected);
+    return this.answer().catch(onRejected);
   }
 
   finally(onFinally?: (() => void) | null): Promise<unknown> {
-    return this.answer.finally(onFinally);
+    return this.answer().finally(onFinally);
+  }
+
+  /** The awaited answer: the promise pipeline's, or the last value of one subscription, made on first use. */
+  private answer(): Promise<unknown> {
+    return (this.awaited ??= this.outcome.then((outcome) =>
+      outcome instanceof ObservableReturned
+        ? lastValueFrom(this.observe(outcome.source, this.args), { defaultValue: undefined })
+        : outcome,
+    ));
   }
 }
 
-/**
- * Subscribes `source` inside the running attempt and answers its last
- * value (`undefined` when it completes with none); the subscription ends
- * when the attempt's signal aborts (its time limit, a hedge that lost).
- */
-function lastValueInAttempt(source: Observable<unknown>): Promise<unknown> {
-  const scope = policyScope();
-  return new Promise((resolve, reject) => {
-    let last: unknown;
-    const signal = scope?.signal;
-    const onAbort = (): void => subscription.unsubscribe();
-    const done = (): void => signal?.removeEventListener('abort', onAbort);
-    const observer = {
-      next: (value: unknown) => (last = value),
-      error: (error: unknown) => {
-        done();
-        reject(error);
-      },
-      complete: () => {
-        done();
-        resolve(last);
-      },
-    };
-    const subscription =
-      scope === undefined || currentContext() === scope
-        ? source.subscribe(observer)
-        : contextStorage.run(scope, () => source.subscribe(observer));
-    if (subscription.closed || signal === undefined) return;
-    if (signal.aborted) subscription.unsubscribe();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
+/** The {@link ObservableReturned} an attempt ended with, as a value; any other error rethrown. */
+function returnedObservable(error: unknown): ObservableReturned {
+  if (error instanceof ObservableReturned) return error;
+  throw error;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

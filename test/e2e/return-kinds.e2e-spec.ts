@@ -282,25 +282,32 @@ describe('a method with no declared return type', () => {
     await moduleRef.close();
   });
 
-  it("runs an Observable-returning method's first call once, inside the policies, and its later calls lazily", async () => {
+  it('calls an Observable-returning method once on its first call, and runs each subscription, from the first, lazily inside the policies', async () => {
     const moduleRef = await boot();
     const undeclared = moduleRef.get(Undeclared);
     const first = undeclared.stream() as unknown as Observable<number> & PromiseLike<number>;
     expect(isObservable(first)).toBe(true);
-    await expect(lastValueFrom(first)).resolves.toBe(2);
-    await expect(first).resolves.toBe(2);
+    await moduleRef.clock.advance(0);
     expect(undeclared.calls).toBe(1);
+    expect(undeclared.subscriptions).toBe(0);
+    await expect(lastValueFrom(first)).resolves.toBe(2);
     expect(undeclared.subscriptions).toBe(1);
-    inside(undeclared.sights[0]);
+    await expect(first).resolves.toBe(2);
+    expect(undeclared.subscriptions).toBe(2);
+    expect(undeclared.calls).toBe(1);
+    expect(undeclared.sights).toHaveLength(2);
+    undeclared.sights.forEach(inside);
 
     const second = undeclared.stream();
     expect(isObservable(second)).toBe(true);
-    expect(undeclared.subscriptions).toBe(1);
+    expect(undeclared.subscriptions).toBe(2);
     const values: number[] = [];
     await lastValueFrom(second.pipe(tap((value) => values.push(value))));
     expect(values).toEqual([1, 2]);
-    expect(undeclared.subscriptions).toBe(2);
-    inside(undeclared.sights[1]);
+    expect(undeclared.subscriptions).toBe(3);
+    expect(undeclared.calls).toBe(2);
+    expect(undeclared.sights).toHaveLength(3);
+    undeclared.sights.forEach(inside);
     await moduleRef.close();
   });
 
