@@ -27,6 +27,11 @@ export function withoutOutcomeError<E extends object>(error: E): E {
   return error;
 }
 
+/** @internal True when `error` was marked by {@link withoutOutcomeError}: its attempt had no effect. */
+export function hasNoOutcome(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && withoutOutcome.has(error);
+}
+
 /**
  * The `AbortError` a cancelled call rejects with when no attempt of it
  * failed: its `cause` is the caller's reason (the signal's reason, the
@@ -85,18 +90,19 @@ export function callerScope(
 }
 
 /**
- * @internal The scope for work that must finish even when its caller
- * cancels (an idempotent call, whose answer is stored for the caller's
- * retry with the same key): the current scope's deadline and header, which
- * time limits inside still respect, without its cancellation (neither the
- * client going away nor the deadline passing aborts it). `undefined`
- * outside any scope.
+ * @internal The scope for work that must finish even when its caller goes
+ * away (an idempotent request, whose answer is stored for the client's
+ * retry with the same key): the current scope's deadline and header,
+ * without its cancellation. Its signal still aborts at the deadline, for
+ * the work to stop itself, but no call inside it is cut short: it has no
+ * caller to cancel it. `undefined` outside any scope.
  */
 export function detachedFromCaller(): ResilienceContext | undefined {
   const scope = contextStorage.getStore();
-  return scope === undefined
-    ? undefined
-    : new ResilienceContext(scope.clock, scope.deadline, scope.header, undefined, false);
+  if (scope === undefined) return undefined;
+  const detached = new ResilienceContext(scope.clock, scope.deadline, scope.header);
+  detached.attempt = true;
+  return detached;
 }
 
 /**

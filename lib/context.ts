@@ -45,7 +45,11 @@ export class ResilienceContext {
     private readonly abortsAtDeadline = parent === undefined,
   ) {}
 
-  /** @internal True for the scope of one attempt (a time-limited attempt, a hedge copy), false for a caller's. */
+  /**
+   * @internal True for a scope whose abort is no caller's cancellation: one
+   * attempt's (its time limit, a hedge copy that lost) or work detached
+   * from its caller; false for a caller's scope.
+   */
   attempt = false;
 
   /**
@@ -61,7 +65,27 @@ export class ResilienceContext {
 
   /** @internal The nearest scope around this one (itself included) that is a caller's, not an attempt's. */
   get caller(): ResilienceContext | undefined {
+    if (this.shields) return undefined;
     return this.attempt ? this.parent?.caller : this;
+  }
+
+  /**
+   * @internal True for a scope whose calls run to their end whatever their
+   * caller does (see {@link ResilienceContext.shielding}).
+   */
+  shields = false;
+
+  /**
+   * @internal A scope under `parent` whose calls are not cut short when the
+   * caller cancels: the caller's cancellation still aborts its signal and
+   * stops retries and waits from starting anything new, but a call that is
+   * running ends with its own answer, so that answer can be stored (an
+   * idempotent call, replayed to the caller's retry with the same key).
+   */
+  static shielding(parent: ResilienceContext): ResilienceContext {
+    const scope = ResilienceContext.forAttempt(parent.clock, parent.deadline, parent);
+    scope.shields = true;
+    return scope;
   }
 
   /** Milliseconds left before the deadline (never negative), `Infinity` without one. */

@@ -1,7 +1,7 @@
 import { from, lastValueFrom, Observable, Subscriber } from 'rxjs';
 import { IdempotencyKeyInProgressError, IdempotencyKeyMissingError, IdempotencyStoreUnavailableError } from '../errors';
-import { detachedFromCaller } from '../cancellation';
-import { contextStorage } from '../context';
+import { callerAbortError } from '../cancellation';
+import { contextStorage, ResilienceContext } from '../context';
 import { Policy } from '../policy';
 import { fingerprintOf, scopedKey } from './idempotency-key';
 import { idempotencyStorage } from './idempotency.context';
@@ -91,6 +91,9 @@ export class IdempotentMethod implements Policy, IdempotentTarget {
       this.report('missing_key', 'call');
       throw new IdempotencyKeyMissingError(this.name, KEY_FUNCTION_EMPTY(this.name, key));
     }
+    // A caller that has already cancelled claims no key and runs nothing.
+    const cancelled = contextStorage.getStore()?.caller;
+    if (cancelled?.aborted === true) throw callerAbortError(cancelled.reason);
     const storeKey = scopedKey(undefined, 'CALL', this.name, key);
     const print = fingerprintOf(fingerprint === undefined ? args[0] : fingerprint(...args), () =>
       CYCLIC_FINGERPRINT(this.name),
@@ -109,18 +112,21 @@ export class IdempotentMethod implements Policy, IdempotentTarget {
     const run = await this.reportingStoreFaults(key, () =>
       IdempotentRun.open(this, storeKey, start.token, start.record, true),
     );
-    // The caller may leave: the work still finishes, and its answer is stored for the retry with the same key.
-    const detached = detachedFromCaller();
+    // A caller that cancels starts nothing new, but what runs finishes: its answer is stored for the retry with the same key.
+    const caller = contextStorage.getStore();
+    const shielded = caller === undefined ? undefined : ResilienceContext.shielding(caller);
     let value: R;
     try {
-      value = await run.enter(() => (detached === undefined ? next(arg) : contextStorage.run(detached, next, arg)));
+      value = await run.enter(() => (shielded === undefined ? next(arg) : contextStorage.run(shielded, next, arg)));
     } catch (error) {
+      shielded?.dispose();
       run.fail(error);
       const settled = await run.finish(run.settlementForError(error));
       // A failed run never stores, so it cannot be rolled back after all: it was released or kept.
       this.report(settled.status === 'released' ? 'released' : 'kept_unknown', 'call', key, error);
       throw error;
     }
+    shielded?.dispose();
     const settled = await run.finish('store', { kind: 'result', value });
     switch (settled.status) {
       case 'completed':

@@ -1,3 +1,4 @@
+import { hasNoOutcome } from '../cancellation';
 import { TimerHandle } from '../clock';
 import { ErrorMatcher } from '../error-matcher';
 import { httpStatusOf } from '../error-status';
@@ -188,6 +189,8 @@ export class IdempotentRun {
 
   /** How a keyed call that threw settles: a refusal or a 4xx frees the key, anything else may have had its effect. */
   settlementForError(error: unknown): IdempotencySettlement {
+    // An attempt that ended with no outcome (nothing started, or nothing reached the method) had no effect.
+    if (hasNoOutcome(error)) return 'release';
     if (releases(this.target.settings.releaseOn, error)) return 'release';
     const status = httpStatusOf(error);
     return status !== undefined && status < 500 ? 'release' : 'keep';

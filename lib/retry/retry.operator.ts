@@ -1,5 +1,6 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
 import { Clock, TimerHandle } from '../clock';
+import { callerAbortError, isCancellation } from '../cancellation';
 import { contextStorage, ResilienceContext } from '../context';
 import { neverReached, withRefusalCause } from '../refusal';
 import type { RetryConfig } from './retry.config';
@@ -80,7 +81,7 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
       try {
         if (this.policy.retriesResult(value, this.attempt)) {
           const wait = this.policy.waitForResult(this.attempt, this.wait, this.scope);
-          if (wait === CANCELLED) throw this.policy.failed(this.scope?.signal.reason, this.attempt);
+          if (wait === CANCELLED) throw this.cancelled();
           if (wait !== NO_RETRY) {
             this.inner?.unsubscribe();
             this.retryAfter(wait);
@@ -103,22 +104,47 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
 
   error(error: unknown): void {
     if (this.closed) return;
+    if (isCancellation(error, this.scope)) {
+      this.closed = true;
+      this.downstream.error(this.cancelled(error));
+      return;
+    }
     const refused = neverReached(error);
+    if (!refused) this.reached = error;
     const wait = this.policy.waitBeforeRetry(error, this.attempt, this.wait, this.scope);
+    if (wait === CANCELLED) {
+      this.closed = true;
+      this.downstream.error(this.cancelled());
+      return;
+    }
     if (wait < 0) {
       this.closed = true;
       const outcome: unknown =
-        wait === CANCELLED
-          ? this.scope?.signal.reason
-          : refused && this.reached !== NOTHING_REACHED
-            ? withRefusalCause(this.reached, error)
-            : error;
+        refused && this.reached !== NOTHING_REACHED ? withRefusalCause(this.reached, error) : error;
       this.downstream.error(this.policy.failed(outcome, this.attempt));
       return;
     }
-    if (!refused) this.reached = error;
     this.retryAfter(wait);
   }
+
+  /**
+   * What a subscription its caller cancelled ends with: the error of the
+   * latest attempt that reached the source (counted as a failed call), else
+   * the attempt's own cancellation or the caller's `AbortError` (not counted).
+   */
+  private cancelled(cancellation?: unknown): unknown {
+    if (this.reached !== NOTHING_REACHED) return this.policy.failed(this.reached, this.attempt);
+    return cancellation ?? callerAbortError(this.scope?.caller?.reason);
+  }
+
+  /** The caller cancelled during a wait: it ends at once, and no attempt follows. */
+  private readonly onCallerAbort = (): void => {
+    if (this.closed || this.timer === undefined) return;
+    this.policy.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.closed = true;
+    this.downstream.error(this.cancelled());
+  };
 
   complete(): void {
     if (this.closed) return;
@@ -133,6 +159,7 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
     this.closed = true;
     // Stryker disable next-line ConditionalExpression: clearing no timer does nothing
     if (this.timer !== undefined) this.policy.clock.clearTimeout(this.timer);
+    this.scope?.unwatch(this.onCallerAbort);
     this.inner?.unsubscribe();
     if (this.emitted && !this.exhausted) this.policy.succeeded(undefined, this.attempt);
   }
@@ -145,8 +172,10 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
       this.subscribeAttempt();
       return;
     }
+    this.scope?.watch(this.onCallerAbort);
     this.timer = this.policy.clock.setTimeout(() => {
       this.timer = undefined;
+      this.scope?.unwatch(this.onCallerAbort);
       // Stryker disable next-line ConditionalExpression: only unsubscribe closes during a wait; it clears this timer
       if (!this.closed) contextStorage.run(this.scope as ResilienceContext, () => this.subscribeAttempt());
     }, wait);

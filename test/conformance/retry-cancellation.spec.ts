@@ -8,8 +8,13 @@ import { StandardLayers, StandardPipeline } from '../../lib/standard-pipeline';
 import { lastValueFrom, Observable } from 'rxjs';
 
 /*
- * A caller that cancels is never retried, as in Resilience4j and Polly. The caller's cancellation
- * is its scope's signal (a request's, or one the caller runs the call in); each case names the
+ * A caller that cancels is never retried, as in Resilience4j, cockatiel and Polly. The caller's
+ * cancellation is its scope's (a request's, or one the caller runs the call in). What the call then
+ * ends with is Resilience4j's and cockatiel's rule: the last error of an attempt that reached the
+ * method, if one failed (cockatiel, src/RetryPolicy.ts `execute`: once its signal is aborted no retry
+ * follows and the last result's error is thrown; Resilience4j's RetryImpl rethrows the last exception
+ * when interrupted during its wait), else an AbortError whose cause is the caller's reason (Polly
+ * throws its OperationCanceledException in both cases; here only in the second). Each case names the
  * peer test it mirrors:
  * - Resilience4j, resilience4j-retry/src/test/java/io/github/resilience4j/retry/internal/SupplierRetryTest:
  *   shouldMarkThreadInterruptedWhenInterruptedDuringRetry,
@@ -50,21 +55,22 @@ async function settle(): Promise<void> {
 }
 
 describe('retry: caller cancellation (Resilience4j and Polly conformance)', () => {
-  it('Polly ExecuteAsync_CanceledBeforeExecution_EnsureNotExecuted: an aborted caller starts no attempt and gets the abort', async () => {
+  it('Polly ExecuteAsync_CanceledBeforeExecution_EnsureNotExecuted: an aborted caller starts no attempt and gets an AbortError caused by the abort', async () => {
     const { caller, run } = setup();
     const reason = cancelled();
     caller.abort(reason);
     let calls = 0;
-    await expect(run(async () => ++calls)).rejects.toBe(reason);
+    await expect(run(async () => ++calls)).rejects.toMatchObject({ name: 'AbortError', cause: reason });
     expect(calls).toBe(0);
   });
 
-  it('Polly ExecuteAsync_CanceledDuringDelay_EnsureNotExecuted: the wait ends at the abort, with the abort, and no attempt follows', async () => {
+  it('Polly ExecuteAsync_CanceledDuringDelay_EnsureNotExecuted: the wait ends at the abort, with the last error, and no attempt follows', async () => {
     const { clock, caller, run } = setup();
     let calls = 0;
+    const failure = new Transient('down');
     const call = run(async () => {
       calls++;
-      throw new Transient('down');
+      throw failure;
     });
     const outcome = call.then(
       () => 'resolved',
@@ -73,9 +79,8 @@ describe('retry: caller cancellation (Resilience4j and Polly conformance)', () =
     await settle();
     expect(calls).toBe(1);
     expect(clock.pendingTimers).toBe(1);
-    const reason = cancelled();
-    caller.abort(reason);
-    expect(await outcome).toBe(reason);
+    caller.abort(cancelled());
+    expect(await outcome).toBe(failure);
     // The wait's timer is gone with it, and the clock never moved: the abort ended the wait.
     expect(clock.pendingTimers).toBe(0);
     expect(clock.now()).toBe(0);
@@ -83,16 +88,16 @@ describe('retry: caller cancellation (Resilience4j and Polly conformance)', () =
     expect(calls).toBe(1);
   });
 
-  it('Polly ExecuteAsync_CanceledAfterExecution_EnsureNotExecuted (and …CanceledDuringExecution_EnsureNotExecutedAgain): an abort during an attempt whose failure would be retried ends the call with the abort, with no wait and no retry', async () => {
+  it('Polly ExecuteAsync_CanceledAfterExecution_EnsureNotExecuted (and …CanceledDuringExecution_EnsureNotExecutedAgain): an abort during an attempt whose failure would be retried ends the call with that failure, with no wait and no retry', async () => {
     const { clock, caller, run, retry } = setup();
     let calls = 0;
-    const reason = cancelled();
+    const failure = new Transient('down');
     const call = run(async () => {
       calls++;
-      caller.abort(reason);
-      throw new Transient('down');
+      caller.abort(cancelled());
+      throw failure;
     });
-    await expect(call).rejects.toBe(reason);
+    await expect(call).rejects.toBe(failure);
     expect(calls).toBe(1);
     expect(clock.pendingTimers).toBe(0);
     expect(retry.metrics.failedCallsWithoutRetry).toBe(1);
@@ -120,29 +125,31 @@ describe('retry: caller cancellation (Resilience4j and Polly conformance)', () =
     await expect(call).rejects.toBe(failure);
   });
 
-  it('an abort during an attempt of a retried Observable ends its subscription with the abort, with no resubscription', async () => {
+  it("an abort during an attempt of a retried Observable ends its subscription with that attempt's error, with no resubscription", async () => {
     const { clock, caller, retry } = setup();
     let subscriptions = 0;
-    const reason = cancelled();
+    const failure = new Transient('down');
     const source = new Observable<string>((subscriber) => {
       subscriptions++;
-      caller.abort(reason);
-      subscriber.error(new Transient('down'));
+      caller.abort(cancelled());
+      subscriber.error(failure);
     });
     const outcome = contextStorage
       .run(caller, () => lastValueFrom(retry.observe(source)))
       .catch((error: unknown) => error);
-    expect(await outcome).toBe(reason);
+    expect(await outcome).toBe(failure);
     expect(subscriptions).toBe(1);
     expect(clock.pendingTimers).toBe(0);
   });
 
-  it('Resilience4j SupplierRetryTest.shouldMarkThreadInterruptedWhenInterruptedDuringRetry: cancelled during the wait, the call ends with the abort', async () => {
+  it('Resilience4j SupplierRetryTest.shouldMarkThreadInterruptedWhenInterruptedDuringRetry: cancelled during the wait, the call ends with the last error', async () => {
     const { clock, caller, run, retry } = setup({ maxAttempts: 5 });
     let calls = 0;
+    const failures: Transient[] = [];
     const call = run(async () => {
       calls++;
-      throw new Transient('down');
+      failures.push(new Transient(`down ${calls}`));
+      throw failures[failures.length - 1];
     });
     const outcome = call.then(
       () => 'resolved',
@@ -152,14 +159,13 @@ describe('retry: caller cancellation (Resilience4j and Polly conformance)', () =
     await clock.advance(WAIT);
     await settle();
     expect(calls).toBe(2);
-    const reason = cancelled();
-    caller.abort(reason);
-    expect(await outcome).toBe(reason);
+    caller.abort(cancelled());
+    expect(await outcome).toBe(failures[1]);
     expect(calls).toBe(2);
     expect(retry.metrics.failedCallsWithRetry).toBe(1);
   });
 
-  it('Resilience4j SupplierRetryTest.shouldThrowCancellationExceptionWhenInterruptedDuringRetryOnResult: a retry on a result stops at the abort', async () => {
+  it('Resilience4j SupplierRetryTest.shouldThrowCancellationExceptionWhenInterruptedDuringRetryOnResult: a retry on a result stops at the abort, with an AbortError caused by it', async () => {
     const { clock, caller, run } = setup({ retryOnResult: (value: unknown) => value === 'not yet' });
     let calls = 0;
     const call = run(async () => {
@@ -174,12 +180,12 @@ describe('retry: caller cancellation (Resilience4j and Polly conformance)', () =
     expect(calls).toBe(1);
     const reason = cancelled();
     caller.abort(reason);
-    expect(await outcome).toBe(reason);
+    expect(await outcome).toMatchObject({ name: 'AbortError', cause: reason });
     await clock.advance(10 * WAIT);
     expect(calls).toBe(1);
   });
 
-  it('a wait whose caller is never cancelled leaves no listener on its signal', async () => {
+  it('a wait whose caller is never cancelled leaves nothing watching its scope or its signal', async () => {
     const { clock, caller, run } = setup();
     let calls = 0;
     const signal = caller.signal;
@@ -193,6 +199,7 @@ describe('retry: caller cancellation (Resilience4j and Polly conformance)', () =
     await clock.advance(WAIT);
     expect(await call).toBe('ok');
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+    expect(caller.watching).toBe(0);
   });
 });
 
@@ -229,20 +236,20 @@ describe('retry in the fused pipeline: caller cancellation', () => {
     };
   }
 
-  it('an aborted caller starts no attempt and gets the abort, as under the retry alone (the fused pipeline ran its first attempt)', async () => {
+  it('an aborted caller starts no attempt and gets its AbortError, as under the retry alone', async () => {
     const { caller, calls, succeed, run } = fused(false);
     succeed();
     const reason = cancelled();
     caller.abort(reason);
-    await expect(run()).rejects.toBe(reason);
+    await expect(run()).rejects.toMatchObject({ name: 'AbortError', cause: reason });
     expect(calls()).toBe(0);
   });
 
-  it('the abort of an aborted caller passes a fallback that does not match it', async () => {
+  it('the AbortError of an aborted caller passes any fallback: no handler answers a cancellation', async () => {
     const { caller, calls, run } = fused(true);
     const reason = cancelled();
     caller.abort(reason);
-    await expect(run()).rejects.toBe(reason);
+    await expect(run()).rejects.toMatchObject({ name: 'AbortError', cause: reason });
     expect(calls()).toBe(0);
   });
 });

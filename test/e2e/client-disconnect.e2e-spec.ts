@@ -84,9 +84,13 @@ class PaymentsController {
 
   @Post('exports')
   async export() {
-    const reason = await this.provider.waitForAbort();
-    this.seen.endings.push(reason);
-    this.seen.watch.notify();
+    try {
+      this.seen.endings.push(await this.provider.waitForAbort());
+    } catch (error) {
+      this.seen.endings.push(error);
+    } finally {
+      this.seen.watch.notify();
+    }
   }
 
   private async run() {
@@ -167,26 +171,31 @@ describe.each(PLATFORMS)('a client that hangs up (%s)', (platform) => {
   });
   afterEach(() => running.close());
 
-  it('cancels the remaining retries of a non-idempotent request: the wait ends, no attempt follows', async () => {
+  it('cancels the remaining retries of a non-idempotent request: the wait ends with the last error, no attempt follows', async () => {
     const req = postAndHangUp(running.url, '/transfers');
     await provider.watch.until(() => provider.attempts === 1);
     await untilWaiting(clock);
     req.destroy();
     await seen.watch.until(() => seen.endings.length === 1);
     expect(seen.signals[0]?.aborted).toBe(true);
-    expect((seen.endings[0] as Error).name).toBe('AbortError');
-    expect(seen.endings[0]).toBe(seen.signals[0]?.reason);
+    expect((seen.signals[0]?.reason as Error).name).toBe('AbortError');
+    // As Resilience4j and cockatiel: a cancelled retry ends with the method's last error.
+    expect(seen.endings[0]).toBeInstanceOf(ConnectionReset);
     await clock.advance(60_000);
     expect(provider.attempts).toBe(1);
     expect(clock.pendingTimers).toBe(0);
   });
 
-  it('aborts the signal a time-limited attempt sees, which follows the request', async () => {
+  it('aborts the signal a time-limited attempt sees, which follows the request, and the call settles at once', async () => {
     const req = postAndHangUp(running.url, '/exports');
     await provider.watch.until(() => provider.attempts === 1);
     req.destroy();
     await seen.watch.until(() => seen.endings.length === 1);
-    expect((seen.endings[0] as Error).name).toBe('AbortError');
+    // The call rejects with the caller's AbortError, caused by the client's going away (the signal's reason).
+    const ending = seen.endings[0] as Error & { cause?: Error };
+    expect(ending.name).toBe('AbortError');
+    expect(ending.cause?.name).toBe('AbortError');
+    expect(ending.cause?.message).toContain('the client closed the connection');
   });
 
   it('an @Idempotent request keeps its deadline: its signal aborts when the deadline passes, not when the client leaves', async () => {

@@ -319,6 +319,7 @@ async function play(scenario: Scenario) {
       tryId: t.id,
       listeners: 0,
     });
+    expect({ tryId: t.id, watching: t.request.watching }).toEqual({ tryId: t.id, watching: 0 });
     t.request.dispose();
   }
   registry.dispose();
@@ -331,21 +332,26 @@ function describeAnswer(t: Try): string {
   if (answer === 'rejected, not charged') return 'fallback';
   if (typeof answer === 'object' && answer !== null && 'error' in answer) {
     const error = answer.error;
-    return error === t.reason ? 'abort' : (error as Error).constructor.name;
+    // The caller's cancellation: its AbortError, caused by the reason it aborted with.
+    const caused = (error as { cause?: unknown }).cause === t.reason;
+    return error === t.reason || caused ? 'abort' : (error as Error).constructor.name;
   }
   return 'success';
 }
 
 /**
- * What a try cancelled before it settled may answer: its abort; a success
- * that was under way when the abort came (an attempt already running); a
- * replay of an earlier try's success; or an answer of the idempotency layer
- * (a key still held, a store that failed), which runs before the pipeline.
+ * What a try cancelled before it settled may answer: its abort; once an
+ * attempt has reached the provider, the last error of one (a cancelled call
+ * ends with it, as in Resilience4j and cockatiel); a success that was under
+ * way when the abort came (an attempt already running); a replay of an
+ * earlier try's success; or an answer of the idempotency layer (a key still
+ * held, a store that failed), which runs before the pipeline.
  */
 function allowedAfterAbort(t: Try): RegExp {
-  return t.abortPhase === 'attempt'
-    ? /^(abort|success|replay|Idempotency\w+Error)$/
-    : /^(abort|replay|Idempotency\w+Error)$/;
+  if (t.abortPhase === 'attempt')
+    return /^(abort|success|Unavailable|TimeoutExceededError|replay|Idempotency\w+Error)$/;
+  if (t.abortPhase === 'wait') return /^(abort|Unavailable|TimeoutExceededError|replay|Idempotency\w+Error)$/;
+  return /^(abort|replay|Idempotency\w+Error)$/;
 }
 
 describe('the pipeline under drawn faults', () => {
