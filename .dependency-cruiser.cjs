@@ -1,36 +1,65 @@
 /**
- * The layers of lib/, checked by `npm run lint:deps`. From the bottom up:
- * shared primitives at the top of lib/ (clock, errors, events, context) and
- * config/'s generic toolkit (durations, relaxed binding, schemas, Spring
- * documents); then one folder per policy; then what assembles and watches
- * them (the module options, registry, explorer, module, observability,
- * idempotency). A layer imports only layers below it.
+ * The layers of lib/, checked by `npm run lint:deps`: one rule per folder,
+ * naming the folders it may import (its own files aside). From the bottom up:
+ *
+ * - kernel: clock, scopes and cancellation, errors, events, outcome classification, the policy contract;
+ * - config: the generic toolkit of options (durations, schemas, relaxed binding, exception lists);
+ * - decorators: the trampoline and the metadata every decorator records;
+ * - policies/<name>: one folder per policy, its state machine, config, events, decorator and messages;
+ * - the features the engine and registry build on: fault injection, transactions, load shedding;
+ * - engine: what a call through the policies means, for every kind of method and for code pipelines;
+ * - registry: the named instances and the pipelines made from them;
+ * - idempotency, then outbox: features on top of the registry;
+ * - stores: the PostgreSQL and Redis adapters of the store interfaces;
+ * - observability: metrics, health, tracing and logs, listening to what is below;
+ * - options: the module options, assembled from every section;
+ * - spring: application.yml, its placeholders and its binding to the options;
+ * - testing: the testing kit;
+ * - nest: the module, its explorer and the exception filter, which wire all of it;
+ * - index.ts, the public surface.
  */
-const POLICY_FOLDERS = '^lib/(retry|circuit-breaker|bulkhead|time-limiter|rate-limiter|fallback|load-shedding|hedge)/';
+const LAYERS = {
+  kernel: [],
+  config: ['kernel'],
+  decorators: ['kernel', 'config'],
+  policies: ['kernel', 'config', 'decorators'],
+  'features/fault-injection': ['kernel', 'config'],
+  'features/transaction': ['kernel', 'config'],
+  'features/load-shedding': ['kernel', 'config'],
+  engine: ['kernel', 'config', 'decorators', 'policies'],
+  registry: ['kernel', 'config', 'policies', 'engine', 'features/fault-injection'],
+  'features/idempotency': ['kernel', 'config', 'decorators', 'registry', 'features/transaction'],
+  'features/outbox': ['kernel', 'config', 'policies', 'registry', 'features/transaction', 'features/idempotency'],
+  stores: ['kernel', 'config', 'policies', 'features'],
+  observability: ['kernel', 'config', 'policies', 'registry', 'features'],
+  options: ['kernel', 'config', 'policies', 'registry', 'features', 'observability'],
+  spring: ['kernel', 'config', 'registry', 'options'],
+  testing: ['kernel', 'registry', 'observability'],
+  nest: ['kernel', 'config', 'decorators', 'policies', 'engine', 'registry', 'features', 'observability', 'options'],
+};
 
-/**
- * What sits above the policies: wiring, the assembled module options, observability, idempotency and
- * the Nest exception filter (filter/resilience-problems.ts, the plain error-to-problem mapping, is shared).
- */
-const ABOVE_POLICIES = [
-  '^lib/resilience[.](module|module-definition|explorer|registry|options)[.]ts$',
-  '^lib/(resolve-options|spring-config|standard-pipeline|layer-composition|method-fallbacks|deadline[.]interceptor)[.]ts$',
-  '^lib/(pipeline|fault-injection|testing)/',
-  '^lib/(observability|idempotency)/',
-  '^lib/filter/resilience-exception[.]filter[.]ts$',
-  '^lib/index[.]ts$',
-];
+/** Folders that know nothing of Nest: the kernel, the policies and what composes them. */
+const NEST_FREE = ['kernel', 'config', 'policies', 'engine', 'registry', 'stores', 'options', 'spring', 'testing'];
 
-/** Idempotency files that may know a store adapter: the adapters themselves and the Nest wiring. */
-const IDEMPOTENCY_EDGE = [
-  '^lib/idempotency/(postgres|redis)-idempotency-store[.]ts$',
-  '^lib/idempotency/index[.]ts$',
-  '^lib/idempotency/idempotency[.](interceptor|registry)[.]ts$',
-];
+const folder = (name) => `^lib/${name}/`;
+
+/** A folder's one rule: it imports nothing in lib/ but its own files and the folders its layer lists. */
+const layerRule = ([name, allowed]) => ({
+  name: `layer-${name.replace('/', '-')}`,
+  severity: 'error',
+  comment: `lib/${name}/ imports only ${allowed.length === 0 ? 'its own files' : allowed.map((a) => `${a}/`).join(', ')}.`,
+  // A policy's folder is its own: policies do not import each other.
+  from: { path: name === 'policies' ? '^lib/policies/([^/]+)/' : folder(name) },
+  to: {
+    path: '^lib/',
+    pathNot: [name === 'policies' ? '^lib/policies/$1/' : folder(name), ...allowed.map(folder)],
+  },
+});
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
+    ...Object.entries(LAYERS).map(layerRule),
     {
       name: 'no-circular',
       severity: 'error',
@@ -47,34 +76,19 @@ module.exports = {
       to: { circular: true },
     },
     {
-      name: 'policies-import-nothing-above',
+      name: 'nest-free-core',
       severity: 'error',
       comment:
-        'A policy knows nothing of the module, explorer, registry, observability, idempotency or the assembled module options.',
-      from: { path: POLICY_FOLDERS },
-      to: { path: ABOVE_POLICIES },
+        'The kernel, the policies, the engine, the registry, the stores and the Spring binding know nothing of Nest.',
+      from: { path: `^lib/(${NEST_FREE.join('|')})/` },
+      to: { path: '^node_modules/@nestjs/' },
     },
     {
-      name: 'config-imports-no-policy',
+      name: 'drivers-in-stores',
       severity: 'error',
-      comment: 'config/ is the generic toolkit the policies use; the module options are assembled at the top of lib/.',
-      from: { path: '^lib/config/' },
-      to: { path: [POLICY_FOLDERS, ...ABOVE_POLICIES] },
-    },
-    {
-      name: 'idempotency-core-imports-no-store-adapter',
-      severity: 'error',
-      comment:
-        'The idempotency core works against IdempotencyStore; only the adapters and the Nest wiring know a backend.',
-      from: { path: '^lib/idempotency/', pathNot: IDEMPOTENCY_EDGE },
-      to: { path: '^lib/idempotency/(postgres|redis)-idempotency-store[.]ts$' },
-    },
-    {
-      name: 'observability-hooks-through-events',
-      severity: 'error',
-      comment: 'Observability subscribes to registry and policy events; it does not reach into the explorer.',
-      from: { path: '^lib/observability/' },
-      to: { path: '^lib/resilience[.]explorer[.]ts$' },
+      comment: 'Only the store adapters may load a database driver.',
+      from: { path: '^lib/', pathNot: folder('stores') },
+      to: { path: '^node_modules/(pg|ioredis)/' },
     },
     {
       name: 'lib-imports-no-test-code',

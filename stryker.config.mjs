@@ -7,19 +7,19 @@
 
 /** What each scope mutates. The idempotency core is the keys, the method layer, the run, reconciliation, held responses and the in-memory store; not the PostgreSQL/Redis adapters nor the Nest wiring. */
 const SCOPES = {
-  retry: ['lib/retry/**/*.ts'],
-  'circuit-breaker': ['lib/circuit-breaker/**/*.ts'],
-  bulkhead: ['lib/bulkhead/**/*.ts'],
-  'time-limiter': ['lib/time-limiter/**/*.ts'],
-  fallback: ['lib/fallback/**/*.ts'],
-  pipeline: ['lib/standard-pipeline.ts'],
+  retry: ['lib/policies/retry/**/*.ts'],
+  'circuit-breaker': ['lib/policies/circuit-breaker/**/*.ts'],
+  bulkhead: ['lib/policies/bulkhead/**/*.ts'],
+  'time-limiter': ['lib/policies/time-limiter/**/*.ts'],
+  fallback: ['lib/policies/fallback/**/*.ts'],
+  pipeline: ['lib/engine/standard-pipeline.ts'],
   idempotency: [
-    'lib/idempotency/idempotency-key.ts',
-    'lib/idempotency/idempotent-method.ts',
-    'lib/idempotency/idempotent-run.ts',
-    'lib/idempotency/idempotency.reconciliation.ts',
-    'lib/idempotency/held-response.ts',
-    'lib/idempotency/memory-idempotency-store.ts',
+    'lib/features/idempotency/idempotency-key.ts',
+    'lib/features/idempotency/idempotent-method.ts',
+    'lib/features/idempotency/idempotent-run.ts',
+    'lib/features/idempotency/idempotency.reconciliation.ts',
+    'lib/features/idempotency/held-response.ts',
+    'lib/features/idempotency/memory-idempotency-store.ts',
   ],
 };
 // Specs, decorators (metadata only) and message texts are not behaviour under test.

@@ -1,7 +1,7 @@
 import { DynamicModule, INestApplicationContext, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Registry } from 'prom-client';
-import { VirtualClock } from '../lib/clock';
+import { VirtualClock } from '../lib/kernel/clock';
 import {
   ResilienceEndpointsModule,
   ResilienceMetricsBinding,

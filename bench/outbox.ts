@@ -11,8 +11,8 @@ import {
   initializePollingMessageListener,
 } from 'pg-transactional-outbox';
 import { Outbox, OutboxEvent, PostgresOutboxStore, ResilienceRegistry } from '../lib';
-import { readOutboxOptions } from '../lib/outbox/outbox.options';
-import { OutboxRelay } from '../lib/outbox/outbox-relay';
+import { readOutboxOptions } from '../lib/features/outbox/outbox.options';
+import { OutboxRelay } from '../lib/features/outbox/outbox-relay';
 import { RunningServer, startPostgres } from '../test/support/postgres-server';
 import { urlVariable } from '../test/support/server-env';
 import { printHeading, printTable } from './report';

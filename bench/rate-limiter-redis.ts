@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RedisRateLimiterStore } from '../lib';
-import { RateLimiterStoreRequest } from '../lib/rate-limiter/rate-limiter-store';
+import { RateLimiterStoreRequest } from '../lib/policies/rate-limiter/rate-limiter-store';
 import { startRedis } from '../test/support/redis-server';
 import { printHeading, printTable, spread, times, verdict } from './report';
 import { BenchSection } from './section';

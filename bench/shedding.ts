@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { systemClock } from '../lib/clock';
-import { LoadShedder } from '../lib/load-shedding/load-shedder';
-import { DoorMiddleware, loadSheddingDoor } from '../lib/load-shedding/load-shedding.door';
-import { LoadSheddingOptions, readLoadSheddingOptions } from '../lib/load-shedding/load-shedding.options';
+import { systemClock } from '../lib/kernel/clock';
+import { LoadShedder } from '../lib/features/load-shedding/load-shedder';
+import { DoorMiddleware, loadSheddingDoor } from '../lib/features/load-shedding/load-shedding.door';
+import { LoadSheddingOptions, readLoadSheddingOptions } from '../lib/features/load-shedding/load-shedding.options';
 import { measure } from './measure';
 import { ns, printHeading, printTable, spread, verdict } from './report';
 import { BenchSection } from './section';

@@ -1,38 +1,37 @@
-export * from './clock';
-export * from './errors';
-export type { EventSubscriber, Unsubscribe } from './events';
-export type { ErrorClass, ErrorClassOrName } from './error-matcher';
+export * from './kernel/clock';
+export * from './kernel/errors';
+export type { EventSubscriber, Unsubscribe } from './kernel/events';
+export type { ErrorClass, ErrorClassOrName } from './config/error-matcher';
 export { parseDuration } from './config/duration';
 export type { PolicySection } from './config/schema';
 export type { Duration } from './config/duration';
-export { DEFAULT_ORDER } from './resilience.constants';
-export { fromSpringConfig } from './spring-config';
-export type { SpringConfigOptions } from './spring-config';
-export type { ThreadPoolBulkheadConfig, ThreadPoolBulkheadConfigInput } from './bulkhead/thread-pool-bulkhead.config';
-export type { PolicyKind } from './resilience.constants';
-export type { DeadlineOptions, ResilienceModuleOptions } from './resilience.options';
+export { DEFAULT_ORDER } from './kernel/resilience.constants';
+export { fromSpringConfig } from './spring/spring-config';
+export type { SpringConfigOptions } from './spring/spring-config';
+export type {
+  ThreadPoolBulkheadConfig,
+  ThreadPoolBulkheadConfigInput,
+} from './policies/bulkhead/thread-pool-bulkhead.config';
+export type { PolicyKind } from './kernel/resilience.constants';
+export type { DeadlineOptions, RegistryOptions } from './registry/registry.options';
+export type { ResilienceModuleOptions } from './options/resilience.options';
 export {
   currentSignal,
   deadlineHeaders,
   remainingTime,
   DEFAULT_DEADLINE_HEADER,
   DEFAULT_MAX_DEADLINE_BUDGET_MS,
-} from './context';
-export type { AttemptFunction } from './policy';
-export type { ExecuteOptions } from './cancellation';
-export { ResilienceModule } from './resilience.module';
-export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './resilience.module-definition';
-export type { ResilienceModuleAsyncOptions } from './resilience.module-definition';
-export { ResilienceRegistry } from './resilience.registry';
-export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './resilience.registry';
-export type {
-  JitterKind,
-  RetryBudgetConfig,
-  RetryConfig,
-  RetryConfigInput,
-  RetryExceptionRules,
-} from './retry/retry.config';
-export { RetryPolicy } from './retry/retry';
+} from './kernel/context';
+export type { AttemptFunction } from './kernel/policy';
+export type { ExecuteOptions } from './kernel/cancellation';
+export { ResilienceModule } from './nest/resilience.module';
+export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './nest/resilience.module-definition';
+export type { ResilienceModuleAsyncOptions } from './nest/resilience.module-definition';
+export { ResilienceRegistry } from './registry/resilience.registry';
+export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './registry/resilience.registry';
+export type { JitterKind, RetryConfig, RetryConfigInput, RetryExceptionRules } from './policies/retry/retry.config';
+export type { RetryBudgetConfig } from './kernel/retry-budget';
+export { RetryPolicy } from './policies/retry/retry.policy';
 export type {
   RetryAttemptEvent,
   RetryEvent,
@@ -40,36 +39,36 @@ export type {
   RetryOutcomeEvent,
   RetryStopReason,
   RetryStoppedEvent,
-} from './retry/retry';
-export { Retry } from './retry/retry.decorator';
-export type { TimeLimiterConfig, TimeLimiterConfigInput } from './time-limiter/time-limiter.config';
-export { TimeLimiter } from './time-limiter/time-limiter';
-export type { AttemptContextMode, TimeLimiterEvent } from './time-limiter/time-limiter';
-export { Timeout } from './time-limiter/timeout.decorator';
+} from './policies/retry/retry.policy';
+export { Retry } from './policies/retry/retry.decorator';
+export type { TimeLimiterConfig, TimeLimiterConfigInput } from './policies/time-limiter/time-limiter.config';
+export { TimeLimiter } from './policies/time-limiter/time-limiter.policy';
+export type { AttemptContextMode, TimeLimiterEvent } from './policies/time-limiter/time-limiter.policy';
+export { Timeout } from './policies/time-limiter/timeout.decorator';
 export type {
   CircuitBreakerConfig,
   CircuitBreakerConfigInput,
   CircuitBreakerExceptionRules,
   SlidingWindowType,
-} from './circuit-breaker/circuit-breaker.config';
-export { CircuitBreaker } from './circuit-breaker/circuit-breaker.decorator';
-export type { BulkheadConfig, BulkheadConfigInput } from './bulkhead/bulkhead.config';
-export { BulkheadPolicy } from './bulkhead/bulkhead-policy';
+} from './policies/circuit-breaker/circuit-breaker.config';
+export { CircuitBreaker } from './policies/circuit-breaker/circuit-breaker.decorator';
+export type { BulkheadConfig, BulkheadConfigInput } from './policies/bulkhead/bulkhead.config';
+export { BulkheadPolicy } from './policies/bulkhead/bulkhead.policy';
 export type {
   BulkheadCallFinishedEvent,
   BulkheadCallWaitedEvent,
   BulkheadCallPermittedEvent,
   BulkheadCallRejectedEvent,
   BulkheadMetrics,
-} from './bulkhead/bulkhead-policy';
-export { Bulkhead } from './bulkhead/bulkhead.decorator';
-export type { BulkheadOptions, BulkheadType } from './bulkhead/bulkhead.decorator';
+} from './policies/bulkhead/bulkhead.policy';
+export { Bulkhead } from './policies/bulkhead/bulkhead.decorator';
+export type { BulkheadOptions, BulkheadType } from './policies/bulkhead/bulkhead.decorator';
 export type {
   RateLimitedCallOutcome,
   RateLimiterConfig,
   RateLimiterConfigInput,
-} from './rate-limiter/rate-limiter.config';
-export { RateLimiterPolicy } from './rate-limiter/rate-limiter-policy';
+} from './policies/rate-limiter/rate-limiter.config';
+export { RateLimiterPolicy } from './policies/rate-limiter/rate-limiter.policy';
 export type {
   RateLimiterAcquiredEvent,
   RateLimiterDetailedMetrics,
@@ -78,37 +77,37 @@ export type {
   RateLimiterRefusedEvent,
   RateLimiterStoreFailureEvent,
   RateLimiterWaitEvent,
-} from './rate-limiter/rate-limiter-policy';
-export { RateLimiter } from './rate-limiter/rate-limiter.decorator';
+} from './policies/rate-limiter/rate-limiter.policy';
+export { RateLimiter } from './policies/rate-limiter/rate-limiter.decorator';
 export type {
   RateLimiterStore,
   RateLimiterStoreAnswer,
   RateLimiterStoreRelease,
   RateLimiterStoreRequest,
-} from './rate-limiter/rate-limiter-store';
-export { DEFAULT_RATE_LIMITER_REDIS_PREFIX, RedisRateLimiterStore } from './rate-limiter/redis-rate-limiter-store';
-export type { RedisRateLimiterClient, RedisRateLimiterStoreOptions } from './rate-limiter/redis-rate-limiter-store';
-export { FallbackPolicy } from './fallback/fallback';
-export type { FallbackEvent, FallbackHandlerSpec } from './fallback/fallback';
-export { Fallback } from './fallback/fallback.decorator';
-export type { FallbackFn } from './fallback/fallback.decorator';
-export { ResilienceExceptionFilter } from './filter/resilience-exception.filter';
+} from './policies/rate-limiter/rate-limiter-store';
+export { DEFAULT_RATE_LIMITER_REDIS_PREFIX, RedisRateLimiterStore } from './stores/redis-rate-limiter-store';
+export type { RedisRateLimiterClient, RedisRateLimiterStoreOptions } from './stores/redis-rate-limiter-store';
+export { FallbackPolicy } from './policies/fallback/fallback.policy';
+export type { FallbackEvent, FallbackHandlerSpec } from './policies/fallback/fallback.policy';
+export { Fallback } from './policies/fallback/fallback.decorator';
+export type { FallbackFn } from './policies/fallback/fallback.decorator';
+export { ResilienceExceptionFilter } from './nest/filter/resilience-exception.filter';
 export {
   RESILIENCE_PROBLEMS,
   resilienceProblem,
   resilienceRpcError,
   retryAfterSeconds,
-} from './filter/resilience-problems';
+} from './kernel/resilience-problems';
 export type {
   ProblemDetails,
   ProblemResponse,
   ResilienceErrorCode,
   ResilienceProblem,
   ResilienceRpcError,
-} from './filter/resilience-problems';
-export { CircuitBreakerPolicy } from './circuit-breaker/circuit-breaker-policy';
-export { IllegalStateTransitionError } from './circuit-breaker/illegal-state-transition.error';
-export type { CircuitBreakerMetrics } from './circuit-breaker/circuit-breaker-policy';
+} from './kernel/resilience-problems';
+export { CircuitBreakerPolicy } from './policies/circuit-breaker/circuit-breaker.policy';
+export { IllegalStateTransitionError } from './policies/circuit-breaker/illegal-state-transition.error';
+export type { CircuitBreakerMetrics } from './policies/circuit-breaker/circuit-breaker.policy';
 export type {
   CircuitBreakerCallNotPermittedEvent,
   CircuitBreakerErrorEvent,
@@ -119,35 +118,39 @@ export type {
   CircuitBreakerState,
   CircuitBreakerStateTransitionEvent,
   CircuitBreakerSuccessEvent,
-} from './circuit-breaker/circuit-breaker.events';
-export { LoadShedder } from './load-shedding/load-shedder';
-export type { Admission, Refusal, ShedReason } from './load-shedding/load-shedder';
-export type { EventLoopDelayProbe } from './load-shedding/event-loop-delay';
+} from './policies/circuit-breaker/circuit-breaker.events';
+export { LoadShedder } from './features/load-shedding/load-shedder';
+export type { Admission, Refusal, ShedReason } from './features/load-shedding/load-shedder';
+export type { EventLoopDelayProbe } from './features/load-shedding/event-loop-delay';
 export type {
   AdaptiveAlgorithm,
   AdaptiveLimitOptions,
   EventLoopDelayOptions,
   LoadSheddingOptions,
   PriorityHeaderOptions,
-} from './load-shedding/load-shedding.options';
-export { Priority, PRIORITY_LEVELS } from './load-shedding/priority.decorator';
-export type { PriorityLevel } from './load-shedding/priority.decorator';
-export * from './idempotency';
-export * from './outbox';
+} from './features/load-shedding/load-shedding.options';
+export { Priority, PRIORITY_LEVELS } from './features/load-shedding/priority.decorator';
+export type { PriorityLevel } from './features/load-shedding/priority.decorator';
+export * from './features/idempotency';
+export type { PostgresIdempotencyStoreOptions } from './stores/postgres-idempotency-store';
+export { DEFAULT_IDEMPOTENCY_TABLE, PostgresIdempotencyStore } from './stores/postgres-idempotency-store';
+export type { RedisIdempotencyStoreOptions, RedisScriptClient } from './stores/redis-idempotency-store';
+export { DEFAULT_IDEMPOTENCY_REDIS_PREFIX, RedisIdempotencyStore } from './stores/redis-idempotency-store';
+export * from './features/outbox';
 export * from './observability';
-export { ResiliencePipeline } from './pipeline/resilience-pipeline';
-export type { PipelineFallback, PipelineOptions } from './pipeline/pipeline.options';
-export { FaultInjector } from './fault-injection/fault-injector';
-export type { ActiveFault, FaultInjectedEvent, FaultKind } from './fault-injection/fault-injector';
+export { ResiliencePipeline } from './engine/resilience-pipeline';
+export type { PipelineFallback, PipelineOptions } from './registry/pipeline.options';
+export { FaultInjector } from './features/fault-injection/fault-injector';
+export type { ActiveFault, FaultInjectedEvent, FaultKind } from './features/fault-injection/fault-injector';
 export type {
   FaultInjectionOptions,
   FaultSpec,
   InjectedError,
   ResolvedFault,
-} from './fault-injection/fault-injection.options';
+} from './features/fault-injection/fault-injection.options';
 export { recordEvents } from './testing/event-recorder';
 export type { EventRecorder, RecordedPolicyEvent } from './testing/event-recorder';
-export { Hedge } from './hedge/hedge.decorator';
-export { HedgePolicy } from './hedge/hedge-policy';
-export type { HedgeBudgetDeniedEvent, HedgeEvent, HedgeMetrics, HedgeWinnerEvent } from './hedge/hedge-policy';
-export type { HedgeConfig, HedgeConfigInput, LatencyPercentile } from './hedge/hedge.config';
+export { Hedge } from './policies/hedge/hedge.decorator';
+export { HedgePolicy } from './policies/hedge/hedge.policy';
+export type { HedgeBudgetDeniedEvent, HedgeEvent, HedgeMetrics, HedgeWinnerEvent } from './policies/hedge/hedge.policy';
+export type { HedgeConfig, HedgeConfigInput, LatencyPercentile } from './policies/hedge/hedge.config';

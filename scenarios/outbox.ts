@@ -15,8 +15,8 @@ import {
   ResilienceRegistry,
   VirtualClock,
 } from '../lib';
-import { readOutboxOptions } from '../lib/outbox/outbox.options';
-import { OutboxRelay } from '../lib/outbox/outbox-relay';
+import { readOutboxOptions } from '../lib/features/outbox/outbox.options';
+import { OutboxRelay } from '../lib/features/outbox/outbox-relay';
 import { startPostgres } from '../test/support/postgres-server';
 import { grouped, mulberry32, ScenarioReport, table } from './kit';
 import { lineChart } from './svg';

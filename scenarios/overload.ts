@@ -1,7 +1,7 @@
-import { VirtualClock } from '../lib/clock';
-import { LoadShedder } from '../lib/load-shedding/load-shedder';
-import { LoadSheddingOptions, readLoadSheddingOptions } from '../lib/load-shedding/load-shedding.options';
-import { PriorityLevel } from '../lib/load-shedding/priority.decorator';
+import { VirtualClock } from '../lib/kernel/clock';
+import { LoadShedder } from '../lib/features/load-shedding/load-shedder';
+import { LoadSheddingOptions, readLoadSheddingOptions } from '../lib/features/load-shedding/load-shedding.options';
+import { PriorityLevel } from '../lib/features/load-shedding/priority.decorator';
 import { mulberry32, percentile, ScenarioReport, table } from './kit';
 import { lineChart } from './svg';
 

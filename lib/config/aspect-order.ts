@@ -1,4 +1,4 @@
-import type { PolicyKind } from '../resilience.constants';
+import type { PolicyKind } from '../kernel/resilience.constants';
 import { findKey, isPlainObject } from './relaxed-binding';
 
 /** The layers Resilience4j's Spring aspects order, with each aspect's default order (Ordered.LOWEST_PRECEDENCE - n). */

@@ -1,7 +1,7 @@
 /** Where a config value came from, e.g. `retry instance 'inventory'`. */
 export type ConfigPlace = string;
 
-import { PREFIX } from '../resilience.messages';
+import { PREFIX } from '../kernel/resilience.messages';
 import { looksLikeCredential, NOT_SHOWN, previewValue, shownText } from './value-preview';
 
 export const instancePlace = (policy: string, kind: 'instance' | 'config', name: string): ConfigPlace =>
@@ -136,10 +136,6 @@ export function closeName(name: string, known: Iterable<string>): string | undef
       return candidate;
   return undefined;
 }
-
-export const TOO_MANY_UNDECLARED_INSTANCES = (policy: string, name: string, max: number): string =>
-  `${PREFIX}: ${policy} instance '${name}' is not declared, and ${max} undeclared ${policy} instances exist already (module option 'maxUndeclaredInstances'); ` +
-  `names built from request data would add instances and metric series without end: declare the instances, or raise the option`;
 
 /** Renders a bad value for a message without flooding it, and without what came from a placeholder (see {@link previewValue}). */
 export function describe(value: unknown): string {

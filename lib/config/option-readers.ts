@@ -1,4 +1,4 @@
-import type { ErrorClassOrName } from '../error-matcher';
+import type { ErrorClassOrName } from './error-matcher';
 import { ConfigPlace, INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from './config.messages';
 import { parseDuration } from './duration';
 import { findKey } from './relaxed-binding';

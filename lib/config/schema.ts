@@ -1,5 +1,5 @@
-import { ErrorClassOrName } from '../error-matcher';
-import { isForeignJavaName } from '../java-exceptions';
+import { ErrorClassOrName } from './error-matcher';
+import { isForeignJavaName } from './java-exceptions';
 import {
   BASE_CONFIG_CYCLE,
   ConfigPlace,

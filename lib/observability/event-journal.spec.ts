@@ -1,7 +1,7 @@
-import { BulkheadPolicy } from '../bulkhead/bulkhead-policy';
-import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
-import { CIRCUIT_BREAKER_SCHEMA } from '../circuit-breaker/circuit-breaker.config';
-import { VirtualClock } from '../clock';
+import { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
+import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
+import { CIRCUIT_BREAKER_SCHEMA } from '../policies/circuit-breaker/circuit-breaker.config';
+import { VirtualClock } from '../kernel/clock';
 import { EventJournal } from './event-journal';
 
 describe('EventJournal', () => {

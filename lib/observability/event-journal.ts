@@ -1,7 +1,7 @@
-import { roundMs } from '../format-ms';
-import { httpStatusOf } from '../error-status';
-import { Unsubscribe } from '../events';
-import type { FaultInjector } from '../fault-injection/fault-injector';
+import { roundMs } from '../kernel/format-ms';
+import { httpStatusOf } from '../kernel/error-status';
+import { Unsubscribe } from '../kernel/events';
+import type { FaultInjector } from '../features/fault-injection/fault-injector';
 import { ObservedInstance } from './instance-catalog';
 
 /** A policy the status endpoints report on. */

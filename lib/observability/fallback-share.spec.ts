@@ -1,6 +1,6 @@
-import { VirtualClock } from '../clock';
-import { EventStream } from '../events';
-import { FallbackPolicy } from '../fallback/fallback';
+import { VirtualClock } from '../kernel/clock';
+import { EventStream } from '../kernel/events';
+import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { FallbackShare } from './fallback-share';
 
 class Outage extends Error {}

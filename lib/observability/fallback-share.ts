@@ -1,6 +1,6 @@
-import { Clock } from '../clock';
-import { Unsubscribe } from '../events';
-import { FallbackPolicy } from '../fallback/fallback';
+import { Clock } from '../kernel/clock';
+import { Unsubscribe } from '../kernel/events';
+import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 
 const SLOTS = 10;
 

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { Unsubscribe } from '../events';
-import { FallbackPolicy } from '../fallback/fallback';
-import { MethodFallbacks } from '../method-fallbacks';
-import { InstanceCreatedEvent, RegistryPolicy, ResilienceRegistry } from '../resilience.registry';
+import { Unsubscribe } from '../kernel/events';
+import { FallbackPolicy } from '../policies/fallback/fallback.policy';
+import { InstanceCreatedEvent, RegistryPolicy, ResilienceRegistry } from '../registry/resilience.registry';
 
 /** A method's fallback policy, in the shape of the registry's instances. */
 export interface ObservedFallback {
@@ -56,9 +55,9 @@ export function watchInstances(
 }
 
 /**
- * The instances of one application — the registry's and the fallback
- * policies the explorer made for decorated methods — for the metrics,
- * logs, health and status endpoints. Watch from `onApplicationBootstrap`,
+ * The instances of one application — the registry's, and the fallback
+ * policies of its decorated methods and pipelines, which it tracks too — for
+ * the metrics, logs, health and status endpoints. Watch from `onApplicationBootstrap`,
  * once the explorer has composed every pipeline. A fallback policy's calls
  * come from its {@link FallbackPolicy.onCall} event.
  */
@@ -67,16 +66,15 @@ export class InstanceCatalog {
   constructor(
     /** The application's registry. */
     readonly registry: ResilienceRegistry,
-    private readonly methodFallbacks: MethodFallbacks,
   ) {}
 
   /** See {@link watchInstances}. */
   watch(visit: (observed: ObservedInstance) => void): Unsubscribe {
-    return watchInstances(this.registry, this.methodFallbacks.all, visit);
+    return watchInstances(this.registry, [], visit);
   }
 
-  /** The fallback policies of the decorated methods. */
+  /** The fallback policies of the decorated methods and pipelines. */
   get fallbacks(): readonly FallbackPolicy[] {
-    return this.methodFallbacks.all;
+    return this.registry.fallbacks;
   }
 }

@@ -1,5 +1,5 @@
-import { LoadShedder, SHED_REASONS } from '../load-shedding/load-shedder';
-import { PRIORITY_LEVELS } from '../load-shedding/priority.decorator';
+import { LoadShedder, SHED_REASONS } from '../features/load-shedding/load-shedder';
+import { PRIORITY_LEVELS } from '../features/load-shedding/priority.decorator';
 import { Collector, FamilyDefinition } from './metric-family';
 
 /** The load shedder's series families. */

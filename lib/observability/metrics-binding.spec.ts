@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
-import { VirtualClock } from '../clock';
-import { ResilienceRegistry } from '../resilience.registry';
+import { VirtualClock } from '../kernel/clock';
+import { ResilienceRegistry } from '../registry/resilience.registry';
 import { METRIC_FAMILIES, ResilienceMetricsBinding } from './metrics-binding';
 
 const sample = (text: string, line: string): boolean => text.split('\n').includes(line);

@@ -1,5 +1,5 @@
 import { Controller, Get, Res, Type } from '@nestjs/common';
-import { Priority } from '../load-shedding/priority.decorator';
+import { Priority } from '../features/load-shedding/priority.decorator';
 import { MetricsRegistry } from './observability.options';
 import { ResilienceMetrics } from './resilience-metrics';
 

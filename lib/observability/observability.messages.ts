@@ -1,7 +1,7 @@
-import { formatMs } from '../format-ms';
-import { PREFIX } from '../resilience.messages';
-import { CircuitBreakerMetrics } from '../circuit-breaker/circuit-breaker-policy';
-import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
+import { formatMs } from '../kernel/format-ms';
+import { PREFIX } from '../kernel/resilience.messages';
+import { CircuitBreakerMetrics } from '../policies/circuit-breaker/circuit-breaker.policy';
+import type { CircuitBreakerState } from '../policies/circuit-breaker/circuit-breaker.events';
 
 /** A family's name is taken in the prom-client registry by a metric of someone else. */
 export const FOREIGN_METRIC = (metric: string): string =>

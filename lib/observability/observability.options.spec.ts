@@ -1,5 +1,5 @@
 import { INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from '../config/config.messages';
-import { ResilienceRegistry } from '../resilience.registry';
+import { ResilienceRegistry } from '../registry/resilience.registry';
 import {
   DEFAULT_BUCKETS,
   readEndpointsOptions,

@@ -1,5 +1,5 @@
 import type { HealthIndicatorService } from '@nestjs/terminus';
-import type { OptionalPeer } from '../optional-peer';
+import type { OptionalPeer } from '../kernel/optional-peer';
 import type { MetricsRegistry } from './observability.options';
 
 /** prom-client: its default registry, when the application gives none. */

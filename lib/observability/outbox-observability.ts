@@ -1,8 +1,8 @@
 import { Controller, Get, HttpCode, NotFoundException, Param, Post, Type, UseGuards } from '@nestjs/common';
-import { Priority } from '../load-shedding/priority.decorator';
+import { Priority } from '../features/load-shedding/priority.decorator';
 import { Collector, FamilyDefinition } from './metric-family';
 import { GuardLike } from './observability.options';
-import { Outbox } from '../outbox/outbox';
+import { Outbox } from '../features/outbox/outbox';
 import { Duration, parseDuration } from '../config/duration';
 import {
   BAD_HEALTH_OPTION,
@@ -10,9 +10,9 @@ import {
   OUTBOX_NOT_CONFIGURED,
   OUTBOX_PARKED,
   UNKNOWN_PARKED_EVENT,
-} from '../outbox/outbox.messages';
-import { OutboxPublishResult } from '../outbox/outbox-relay';
-import { OutboxEventState, OutboxStats } from '../outbox/outbox.types';
+} from '../features/outbox/outbox.messages';
+import { OutboxPublishResult } from '../features/outbox/outbox-relay';
+import { OutboxEventState, OutboxStats } from '../features/outbox/outbox.types';
 
 /** The outbox's series families. */
 export const OUTBOX_FAMILIES = {

@@ -1,10 +1,9 @@
 import { Logger } from '@nestjs/common';
-import { VirtualClock } from '../clock';
-import { ResilienceModuleOptions } from '../resilience.options';
-import { MethodFallbacks } from '../method-fallbacks';
-import { ResilienceRegistry } from '../resilience.registry';
-import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
-import { RateLimiterStore, RateLimiterStoreAnswer } from '../rate-limiter/rate-limiter-store';
+import { VirtualClock } from '../kernel/clock';
+import { ResilienceModuleOptions } from '../options/resilience.options';
+import { ResilienceRegistry } from '../registry/resilience.registry';
+import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
+import { RateLimiterStore, RateLimiterStoreAnswer } from '../policies/rate-limiter/rate-limiter-store';
 import { InstanceCatalog } from './instance-catalog';
 import {
   BREAKER_TRANSITION,
@@ -24,10 +23,7 @@ class Unavailable extends Error {
 function start(options: ResilienceModuleOptions) {
   const clock = new VirtualClock();
   const registry = new ResilienceRegistry({ clock, ...options });
-  const logger = new ResilienceEventLogger(
-    new InstanceCatalog(registry, new MethodFallbacks()),
-    new IdempotencyRegistry(registry),
-  );
+  const logger = new ResilienceEventLogger(new InstanceCatalog(registry), new IdempotencyRegistry(registry));
   const lines: Array<[string, string]> = [];
   jest
     .spyOn(Logger.prototype, 'warn')

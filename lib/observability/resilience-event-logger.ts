@@ -1,11 +1,11 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
-import type { CircuitBreakerStateTransitionEvent } from '../circuit-breaker/circuit-breaker.events';
-import { Clock } from '../clock';
-import { IdempotencyStoreUnavailableError } from '../errors';
-import { EventSubscriber, Unsubscribe } from '../events';
-import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
-import { RateLimiterStoreFailureEvent } from '../rate-limiter/rate-limiter-policy';
+import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
+import type { CircuitBreakerStateTransitionEvent } from '../policies/circuit-breaker/circuit-breaker.events';
+import { Clock } from '../kernel/clock';
+import { IdempotencyStoreUnavailableError } from '../kernel/errors';
+import { EventSubscriber, Unsubscribe } from '../kernel/events';
+import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
+import { RateLimiterStoreFailureEvent } from '../policies/rate-limiter/rate-limiter.policy';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
 import {
   BREAKER_TRANSITION,

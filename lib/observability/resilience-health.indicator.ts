@@ -1,17 +1,17 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import type { HealthIndicatorService } from '@nestjs/terminus';
-import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
-import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
-import { Unsubscribe } from '../events';
-import { LoadShedder } from '../load-shedding/load-shedder';
-import { RateLimiterPolicy } from '../rate-limiter/rate-limiter-policy';
+import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
+import type { CircuitBreakerState } from '../policies/circuit-breaker/circuit-breaker.events';
+import { Unsubscribe } from '../kernel/events';
+import { LoadShedder } from '../features/load-shedding/load-shedder';
+import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
 import { FallbackShare, FallbackShareCounts } from './fallback-share';
 import { InstanceCatalog } from './instance-catalog';
 import { FALLBACK_SHARE_NOT_CONFIGURED, LOAD_SHEDDING_NOT_CONFIGURED } from './observability.messages';
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
-import { loadOptionalPeer } from '../optional-peer';
+import { loadOptionalPeer } from '../kernel/optional-peer';
 import { TERMINUS } from './observability.peers';
-import { Outbox } from '../outbox/outbox';
+import { Outbox } from '../features/outbox/outbox';
 import { OutboxHealthData, outboxHealth, OutboxHealthOptions } from './outbox-observability';
 
 /**

@@ -1,16 +1,16 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
-import { countReportedCalls } from '../fallback/fallback';
-import { IdempotencyRegistry } from '../idempotency/idempotency.registry';
-import { LoadShedder } from '../load-shedding/load-shedder';
+import { countReportedCalls } from '../policies/fallback/fallback.policy';
+import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
+import { LoadShedder } from '../features/load-shedding/load-shedder';
 import { InstanceCatalog } from './instance-catalog';
 import { loadSheddingCollectors } from './load-shedding-metrics';
 import { attachCollectors } from './metric-family';
 import { ResilienceMetricsBinding } from './metrics-binding';
 import { METRICS_DISABLED } from './observability.messages';
 import { MetricsRegistry, readMetricsOptions, ResolvedMetricsOptions } from './observability.options';
-import { loadOptionalPeer, tryLoadOptionalPeer } from '../optional-peer';
+import { loadOptionalPeer, tryLoadOptionalPeer } from '../kernel/optional-peer';
 import { PROM_CLIENT } from './observability.peers';
-import { Outbox } from '../outbox/outbox';
+import { Outbox } from '../features/outbox/outbox';
 import { outboxCollectors } from './outbox-observability';
 
 /**

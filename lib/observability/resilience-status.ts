@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { CircuitBreakerPolicy } from '../circuit-breaker/circuit-breaker-policy';
-import type { CircuitBreakerState } from '../circuit-breaker/circuit-breaker.events';
-import { Unsubscribe } from '../events';
+import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
+import type { CircuitBreakerState } from '../policies/circuit-breaker/circuit-breaker.events';
+import { Unsubscribe } from '../kernel/events';
 import { EventJournal, RecordedEvent, StatusPolicy } from './event-journal';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
 import { ResolvedEndpointsOptions } from './observability.options';

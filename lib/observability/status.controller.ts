@@ -12,12 +12,12 @@ import {
   Type,
   UseGuards,
 } from '@nestjs/common';
-import { ActiveFault, FaultInjector } from '../fault-injection/fault-injector';
-import { FaultSpec } from '../fault-injection/fault-injection.options';
-import { LoadShedder, SHED_REASONS, ShedReason } from '../load-shedding/load-shedder';
-import { Priority, PRIORITY_LEVELS, PriorityLevel } from '../load-shedding/priority.decorator';
+import { ActiveFault, FaultInjector } from '../features/fault-injection/fault-injector';
+import { FaultSpec } from '../features/fault-injection/fault-injection.options';
+import { LoadShedder, SHED_REASONS, ShedReason } from '../features/load-shedding/load-shedder';
+import { Priority, PRIORITY_LEVELS, PriorityLevel } from '../features/load-shedding/priority.decorator';
 import { RecordedEvent, StatusPolicy } from './event-journal';
-import { FAULTS_DISABLED } from '../fault-injection/fault-injection.messages';
+import { FAULTS_DISABLED } from '../features/fault-injection/fault-injection.messages';
 import { INVALID_UPDATE_STATE, UNKNOWN_STATUS_INSTANCE } from './observability.messages';
 import { GuardLike } from './observability.options';
 import { BREAKER_UPDATES, BreakerUpdate, InstanceStatus, ResilienceStatus } from './resilience-status';

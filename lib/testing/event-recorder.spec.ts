@@ -1,5 +1,5 @@
-import { VirtualClock } from '../clock';
-import { ResilienceRegistry } from '../resilience.registry';
+import { VirtualClock } from '../kernel/clock';
+import { ResilienceRegistry } from '../registry/resilience.registry';
 import { recordEvents } from './event-recorder';
 
 class Unavailable extends Error {

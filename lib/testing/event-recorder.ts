@@ -1,7 +1,7 @@
-import { Unsubscribe } from '../events';
+import { Unsubscribe } from '../kernel/events';
 import { subscribeEvents } from '../observability/event-journal';
 import { watchInstances } from '../observability/instance-catalog';
-import { ResilienceRegistry } from '../resilience.registry';
+import { ResilienceRegistry } from '../registry/resilience.registry';
 
 /** One event a {@link EventRecorder} saw. */
 export interface RecordedPolicyEvent {

@@ -1,5 +1,6 @@
 import { ResilienceRegistry } from '../../lib';
-import { INVALID_VALUE, TOO_MANY_UNDECLARED_INSTANCES, instancePlace } from '../../lib/config/config.messages';
+import { INVALID_VALUE, instancePlace } from '../../lib/config/config.messages';
+import { TOO_MANY_UNDECLARED_INSTANCES } from '../../lib/kernel/resilience.messages';
 
 describe('instance names that are also Object.prototype keys', () => {
   // A YAML or JSON file yields such names as plain own keys, as JSON.parse does here.

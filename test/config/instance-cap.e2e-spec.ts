@@ -8,7 +8,7 @@ import {
   ResilienceRegistry,
   TooManyInstancesError,
 } from '../../lib';
-import { TOO_MANY_UNDECLARED_INSTANCES } from '../../lib/config/config.messages';
+import { TOO_MANY_UNDECLARED_INSTANCES } from '../../lib/kernel/resilience.messages';
 import { createPlatformApp, initPlatformApp, mediaType, Platform, PLATFORMS } from '../support/platforms';
 
 /** A route that makes one circuit breaker per tenant, the name taken from the request. */

@@ -1,7 +1,7 @@
 import { Agent, createServer, get, IncomingMessage, Server } from 'node:http';
 import { LookupFunction, Socket } from 'node:net';
 import axios from 'axios';
-import { ErrorMatcher } from '../../lib/error-matcher';
+import { ErrorMatcher } from '../../lib/config/error-matcher';
 import { freePort } from '../support/wait';
 
 /*

@@ -30,8 +30,8 @@ import {
   LEGACY_PROPERTIES,
   SPRING_IGNORED_PROPERTIES,
 } from '../../lib/config/resilience4j-properties';
-import { CIRCUIT_BREAKER_SCHEMA } from '../../lib/circuit-breaker/circuit-breaker.config';
-import { RATE_LIMITER_SCHEMA } from '../../lib/rate-limiter/rate-limiter.config';
+import { CIRCUIT_BREAKER_SCHEMA } from '../../lib/policies/circuit-breaker/circuit-breaker.config';
+import { RATE_LIMITER_SCHEMA } from '../../lib/policies/rate-limiter/rate-limiter.config';
 import {
   BootedSpringApp,
   bootSpringApp,

@@ -4,7 +4,7 @@
  * install.
  */
 jest.mock('yaml', () => {
-  throw Object.assign(new Error("Cannot find module 'yaml' from 'lib/config/spring-document.ts'"), {
+  throw Object.assign(new Error("Cannot find module 'yaml' from 'lib/spring/spring-document.ts'"), {
     code: 'MODULE_NOT_FOUND',
   });
 });

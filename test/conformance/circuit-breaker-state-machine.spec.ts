@@ -1,9 +1,12 @@
-import { VirtualClock } from '../../lib/clock';
-import { CircuitBreakerPolicy } from '../../lib/circuit-breaker/circuit-breaker-policy';
-import type { CircuitBreakerState } from '../../lib/circuit-breaker/circuit-breaker.events';
-import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from '../../lib/circuit-breaker/circuit-breaker.config';
-import { IllegalStateTransitionError } from '../../lib/circuit-breaker/illegal-state-transition.error';
-import { CallNotPermittedError } from '../../lib/errors';
+import { VirtualClock } from '../../lib/kernel/clock';
+import { CircuitBreakerPolicy } from '../../lib/policies/circuit-breaker/circuit-breaker.policy';
+import type { CircuitBreakerState } from '../../lib/policies/circuit-breaker/circuit-breaker.events';
+import {
+  CIRCUIT_BREAKER_SCHEMA,
+  CircuitBreakerConfig,
+} from '../../lib/policies/circuit-breaker/circuit-breaker.config';
+import { IllegalStateTransitionError } from '../../lib/policies/circuit-breaker/illegal-state-transition.error';
+import { CallNotPermittedError } from '../../lib/kernel/errors';
 
 /*
  * Port of Resilience4j's CircuitBreakerStateMachineTest

@@ -1,10 +1,13 @@
-import { VirtualClock } from '../../lib/clock';
-import { CircuitBreakerPolicy } from '../../lib/circuit-breaker/circuit-breaker-policy';
-import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from '../../lib/circuit-breaker/circuit-breaker.config';
+import { VirtualClock } from '../../lib/kernel/clock';
+import { CircuitBreakerPolicy } from '../../lib/policies/circuit-breaker/circuit-breaker.policy';
+import {
+  CIRCUIT_BREAKER_SCHEMA,
+  CircuitBreakerConfig,
+} from '../../lib/policies/circuit-breaker/circuit-breaker.config';
 import { INVALID_VALUE } from '../../lib/config/config.messages';
 import { resolveSection } from '../../lib/config/schema';
-import { backoffDelay } from '../../lib/retry/backoff';
-import { RETRY_SCHEMA, RetryConfig } from '../../lib/retry/retry.config';
+import { backoffDelay } from '../../lib/policies/retry/backoff';
+import { RETRY_SCHEMA, RetryConfig } from '../../lib/policies/retry/retry.config';
 import { mulberry32 } from '../../scenarios/kit';
 
 /*

@@ -1,11 +1,11 @@
 import { availableParallelism } from 'node:os';
-import { BULKHEAD_SCHEMA } from '../../lib/bulkhead/bulkhead.config';
-import { THREAD_POOL_BULKHEAD_SCHEMA } from '../../lib/bulkhead/thread-pool-bulkhead.config';
-import { CIRCUIT_BREAKER_SCHEMA } from '../../lib/circuit-breaker/circuit-breaker.config';
+import { BULKHEAD_SCHEMA } from '../../lib/policies/bulkhead/bulkhead.config';
+import { THREAD_POOL_BULKHEAD_SCHEMA } from '../../lib/policies/bulkhead/thread-pool-bulkhead.config';
+import { CIRCUIT_BREAKER_SCHEMA } from '../../lib/policies/circuit-breaker/circuit-breaker.config';
 import { PolicySchema, ResolvedSection, resolveSection } from '../../lib/config/schema';
-import { RATE_LIMITER_SCHEMA } from '../../lib/rate-limiter/rate-limiter.config';
-import { RETRY_SCHEMA } from '../../lib/retry/retry.config';
-import { TIME_LIMITER_SCHEMA } from '../../lib/time-limiter/time-limiter.config';
+import { RATE_LIMITER_SCHEMA } from '../../lib/policies/rate-limiter/rate-limiter.config';
+import { RETRY_SCHEMA } from '../../lib/policies/retry/retry.config';
+import { TIME_LIMITER_SCHEMA } from '../../lib/policies/time-limiter/time-limiter.config';
 
 /*
  * The defaults each policy resolves when nothing is configured, against the

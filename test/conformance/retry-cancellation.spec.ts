@@ -1,10 +1,10 @@
 import { getEventListeners } from 'node:events';
-import { VirtualClock } from '../../lib/clock';
-import { contextStorage, ResilienceContext } from '../../lib/context';
-import { RetryPolicy } from '../../lib/retry/retry';
-import { RETRY_SCHEMA, RetryConfig } from '../../lib/retry/retry.config';
-import { FallbackPolicy } from '../../lib/fallback/fallback';
-import { StandardLayers, StandardPipeline } from '../../lib/standard-pipeline';
+import { VirtualClock } from '../../lib/kernel/clock';
+import { contextStorage, ResilienceContext } from '../../lib/kernel/context';
+import { RetryPolicy } from '../../lib/policies/retry/retry.policy';
+import { RETRY_SCHEMA, RetryConfig } from '../../lib/policies/retry/retry.config';
+import { FallbackPolicy } from '../../lib/policies/fallback/fallback.policy';
+import { StandardLayers, StandardPipeline } from '../../lib/engine/standard-pipeline';
 import { lastValueFrom, Observable } from 'rxjs';
 
 /*

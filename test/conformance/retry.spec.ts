@@ -1,7 +1,7 @@
-import { VirtualClock } from '../../lib/clock';
-import { MaxRetriesExceededError } from '../../lib/errors';
-import { RetryPolicy } from '../../lib/retry/retry';
-import { RETRY_SCHEMA, RetryConfig } from '../../lib/retry/retry.config';
+import { VirtualClock } from '../../lib/kernel/clock';
+import { MaxRetriesExceededError } from '../../lib/kernel/errors';
+import { RetryPolicy } from '../../lib/policies/retry/retry.policy';
+import { RETRY_SCHEMA, RetryConfig } from '../../lib/policies/retry/retry.config';
 
 /*
  * Port of Resilience4j's retry implementation tests (resilience4j-retry/src/test/java/io/github/

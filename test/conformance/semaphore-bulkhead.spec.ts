@@ -1,8 +1,8 @@
-import { BulkheadPolicy } from '../../lib/bulkhead/bulkhead-policy';
-import { NO_PERMIT } from '../../lib/bulkhead/bulkhead.permits';
-import { BULKHEAD_SCHEMA, BulkheadConfig } from '../../lib/bulkhead/bulkhead.config';
-import { VirtualClock } from '../../lib/clock';
-import { BulkheadFullError } from '../../lib/errors';
+import { BulkheadPolicy } from '../../lib/policies/bulkhead/bulkhead.policy';
+import { NO_PERMIT } from '../../lib/policies/bulkhead/bulkhead.permits';
+import { BULKHEAD_SCHEMA, BulkheadConfig } from '../../lib/policies/bulkhead/bulkhead.config';
+import { VirtualClock } from '../../lib/kernel/clock';
+import { BulkheadFullError } from '../../lib/kernel/errors';
 
 /*
  * Port of Resilience4j's SemaphoreBulkheadTest

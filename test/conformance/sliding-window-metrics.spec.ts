@@ -1,4 +1,8 @@
-import { CountSlidingWindow, SlidingWindow, TimeSlidingWindow } from '../../lib/circuit-breaker/sliding-window';
+import {
+  CountSlidingWindow,
+  SlidingWindow,
+  TimeSlidingWindow,
+} from '../../lib/policies/circuit-breaker/sliding-window';
 
 /*
  * Port of Resilience4j's FixedSizeSlidingWindowMetricsTest and SlidingTimeWindowMetricsTest

@@ -1,4 +1,4 @@
-import { readFaultInjectionOptions } from '../../lib/fault-injection/fault-injection.options';
+import { readFaultInjectionOptions } from '../../lib/features/fault-injection/fault-injection.options';
 import { Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,8 +16,8 @@ import {
   systemClock,
   VirtualClock,
 } from '../../lib';
-import { checkIdempotentOptions, resolveIdempotencyOptions } from '../../lib/idempotency/idempotency.options';
-import { readLoadSheddingOptions } from '../../lib/load-shedding/load-shedding.options';
+import { checkIdempotentOptions, resolveIdempotencyOptions } from '../../lib/features/idempotency/idempotency.options';
+import { readLoadSheddingOptions } from '../../lib/features/load-shedding/load-shedding.options';
 import {
   readEndpointsOptions,
   readHealthOptions,

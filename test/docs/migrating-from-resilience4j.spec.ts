@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_ORDER, fromSpringConfig, ResilienceRegistry } from '../../lib';
-import { JAVA_EXCEPTIONS } from '../../lib/java-exceptions';
+import { JAVA_EXCEPTIONS } from '../../lib/config/java-exceptions';
 import { ASPECT_ORDER_DIFFERS } from '../../lib/config/config.messages';
-import { POLICY_SCHEMAS } from '../../lib/resolve-options';
+import { POLICY_SCHEMAS } from '../../lib/registry/resolve-options';
 import {
   IGNORED_INSTANCE_PROPERTIES,
   IGNORED_SECTION_PROPERTIES,
@@ -12,7 +12,7 @@ import {
   SPRING_IGNORED_PROPERTIES,
 } from '../../lib/config/resilience4j-properties';
 import { RESILIENCE4J_DEFAULTS } from '../../lib/config/resilience4j-defaults';
-import { THREAD_POOL_BULKHEAD_SCHEMA } from '../../lib/bulkhead/thread-pool-bulkhead.config';
+import { THREAD_POOL_BULKHEAD_SCHEMA } from '../../lib/policies/bulkhead/thread-pool-bulkhead.config';
 import { checkMarkdownSnippets } from '../support/markdown-snippets';
 
 const GUIDE = 'docs/migrating-from-resilience4j.md';

@@ -2,7 +2,7 @@ import { Controller, Injectable, Post } from '@nestjs/common';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect, Socket } from 'node:net';
 import { currentSignal, DeadlineExceededError, Idempotent, Retry, Timeout, VirtualClock } from '../../lib';
-import { IdempotencyStore } from '../../lib/idempotency/idempotency-store';
+import { IdempotencyStore } from '../../lib/features/idempotency/idempotency-store';
 import { PLATFORMS } from '../support/platforms';
 import { serverOrSkip } from '../support/server-env';
 import { json, RunningApp, send, startApp, Watch } from '../idempotency/http-kit';

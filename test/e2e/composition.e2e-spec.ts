@@ -13,8 +13,8 @@ import {
   VirtualClock,
 } from '../../lib';
 import { UNKNOWN_INSTANCE } from '../../lib/config/config.messages';
-import { FALLBACK_HANDLER_MISSING } from '../../lib/fallback/fallback.messages';
-import { DECORATOR_ON_NON_METHOD, REQUEST_SCOPED } from '../../lib/resilience.messages';
+import { FALLBACK_HANDLER_MISSING } from '../../lib/policies/fallback/fallback.messages';
+import { DECORATOR_ON_NON_METHOD, REQUEST_SCOPED } from '../../lib/kernel/resilience.messages';
 
 class Unavailable extends Error {
   readonly status = 503;

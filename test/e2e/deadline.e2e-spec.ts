@@ -13,7 +13,7 @@ import {
   Timeout,
   VirtualClock,
 } from '../../lib';
-import { INVALID_DEADLINE_HEADER } from '../../lib/resilience.messages';
+import { INVALID_DEADLINE_HEADER } from '../../lib/kernel/resilience.messages';
 import { createPlatformApp, mediaType, Platform, PLATFORMS } from '../support/platforms';
 
 @Injectable()

@@ -13,7 +13,7 @@ import {
   Retry,
   VirtualClock,
 } from '../../lib';
-import { HEDGE_NOT_SAFE } from '../../lib/hedge/hedge.messages';
+import { HEDGE_NOT_SAFE } from '../../lib/policies/hedge/hedge.messages';
 
 class Unavailable extends Error {
   readonly status = 503;

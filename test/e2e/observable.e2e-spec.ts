@@ -22,8 +22,8 @@ import {
   TimeoutExceededError,
   VirtualClock,
 } from '../../lib';
-import { ResilienceContext } from '../../lib/context';
-import { contextStorage } from '../../lib/context';
+import { ResilienceContext } from '../../lib/kernel/context';
+import { contextStorage } from '../../lib/kernel/context';
 
 class Unavailable extends Error {
   readonly status = 503;

@@ -14,7 +14,7 @@ import {
   TimeoutExceededError,
   VirtualClock,
 } from '../../lib';
-import { DECORATOR_ON_PLAIN_VALUE, DECORATOR_ON_STATIC } from '../../lib/resilience.messages';
+import { DECORATOR_ON_PLAIN_VALUE, DECORATOR_ON_STATIC } from '../../lib/kernel/resilience.messages';
 
 class Broken extends Error {}
 

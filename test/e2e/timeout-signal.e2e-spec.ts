@@ -154,23 +154,39 @@ describe('a @Timeout stops its work outside any request deadline (no `deadline` 
     return outcome;
   }
 
-  it.each(['method', 'pipeline'])('from a timer (%s): the signal aborts at the limit and the fetch is closed', async (via) => {
-    const outcome = await timedOut(
-      () =>
-        new Promise<unknown>((resolve, reject) =>
-          setImmediate(() => (via === 'pipeline' ? catalog.viaPipeline(url) : catalog.lookup(url)).then(resolve, reject)),
-        ),
-    );
-    expect(outcome).toEqual({ error: expect.any(TimeoutExceededError) });
-  });
+  it.each(['method', 'pipeline'])(
+    'from a timer (%s): the signal aborts at the limit and the fetch is closed',
+    async (via) => {
+      const outcome = await timedOut(
+        () =>
+          new Promise<unknown>((resolve, reject) =>
+            setImmediate(() =>
+              (via === 'pipeline' ? catalog.viaPipeline(url) : catalog.lookup(url)).then(resolve, reject),
+            ),
+          ),
+      );
+      expect(outcome).toEqual({ error: expect.any(TimeoutExceededError) });
+    },
+  );
 
-  it.each(['method', 'pipeline'])('from an HTTP route (%s): the signal aborts at the limit, the fetch is closed, 504', async (via) => {
-    const outcome = await timedOut(() => request(app.getHttpServer()).get('/lookup').query({ url, via }).then((r) => r));
-    expect(outcome).toMatchObject({ value: { status: 504 } });
-  });
+  it.each(['method', 'pipeline'])(
+    'from an HTTP route (%s): the signal aborts at the limit, the fetch is closed, 504',
+    async (via) => {
+      const outcome = await timedOut(() =>
+        request(app.getHttpServer())
+          .get('/lookup')
+          .query({ url, via })
+          .then((r) => r),
+      );
+      expect(outcome).toMatchObject({ value: { status: 504 } });
+    },
+  );
 
-  it.each(['method', 'pipeline'])('from a message handler (%s): the signal aborts at the limit and the fetch is closed', async (via) => {
-    const outcome = await timedOut(() => firstValueFrom(client.send('lookup', { url, via })));
-    expect(outcome).toMatchObject({ error: { code: 'TIMEOUT_EXCEEDED' } });
-  });
+  it.each(['method', 'pipeline'])(
+    'from a message handler (%s): the signal aborts at the limit and the fetch is closed',
+    async (via) => {
+      const outcome = await timedOut(() => firstValueFrom(client.send('lookup', { url, via })));
+      expect(outcome).toMatchObject({ error: { code: 'TIMEOUT_EXCEEDED' } });
+    },
+  );
 });

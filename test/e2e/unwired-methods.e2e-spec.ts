@@ -6,7 +6,7 @@ import {
   CALLED_BEFORE_BOOTSTRAP,
   DECORATED_BY_ANOTHER_COPY,
   UNWIRED_AFTER_BOOTSTRAP,
-} from '../../lib/resilience.messages';
+} from '../../lib/kernel/resilience.messages';
 
 @Injectable()
 class Quotes {

@@ -17,7 +17,7 @@ import {
   TimeoutExceededError,
   VirtualClock,
 } from '../../lib';
-import { FAULTS_DISABLED, FAULTS_IN_PRODUCTION } from '../../lib/fault-injection/fault-injection.messages';
+import { FAULTS_DISABLED, FAULTS_IN_PRODUCTION } from '../../lib/features/fault-injection/fault-injection.messages';
 
 /** The dependency behind the service: counts the calls that really reached it. */
 class Inventory {

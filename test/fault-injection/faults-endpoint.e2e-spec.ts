@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { ResilienceEndpointsModule, ResilienceModuleOptions } from '../../lib';
-import { FAULTS_DISABLED } from '../../lib/fault-injection/fault-injection.messages';
+import { FAULTS_DISABLED } from '../../lib/features/fault-injection/fault-injection.messages';
 import { bootApp, Shop } from '../observability/kit';
 import { VirtualClock } from '../../lib';
 

@@ -3,7 +3,7 @@ import { ChildProcess, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Pool } from 'pg';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import { Idempotent, IdempotencyReconciler, PostgresIdempotencyStore, StaleIdempotencyKey } from '../../lib';
 import { serverOrSkip } from '../support/server-env';
 import { json, RunningApp, send, startApp } from './http-kit';

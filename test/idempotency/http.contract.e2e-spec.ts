@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpException, Injectable, Logger, Post, Res } from '@nestjs/common';
 import { defer, Observable } from 'rxjs';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import {
   downstreamIdempotencyKey,
   Idempotent,

@@ -1,7 +1,7 @@
 import { Controller, Injectable, Logger, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { defer, lastValueFrom, Observable, of } from 'rxjs';
-import { systemClock, VirtualClock } from '../../lib/clock';
+import { systemClock, VirtualClock } from '../../lib/kernel/clock';
 import { INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from '../../lib/config/config.messages';
 import {
   DEFAULT_IDEMPOTENCY_HEADER,
@@ -15,14 +15,14 @@ import {
   ResilienceModuleOptions,
   ResilienceRegistry,
 } from '../../lib';
-import { wallClock } from '../../lib/idempotency/idempotency-store';
+import { wallClock } from '../../lib/features/idempotency/idempotency-store';
 import {
   canonicalJson,
   deriveDownstreamKey,
   fingerprintOf,
   parseIdempotencyKey,
   scopedKey,
-} from '../../lib/idempotency/idempotency-key';
+} from '../../lib/features/idempotency/idempotency-key';
 import {
   IDEMPOTENCY_OPTIONS_PLACE,
   idempotentPlace,
@@ -35,8 +35,8 @@ import {
   OUTSIDE_IDEMPOTENT_CALL,
   STORE_NOT_TRANSACTIONAL,
   TTL_SHORTER_THAN_LEASE,
-} from '../../lib/idempotency/idempotency.messages';
-import { DECORATOR_ON_NON_METHOD } from '../../lib/resilience.messages';
+} from '../../lib/features/idempotency/idempotency.messages';
+import { DECORATOR_ON_NON_METHOD } from '../../lib/kernel/resilience.messages';
 
 describe('parseIdempotencyKey', () => {
   it.each([

@@ -1,6 +1,6 @@
 import { BadRequestException, INestApplication, Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import {
   CallNotPermittedError,
   downstreamIdempotencyKey,

@@ -1,9 +1,9 @@
 import { Controller, Post, Res, StreamableFile } from '@nestjs/common';
 import type { Response } from 'express';
 import { Readable } from 'node:stream';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import { Idempotent, MemoryIdempotencyStore } from '../../lib';
-import { scopedKey } from '../../lib/idempotency/idempotency-key';
+import { scopedKey } from '../../lib/features/idempotency/idempotency-key';
 import { PLATFORMS } from '../support/platforms';
 import { RunningApp, startApp } from './http-kit';
 import { FaultyStore } from './store-targets';

@@ -1,7 +1,7 @@
 import { Body, Controller, Injectable, Post } from '@nestjs/common';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import { Idempotent, RESILIENCE_PROBLEMS, Retry } from '../../lib';
-import { BODY_NOT_PARSED } from '../../lib/idempotency/idempotency.messages';
+import { BODY_NOT_PARSED } from '../../lib/features/idempotency/idempotency.messages';
 import { freePort } from '../support/wait';
 import { json, RunningApp, send, startApp } from './http-kit';
 

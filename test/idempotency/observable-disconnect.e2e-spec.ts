@@ -1,7 +1,7 @@
 import { Body, Controller, Header, HttpCode, INestApplication, Post } from '@nestjs/common';
 import { request as httpRequest } from 'node:http';
 import { Observable } from 'rxjs';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import { Idempotent, IdempotencyRegistry } from '../../lib';
 import { PLATFORMS } from '../support/platforms';
 import { serverOrSkip } from '../support/server-env';

@@ -1,5 +1,5 @@
 import { Body, Controller, Post } from '@nestjs/common';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import { Idempotent, MemoryIdempotencyStore, RESILIENCE_PROBLEMS } from '../../lib';
 import { PLATFORMS } from '../support/platforms';
 import { json, RunningApp, send, startApp } from './http-kit';

@@ -1,5 +1,5 @@
 import { Controller, Post, Res } from '@nestjs/common';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import { Idempotent } from '../../lib';
 import { serverOrSkip } from '../support/server-env';
 import { PLATFORMS } from '../support/platforms';

@@ -1,7 +1,7 @@
 import { Body, Controller, Param, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Idempotent, ResilienceModule } from '../../lib';
-import { PRINCIPAL_MISSING, PRINCIPAL_REQUIRED } from '../../lib/idempotency/idempotency.messages';
+import { PRINCIPAL_MISSING, PRINCIPAL_REQUIRED } from '../../lib/features/idempotency/idempotency.messages';
 import { PLATFORMS } from '../support/platforms';
 import { json, RunningApp, send, startApp } from './http-kit';
 

@@ -2,7 +2,7 @@ import { Body, Controller, Injectable, Logger, Post } from '@nestjs/common';
 import Redis from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { Pool, PoolClient } from 'pg';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import {
   Idempotent,
   IdempotencyStoreUnavailableError,
@@ -11,8 +11,8 @@ import {
   RedisIdempotencyStore,
   RESILIENCE_PROBLEMS,
 } from '../../lib';
-import { scopedKey } from '../../lib/idempotency/idempotency-key';
-import { REDIS_NOT_DURABLE } from '../../lib/idempotency/idempotency.messages';
+import { scopedKey } from '../../lib/features/idempotency/idempotency-key';
+import { REDIS_NOT_DURABLE } from '../../lib/features/idempotency/idempotency.messages';
 import { serverOrSkip } from '../support/server-env';
 import { Gate, json, RunningApp, ScriptedHandler, send, startApp } from './http-kit';
 import { FaultyStore } from './store-targets';

@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import { Pool } from 'pg';
-import { Clock } from '../../lib/clock';
+import { Clock } from '../../lib/kernel/clock';
 import {
   IdempotencyStore,
   StoredResponse,
   ClaimOptions,
   ClaimResult,
   IdempotencyRecord,
-} from '../../lib/idempotency/idempotency-store';
-import { MemoryIdempotencyStore } from '../../lib/idempotency/memory-idempotency-store';
-import { PostgresIdempotencyStore } from '../../lib/idempotency/postgres-idempotency-store';
-import { RedisIdempotencyStore } from '../../lib/idempotency/redis-idempotency-store';
+} from '../../lib/features/idempotency/idempotency-store';
+import { MemoryIdempotencyStore } from '../../lib/features/idempotency/memory-idempotency-store';
+import { PostgresIdempotencyStore } from '../../lib/stores/postgres-idempotency-store';
+import { RedisIdempotencyStore } from '../../lib/stores/redis-idempotency-store';
 import { TestServerKind } from '../support/server-env';
 import { Watch } from './http-kit';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import {
   ClaimResult,
   DEFAULT_IDEMPOTENCY_LEASE_MS,
@@ -8,8 +8,8 @@ import {
   IdempotencyStore,
   StoredHttpResponse,
   StoredResponse,
-} from '../../lib/idempotency/idempotency-store';
-import { PostgresIdempotencyStore } from '../../lib/idempotency/postgres-idempotency-store';
+} from '../../lib/features/idempotency/idempotency-store';
+import { PostgresIdempotencyStore } from '../../lib/stores/postgres-idempotency-store';
 import { serverOrSkip } from '../support/server-env';
 import { memoryTarget, postgresTarget, redisTarget } from './store-targets';
 

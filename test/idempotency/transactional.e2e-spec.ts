@@ -1,9 +1,9 @@
 import { Body, Controller, HttpException, Injectable, Post } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import { Idempotent, idempotencyTransaction, PostgresIdempotencyStore, RESILIENCE_PROBLEMS } from '../../lib';
-import { TRANSACTION_NOT_COMMITTED } from '../../lib/idempotency/idempotency.messages';
+import { TRANSACTION_NOT_COMMITTED } from '../../lib/features/idempotency/idempotency.messages';
 import { PLATFORMS } from '../support/platforms';
 import { serverOrSkip } from '../support/server-env';
 import { Gate, json, RunningApp, ScriptedHandler, send, startApp } from './http-kit';

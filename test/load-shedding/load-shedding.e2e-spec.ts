@@ -15,7 +15,7 @@ import {
   ResilienceModule,
   VirtualClock,
 } from '../../lib';
-import { readLoadSheddingOptions } from '../../lib/load-shedding/load-shedding.options';
+import { readLoadSheddingOptions } from '../../lib/features/load-shedding/load-shedding.options';
 
 /** Handlers hold here until the test lets them finish, so no test waits on real time. */
 class Gate {

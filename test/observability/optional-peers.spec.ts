@@ -6,7 +6,7 @@
 // A function declaration (hoisted, like the jest.mock calls) that throws as Node does for a package that is not installed.
 function mockNotInstalled(peer: string): () => never {
   return () => {
-    throw Object.assign(new Error(`Cannot find module '${peer}' from 'lib/optional-peer.ts'`), {
+    throw Object.assign(new Error(`Cannot find module '${peer}' from 'lib/kernel/optional-peer.ts'`), {
       code: 'MODULE_NOT_FOUND',
     });
   };

@@ -4,7 +4,7 @@ import { context, propagation, Span, SpanStatusCode, trace } from '@opentelemetr
 import { CompositePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { contextStorage } from '../../lib/context';
+import { contextStorage } from '../../lib/kernel/context';
 import {
   Bulkhead,
   CircuitBreaker,
@@ -21,7 +21,7 @@ import {
   Timeout,
   VirtualClock,
 } from '../../lib';
-import { ResilienceContext } from '../../lib/context';
+import { ResilienceContext } from '../../lib/kernel/context';
 
 class Unavailable extends Error {
   readonly status = 503;

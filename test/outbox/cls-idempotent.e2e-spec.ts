@@ -2,7 +2,7 @@ import { Body, Controller, Injectable, Post } from '@nestjs/common';
 import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
 import { ClsModule } from 'nestjs-cls';
 import { Idempotent, Outbox, PostgresIdempotencyStore, PostgresOutboxStore } from '../../lib';
-import { VirtualClock } from '../../lib/clock';
+import { VirtualClock } from '../../lib/kernel/clock';
 import { RunningApp, send, startApp } from '../idempotency/http-kit';
 import { serverOrSkip } from '../support/server-env';
 import { tableName } from './outbox-kit';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Pool, PoolClient } from 'pg';
 import { OutboxEvent, OutboxPublishFunction, PostgresOutboxStore, ResilienceRegistry, VirtualClock } from '../../lib';
-import { readOutboxOptions } from '../../lib/outbox/outbox.options';
-import { OutboxRelay } from '../../lib/outbox/outbox-relay';
-import { OutboxRelayOptions } from '../../lib/outbox/outbox.options';
+import { readOutboxOptions } from '../../lib/features/outbox/outbox.options';
+import { OutboxRelay } from '../../lib/features/outbox/outbox-relay';
+import { OutboxRelayOptions } from '../../lib/features/outbox/outbox.options';
 
 /** A fresh table name, so tests never see each other's rows. */
 export function tableName(prefix = 'outbox'): string {

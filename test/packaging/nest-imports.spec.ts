@@ -15,7 +15,7 @@ import {
   NEST_RESPONSE_PASSTHROUGH_METADATA,
   NEST_ROUTE_ARGS_METADATA,
   NestRouteParamtype,
-} from '../../lib/nest-route-metadata';
+} from '../../lib/features/idempotency/nest-route-metadata';
 
 const LIB = join(__dirname, '../../lib');
 

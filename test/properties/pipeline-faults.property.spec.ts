@@ -1,17 +1,17 @@
 import * as fc from 'fast-check';
 import { getEventListeners } from 'node:events';
-import { VirtualClock } from '../../lib/clock';
-import { contextStorage, currentSignal, ResilienceContext } from '../../lib/context';
-import { ErrorMatcher } from '../../lib/error-matcher';
-import { BulkheadFullError, CallNotPermittedError } from '../../lib/errors';
-import { FallbackPolicy } from '../../lib/fallback/fallback';
-import { downstreamIdempotencyKey } from '../../lib/idempotency/idempotency.context';
-import { IdempotencyStore } from '../../lib/idempotency/idempotency-store';
-import { IdempotentMethod } from '../../lib/idempotency/idempotent-method';
-import { DEFAULT_RELEASE_ON } from '../../lib/idempotency/idempotent-target';
-import { MemoryIdempotencyStore } from '../../lib/idempotency/memory-idempotency-store';
-import { ResilienceRegistry } from '../../lib/resilience.registry';
-import { StandardLayers, StandardPipeline } from '../../lib/standard-pipeline';
+import { VirtualClock } from '../../lib/kernel/clock';
+import { contextStorage, currentSignal, ResilienceContext } from '../../lib/kernel/context';
+import { ErrorMatcher } from '../../lib/config/error-matcher';
+import { BulkheadFullError, CallNotPermittedError } from '../../lib/kernel/errors';
+import { FallbackPolicy } from '../../lib/policies/fallback/fallback.policy';
+import { downstreamIdempotencyKey } from '../../lib/features/idempotency/idempotency.context';
+import { IdempotencyStore } from '../../lib/features/idempotency/idempotency-store';
+import { IdempotentMethod } from '../../lib/features/idempotency/idempotent-method';
+import { DEFAULT_RELEASE_ON } from '../../lib/features/idempotency/idempotent-target';
+import { MemoryIdempotencyStore } from '../../lib/features/idempotency/memory-idempotency-store';
+import { ResilienceRegistry } from '../../lib/registry/resilience.registry';
+import { StandardLayers, StandardPipeline } from '../../lib/engine/standard-pipeline';
 import { LaggingClock, nestedPipeline } from '../support/pipelines';
 
 /**

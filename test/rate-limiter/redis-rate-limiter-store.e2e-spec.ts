@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import Redis from 'ioredis';
 import { DeadlineExceededError, RateLimitedError, ResilienceRegistry, VirtualClock } from '../../lib';
-import { contextStorage, ResilienceContext } from '../../lib/context';
+import { contextStorage, ResilienceContext } from '../../lib/kernel/context';
 import {
   RateLimiterStore,
   RateLimiterStoreAnswer,
   RateLimiterStoreRequest,
-} from '../../lib/rate-limiter/rate-limiter-store';
-import { RedisRateLimiterStore } from '../../lib/rate-limiter/redis-rate-limiter-store';
+} from '../../lib/policies/rate-limiter/rate-limiter-store';
+import { RedisRateLimiterStore } from '../../lib/stores/redis-rate-limiter-store';
 import { serverOrSkip } from '../support/server-env';
 
 const WORKER = join(__dirname, 'fixtures', 'shared-limit-worker.ts');

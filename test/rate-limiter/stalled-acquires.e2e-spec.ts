@@ -8,8 +8,8 @@ import {
   RateLimiterStoreAnswer,
   RateLimiterStoreRelease,
   RateLimiterStoreRequest,
-} from '../../lib/rate-limiter/rate-limiter-store';
-import { RedisRateLimiterStore } from '../../lib/rate-limiter/redis-rate-limiter-store';
+} from '../../lib/policies/rate-limiter/rate-limiter-store';
+import { RedisRateLimiterStore } from '../../lib/stores/redis-rate-limiter-store';
 import { RunningServer } from '../support/postgres-server';
 import { startRedis } from '../support/redis-server';
 import { serverOrSkip } from '../support/server-env';

@@ -1,6 +1,6 @@
-import { Clock, TimerHandle, VirtualClock } from '../../lib/clock';
-import { Policy } from '../../lib/policy';
-import { StandardLayers } from '../../lib/standard-pipeline';
+import { Clock, TimerHandle, VirtualClock } from '../../lib/kernel/clock';
+import { Policy } from '../../lib/kernel/policy';
+import { StandardLayers } from '../../lib/engine/standard-pipeline';
 
 /**
  * The standard layers composed by nesting each policy's `call`, innermost

@@ -1,4 +1,4 @@
-import { contextStorage, DEFAULT_DEADLINE_HEADER } from '../../context';
+import { contextStorage, DEFAULT_DEADLINE_HEADER } from '../../kernel/context';
 
 /** Sets one header on a carrier; OpenTelemetry's `TextMapSetter`. */
 export interface HeaderSetter<Carrier> {

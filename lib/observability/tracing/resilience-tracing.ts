@@ -1,6 +1,6 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { IdempotencyRegistry } from '../../idempotency/idempotency.registry';
-import { loadOptionalPeer, tryLoadOptionalPeer } from '../../optional-peer';
+import { IdempotencyRegistry } from '../../features/idempotency/idempotency.registry';
+import { loadOptionalPeer, tryLoadOptionalPeer } from '../../kernel/optional-peer';
 import { InstanceCatalog } from '../instance-catalog';
 import { withAttemptSpans } from './attempt-spans';
 import { ResilienceSpanEvents } from './span-events';

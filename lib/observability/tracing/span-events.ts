@@ -1,7 +1,7 @@
 import type { Attributes } from '@opentelemetry/api';
-import { Unsubscribe } from '../../events';
-import { HedgePolicy } from '../../hedge/hedge-policy';
-import { IdempotencyRegistry } from '../../idempotency/idempotency.registry';
+import { Unsubscribe } from '../../kernel/events';
+import { HedgePolicy } from '../../policies/hedge/hedge.policy';
+import { IdempotencyRegistry } from '../../features/idempotency/idempotency.registry';
 import { ObservedInstance } from '../instance-catalog';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from './span-attributes';
 import { OpenTelemetry } from './tracing.peer';

@@ -1,5 +1,5 @@
 import type * as OpenTelemetryApi from '@opentelemetry/api';
-import type { OptionalPeer } from '../../optional-peer';
+import type { OptionalPeer } from '../../kernel/optional-peer';
 
 /** The OpenTelemetry API, as much of it as the tracing uses. */
 export type OpenTelemetry = typeof OpenTelemetryApi;

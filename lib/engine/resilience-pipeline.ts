@@ -1,0 +1,96 @@
+import { Observable } from 'rxjs';
+import { Clock } from '../kernel/clock';
+import { callerAbortError, callerScope, ExecuteOptions } from '../kernel/cancellation';
+import { contextStorage } from '../kernel/context';
+import { FallbackPolicy } from '../policies/fallback/fallback.policy';
+import { ComposedLayer, observableComposition, promiseComposition } from './layer-composition';
+import { Pipeline } from '../decorators/return-kind';
+import { ObservablePipeline } from './method-pipeline';
+import { AttemptFunction, invokeWithSignal } from '../kernel/policy';
+
+/** No arguments: what an Observable's policies pass to a fallback handler. */
+const NO_ARGS: unknown[] = [];
+
+/** Calls the function in a pipeline call's argument array; the signal is made only for a function that takes one. */
+function invokeCall(args: unknown[]): unknown {
+  return invokeWithSignal(args[0] as AttemptFunction<unknown>);
+}
+
+/** @internal Faults woven into a pipeline's innermost call (instead of, or before, the real one), when injection is on. */
+export interface InjectedFaults {
+  /** The call with its faults injected first. */
+  wrapCall(call: Pipeline): Pipeline;
+  /** Each subscription of `source` with its faults injected first. */
+  observe<T>(source: Observable<T>): Observable<T>;
+}
+
+/**
+ * Several policies composed around any function or Observable, as the
+ * decorators compose them around a method: the same order (module option
+ * `order`), semantics, events, metrics and fused fast path. Made by
+ * `ResilienceRegistry.pipeline`; Resilience4j's `Decorators.ofSupplier`,
+ * Polly's `ResiliencePipelineBuilder` and cockatiel's `wrap` map to it.
+ *
+ * @example
+ * ```ts
+ * const pipeline = registry.pipeline({ retry: 'inventory', circuitBreaker: 'inventory', timeLimiter: { timeoutDuration: '2s' } });
+ * const stock = await pipeline.execute((signal) => fetch(url, { signal }).then((r) => r.json()));
+ * ```
+ */
+export class ResiliencePipeline {
+  /** The layers, outermost first, as `[kind, instance name]` pairs. */
+  readonly layers: readonly (readonly [kind: string, name: string])[];
+  private readonly run: Pipeline;
+  private readonly observed: ObservablePipeline;
+
+  /**
+   * @internal Made by `ResilienceRegistry.pipeline`.
+   *
+   * @param name - the pipeline's name
+   * @param policies - its layers, innermost first
+   * @param clock - the registry's clock
+   * @param fallback - its fallback policy, which counts each call for the fallback share
+   * @param faults - weaves injected faults into the innermost call, when fault injection is on
+   */
+  constructor(
+    /** The pipeline's name: the instance name it was built from, or its `name` option. */
+    readonly name: string,
+    policies: readonly ComposedLayer[],
+    private readonly clock: Clock,
+    private readonly fallback: FallbackPolicy | undefined,
+    private readonly faults?: InjectedFaults,
+  ) {
+    this.layers = [...policies].reverse().map(({ kind, policy }) => [kind, policy.name] as const);
+    const call = faults === undefined ? invokeCall : faults.wrapCall(invokeCall);
+    this.run = promiseComposition(policies, clock)(call);
+    this.observed = observableComposition(policies);
+  }
+
+  /**
+   * Runs `fn` through every layer; a retry calls it again. `fn` receives
+   * its attempt's signal, aborted when the attempt's time limit passes, a
+   * hedge copy loses or the caller cancels (the request scope, or
+   * `options.signal` for a caller outside any request).
+   */
+  execute<T>(fn: AttemptFunction<T>, options?: ExecuteOptions): Promise<T> {
+    this.fallback?.countCall();
+    const signal = options?.signal;
+    if (signal === undefined) return this.run([fn]) as Promise<T>;
+    if (signal.aborted) return Promise.reject(callerAbortError(signal.reason));
+    const scope = callerScope(this.clock, signal, contextStorage.getStore());
+    const call = contextStorage.run(scope, this.run, [fn]) as Promise<T>;
+    return call.finally(() => scope.dispose());
+  }
+
+  /**
+   * `source` with each subscription run through every layer, as a decorated
+   * Observable-returning method's: retry re-subscribes, the time limit
+   * applies per emitted value, refusals arrive as errors on subscribe.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    this.fallback?.countCall();
+    const faults = this.faults;
+    const injected = faults === undefined ? source : faults.observe(source);
+    return this.observed(injected, NO_ARGS) as Observable<T>;
+  }
+}

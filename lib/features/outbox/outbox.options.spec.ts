@@ -1,0 +1,99 @@
+import { Pool } from 'pg';
+import { ResilienceRegistry } from '../../registry/resilience.registry';
+import { readOutboxOptions, toPublishFunction } from './outbox.options';
+import { PostgresOutboxStore } from './postgres-outbox-store';
+import { Outbox } from './outbox';
+import { of, throwError } from 'rxjs';
+
+// Never connected: the options are only read.
+const pool = new Pool();
+const store = new PostgresOutboxStore({ pool });
+const publisher = async () => undefined;
+
+describe('outbox options', () => {
+  it('resolves the documented defaults', () => {
+    expect(readOutboxOptions({ store, publisher })).toMatchObject({
+      store,
+      relay: {
+        enabled: true,
+        batchSize: 100,
+        pollIntervalMs: 1000,
+        notify: true,
+        leaseMs: 30_000,
+        maxAttempts: 10,
+        retry: 'outbox',
+        circuitBreaker: 'outbox',
+      },
+      retentionMs: 7 * 24 * 3_600_000,
+      createSchema: true,
+    });
+    expect(readOutboxOptions(undefined)).toBeUndefined();
+  });
+
+  it('reads durations and relaxed spellings', () => {
+    const resolved = readOutboxOptions({
+      store,
+      publisher,
+      relay: { 'poll-interval': '250ms', lease: '1m', 'max-attempts': '3', circuit_breaker: 'broker' },
+      retention: '1d',
+    });
+    expect(resolved?.relay).toMatchObject({
+      pollIntervalMs: 250,
+      leaseMs: 60_000,
+      maxAttempts: 3,
+      circuitBreaker: 'broker',
+    });
+    expect(resolved?.retentionMs).toBe(86_400_000);
+  });
+
+  it.each([
+    ['a store that is not one', { store: {}, publisher }, /key 'store' must be an outbox store/],
+    [
+      'a publisher that is neither',
+      { store, publisher: 42 },
+      /key 'publisher' must be a ClientProxy \(with emit\) or a function/,
+    ],
+    [
+      'batchSize 0',
+      { store, publisher, relay: { batchSize: 0 } },
+      /outbox options 'relay': key 'batchSize' must be an integer between 1 and 10000, got 0/,
+    ],
+    [
+      'a zero pollInterval',
+      { store, publisher, relay: { pollInterval: '0ms' } },
+      /key 'pollInterval' must be a positive duration/,
+    ],
+    [
+      'a lease no longer than the poll',
+      { store, publisher, relay: { lease: '1s', pollInterval: '1s' } },
+      /'relay.lease' \(1000 ms\) must be longer than 'relay.pollInterval' \(1000 ms\)/,
+    ],
+    ['an empty retry name', { store, publisher, relay: { retry: '' } }, /key 'retry' must be an instance name/],
+    ['a misspelt relay key', { store, publisher, relay: { batchsise: 5 } }, /unknown key 'batchsise'/],
+    ['a misspelt top-level key', { store, publisher, retension: '1d' }, /outbox options: unknown key 'retension'/],
+  ])('refuses %s, naming the key', (_label, raw, message) => {
+    expect(() => readOutboxOptions(raw)).toThrow(message);
+  });
+
+  it('fails bootstrap through the module option, and names the option when the outbox is used without it', async () => {
+    expect(() => new ResilienceRegistry({ outbox: { store, publisher, relay: { maxAttempts: -1 } } })).not.toThrow();
+    expect(
+      () => new Outbox(new ResilienceRegistry({ outbox: { store, publisher, relay: { maxAttempts: -1 } } })),
+    ).toThrow(/key 'maxAttempts' must be an integer >= 1/);
+    const off = new Outbox(new ResilienceRegistry({}));
+    expect(off.configured).toBe(false);
+    await expect(off.add('t', 1)).rejects.toThrow(/Outbox.add needs the module option 'outbox'/);
+  });
+
+  it('publishes through a ClientProxy as an envelope, settled by the Observable', async () => {
+    const emitted: Array<[string, unknown]> = [];
+    const event = { id: 'e1', topic: 'order.created', key: 'k', payload: { n: 1 }, headers: { a: 'b' }, occurredAt: 5 };
+    const ok = toPublishFunction({
+      emit: (pattern: string, data: unknown) => (emitted.push([pattern, data]), of(undefined)),
+    });
+    await ok(event);
+    expect(emitted).toEqual([['order.created', { outbox: 1, ...event }]]);
+    const down = toPublishFunction({ emit: () => throwError(() => new Error('ECONNREFUSED')) });
+    await expect(down(event)).rejects.toThrow('ECONNREFUSED');
+  });
+});

@@ -1,0 +1,147 @@
+import { Duration } from '../../config/duration';
+import {
+  booleanOption,
+  durationOption,
+  GivenOptions,
+  integerOption,
+  invalidOption,
+  OptionReader,
+} from '../../config/option-readers';
+import { LEASE_TOO_SHORT, NOT_A_PUBLISHER, NOT_AN_OUTBOX_STORE } from './outbox.messages';
+import { OutboxEvent } from './outbox.types';
+import { messageOf } from './outbox-transport';
+import { PostgresOutboxStore } from './postgres-outbox-store';
+
+/** A Nest microservices client, as the relay uses it: `emit(pattern, data)` returning an Observable. */
+export interface OutboxClientProxy {
+  /** Emits an event; the relay subscribes and waits for the Observable to complete. */
+  emit(pattern: string, data: unknown): { subscribe(observer: object): unknown };
+}
+
+/** A publisher as a plain function: resolve once the broker has the event, reject otherwise. */
+export type OutboxPublishFunction = (event: OutboxEvent) => Promise<void>;
+
+/** Module option `outbox.relay`. */
+export interface OutboxRelayOptions {
+  /** Run the relay in this process. Default true. */
+  enabled?: boolean;
+  /** Most events claimed per pass. Default 100. */
+  batchSize?: number;
+  /** How often the relay looks for due events without a notification. Default 1s. */
+  pollInterval?: Duration;
+  /** Wake the relay on `LISTEN/NOTIFY` when an adding transaction commits. Default true. */
+  notify?: boolean;
+  /** How long a claimed batch is held before another relay may take it over. Default 30s. */
+  lease?: Duration;
+  /** Failed passes after which an event is parked. Default 10. */
+  maxAttempts?: number;
+  /** The `Retry` instance each publish runs through. Default `'outbox'`. */
+  retry?: string;
+  /** The `CircuitBreaker` instance each publish runs behind. Default `'outbox'`. */
+  circuitBreaker?: string;
+}
+
+/** Module option `outbox`: the transactional outbox. */
+export interface OutboxModuleOptions {
+  /** Where events are kept: `new PostgresOutboxStore({ pool })`. */
+  store: PostgresOutboxStore;
+  /** Where events go: a Nest `ClientProxy` (events emitted as {@link OutboxEnvelope}s) or a function. */
+  publisher: OutboxClientProxy | OutboxPublishFunction;
+  /** The relay's settings. */
+  relay?: OutboxRelayOptions;
+  /** How long published events are kept before deletion. Default 7d. */
+  retention?: Duration;
+  /** Create the table at bootstrap (default true); set false when migrations own it (`PostgresOutboxStore.schemaSql()`). */
+  createSchema?: boolean;
+}
+
+/** The outbox options after validation. */
+export interface ResolvedOutboxOptions {
+  /** Where events are kept. */
+  readonly store: PostgresOutboxStore;
+  /** The publisher as a function. */
+  readonly publish: OutboxPublishFunction;
+  /** The relay's settings, durations in ms. */
+  readonly relay: {
+    readonly enabled: boolean;
+    readonly batchSize: number;
+    readonly pollIntervalMs: number;
+    readonly notify: boolean;
+    readonly leaseMs: number;
+    readonly maxAttempts: number;
+    readonly retry: string;
+    readonly circuitBreaker: string;
+  };
+  /** How long sent events are kept, in ms. */
+  readonly retentionMs: number;
+  /** Whether the table is created at bootstrap. */
+  readonly createSchema: boolean;
+}
+
+const PLACE = 'outbox options';
+const RELAY_PLACE = "outbox options 'relay'";
+const positive = durationOption({ positive: true });
+const instanceName: OptionReader<string> = (value, place, key) =>
+  typeof value === 'string' && value.trim() !== '' ? value : invalidOption(place, key, 'an instance name', value);
+
+/** Validates the module option `outbox`; `undefined` when it is not given. */
+export function readOutboxOptions(raw: unknown): ResolvedOutboxOptions | undefined {
+  if (raw === undefined) return undefined;
+  const given = new GivenOptions(raw, PLACE, ['store', 'publisher', 'relay', 'retention', 'createSchema']);
+  const store = given.raw('store');
+  if (!(store instanceof PostgresOutboxStore)) throw new Error(NOT_AN_OUTBOX_STORE(store));
+  const relay = new GivenOptions(given.raw('relay') ?? {}, RELAY_PLACE, [
+    'enabled',
+    'batchSize',
+    'pollInterval',
+    'notify',
+    'lease',
+    'maxAttempts',
+    'retry',
+    'circuitBreaker',
+  ]);
+  const pollIntervalMs = relay.read('pollInterval', positive) ?? 1000;
+  const leaseMs = relay.read('lease', positive) ?? 30_000;
+  if (leaseMs <= pollIntervalMs) throw new Error(LEASE_TOO_SHORT(leaseMs, pollIntervalMs));
+  return {
+    store,
+    publish: toPublishFunction(given.raw('publisher')),
+    relay: {
+      enabled: relay.read('enabled', booleanOption) ?? true,
+      batchSize: relay.read('batchSize', integerOption(1, 10_000)) ?? 100,
+      pollIntervalMs,
+      notify: relay.read('notify', booleanOption) ?? true,
+      leaseMs,
+      maxAttempts: relay.read('maxAttempts', integerOption(1)) ?? 10,
+      retry: relay.read('retry', instanceName) ?? 'outbox',
+      circuitBreaker: relay.read('circuitBreaker', instanceName) ?? 'outbox',
+    },
+    retentionMs: given.read('retention', positive) ?? 7 * 24 * 3_600_000,
+    createSchema: given.read('createSchema', booleanOption) ?? true,
+  };
+}
+
+/**
+ * The publisher as a function. A `ClientProxy` gets `emit(topic,
+ * envelope)`, where the envelope carries the event id, key and headers
+ * beside the payload (on NATS and RabbitMQ the event id is a transport
+ * header too); the publish succeeds when the Observable completes.
+ */
+export function toPublishFunction(publisher: unknown): OutboxPublishFunction {
+  if (typeof publisher === 'function') return publisher as OutboxPublishFunction;
+  if (
+    publisher !== null &&
+    typeof publisher === 'object' &&
+    typeof (publisher as OutboxClientProxy).emit === 'function'
+  ) {
+    const client = publisher as OutboxClientProxy;
+    const message = messageOf(client);
+    return (event) =>
+      new Promise<void>((resolve, reject) => {
+        client
+          .emit(event.topic, message({ outbox: 1, ...event }))
+          .subscribe({ complete: () => resolve(), error: reject });
+      });
+  }
+  throw new Error(NOT_A_PUBLISHER(publisher));
+}

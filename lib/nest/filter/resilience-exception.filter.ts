@@ -1,0 +1,85 @@
+import type { ServerResponse } from 'node:http';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpServer, Optional } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { Observable, throwError } from 'rxjs';
+import { ResilienceError } from '../../kernel/errors';
+import { resilienceProblem, resilienceRpcError } from '../../kernel/resilience-problems';
+
+/**
+ * The part of an Express response and of a Fastify reply the filter writes
+ * through when it has no HTTP adapter (created with `new` and no argument).
+ */
+interface PlatformReply {
+  status(code: number): unknown;
+  header(name: string, value: string): unknown;
+  send(body: string): unknown;
+  /** Express: the response is a Node `ServerResponse`. */
+  readonly headersSent?: boolean;
+  /** Fastify: the Node response under the reply. */
+  readonly raw?: ServerResponse;
+}
+
+/**
+ * Answers the module's errors where they surface:
+ * - over HTTP (Express or Fastify), as `application/problem+json`
+ *   (RFC 9457) with the statuses of `RESILIENCE_PROBLEMS` and, where a
+ *   retry makes sense, `Retry-After`;
+ * - in a microservice handler, as the RPC error
+ *   `{ status: 'error', code, message, retryAfterMs }` the client receives;
+ * - anywhere else (GraphQL, WebSockets), it rethrows the error unchanged.
+ *
+ * Opt-in: `app.useGlobalFilters(new ResilienceExceptionFilter())`,
+ * `{ provide: APP_FILTER, useClass: ResilienceExceptionFilter }` or
+ * `@UseFilters(ResilienceExceptionFilter)`; on a microservice,
+ * `useGlobalFilters` on it, or `connectMicroservice(options, { inheritAppConfig: true })`.
+ * It writes through the platform's HTTP adapter (injected, or given to the
+ * constructor); created without one, through the `status`, `header` and
+ * `send` that Express responses and Fastify replies share.
+ */
+@Catch(ResilienceError)
+export class ResilienceExceptionFilter implements ExceptionFilter<ResilienceError> {
+  /** @param adapterHost - the application's `HttpAdapterHost` (injected when Nest creates the filter) */
+  constructor(@Optional() private readonly adapterHost?: HttpAdapterHost) {}
+
+  /** Answers for `error` in the context `host` is of. */
+  catch(error: ResilienceError, host: ArgumentsHost): void | Observable<never> {
+    const type = host.getType();
+    if (type === 'http') return this.answerHttp(error, host);
+    if (type === 'rpc') return throwError(() => resilienceRpcError(error));
+    throw error;
+  }
+
+  private answerHttp(error: ResilienceError, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const response = http.getResponse<PlatformReply>();
+    const problem = resilienceProblem(error, requestPath(http.getRequest<{ originalUrl?: string; url?: string }>()));
+    const body = JSON.stringify(problem.body);
+    const adapter: HttpServer | undefined = this.adapterHost?.httpAdapter;
+    if (adapter !== undefined) {
+      // A streamed answer has already begun; ending it is all that is left to do.
+      if (adapter.isHeadersSent(response)) {
+        adapter.end(response);
+        return;
+      }
+      for (const header in problem.headers) adapter.setHeader(response, header, problem.headers[header]);
+      adapter.reply(response, body, problem.status);
+      return;
+    }
+    const node = response.raw ?? (response as unknown as ServerResponse);
+    if (node.headersSent) {
+      node.end();
+      return;
+    }
+    response.status(problem.status);
+    for (const header in problem.headers) response.header(header, problem.headers[header]);
+    response.send(body);
+  }
+}
+
+/** The request path without its query string, which may hold secrets. */
+function requestPath(request: { originalUrl?: string; url?: string }): string | undefined {
+  const url = request.originalUrl ?? request.url;
+  if (url === undefined) return undefined;
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}

@@ -1,0 +1,147 @@
+import { firstValueFrom, Observable } from 'rxjs';
+import { callerAbortError } from '../../kernel/cancellation';
+import { VirtualClock } from '../../kernel/clock';
+import { contextStorage, ResilienceContext } from '../../kernel/context';
+import { BulkheadCallRejectedEvent, BulkheadPolicy } from './bulkhead.policy';
+
+interface Outcome<T> {
+  status: 'pending' | 'fulfilled' | 'rejected';
+  value?: T;
+  error?: unknown;
+  at?: number;
+}
+
+function track<T>(clock: VirtualClock, promise: Promise<T>): Outcome<T> {
+  const outcome: Outcome<T> = { status: 'pending' };
+  promise.then(
+    (value) => Object.assign(outcome, { status: 'fulfilled', value, at: clock.now() }),
+    (error: unknown) => Object.assign(outcome, { status: 'rejected', error, at: clock.now() }),
+  );
+  return outcome;
+}
+
+function sleep(clock: VirtualClock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.setTimeout(resolve, ms));
+}
+
+/** A caller's scope, as the request scope makes it. */
+function callerOf(clock: VirtualClock): ResilienceContext {
+  return new ResilienceContext(clock, Number.POSITIVE_INFINITY);
+}
+
+describe('BulkheadPolicy and the caller’s cancellation', () => {
+  let clock: VirtualClock;
+  let bulkhead: BulkheadPolicy;
+  let permitted: number;
+  let rejected: BulkheadCallRejectedEvent[];
+  let calls: number;
+  const method = (): string => {
+    calls++;
+    return 'ok';
+  };
+
+  beforeEach(() => {
+    clock = new VirtualClock();
+    bulkhead = new BulkheadPolicy('reports', { maxConcurrentCalls: 1, maxWaitDuration: 1000 }, clock);
+    permitted = 0;
+    rejected = [];
+    calls = 0;
+    bulkhead.onCallPermitted(() => permitted++);
+    bulkhead.onCallRejected((e) => rejected.push(e));
+  });
+
+  it('gives no permit to a caller that has already cancelled, and rejects with its AbortError', async () => {
+    const caller = callerOf(clock);
+    const reason = new Error('client went away');
+    caller.abort(reason);
+    const outcome = track(
+      clock,
+      contextStorage.run(caller, () => bulkhead.call(method, undefined)),
+    );
+    await VirtualClock.settle();
+    expect(outcome).toEqual({ status: 'rejected', error: callerAbortError(reason), at: 0 });
+    expect((outcome.error as Error).cause).toBe(reason);
+    expect(calls).toBe(0);
+    expect(permitted).toBe(0);
+    expect(rejected).toEqual([{ name: 'reports', reason: 'aborted', error: outcome.error }]);
+    expect(bulkhead.metrics).toEqual({ availableConcurrentCalls: 1, maxAllowedConcurrentCalls: 1, queueDepth: 0 });
+  });
+
+  it('leaves the queue at once when the caller cancels, rejecting with its AbortError rather than a BulkheadFullError', async () => {
+    void bulkhead.execute(() => sleep(clock, 500));
+    const caller = callerOf(clock);
+    const outcome = track(
+      clock,
+      contextStorage.run(caller, () => bulkhead.execute(method)),
+    );
+    await clock.advance(100);
+    expect(bulkhead.metrics.queueDepth).toBe(1);
+    const reason = new Error('client went away');
+    caller.abort(reason);
+    await VirtualClock.settle();
+    expect(outcome.status).toBe('rejected');
+    expect(outcome.at).toBe(100);
+    expect(outcome.error).toEqual(callerAbortError(reason));
+    expect((outcome.error as Error).cause).toBe(reason);
+    expect(rejected).toEqual([{ name: 'reports', reason: 'aborted', error: outcome.error }]);
+    expect(bulkhead.metrics).toEqual({ availableConcurrentCalls: 0, maxAllowedConcurrentCalls: 1, queueDepth: 0 });
+    await clock.advance(500);
+    expect(calls).toBe(0);
+    expect(bulkhead.metrics.availableConcurrentCalls).toBe(1);
+  });
+
+  it('through execute(fn, { signal }): a queued caller that aborts leaves with its AbortError', async () => {
+    void bulkhead.execute(() => sleep(clock, 500));
+    const controller = new AbortController();
+    const outcome = track(clock, bulkhead.execute(method, { signal: controller.signal }));
+    await clock.advance(50);
+    controller.abort('gone');
+    await VirtualClock.settle();
+    expect(outcome).toEqual({ status: 'rejected', error: callerAbortError('gone'), at: 50 });
+    expect(bulkhead.metrics.queueDepth).toBe(0);
+  });
+
+  describe('observe', () => {
+    function source(): Observable<string> {
+      return new Observable<string>((subscriber) => {
+        calls++;
+        subscriber.next('ok');
+        subscriber.complete();
+      });
+    }
+
+    it('gives no permit to a subscription whose caller has already cancelled', async () => {
+      const caller = callerOf(clock);
+      const reason = new Error('client went away');
+      caller.abort(reason);
+      const outcome = track(
+        clock,
+        contextStorage.run(caller, () => firstValueFrom(bulkhead.observe(source()))),
+      );
+      await VirtualClock.settle();
+      expect(outcome.status).toBe('rejected');
+      expect(outcome.error).toEqual(callerAbortError(reason));
+      expect(calls).toBe(0);
+      expect(permitted).toBe(0);
+      expect(rejected.map((e) => e.reason)).toEqual(['aborted']);
+    });
+
+    it('leaves the queue with the caller’s AbortError when the caller of a waiting subscription cancels', async () => {
+      void bulkhead.execute(() => sleep(clock, 500));
+      const caller = callerOf(clock);
+      const outcome = track(
+        clock,
+        contextStorage.run(caller, () => firstValueFrom(bulkhead.observe(source()))),
+      );
+      await clock.advance(100);
+      expect(bulkhead.metrics.queueDepth).toBe(1);
+      const reason = new Error('client went away');
+      caller.abort(reason);
+      await VirtualClock.settle();
+      expect(outcome).toEqual({ status: 'rejected', error: callerAbortError(reason), at: 100 });
+      expect(bulkhead.metrics.queueDepth).toBe(0);
+      await clock.advance(500);
+      expect(calls).toBe(0);
+    });
+  });
+});

@@ -1,0 +1,9 @@
+import { PREFIX } from '../../kernel/resilience.messages';
+
+export const HEDGE_NOT_SAFE = (target: string, instance: string): string =>
+  `${PREFIX}: @Hedge on ${target} would run the method more than once at a time, but it is not declared safe to repeat: ` +
+  `add @Idempotent to the method, or set 'safe: true' on hedging instance '${instance}' if running it twice is harmless`;
+
+export const HEDGE_BUDGET_WITHOUT_RETRY_BUDGET = (place: string, retry: string): string =>
+  `${PREFIX}: ${place}: 'budget' names retry instance '${retry}', which has no budget; ` +
+  `give retry instance '${retry}' a budget ({ ratio, maxTokens }), or give this hedge instance a budget of its own`;

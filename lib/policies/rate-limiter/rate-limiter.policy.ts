@@ -1,0 +1,635 @@
+import { Clock } from '../../kernel/clock';
+import { INVALID_VALUE, instancePlace } from '../../config/config.messages';
+import { Duration, parseDuration } from '../../config/duration';
+import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
+import { DeadlineExceededError, RateLimitedError, refusalError } from '../../kernel/errors';
+import { EventStream, EventSubscriber } from '../../kernel/events';
+import { AttemptFunction, executeUnder } from '../../kernel/policy';
+import { callerAbortError, ExecuteOptions } from '../../kernel/cancellation';
+import { refusal, refusedCall } from '../../kernel/refusal';
+import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
+import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
+import { RateLimiterStore, RateLimiterStoreAnswer } from './rate-limiter-store';
+
+/** A point-in-time view of a rate limiter, with Resilience4j's names. */
+export interface RateLimiterMetrics {
+  /** Permits left in the current period; negative while permits of later periods are reserved by waiting callers. */
+  readonly availablePermissions: number;
+  /** Callers waiting for a reserved permit (or, shared, for the store's answer). */
+  readonly numberOfWaitingThreads: number;
+}
+
+/** {@link RateLimiterMetrics} and the details Resilience4j's `AtomicRateLimiterMetrics` adds. */
+export interface RateLimiterDetailedMetrics extends RateLimiterMetrics {
+  /** ms a caller asking for one permit now would wait (0: none). */
+  readonly msToWait: number;
+  /** The current period, counted from the instance's creation. */
+  readonly cycle: number;
+}
+
+/** A caller got its permits (Resilience4j's `SUCCESSFUL_ACQUIRE`). */
+export interface RateLimiterAcquiredEvent {
+  /** The rate limiter's name. */
+  readonly name: string;
+  /** Permits the caller acquired. */
+  readonly numberOfPermits: number;
+}
+
+/** A caller was refused (Resilience4j's `FAILED_ACQUIRE`). */
+export interface RateLimiterRefusedEvent {
+  /** The rate limiter's name. */
+  readonly name: string;
+  /** Permits the caller asked for. */
+  readonly numberOfPermits: number;
+  /** The refusal: `DeadlineExceededError` when only the request deadline stood in the way, else `RateLimitedError`. */
+  readonly error: RateLimitedError | DeadlineExceededError;
+}
+
+/** A caller reserved permits of a later period and waits for them. */
+export interface RateLimiterWaitEvent {
+  /** The rate limiter's name. */
+  readonly name: string;
+  /** How long the caller waits for its permits, in ms. */
+  readonly waitMs: number;
+}
+
+/** The permits left in the period were drained (Resilience4j's `DRAINED`). */
+export interface RateLimiterDrainedEvent {
+  /** The rate limiter's name. */
+  readonly name: string;
+  /** Permits that were left and are now gone. */
+  readonly numberOfPermits: number;
+}
+
+/** A shared rate limiter's store failed or did not answer in time. */
+export interface RateLimiterStoreFailureEvent {
+  /** The rate limiter's name. */
+  readonly name: string;
+  /** The store's error, or an `Error` saying it did not answer within `storeTimeout`; for logs only, never for clients. */
+  readonly error: unknown;
+  /** True when the call went ahead without a permit (`failOpen`); false when it was refused. */
+  readonly failedOpen: boolean;
+}
+
+const NANOS_PER_MS = 1e6;
+const REFUSED = -1;
+
+const TRUE = Promise.resolve(true);
+const FALSE = Promise.resolve(false);
+const granted = (): boolean => true;
+/** `acquirePermission`'s answer to a rejection: false for a refusal, the error for anything else. */
+function refusedAsFalse(error: unknown): boolean {
+  if (error instanceof RateLimitedError || error instanceof DeadlineExceededError) return false;
+  throw error;
+}
+
+/** The AbortError of a caller in `scope` that has cancelled; `undefined` while it has not (or outside any scope). */
+function cancelledCaller(scope: ResilienceContext | undefined): DOMException | undefined {
+  if (scope === undefined) return undefined;
+  const caller = scope.caller;
+  return caller?.aborted === true ? callerAbortError(caller.reason) : undefined;
+}
+
+/**
+ * A rate limiter with Resilience4j's `AtomicRateLimiter` semantics: time
+ * since the instance was created is cut into periods of
+ * `limitRefreshPeriod`; each period starts with `limitForPeriod` permits
+ * (unused ones do not carry over). A caller without a free permit reserves
+ * one of a later period when it can wait for it within `timeoutDuration`
+ * (a wait of exactly `timeoutDuration` included) and before the request
+ * deadline, and waits on the clock; otherwise it is refused at once, as
+ * Resilience4j's non-blocking `reservePermission` refuses, with
+ * {@link RateLimitedError} (`retryAfterMs`: time until the next period) or,
+ * when only the deadline stood in the way, {@link DeadlineExceededError}.
+ *
+ * A caller that has cancelled (its request scope, or `execute(fn, { signal })`)
+ * takes no permit and rejects with its `AbortError` (`callerAbortError`).
+ * One that cancels while it waits for a reserved permit stops waiting at
+ * once, rejects with that `AbortError`, and gives the reserved permits back
+ * (to the store, when shared, through `RateLimiterStore.release`): later
+ * callers can have them. Resilience4j's `AtomicRateLimiter` has no way to
+ * give a reserved permit back; a thread interrupted while it waits keeps it
+ * charged.
+ *
+ * With `shared: true` the periods and permits live in a
+ * {@link RateLimiterStore}, one atomic step per acquire, so every process
+ * using the store shares one limit; `metrics` then estimate from this
+ * process's last answer from the store.
+ */
+export class RateLimiterPolicy {
+  private readonly acquiredEvents = new EventStream<RateLimiterAcquiredEvent>();
+  private readonly waitEvents = new EventStream<RateLimiterWaitEvent>();
+  private readonly refusedEvents = new EventStream<RateLimiterRefusedEvent>();
+  private readonly drainedEvents = new EventStream<RateLimiterDrainedEvent>();
+  private readonly storeFailureEvents = new EventStream<RateLimiterStoreFailureEvent>();
+
+  /** Fires when a caller gets its permits (after any wait). */
+  readonly onSuccess: EventSubscriber<RateLimiterAcquiredEvent> = this.acquiredEvents.subscribe;
+  /** A caller starts waiting for permits it reserved in a later period (told in the caller's own context). */
+  readonly onWait: EventSubscriber<RateLimiterWaitEvent> = this.waitEvents.subscribe;
+  /** Fires when a caller is refused. */
+  readonly onFailure: EventSubscriber<RateLimiterRefusedEvent> = this.refusedEvents.subscribe;
+  /** Same as {@link RateLimiterPolicy.onFailure}, under the name the other policies use for refusals. */
+  readonly onCallNotPermitted: EventSubscriber<RateLimiterRefusedEvent> = this.onFailure;
+  /** Fires when the permits left in a period are drained. */
+  readonly onDrained: EventSubscriber<RateLimiterDrainedEvent> = this.drainedEvents.subscribe;
+  /** Fires when a shared instance's store fails or does not answer in time (the module logs it). */
+  readonly onStoreFailure: EventSubscriber<RateLimiterStoreFailureEvent> = this.storeFailureEvents.subscribe;
+
+  private settings: Readonly<RateLimiterConfig>;
+  private limit: number;
+  private timeoutNs: number;
+  private readonly periodNs: number;
+  private readonly origin: number;
+  private readonly singlePermit: RateLimiterAcquiredEvent;
+  private cycle = 0;
+  private permits: number;
+  private waiting = 0;
+  // Shared instances: the store's last answer, and when (on this clock) its period ends.
+  private sharedPermits: number;
+  private sharedPeriodEndsAt = Number.NEGATIVE_INFINITY;
+
+  /**
+   * @param name - the instance name, carried by its errors and events (and the store key when shared)
+   * @param config - resolved settings (durations in ms)
+   * @param clock - the source of time; periods count from its reading now
+   * @param store - where a `shared` instance keeps its permits
+   */
+  constructor(
+    /** The instance's name, as configured. */
+    readonly name: string,
+    config: RateLimiterConfig,
+    private readonly clock: Clock,
+    private readonly store?: RateLimiterStore,
+  ) {
+    this.settings = Object.freeze({ ...config });
+    this.limit = config.limitForPeriod;
+    this.periodNs = Math.round(config.limitRefreshPeriod * NANOS_PER_MS);
+    this.timeoutNs = Math.round(config.timeoutDuration * NANOS_PER_MS);
+    this.origin = clock.now();
+    this.permits = config.limitForPeriod;
+    this.sharedPermits = config.limitForPeriod;
+    this.singlePermit = Object.freeze({ name, numberOfPermits: 1 });
+  }
+
+  /** The settings this rate limiter runs with (a new object after each change). */
+  get config(): Readonly<RateLimiterConfig> {
+    return this.settings;
+  }
+
+  /** True when the permits are kept in the module's `rateLimiterStore`. */
+  get shared(): boolean {
+    return this.store !== undefined;
+  }
+
+  /** Permits left in the current period and callers waiting. */
+  get metrics(): RateLimiterMetrics {
+    const { availablePermissions, numberOfWaitingThreads } = this.detailedMetrics;
+    return { availablePermissions, numberOfWaitingThreads };
+  }
+
+  /** {@link RateLimiterPolicy.metrics} plus the wait for one permit and the current period. */
+  get detailedMetrics(): RateLimiterDetailedMetrics {
+    const nowNs = this.nanos();
+    const cycle = Math.floor(nowNs / this.periodNs);
+    let available: number;
+    if (this.store === undefined) {
+      available =
+        cycle === this.cycle ? this.permits : Math.min(this.permits + (cycle - this.cycle) * this.limit, this.limit);
+    } else {
+      const now = this.clock.now();
+      const periodMs = this.periodNs / NANOS_PER_MS;
+      available =
+        now < this.sharedPeriodEndsAt
+          ? this.sharedPermits
+          : Math.min(
+              this.sharedPermits + (1 + Math.floor((now - this.sharedPeriodEndsAt) / periodMs)) * this.limit,
+              this.limit,
+            );
+    }
+    return {
+      availablePermissions: available,
+      numberOfWaitingThreads: this.waiting,
+      msToWait: this.nanosToWait(1, available, nowNs, cycle) / NANOS_PER_MS,
+      cycle,
+    };
+  }
+
+  /** Sets `limitForPeriod`; the current period keeps its permits, later ones get the new limit (as Resilience4j). */
+  changeLimitForPeriod(limitForPeriod: number): void {
+    if (!Number.isInteger(limitForPeriod) || limitForPeriod < 1) {
+      throw new Error(
+        INVALID_VALUE(
+          instancePlace('rateLimiter', 'instance', this.name),
+          'limitForPeriod',
+          'an integer >= 1',
+          limitForPeriod,
+        ),
+      );
+    }
+    this.limit = limitForPeriod;
+    this.settings = Object.freeze({ ...this.settings, limitForPeriod });
+  }
+
+  /** Sets `timeoutDuration` (ms or a duration string) for callers from now on. */
+  changeTimeoutDuration(timeoutDuration: Duration): void {
+    const ms = parseDuration(timeoutDuration);
+    if (ms === undefined || ms > MAX_RATE_LIMITER_WAIT_MS) {
+      throw new Error(
+        INVALID_VALUE(
+          instancePlace('rateLimiter', 'instance', this.name),
+          'timeoutDuration',
+          `a non-negative duration of at most ${MAX_RATE_LIMITER_WAIT_MS}ms`,
+          timeoutDuration,
+        ),
+      );
+    }
+    this.timeoutNs = Math.round(ms * NANOS_PER_MS);
+    this.settings = Object.freeze({ ...this.settings, timeoutDuration: ms });
+  }
+
+  /**
+   * Runs `fn` once a permit is granted; rejects with {@link RateLimitedError} when none comes in time. `fn` receives the attempt's signal; `options.signal` lets a caller
+   * outside any request scope cancel the call.
+   */
+  execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
+    return executeUnder(this, this.clock, fn, options);
+  }
+
+  /** @internal Runs `next(arg)` once a permit is granted, then offers its outcome to `drainPermissionsOnResult`. */
+  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    const scope = contextStorage.getStore();
+    if (scope !== undefined) {
+      const cancelled = cancelledCaller(scope);
+      if (cancelled !== undefined) return Promise.reject(cancelled);
+    }
+    const now = this.clock.now();
+    if (this.tryAcquire(now)) return this.callPermitted(next, arg);
+    if (this.store !== undefined) return this.acquireShared(1, scope).then(() => this.callPermitted(next, arg));
+    // One clock reading serves the free-permit check and the reservation; a refusal rejects without an async frame.
+    const nowNs = Math.round((now - this.origin) * NANOS_PER_MS);
+    const waitMs = this.reserveWithin(1, nowNs);
+    if (waitMs === REFUSED) return refusedCall(this.localRefusal(1, nowNs));
+    if (waitMs === 0) return this.callPermitted(next, arg);
+    return this.sleep(waitMs, 1, scope).then(() => this.callPermitted(next, arg));
+  }
+
+  private async callPermitted<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    let result: R;
+    try {
+      result = await next(arg);
+    } catch (error) {
+      this.drainIfNeeded(true, error);
+      throw error;
+    }
+    this.drainIfNeeded(false, result);
+    return result;
+  }
+
+  /**
+   * @internal Takes a free permit of the current period without waiting; false when
+   * there is none (nothing is reserved then) or the instance is shared.
+   *
+   * @param now - the clock's reading, when the caller has just taken one
+   */
+  tryAcquire(now = this.clock.now()): boolean {
+    if (this.store !== undefined) return false;
+    const cycle = Math.floor(Math.round((now - this.origin) * NANOS_PER_MS) / this.periodNs);
+    if (cycle !== this.cycle) this.refresh(cycle);
+    if (this.permits < 1) return false;
+    this.permits--;
+    if (this.acquiredEvents.active) this.acquiredEvents.emit(this.singlePermit);
+    return true;
+  }
+
+  /**
+   * @internal Resolves once `permits` are granted, after waiting for reserved ones if
+   * need be; rejects with {@link RateLimitedError} (or
+   * {@link DeadlineExceededError}) at once when they cannot come in time.
+   * A caller that has cancelled, or cancels while it waits, rejects with its
+   * `AbortError` and holds no permit.
+   */
+  waitForPermission(permits = 1): Promise<void> {
+    this.checkPermits(permits);
+    const scope = contextStorage.getStore();
+    const cancelled = cancelledCaller(scope);
+    if (cancelled !== undefined) return Promise.reject(cancelled);
+    if (this.store !== undefined) return this.acquireShared(permits, scope);
+    const nowNs = this.nanos();
+    const waitMs = this.reserveWithin(permits, nowNs);
+    if (waitMs === REFUSED) return Promise.reject(this.localRefusal(permits, nowNs));
+    return waitMs === 0 ? Promise.resolve() : this.sleep(waitMs, permits, scope);
+  }
+
+  /**
+   * Resolves `true` once `permits` are granted, after waiting for reserved
+   * ones if need be, or `false` at once when they cannot come in time
+   * (Resilience4j's `acquirePermission`); a cancelled caller's `AbortError`
+   * rejects, and it holds no permit.
+   */
+  acquirePermission(permits = 1): Promise<boolean> {
+    this.checkPermits(permits);
+    const scope = contextStorage.getStore();
+    const cancelled = cancelledCaller(scope);
+    if (cancelled !== undefined) return Promise.reject(cancelled);
+    if (this.store !== undefined) return this.acquireShared(permits, scope).then(granted, refusedAsFalse);
+    const nowNs = this.nanos();
+    const waitMs = this.reserveWithin(permits, nowNs);
+    if (waitMs === REFUSED) {
+      // The answer is false: an error is built only for a listener that receives it.
+      if (this.refusedEvents.active) this.localRefusal(permits, nowNs);
+      return FALSE;
+    }
+    return waitMs === 0 ? TRUE : this.sleep(waitMs, permits, scope).then(granted, refusedAsFalse);
+  }
+
+  /**
+   * Resilience4j's `reservePermission`: reserves `permits` when they come
+   * within `timeoutDuration` and returns the ms to wait for them (0: now),
+   * or -1 when they do not (nothing reserved). The caller does the waiting.
+   * Not for shared instances (the store answers asynchronously).
+   */
+  reservePermission(permits = 1): number {
+    this.checkPermits(permits);
+    if (this.store !== undefined) throw new Error(RESERVE_ON_SHARED(this.name));
+    const nowNs = this.nanos();
+    const waitNs = this.reserve(permits, nowNs, this.timeoutNs);
+    if (waitNs === REFUSED) {
+      // The answer is -1: an error is built only for a listener that receives it.
+      if (this.refusedEvents.active) this.refused(permits, this.limitedError(nowNs));
+      return REFUSED;
+    }
+    this.acquired(permits);
+    return waitNs / NANOS_PER_MS;
+  }
+
+  /** Drains the permits left in the current period (Resilience4j's `drainPermissions`); reservations stand. */
+  drainPermissions(): Promise<void> {
+    if (this.store !== undefined) {
+      return this.storeCall(0, true).then((answer) => {
+        if (answer !== undefined && this.drainedEvents.active)
+          this.drainedEvents.emit({ name: this.name, numberOfPermits: answer.drained });
+      });
+    }
+    const cycle = Math.floor(this.nanos() / this.periodNs);
+    if (cycle !== this.cycle) this.refresh(cycle);
+    const drained = Math.max(this.permits, 0);
+    this.permits -= drained;
+    if (this.drainedEvents.active) this.drainedEvents.emit({ name: this.name, numberOfPermits: drained });
+    return Promise.resolve();
+  }
+
+  /** @internal Offers a permitted call's outcome to `drainPermissionsOnResult`. */
+  drainIfNeeded(failed: boolean, value: unknown): void {
+    const predicate = this.settings.drainPermissionsOnResult;
+    if (predicate === undefined) return;
+    const outcome: RateLimitedCallOutcome = failed ? { failed, error: value } : { failed, result: value };
+    let drain = false;
+    try {
+      drain = predicate(outcome) === true;
+    } catch {
+      // a broken predicate must not change the outcome of the call it looks at
+    }
+    if (drain) this.drainPermissions().catch(() => undefined);
+  }
+
+  /** Elapsed ns since creation, whole: Resilience4j's periods are whole nanoseconds. */
+  private nanos(): number {
+    return Math.round((this.clock.now() - this.origin) * NANOS_PER_MS);
+  }
+
+  private refresh(cycle: number): void {
+    this.permits = Math.min(this.permits + (cycle - this.cycle) * this.limit, this.limit);
+    this.cycle = cycle;
+  }
+
+  /** ns until `permits` are free given `available` now (0 when they are). */
+  private nanosToWait(permits: number, available: number, nowNs: number, cycle: number): number {
+    if (available >= permits) return 0;
+    const toNextCycle = (cycle + 1) * this.periodNs - nowNs;
+    const fullCycles = Math.max(0, Math.ceil((permits - available - this.limit) / this.limit));
+    return fullCycles * this.periodNs + toNextCycle;
+  }
+
+  /** Reserves `permits` when they come within `limitNs`; returns the ns to wait, or REFUSED. */
+  private reserve(permits: number, nowNs: number, limitNs: number): number {
+    const cycle = Math.floor(nowNs / this.periodNs);
+    if (cycle !== this.cycle) this.refresh(cycle);
+    const waitNs = this.nanosToWait(permits, this.permits, nowNs, cycle);
+    if (waitNs > limitNs) return REFUSED;
+    this.permits -= permits;
+    return waitNs;
+  }
+
+  /** Reserves within `timeoutDuration` and the request deadline; returns the ms to wait, or `REFUSED` with nothing reserved. */
+  private reserveWithin(permits: number, nowNs: number): number {
+    const scope = policyScope();
+    const remainingMs = scope === undefined ? Number.POSITIVE_INFINITY : scope.aborted ? 0 : scope.remaining();
+    // The wait must end strictly before the deadline, or the call behind it has no time left.
+    const deadlineNs =
+      remainingMs === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : Math.ceil(remainingMs * NANOS_PER_MS) - 1;
+    const waitNs = this.reserve(permits, nowNs, Math.min(this.timeoutNs, deadlineNs));
+    if (waitNs !== REFUSED) {
+      if (waitNs === 0) this.acquired(permits);
+      return waitNs / NANOS_PER_MS;
+    }
+    return REFUSED;
+  }
+
+  /** The refusal of a local reservation made at `nowNs`: the deadline's when `timeoutDuration` alone would have allowed the wait. */
+  private get stackTraces(): boolean {
+    return this.settings.writableStackTraceEnabled !== false;
+  }
+
+  private localRefusal(permits: number, nowNs: number): RateLimitedError | DeadlineExceededError {
+    const wantedNs = this.nanosToWait(permits, this.permits, nowNs, this.cycle);
+    return this.refused(permits, wantedNs <= this.timeoutNs ? this.deadlineError() : this.limitedError(nowNs));
+  }
+
+  private async acquireShared(permits: number, scope: ResilienceContext | undefined): Promise<void> {
+    const answer = await this.storeCall(permits, false, scope);
+    // Failing open: the store could not answer, the call goes ahead.
+    if (answer === undefined) return this.acquired(permits);
+    if (!answer.reserved) {
+      const error =
+        answer.waitMs <= this.settings.timeoutDuration
+          ? this.deadlineError()
+          : new RateLimitedError(this.name, answer.nextPeriodInMs);
+      throw this.refused(permits, error);
+    }
+    if (answer.waitMs === 0) return this.acquired(permits);
+    // The store's answer took some of the time left; the wait must still end before the deadline.
+    if (scope !== undefined && answer.waitMs >= scope.remaining()) throw this.refused(permits, this.deadlineError());
+    return this.sleep(answer.waitMs, permits, scope);
+  }
+
+  /**
+   * One acquire (or drain) in the store, bounded by `storeTimeout` and the
+   * request deadline. `undefined` when the store failed and the instance
+   * fails open; throws the refusal when it fails closed. A caller in `scope`
+   * that cancels meanwhile stops waiting at once with its `AbortError`;
+   * what the store reserves for it afterwards is given back.
+   */
+  private storeCall(
+    permits: number,
+    drain: boolean,
+    scope: ResilienceContext | undefined = contextStorage.getStore(),
+  ): Promise<RateLimiterStoreAnswer | undefined> {
+    const store = this.store as RateLimiterStore;
+    const remainingMs = scope === undefined ? Number.POSITIVE_INFINITY : scope.aborted ? 0 : scope.remaining();
+    if (remainingMs === 0) return Promise.reject(this.refused(permits, this.deadlineError()));
+    const byDeadline = remainingMs < this.settings.storeTimeout;
+    const limitMs = byDeadline ? remainingMs : this.settings.storeTimeout;
+    const limit = this.limit;
+    const limitRefreshPeriodMs = this.periodNs / NANOS_PER_MS;
+    this.waiting++;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const timer = this.clock.setTimeout(() => fail(new Error(STORE_TIMED_OUT(limitMs)), byDeadline), limitMs);
+      const onAbort = (): void => {
+        settled = true;
+        this.waiting--;
+        this.clock.clearTimeout(timer);
+        reject(callerAbortError(scope!.reason));
+      };
+      scope?.watch(onAbort);
+      const fail = (cause: unknown, deadline: boolean): void => {
+        if (settled) return;
+        settled = true;
+        this.waiting--;
+        this.clock.clearTimeout(timer);
+        scope?.unwatch(onAbort);
+        if (deadline) {
+          reject(this.refused(permits, this.deadlineError()));
+          return;
+        }
+        const failOpen = this.settings.failOpen;
+        if (this.storeFailureEvents.active)
+          this.storeFailureEvents.emit({ name: this.name, error: cause, failedOpen: failOpen });
+        if (failOpen) resolve(undefined);
+        // The store's own text stays in `cause` and the log: clients read the message.
+        else
+          reject(
+            this.refused(
+              permits,
+              new RateLimitedError(this.name, undefined, { cause, message: STORE_UNAVAILABLE(this.name) }),
+            ),
+          );
+      };
+      store
+        .acquire({
+          name: this.name,
+          permits,
+          limitForPeriod: limit,
+          limitRefreshPeriodMs,
+          timeoutMs: Math.min(this.settings.timeoutDuration, Math.max(0, remainingMs - 1e-6)),
+          drain,
+        })
+        .then(
+          (answer) => {
+            if (settled) {
+              // The caller gave up on this acquire: permits it took now are given back, never charged late.
+              if (answer.reserved) this.releaseShared(permits, limit);
+              return;
+            }
+            settled = true;
+            this.waiting--;
+            this.clock.clearTimeout(timer);
+            scope?.unwatch(onAbort);
+            this.sharedPermits = answer.availablePermissions;
+            this.sharedPeriodEndsAt = this.clock.now() + answer.nextPeriodInMs;
+            resolve(answer);
+          },
+          (error: unknown) => fail(error, false),
+        );
+    });
+  }
+
+  /**
+   * Waits `waitMs` for `permits` reserved of a later period. Under a scope,
+   * its cancellation ends the wait at once: the permits go back and the
+   * wait rejects with the `AbortError` caused by the scope's reason.
+   */
+  private sleep(waitMs: number, permits: number, scope: ResilienceContext | undefined): Promise<void> {
+    this.waiting++;
+    if (this.waitEvents.active) this.waitEvents.emit({ name: this.name, waitMs });
+    if (scope === undefined)
+      return new Promise<void>((resolve) => {
+        this.clock.setTimeout(() => {
+          this.waiting--;
+          this.acquired(permits);
+          resolve();
+        }, waitMs);
+      });
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.clock.clearTimeout(timer);
+        this.waiting--;
+        this.giveBack(permits);
+        reject(callerAbortError(scope.reason));
+      };
+      const timer = this.clock.setTimeout(() => {
+        scope.unwatch(onAbort);
+        this.waiting--;
+        this.acquired(permits);
+        resolve();
+      }, waitMs);
+      scope.watch(onAbort);
+    });
+  }
+
+  /** Gives back `permits` reserved by a caller that stopped waiting for them. */
+  private giveBack(permits: number): void {
+    if (this.store !== undefined) {
+      this.releaseShared(permits, this.limit);
+      return;
+    }
+    const cycle = Math.floor(this.nanos() / this.periodNs);
+    if (cycle !== this.cycle) this.refresh(cycle);
+    this.permits = Math.min(this.permits + permits, this.limit);
+  }
+
+  /** Gives `permits` back to the store, when it can take them; its failure changes nothing for the caller. */
+  private releaseShared(permits: number, limitForPeriod: number): void {
+    const store = this.store as RateLimiterStore;
+    if (store.release === undefined) return;
+    const limitRefreshPeriodMs = this.periodNs / NANOS_PER_MS;
+    Promise.resolve()
+      .then(() => store.release?.({ name: this.name, permits, limitForPeriod, limitRefreshPeriodMs }))
+      .catch(() => undefined);
+  }
+
+  private checkPermits(permits: number): void {
+    if (!Number.isInteger(permits) || permits < 1) throw new RangeError(BAD_PERMITS(this.name, permits));
+  }
+
+  private acquired(permits: number): void {
+    if (this.acquiredEvents.active)
+      this.acquiredEvents.emit(permits === 1 ? this.singlePermit : { name: this.name, numberOfPermits: permits });
+  }
+
+  private refused<E extends RateLimitedError | DeadlineExceededError>(permits: number, error: E): E {
+    refusal(error);
+    if (this.refusedEvents.active) this.refusedEvents.emit({ name: this.name, numberOfPermits: permits, error });
+    return error;
+  }
+
+  private limitedError(nowNs: number): RateLimitedError {
+    const cycle = Math.floor(nowNs / this.periodNs);
+    return refusalError(
+      this.stackTraces,
+      RateLimitedError,
+      this.name,
+      ((cycle + 1) * this.periodNs - nowNs) / NANOS_PER_MS,
+    );
+  }
+
+  private deadlineError(): DeadlineExceededError {
+    return refusalError(
+      this.stackTraces,
+      DeadlineExceededError,
+      this.name,
+      'no rate limiter permit comes before the deadline',
+    );
+  }
+}

@@ -1,0 +1,396 @@
+import { Clock } from '../../kernel/clock';
+import { Observable } from 'rxjs';
+import { contextStorage, ResilienceContext } from '../../kernel/context';
+import { ErrorMatcher } from '../../config/error-matcher';
+import { retryAfterOf } from '../../kernel/error-status';
+import { MaxRetriesExceededError } from '../../kernel/errors';
+import { EventStream } from '../../kernel/events';
+import { AttemptFunction, executeUnder } from '../../kernel/policy';
+import { callerAbortError, ExecuteOptions, isCancellation } from '../../kernel/cancellation';
+import { neverReached, withRefusalCause } from '../../kernel/refusal';
+import { backoffDelay } from './backoff';
+import { RetryBudget } from '../../kernel/retry-budget';
+import { RetryConfig } from './retry.config';
+import { isRetryableByDefault } from './retryable';
+import { CANCELLED, NO_RETRY, RetriedObservable } from './retry.operator';
+
+/** A retry is about to wait and try again. */
+export interface RetryEvent {
+  /** The retry's name. */
+  readonly name: string;
+  /** The attempt that just failed (1-based). */
+  readonly attempt: number;
+  /** The wait before the next attempt, in ms. */
+  readonly waitMs: number;
+  /** The error of the failed attempt, or `undefined` when a result was retried. */
+  readonly error: unknown;
+}
+
+/** An attempt after the first starts (its wait is over). */
+export interface RetryAttemptEvent {
+  /** The retry's name. */
+  readonly name: string;
+  /** The attempt that starts, 1-based: 2 for the first retry. */
+  readonly attempt: number;
+}
+
+/** A call ended; `attempts` counts every attempt made. */
+export interface RetryOutcomeEvent {
+  /** The retry's name. */
+  readonly name: string;
+  /** Attempts made, the first call included. */
+  readonly attempts: number;
+  /** On failure, the error that propagates (a `MaxRetriesExceededError` for a retried result); absent on success. */
+  readonly error?: unknown;
+}
+
+/** Why a failed attempt was not retried. */
+export type RetryStopReason = 'not-retryable' | 'max-attempts' | 'budget' | 'deadline' | 'retry-after-too-long';
+
+/** A failed attempt that will not be retried, and why. */
+export interface RetryStoppedEvent {
+  /** The retry's name. */
+  readonly name: string;
+  /** The attempt that failed and is not retried (1-based). */
+  readonly attempt: number;
+  /** Why no retry follows. */
+  readonly reason: RetryStopReason;
+  /** The error of that attempt, or `undefined` when `retryOnResult` rejected a result. */
+  readonly error: unknown;
+}
+
+/** Counters of a retry instance, as Resilience4j's `Retry.Metrics`, plus budget denials. */
+export interface RetryMetrics {
+  /** Calls that succeeded on the first attempt. */
+  successfulCallsWithoutRetry: number;
+  /** Calls that succeeded after one or more retries. */
+  successfulCallsWithRetry: number;
+  /** Calls that failed on the first attempt and were not retried. */
+  failedCallsWithoutRetry: number;
+  /** Calls that failed after one or more retries. */
+  failedCallsWithRetry: number;
+  /** Retries the retry budget refused. */
+  budgetDenied: number;
+}
+
+/** No attempt of the call has reached the method yet. */
+const NOTHING_REACHED = Symbol('nothing reached');
+
+/**
+ * Retries a failing call with backoff and jitter, within an optional retry
+ * budget and never past the request deadline. After the last attempt the
+ * original error propagates, not a wrapper.
+ */
+export class RetryPolicy {
+  private readonly retryMatcher: ErrorMatcher;
+  private readonly ignoreMatcher: ErrorMatcher;
+  private readonly budget?: RetryBudget;
+  private readonly counters: RetryMetrics = {
+    successfulCallsWithoutRetry: 0,
+    successfulCallsWithRetry: 0,
+    failedCallsWithoutRetry: 0,
+    failedCallsWithRetry: 0,
+    budgetDenied: 0,
+  };
+  private readonly retryStream = new EventStream<RetryEvent>();
+  private readonly successStream = new EventStream<RetryOutcomeEvent>();
+  private readonly errorStream = new EventStream<RetryOutcomeEvent>();
+  private readonly stoppedStream = new EventStream<RetryStoppedEvent>();
+  private readonly attemptStream = new EventStream<RetryAttemptEvent>();
+
+  /** Before each retry's wait. */
+  readonly onRetry = this.retryStream.subscribe;
+  /** A call succeeded (after any number of attempts). */
+  readonly onSuccess = this.successStream.subscribe;
+  /**
+   * A call failed for good; the event carries the error that propagates, or
+   * a `MaxRetriesExceededError` when `retryOnResult` still rejected the last value.
+   */
+  readonly onError = this.errorStream.subscribe;
+  /** A failed attempt was not retried (not retryable, attempts spent, budget, deadline). */
+  readonly onRetryStopped = this.stoppedStream.subscribe;
+  /** A retry's attempt starts, after its wait. */
+  readonly onAttempt = this.attemptStream.subscribe;
+
+  /**
+   * @param name - instance name
+   * @param config - resolved settings
+   * @param clock - time source for waits and deadlines
+   * @param random - uniform [0, 1) source for jitter
+   */
+  constructor(
+    /** The instance's name, as configured. */
+    readonly name: string,
+    /** The resolved settings (durations in ms). */
+    readonly config: RetryConfig,
+    /** The time source for waits and deadlines. */
+    readonly clock: Clock,
+    private readonly random: () => number = Math.random,
+  ) {
+    this.retryMatcher = new ErrorMatcher(config.retryExceptions);
+    this.ignoreMatcher = new ErrorMatcher(config.ignoreExceptions);
+    this.budget = config.budget ? new RetryBudget(config.budget) : undefined;
+  }
+
+  /** A snapshot of the counters. */
+  get metrics(): RetryMetrics {
+    return { ...this.counters };
+  }
+
+  /** Tokens left in the retry budget; `undefined` without a budget. */
+  get budgetTokens(): number | undefined {
+    return this.budget?.tokens;
+  }
+
+  /** @internal The retry budget itself, for hedges that draw from it; `undefined` without a budget. */
+  get retryBudget(): RetryBudget | undefined {
+    return this.budget;
+  }
+
+  /** True when `error` would be retried (attempts, budget and deadline aside). */
+  isRetryable(error: unknown): boolean {
+    if (this.ignoreMatcher.matches(error)) return false;
+    if (this.config.exceptionRules === 'resilience4j')
+      return this.retryMatcher.empty || this.retryMatcher.matches(error);
+    return this.retryMatcher.matches(error) || isRetryableByDefault(error);
+  }
+
+  /**
+   * Runs `fn` with retries. `fn` receives the attempt's signal; `options.signal` lets a caller
+   * outside any request scope cancel the call.
+   */
+  execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
+    return executeUnder(this, this.clock, fn, options);
+  }
+
+  /**
+   * @internal Runs each subscription of `source` with retries: an error (or a value
+   * `retryOnResult` rejects) re-subscribes `source` after the backoff, within
+   * the budget and the deadline, as for a call; values already emitted may
+   * be emitted again by the next attempt.
+   */
+  observe<T>(source: Observable<T>): Observable<T> {
+    return new RetriedObservable(this, source);
+  }
+
+  /** @internal Runs `next(arg)` with retries. */
+  async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+    // A caller that has already cancelled gets no attempt at all.
+    const caller = contextStorage.getStore()?.caller;
+    if (caller?.aborted === true) throw callerAbortError(caller.reason);
+    let result: R;
+    try {
+      result = await next(arg);
+    } catch (error) {
+      return this.continueAfterError(next, arg, 1, error);
+    }
+    return this.continueAfterResult(next, arg, 1, result);
+  }
+
+  /**
+   * @internal Continues a call whose attempt `attempt` threw `error`: retries it
+   * (waiting, then calling `next(arg)` again) or throws the original error.
+   * Lets a composed pipeline run the first attempt itself.
+   */
+  continueAfterError<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, error: unknown): Promise<R> {
+    // A cancelled attempt has no outcome: no retry, and the call is not counted.
+    if (isCancellation(error)) throw error;
+    const wait = this.waitBeforeRetry(error, attempt, this.config.waitDuration);
+    if (wait === CANCELLED) throw this.cancelled(attempt, neverReached(error) ? NOTHING_REACHED : error, false);
+    if (wait === NO_RETRY) throw this.failed(error, attempt);
+    return this.retryLoop(next, arg, attempt + 1, wait, neverReached(error) ? NOTHING_REACHED : error, false);
+  }
+
+  /**
+   * @internal Continues a call whose attempt `attempt` returned `result`: returns it
+   * (counting the success), or retries it when `retryOnResult` asks to; a
+   * value it still rejects when no retry may follow counts as a failure.
+   */
+  continueAfterResult<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, attempt: number, result: R): R | Promise<R> {
+    if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
+    const wait = this.waitForResult(attempt, this.config.waitDuration);
+    if (wait === CANCELLED) throw this.cancelled(attempt, NOTHING_REACHED, false);
+    return wait === NO_RETRY
+      ? this.exhausted(result, attempt)
+      : this.retryLoop(next, arg, attempt + 1, wait, result, true);
+  }
+
+  /**
+   * Attempts `attempt` and on. `reached` is the outcome of the latest attempt
+   * that reached the method (an error, or a result when `reachedResult`), or
+   * NOTHING_REACHED: a refusal ending the call must not hide it.
+   */
+  private async retryLoop<A, R>(
+    next: (arg: A) => R | PromiseLike<R>,
+    arg: A,
+    attempt: number,
+    wait: number,
+    reached: unknown,
+    reachedResult: boolean,
+  ): Promise<R> {
+    for (; ; attempt++) {
+      const scope = contextStorage.getStore();
+      await this.sleep(wait, scope);
+      // The caller cancelled during the wait: no attempt follows.
+      if (scope?.aborted === true) throw this.cancelled(attempt - 1, reached, reachedResult);
+      // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
+      if (this.attemptStream.active) this.attemptStream.emit({ name: this.name, attempt });
+      let result: R;
+      try {
+        result = await next(arg);
+      } catch (error) {
+        if (isCancellation(error)) throw this.cancelled(attempt, reached, reachedResult, error);
+        const refused = neverReached(error);
+        wait = this.waitBeforeRetry(error, attempt, wait);
+        if (wait === CANCELLED) throw this.cancelled(attempt, refused ? reached : error, refused && reachedResult);
+        if (wait === NO_RETRY) {
+          if (refused && reached !== NOTHING_REACHED)
+            return this.endAfterRefusal(reached, reachedResult, error, attempt);
+          throw this.failed(error, attempt);
+        }
+        if (!refused) {
+          reached = error;
+          reachedResult = false;
+        }
+        continue;
+      }
+      if (!this.retriesResult(result, attempt)) return this.succeeded(result, attempt);
+      wait = this.waitForResult(attempt, wait);
+      if (wait === CANCELLED) throw this.cancelled(attempt, reached, reachedResult);
+      if (wait === NO_RETRY) return this.exhausted(result, attempt);
+      reached = result;
+      reachedResult = true;
+    }
+  }
+
+  /**
+   * Ends a call whose caller cancelled after `attempts` attempts: with the
+   * error of the latest attempt that reached the method, when it failed
+   * (`reached`, unless that was a result; the call counts as failed), else
+   * with `cancellation` (the attempt's own) or the caller's `AbortError`,
+   * and the call is not counted.
+   */
+  private cancelled(attempts: number, reached: unknown, reachedResult: boolean, cancellation?: unknown): unknown {
+    if (reached !== NOTHING_REACHED && !reachedResult) return this.failed(reached, attempts);
+    return cancellation ?? callerAbortError(contextStorage.getStore()?.caller?.reason);
+  }
+
+  /** @internal Whether `retryOnResult` asks to retry `result`; when it throws, the call ends with its error, counted as failed. */
+  retriesResult(result: unknown, attempt: number): boolean {
+    const retryOnResult = this.config.retryOnResult;
+    if (retryOnResult === undefined) return false;
+    try {
+      return retryOnResult(result);
+    } catch (predicateError) {
+      throw this.failed(predicateError, attempt);
+    }
+  }
+
+  /**
+   * Ends a call whose last attempt was refused after an earlier one reached
+   * the method: that attempt's outcome stands, as if it had been the last
+   * (its error, with the refusal as `cause`; or its result, as when retries
+   * on a result run out).
+   */
+  private endAfterRefusal<R>(reached: unknown, reachedResult: boolean, refused: unknown, attempt: number): R {
+    if (!reachedResult) throw this.failed(withRefusalCause(reached, refused), attempt);
+    const error = this.failed(
+      withRefusalCause(new MaxRetriesExceededError(this.name, attempt, reached), refused),
+      attempt,
+    );
+    if (this.config.failAfterMaxAttempts) throw error;
+    return reached as R;
+  }
+
+  /**
+   * @internal The wait before retrying a value `retryOnResult` asked to
+   * retry, NO_RETRY, or CANCELLED. `scope` is the caller's deadline scope.
+   */
+  waitForResult(attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
+    if (attempt >= this.config.maxAttempts) return NO_RETRY;
+    return this.admitRetry(undefined, attempt, backoffDelay(this.config, attempt, previousWait, this.random), scope);
+  }
+
+  /**
+   * @internal A value `retryOnResult` still rejects and no retry follows: the
+   * call failed, as Resilience4j counts and publishes it. The value is
+   * returned, or `MaxRetriesExceededError` thrown with `failAfterMaxAttempts`.
+   */
+  exhausted<R>(result: R, attempts: number): R {
+    const error = this.failed(new MaxRetriesExceededError(this.name, attempts, result), attempts);
+    if (this.config.failAfterMaxAttempts) throw error;
+    return result;
+  }
+
+  /** @internal Counts a call that succeeded after `attempts` attempts. */
+  succeeded<R>(result: R, attempts: number): R {
+    this.budget?.onSuccess();
+    if (attempts === 1) this.counters.successfulCallsWithoutRetry++;
+    else this.counters.successfulCallsWithRetry++;
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
+    if (this.successStream.active) this.successStream.emit({ name: this.name, attempts });
+    return result;
+  }
+
+  /** @internal Counts a call that failed for good after `attempts` attempts; returns `error`. */
+  failed(error: unknown, attempts: number): unknown {
+    if (attempts === 1) this.counters.failedCallsWithoutRetry++;
+    else this.counters.failedCallsWithRetry++;
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
+    if (this.errorStream.active) this.errorStream.emit({ name: this.name, attempts, error });
+    return error;
+  }
+
+  /** @internal The wait before retrying after `error`, NO_RETRY, or CANCELLED. `scope` is the caller's deadline scope. */
+  waitBeforeRetry(error: unknown, attempt: number, previousWait: number, scope = contextStorage.getStore()): number {
+    if (!this.isRetryable(error)) return this.stop('not-retryable', attempt, error);
+    if (attempt >= this.config.maxAttempts) return this.stop('max-attempts', attempt, error);
+    let wait = backoffDelay(this.config, attempt, previousWait, this.random);
+    const retryAfter = retryAfterOf(error);
+    if (retryAfter !== undefined) {
+      if (retryAfter > this.config.retryAfterMaxWait) return this.stop('retry-after-too-long', attempt, error);
+      // Stryker disable next-line EqualityOperator: when equal, either branch waits the same
+      if (retryAfter > wait) wait = retryAfter;
+    }
+    return this.admitRetry(error, attempt, wait, scope);
+  }
+
+  /** Checks the deadline, then the budget (last, so no token is spent on a retry that will not happen). */
+  private admitRetry(error: unknown, attempt: number, wait: number, scope: ResilienceContext | undefined): number {
+    if (scope !== undefined && scope.aborted) {
+      this.stop('deadline', attempt, error);
+      // A retry would follow, but the caller cancelled: the call ends with its abort, as at a wait.
+      return CANCELLED;
+    }
+    if (scope !== undefined && wait >= scope.remaining()) return this.stop('deadline', attempt, error);
+    if (this.budget !== undefined && !this.budget.tryWithdraw()) {
+      this.counters.budgetDenied++;
+      return this.stop('budget', attempt, error);
+    }
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
+    if (this.retryStream.active) this.retryStream.emit({ name: this.name, attempt, waitMs: wait, error });
+    return wait;
+  }
+
+  private stop(reason: RetryStopReason, attempt: number, error: unknown): number {
+    // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
+    if (this.stoppedStream.active) this.stoppedStream.emit({ name: this.name, attempt, reason, error });
+    return NO_RETRY;
+  }
+
+  /** Waits `ms`, or until the caller's `scope` aborts, whichever comes first. */
+  private sleep(ms: number, scope: ResilienceContext | undefined): Promise<void> {
+    if (ms <= 0) return Promise.resolve();
+    if (scope === undefined) return new Promise((resolve) => this.clock.setTimeout(resolve, ms));
+    const signal = scope.signal;
+    return new Promise((resolve) => {
+      const done = () => {
+        this.clock.clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = this.clock.setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+}
