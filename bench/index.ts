@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { allocation } from './allocation';
+import { cancellation } from './cancellation';
 import { idempotency } from './idempotency';
 import { layers } from './layers';
 import { memory } from './memory';
@@ -18,6 +19,7 @@ import { tracing } from './tracing';
 const SECTIONS: readonly BenchSection[] = [
   overhead,
   allocation,
+  cancellation,
   refusals,
   layers,
   memory,

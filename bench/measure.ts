@@ -120,9 +120,13 @@ async function verify(candidate: Candidate): Promise<void> {
  * new node process with the bench's flags, and returns its measurements.
  * For figures that must not be coloured by what this process has done
  * (e.g. AsyncLocalStorage, once run, slows every promise after it).
+ * `scriptArgs` are passed on to the worker.
  */
-export function measureInFreshProcess<T = Measurement[]>(script: string): Promise<T> {
-  const args = ['--expose-gc', '-r', 'ts-node/register/transpile-only', resolve(__dirname, script)];
+export function measureInFreshProcess<T = Measurement[]>(
+  script: string,
+  scriptArgs: readonly string[] = [],
+): Promise<T> {
+  const args = ['--expose-gc', '-r', 'ts-node/register/transpile-only', resolve(__dirname, script), ...scriptArgs];
   return new Promise((done, fail) => {
     execFile(
       process.execPath,
