@@ -32,18 +32,19 @@ export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './re
 export type { JitterKind, RetryConfig, RetryConfigInput, RetryExceptionRules } from './policies/retry/retry.config';
 export type { RetryBudgetConfig } from './kernel/retry-budget';
 export { RetryPolicy } from './policies/retry/retry.policy';
+export type { RetryMetrics } from './policies/retry/retry.policy';
 export type {
   RetryAttemptEvent,
   RetryEvent,
-  RetryMetrics,
   RetryOutcomeEvent,
   RetryStopReason,
   RetryStoppedEvent,
-} from './policies/retry/retry.policy';
+} from './policies/retry/retry.events';
 export { Retry } from './policies/retry/retry.decorator';
 export type { TimeLimiterConfig, TimeLimiterConfigInput } from './policies/time-limiter/time-limiter.config';
 export { TimeLimiter } from './policies/time-limiter/time-limiter.policy';
-export type { AttemptContextMode, TimeLimiterEvent } from './policies/time-limiter/time-limiter.policy';
+export type { AttemptContextMode } from './policies/time-limiter/time-limiter.policy';
+export type { TimeLimiterEvent } from './policies/time-limiter/time-limiter.events';
 export { Timeout } from './policies/time-limiter/timeout.decorator';
 export type {
   CircuitBreakerConfig,
@@ -54,13 +55,13 @@ export type {
 export { CircuitBreaker } from './policies/circuit-breaker/circuit-breaker.decorator';
 export type { BulkheadConfig, BulkheadConfigInput } from './policies/bulkhead/bulkhead.config';
 export { BulkheadPolicy } from './policies/bulkhead/bulkhead.policy';
+export type { BulkheadMetrics } from './policies/bulkhead/bulkhead.policy';
 export type {
   BulkheadCallFinishedEvent,
   BulkheadCallWaitedEvent,
   BulkheadCallPermittedEvent,
   BulkheadCallRejectedEvent,
-  BulkheadMetrics,
-} from './policies/bulkhead/bulkhead.policy';
+} from './policies/bulkhead/bulkhead.events';
 export { Bulkhead } from './policies/bulkhead/bulkhead.decorator';
 export type { BulkheadOptions, BulkheadType } from './policies/bulkhead/bulkhead.decorator';
 export type {
@@ -69,15 +70,14 @@ export type {
   RateLimiterConfigInput,
 } from './policies/rate-limiter/rate-limiter.config';
 export { RateLimiterPolicy } from './policies/rate-limiter/rate-limiter.policy';
+export type { RateLimiterDetailedMetrics, RateLimiterMetrics } from './policies/rate-limiter/rate-limiter.policy';
 export type {
   RateLimiterAcquiredEvent,
-  RateLimiterDetailedMetrics,
   RateLimiterDrainedEvent,
-  RateLimiterMetrics,
   RateLimiterRefusedEvent,
   RateLimiterStoreFailureEvent,
   RateLimiterWaitEvent,
-} from './policies/rate-limiter/rate-limiter.policy';
+} from './policies/rate-limiter/rate-limiter.events';
 export { RateLimiter } from './policies/rate-limiter/rate-limiter.decorator';
 export type {
   RateLimiterStore,
@@ -88,7 +88,8 @@ export type {
 export { DEFAULT_RATE_LIMITER_REDIS_PREFIX, RedisRateLimiterStore } from './stores/redis-rate-limiter-store';
 export type { RedisRateLimiterClient, RedisRateLimiterStoreOptions } from './stores/redis-rate-limiter-store';
 export { FallbackPolicy } from './policies/fallback/fallback.policy';
-export type { FallbackEvent, FallbackHandlerSpec } from './policies/fallback/fallback.policy';
+export type { FallbackHandlerSpec } from './policies/fallback/fallback.policy';
+export type { FallbackEvent } from './policies/fallback/fallback.events';
 export { Fallback } from './policies/fallback/fallback.decorator';
 export type { FallbackFn } from './policies/fallback/fallback.decorator';
 export { ResilienceExceptionFilter } from './nest/filter/resilience-exception.filter';
@@ -152,5 +153,6 @@ export { recordEvents } from './testing/event-recorder';
 export type { EventRecorder, RecordedPolicyEvent } from './testing/event-recorder';
 export { Hedge } from './policies/hedge/hedge.decorator';
 export { HedgePolicy } from './policies/hedge/hedge.policy';
-export type { HedgeBudgetDeniedEvent, HedgeEvent, HedgeMetrics, HedgeWinnerEvent } from './policies/hedge/hedge.policy';
+export type { HedgeMetrics } from './policies/hedge/hedge.policy';
+export type { HedgeBudgetDeniedEvent, HedgeEvent, HedgeWinnerEvent } from './policies/hedge/hedge.events';
 export type { HedgeConfig, HedgeConfigInput, LatencyPercentile } from './policies/hedge/hedge.config';

@@ -5,7 +5,7 @@ import { Clock } from '../kernel/clock';
 import { IdempotencyStoreUnavailableError } from '../kernel/errors';
 import { EventSubscriber, Unsubscribe } from '../kernel/events';
 import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
-import { RateLimiterStoreFailureEvent } from '../policies/rate-limiter/rate-limiter.policy';
+import type { RateLimiterStoreFailureEvent } from '../policies/rate-limiter/rate-limiter.events';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
 import {
   BREAKER_TRANSITION,

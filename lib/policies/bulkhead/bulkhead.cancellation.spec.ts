@@ -2,7 +2,8 @@ import { firstValueFrom, Observable } from 'rxjs';
 import { callerAbortError } from '../../kernel/cancellation';
 import { VirtualClock } from '../../kernel/clock';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
-import { BulkheadCallRejectedEvent, BulkheadPolicy } from './bulkhead.policy';
+import { BulkheadPolicy } from './bulkhead.policy';
+import type { BulkheadCallRejectedEvent } from './bulkhead.events';
 
 interface Outcome<T> {
   status: 'pending' | 'fulfilled' | 'rejected';

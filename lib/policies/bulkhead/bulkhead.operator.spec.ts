@@ -3,7 +3,8 @@ import { VirtualClock } from '../../kernel/clock';
 import { ResilienceContext, contextStorage, currentContext } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError } from '../../kernel/errors';
 import { isRefusal } from '../../kernel/refusal';
-import { BulkheadPolicy, BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from './bulkhead.policy';
+import { BulkheadPolicy } from './bulkhead.policy';
+import type { BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from './bulkhead.events';
 import { BulkheadConfig } from './bulkhead.config';
 
 /** What a subscriber saw. */

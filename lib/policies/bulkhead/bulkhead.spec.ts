@@ -3,7 +3,8 @@ import { VirtualClock } from '../../kernel/clock';
 import { ResilienceContext, contextStorage } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError, TimeoutExceededError } from '../../kernel/errors';
 import { TimeLimiter } from '../time-limiter/time-limiter.policy';
-import { BulkheadPolicy, BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from './bulkhead.policy';
+import { BulkheadPolicy } from './bulkhead.policy';
+import type { BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from './bulkhead.events';
 import { BulkheadConfig } from './bulkhead.config';
 
 interface Outcome<T> {

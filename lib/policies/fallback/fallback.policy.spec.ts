@@ -1,6 +1,7 @@
 import { CallNotPermittedError, TimeoutExceededError } from '../../kernel/errors';
 import { concatWith, lastValueFrom, Observable, of, throwError, toArray } from 'rxjs';
-import { FallbackEvent, FallbackHandlerSpec, FallbackPolicy } from './fallback.policy';
+import { FallbackHandlerSpec, FallbackPolicy } from './fallback.policy';
+import type { FallbackEvent } from './fallback.events';
 import { DUPLICATE_FALLBACK } from './fallback.messages';
 
 class PaymentError extends Error {}

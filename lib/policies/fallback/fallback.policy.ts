@@ -3,6 +3,7 @@ import { ErrorClass } from '../../config/error-matcher';
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
 import { catchError, from, isObservable, Observable, of } from 'rxjs';
 import { DUPLICATE_FALLBACK } from './fallback.messages';
+import type { FallbackEvent } from './fallback.events';
 
 /**
  * One `@Fallback` entry: the error classes it handles and the handler that
@@ -14,16 +15,6 @@ export interface FallbackHandlerSpec {
   readonly errors: readonly ErrorClass[];
   /** Answers instead of the method, given its original arguments and the error. */
   readonly handler: (args: unknown[], error: unknown) => unknown;
-}
-
-/** A fallback answered instead of the method. */
-export interface FallbackEvent {
-  /** The fallback policy's name (usually the method it guards). */
-  readonly name: string;
-  /** The declared class whose handler ran, i.e. the kind of fallback. */
-  readonly errorClass: ErrorClass;
-  /** The error the method failed with. */
-  readonly error: unknown;
 }
 
 interface Choice {

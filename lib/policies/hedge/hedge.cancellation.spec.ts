@@ -3,7 +3,8 @@ import { callerAbortError } from '../../kernel/cancellation';
 import { VirtualClock } from '../../kernel/clock';
 import { contextStorage, currentSignal, ResilienceContext } from '../../kernel/context';
 import { ResilienceRegistry } from '../../registry/resilience.registry';
-import { HedgeEvent, HedgePolicy } from './hedge.policy';
+import { HedgePolicy } from './hedge.policy';
+import type { HedgeEvent } from './hedge.events';
 
 class Unavailable extends Error {
   readonly status = 503;

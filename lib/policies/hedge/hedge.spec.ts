@@ -6,7 +6,8 @@ import { refusal } from '../../kernel/refusal';
 import { ResilienceRegistry } from '../../registry/resilience.registry';
 import { ResilienceModuleOptions } from '../../options/resilience.options';
 import { HedgeConfigInput } from './hedge.config';
-import { HedgeEvent, HedgePolicy, HedgeWinnerEvent } from './hedge.policy';
+import { HedgePolicy } from './hedge.policy';
+import type { HedgeEvent, HedgeWinnerEvent } from './hedge.events';
 
 class Unavailable extends Error {
   readonly status = 503;

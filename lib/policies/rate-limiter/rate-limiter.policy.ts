@@ -10,6 +10,13 @@ import { refusal, refusedCall } from '../../kernel/refusal';
 import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
 import { RateLimiterStore, RateLimiterStoreAnswer } from './rate-limiter-store';
+import type {
+  RateLimiterAcquiredEvent,
+  RateLimiterDrainedEvent,
+  RateLimiterRefusedEvent,
+  RateLimiterStoreFailureEvent,
+  RateLimiterWaitEvent,
+} from './rate-limiter.events';
 
 /** A point-in-time view of a rate limiter, with Resilience4j's names. */
 export interface RateLimiterMetrics {
@@ -25,50 +32,6 @@ export interface RateLimiterDetailedMetrics extends RateLimiterMetrics {
   readonly msToWait: number;
   /** The current period, counted from the instance's creation. */
   readonly cycle: number;
-}
-
-/** A caller got its permits (Resilience4j's `SUCCESSFUL_ACQUIRE`). */
-export interface RateLimiterAcquiredEvent {
-  /** The rate limiter's name. */
-  readonly name: string;
-  /** Permits the caller acquired. */
-  readonly numberOfPermits: number;
-}
-
-/** A caller was refused (Resilience4j's `FAILED_ACQUIRE`). */
-export interface RateLimiterRefusedEvent {
-  /** The rate limiter's name. */
-  readonly name: string;
-  /** Permits the caller asked for. */
-  readonly numberOfPermits: number;
-  /** The refusal: `DeadlineExceededError` when only the request deadline stood in the way, else `RateLimitedError`. */
-  readonly error: RateLimitedError | DeadlineExceededError;
-}
-
-/** A caller reserved permits of a later period and waits for them. */
-export interface RateLimiterWaitEvent {
-  /** The rate limiter's name. */
-  readonly name: string;
-  /** How long the caller waits for its permits, in ms. */
-  readonly waitMs: number;
-}
-
-/** The permits left in the period were drained (Resilience4j's `DRAINED`). */
-export interface RateLimiterDrainedEvent {
-  /** The rate limiter's name. */
-  readonly name: string;
-  /** Permits that were left and are now gone. */
-  readonly numberOfPermits: number;
-}
-
-/** A shared rate limiter's store failed or did not answer in time. */
-export interface RateLimiterStoreFailureEvent {
-  /** The rate limiter's name. */
-  readonly name: string;
-  /** The store's error, or an `Error` saying it did not answer within `storeTimeout`; for logs only, never for clients. */
-  readonly error: unknown;
-  /** True when the call went ahead without a permit (`failOpen`); false when it was refused. */
-  readonly failedOpen: boolean;
 }
 
 const NANOS_PER_MS = 1e6;

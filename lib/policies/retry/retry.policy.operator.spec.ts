@@ -3,7 +3,8 @@ import { VirtualClock } from '../../kernel/clock';
 import { contextStorage, currentContext, ResilienceContext } from '../../kernel/context';
 import { BulkheadFullError, MaxRetriesExceededError } from '../../kernel/errors';
 import { refusal } from '../../kernel/refusal';
-import { RetryEvent, RetryPolicy, RetryStoppedEvent } from './retry.policy';
+import { RetryPolicy } from './retry.policy';
+import type { RetryEvent, RetryStoppedEvent } from './retry.events';
 import { RETRY_SCHEMA, RetryConfig } from './retry.config';
 
 const config = (overrides: Partial<RetryConfig> = {}): RetryConfig => ({

@@ -9,7 +9,8 @@ import {
   TimeoutExceededError,
 } from '../../kernel/errors';
 import { refusal } from '../../kernel/refusal';
-import { RetryPolicy, RetryStoppedEvent } from './retry.policy';
+import { RetryPolicy } from './retry.policy';
+import type { RetryStoppedEvent } from './retry.events';
 import { RetryConfig, RETRY_SCHEMA } from './retry.config';
 import { isRetryableByDefault } from './retryable';
 

@@ -9,7 +9,8 @@ import {
   TimeoutExceededError,
 } from '../../kernel/errors';
 import { backoffDelay } from './backoff';
-import { RetryPolicy, RetryEvent } from './retry.policy';
+import { RetryPolicy } from './retry.policy';
+import type { RetryEvent } from './retry.events';
 import { RetryBudget } from '../../kernel/retry-budget';
 import { RETRY_SCHEMA, RetryConfig } from './retry.config';
 

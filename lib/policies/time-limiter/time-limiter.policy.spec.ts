@@ -12,7 +12,8 @@ import {
 } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError, TimeoutExceededError } from '../../kernel/errors';
 import { refusal } from '../../kernel/refusal';
-import { AttemptContextMode, TimeLimiter, TimeLimiterEvent } from './time-limiter.policy';
+import { AttemptContextMode, TimeLimiter } from './time-limiter.policy';
+import type { TimeLimiterEvent } from './time-limiter.events';
 import { Timeout } from './timeout.decorator';
 import { LaggingClock } from '../../../test/support/pipelines';
 

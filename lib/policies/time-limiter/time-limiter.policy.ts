@@ -10,22 +10,13 @@ import { Observable } from 'rxjs';
 import { ExpiryQueue } from './expiry-queue';
 import { TimeLimiterConfig } from './time-limiter.config';
 import { TimedEntry, TimeLimitedObservable } from './time-limiter.operator';
+import type { TimeLimiterEvent } from './time-limiter.events';
 
 /**
  * When a time-limited attempt runs in a context of its own (see
  * {@link TimeLimiter.attemptContext}): `'auto'` or `'always'`.
  */
 export type AttemptContextMode = 'auto' | 'always';
-
-/** The outcome of one time-limited call. */
-export interface TimeLimiterEvent {
-  /** The time limiter's name. */
-  readonly name: string;
-  /** `successful` or `failed` within the limit, or `timeout` (its own limit or the request deadline ran out). */
-  readonly kind: 'successful' | 'failed' | 'timeout';
-  /** The call's error (`failed`), or a `TimeoutExceededError` / `DeadlineExceededError` (`timeout`). */
-  readonly error?: unknown;
-}
 
 /**
  * Bounds each call by `min(timeoutDuration, remaining request deadline)`.
