@@ -28,7 +28,7 @@ export { ResilienceModule } from './nest/resilience.module';
 export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './nest/resilience.module-definition';
 export type { ResilienceModuleAsyncOptions } from './nest/resilience.module-definition';
 export { ResilienceRegistry } from './registry/resilience.registry';
-export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './registry/resilience.registry';
+export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './registry/policy-instances';
 export type { JitterKind, RetryConfig, RetryConfigInput, RetryExceptionRules } from './policies/retry/retry.config';
 export type { RetryBudgetConfig } from './kernel/retry-budget';
 export { RetryPolicy } from './policies/retry/retry.policy';

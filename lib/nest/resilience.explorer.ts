@@ -21,7 +21,8 @@ import { CheckedIdempotentOptions } from '../features/idempotency/idempotency.op
 import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
 import { Policy } from '../kernel/policy';
 import { ComposedLayer, composeLayers, innermostFirst } from '../engine/layer-composition';
-import { RegistryPolicy, ResilienceRegistry } from '../registry/resilience.registry';
+import { RegistryPolicy } from '../registry/policy-instances';
+import { ResilienceRegistry } from '../registry/resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from '../kernel/resilience.messages';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
 import { HEDGE_NOT_SAFE } from '../policies/hedge/hedge.messages';

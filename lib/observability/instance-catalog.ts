@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Unsubscribe } from '../kernel/events';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
-import { InstanceCreatedEvent, RegistryPolicy, ResilienceRegistry } from '../registry/resilience.registry';
+import { InstanceCreatedEvent, RegistryPolicy } from '../registry/policy-instances';
+import { ResilienceRegistry } from '../registry/resilience.registry';
 
 /** A method's fallback policy, in the shape of the registry's instances. */
 export interface ObservedFallback {

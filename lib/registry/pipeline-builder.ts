@@ -1,0 +1,148 @@
+import { ErrorClass } from '../config/error-matcher';
+import { ComposedLayer, innermostFirst } from '../engine/layer-composition';
+import { ResiliencePipeline } from '../engine/resilience-pipeline';
+import { FallbackHandlerSpec, FallbackPolicy } from '../policies/fallback/fallback.policy';
+import { HedgePolicy } from '../policies/hedge/hedge.policy';
+import {
+  PIPELINE_BAD_ARGUMENT,
+  PIPELINE_BAD_FALLBACK,
+  PIPELINE_BAD_LAYER,
+  PIPELINE_HEDGE_NOT_SAFE,
+  PIPELINE_NAMES_NOTHING,
+  PIPELINE_UNKNOWN_KEY,
+} from './pipeline.messages';
+import { PipelineFallback, PipelineOptions } from './pipeline.options';
+import type { Clock } from '../kernel/clock';
+import type { FaultInjector } from '../features/fault-injection/fault-injector';
+import type { PolicyKind } from '../kernel/resilience.constants';
+import type { PolicyConfigs } from './resolve-options';
+import type { PolicyInstances, RegistryPolicy } from './policy-instances';
+
+/** What the builder asks of the registry: its instances, its fallbacks, its faults and order. */
+export interface PipelineSource {
+  readonly clock: Clock;
+  readonly faults: FaultInjector;
+  readonly options: {
+    readonly order: readonly PolicyKind[];
+    readonly sections: {
+      readonly [P in RegistryPolicy]: { readonly instances: ReadonlyMap<string, PolicyConfigs[P]> };
+    };
+  };
+  get<P extends RegistryPolicy>(policy: P, name: string, where?: string): PolicyInstances[P];
+  derive<P extends RegistryPolicy>(
+    policy: P,
+    name: string,
+    overrides: object,
+    place: string,
+    where: string,
+    anonymous?: boolean,
+  ): PolicyInstances[P];
+  hedge(name: string, where?: string): HedgePolicy;
+  deriveHedge(name: string, overrides: object, place: string, where: string, anonymous?: boolean): HedgePolicy;
+  declaresHedge(name: string): boolean;
+  trackFallback(policy: FallbackPolicy): void;
+}
+
+/** The registry's policies a pipeline's options may name. */
+const PIPELINE_POLICIES: readonly RegistryPolicy[] = [
+  'retry',
+  'circuitBreaker',
+  'rateLimiter',
+  'timeLimiter',
+  'bulkhead',
+];
+const PIPELINE_KEYS = ['name', ...PIPELINE_POLICIES, 'hedge', 'fallback'];
+
+/**
+ * The pipeline `registry.pipeline(nameOrOptions)` answers: every policy
+ * declared under a name, or the instances (named or inline) and fallbacks
+ * the options give, composed in the decorators' order.
+ */
+export function buildPipeline(registry: PipelineSource, nameOrOptions: string | PipelineOptions): ResiliencePipeline {
+  if (typeof nameOrOptions === 'string') return namedPipeline(registry, nameOrOptions);
+  if (nameOrOptions === null || typeof nameOrOptions !== 'object' || Array.isArray(nameOrOptions))
+    throw new Error(PIPELINE_BAD_ARGUMENT(nameOrOptions));
+  const options = nameOrOptions;
+  const name = options.name ?? 'pipeline';
+  if (typeof name !== 'string') throw new Error(PIPELINE_BAD_LAYER('pipeline', 'name', name));
+  for (const key of Object.keys(options))
+    if (!PIPELINE_KEYS.includes(key)) throw new Error(PIPELINE_UNKNOWN_KEY(name, key, PIPELINE_KEYS));
+  const where = `pipeline '${name}'`;
+  const layers: ComposedLayer[] = [];
+  for (const policy of PIPELINE_POLICIES) {
+    const given: unknown = options[policy];
+    if (given === undefined) continue;
+    if (typeof given === 'string') layers.push({ kind: policy, policy: registry.get(policy, given, where) });
+    else if (given !== null && typeof given === 'object' && !Array.isArray(given))
+      layers.push({
+        kind: policy,
+        policy: registry.derive(policy, name, given, `${policy} options of ${where}`, where, true),
+      });
+    else throw new Error(PIPELINE_BAD_LAYER(name, policy, given));
+  }
+  const hedge: unknown = options.hedge;
+  if (typeof hedge === 'string') layers.push(hedgeLayer(name, registry.hedge(hedge, where)));
+  else if (hedge !== undefined && hedge !== null && typeof hedge === 'object' && !Array.isArray(hedge))
+    layers.push(hedgeLayer(name, registry.deriveHedge(name, hedge, `hedge options of ${where}`, where, true)));
+  else if (hedge !== undefined) throw new Error(PIPELINE_BAD_LAYER(name, 'hedge', hedge));
+  let fallback: FallbackPolicy | undefined;
+  if (options.fallback !== undefined) {
+    fallback = new FallbackPolicy(name, pipelineFallbacks(name, options.fallback));
+    layers.push({ kind: 'fallback', policy: fallback });
+    registry.trackFallback(fallback);
+  }
+  return compose(registry, name, layers, fallback);
+}
+
+function namedPipeline(registry: PipelineSource, name: string): ResiliencePipeline {
+  const where = `pipeline '${name}'`;
+  const layers: ComposedLayer[] = PIPELINE_POLICIES.filter((policy) =>
+    registry.options.sections[policy].instances.has(name),
+  ).map((policy) => ({ kind: policy, policy: registry.get(policy, name, where) }));
+  if (registry.declaresHedge(name)) layers.push(hedgeLayer(name, registry.hedge(name, where)));
+  if (layers.length === 0) throw new Error(PIPELINE_NAMES_NOTHING(name));
+  return compose(registry, name, layers, undefined);
+}
+
+/** A pipeline's hedge layer; refused unless the instance is declared safe to repeat. */
+function hedgeLayer(pipeline: string, hedge: HedgePolicy): ComposedLayer {
+  if (!hedge.config.safe) throw new Error(PIPELINE_HEDGE_NOT_SAFE(pipeline, hedge.name));
+  return { kind: 'hedge', policy: hedge };
+}
+
+/** The pipeline over `layers`, with the faults injected under its instances' names and its own when injection is on. */
+function compose(
+  registry: PipelineSource,
+  name: string,
+  layers: ComposedLayer[],
+  fallback: FallbackPolicy | undefined,
+): ResiliencePipeline {
+  const faults = registry.faults;
+  const names = [...new Set([...layers.filter((l) => l.kind !== 'fallback').map((l) => l.policy.name), name])];
+  return new ResiliencePipeline(
+    name,
+    innermostFirst(layers, registry.options.order),
+    registry.clock,
+    fallback,
+    faults.enabled
+      ? { wrapCall: (call) => faults.wrapCall(names, call), observe: (source) => faults.observe(names, source) }
+      : undefined,
+  );
+}
+
+/** A pipeline's fallbacks as the fallback policy's handler specs, checked. */
+function pipelineFallbacks(name: string, given: PipelineFallback | readonly PipelineFallback[]): FallbackHandlerSpec[] {
+  const list: readonly unknown[] = Array.isArray(given) ? given : [given];
+  return list.map((entry) => {
+    const candidate = entry as Partial<PipelineFallback> | null;
+    const errors: unknown = candidate?.errors;
+    const classes: unknown[] = Array.isArray(errors) ? errors : [errors];
+    const handler = candidate?.handler;
+    if (typeof handler !== 'function' || classes.length === 0 || classes.some((c) => typeof c !== 'function'))
+      throw new Error(PIPELINE_BAD_FALLBACK(name, entry));
+    return {
+      errors: classes as ErrorClass[],
+      handler: (_args: unknown[], error: unknown) => handler(error),
+    };
+  });
+}

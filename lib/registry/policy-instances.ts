@@ -1,0 +1,34 @@
+import type { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
+import type { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
+import type { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
+import type { RetryPolicy } from '../policies/retry/retry.policy';
+import type { TimeLimiter } from '../policies/time-limiter/time-limiter.policy';
+
+/** The instance classes, by policy. */
+export interface PolicyInstances {
+  /** A retry instance. */
+  retry: RetryPolicy;
+  /** A circuit breaker instance. */
+  circuitBreaker: CircuitBreakerPolicy;
+  /** A bulkhead instance (thread-pool bulkheads included). */
+  bulkhead: BulkheadPolicy;
+  /** A time limiter instance. */
+  timeLimiter: TimeLimiter;
+  /** A rate limiter instance. */
+  rateLimiter: RateLimiterPolicy;
+}
+
+/** A policy whose instances the registry creates. */
+export type RegistryPolicy = keyof PolicyInstances;
+
+/** Announced whenever the registry creates an instance (at bootstrap or later). */
+export interface InstanceCreatedEvent<P extends RegistryPolicy = RegistryPolicy> {
+  /** The policy the instance belongs to. */
+  readonly policy: P;
+  /** The instance's name (a derived instance shares its base instance's name). */
+  readonly name: string;
+  /** The instance just created. */
+  readonly instance: PolicyInstances[P];
+  /** True for a method's private instance made from decorator overrides. */
+  readonly derived: boolean;
+}
