@@ -57,7 +57,7 @@ const makeHedge: Make<HedgeConfig, HedgePolicy> = (r, name, config, place) => {
  * (`ResilienceRegistry`), and usable without Nest: `new ResilienceRegistry(options)`.
  * An instance not declared in the options is created from `configs.default`.
  * It validates the options and delegates: each kind of instance (each
- * policy, thread-pool bulkheads, hedges) to an {@link InstanceCache} with
+ * policy, thread-pool bulkheads, hedges) to an instance cache with
  * its factory, pipelines to the pipeline builder.
  */
 export class ResilienceRegistry {
