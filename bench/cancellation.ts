@@ -1,4 +1,4 @@
-import { CANCELLATION_GROUPS, CancellationGroup, LABELS } from './cancellation-worker';
+import { CANCELLATION_GROUPS, LABELS } from './cancellation-worker';
 import { Measurement, measureInFreshProcess } from './measure';
 import { ns, printHeading, printTable, spread } from './report';
 import { BenchSection } from './section';
@@ -19,9 +19,7 @@ export const cancellation: BenchSection = {
     const rows: string[][] = [];
     for (const group of CANCELLATION_GROUPS) {
       console.error(`cancellation: timing '${group}' in a fresh process…`);
-      const results = await measureInFreshProcess<Measurement[]>('cancellation-worker.ts', [
-        group as CancellationGroup,
-      ]);
+      const results = await measureInFreshProcess<Measurement[]>('cancellation-worker.ts', [group]);
       const bare = results.find((r) => r.label === LABELS.bare)!;
       for (const result of results) {
         if (result === bare) continue;

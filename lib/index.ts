@@ -30,6 +30,7 @@ export type { ResilienceModuleAsyncOptions } from './nest/resilience.module-defi
 export { ResilienceRegistry } from './registry/resilience.registry';
 export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './registry/policy-instances';
 export type { JitterKind, RetryConfig, RetryConfigInput, RetryExceptionRules } from './policies/retry/retry.config';
+export { RetryBudget } from './kernel/retry-budget';
 export type { RetryBudgetConfig } from './kernel/retry-budget';
 export { RetryPolicy } from './policies/retry/retry.policy';
 export type { RetryMetrics } from './policies/retry/retry.policy';

@@ -160,9 +160,9 @@ describe('a @Timeout stops its work outside any request deadline (no `deadline` 
       const outcome = await timedOut(
         () =>
           new Promise<unknown>((resolve, reject) =>
-            setImmediate(() =>
-              (via === 'pipeline' ? catalog.viaPipeline(url) : catalog.lookup(url)).then(resolve, reject),
-            ),
+            setImmediate(() => {
+              (via === 'pipeline' ? catalog.viaPipeline(url) : catalog.lookup(url)).then(resolve, reject);
+            }),
           ),
       );
       expect(outcome).toEqual({ error: expect.any(TimeoutExceededError) });

@@ -140,7 +140,7 @@ describe('canonical JSON and fingerprints', () => {
 describe('idempotency module options', () => {
   const place = IDEMPOTENCY_OPTIONS_PLACE;
   const idempotencyOf = (idempotency: unknown, clock?: VirtualClock) =>
-    new IdempotencyRegistry(new ResilienceRegistry({ clock, idempotency } as ResilienceModuleOptions)).options;
+    new IdempotencyRegistry(new ResilienceRegistry({ clock, idempotency })).options;
   const messageOf = (idempotency: unknown): string => {
     try {
       idempotencyOf(idempotency);
