@@ -2,7 +2,7 @@ import { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
 import { NO_PERMIT } from '../policies/bulkhead/bulkhead.permits';
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
 import { Clock } from '../kernel/clock';
-import { callerAbortError } from '../kernel/cancellation';
+import { callerAbortError, hasNoOutcome } from '../kernel/cancellation';
 import { contextStorage, policyScopeOver, ResilienceContext } from '../kernel/context';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
@@ -103,6 +103,7 @@ export class StandardPipeline {
       if (breaker === undefined) start = this.clock.now();
       // No free permit this period: wait for a reserved one (or the refusal), then go on.
       if (!rateLimiter.tryAcquire(start)) return run.waitForPermission(rateLimiter);
+      run.limited = true;
       run.drains = this.drains;
     }
     return this.enter(run, args, breaker !== undefined || rateLimiter !== undefined ? start : undefined, caller);
@@ -205,6 +206,8 @@ class Attempt extends TimedAttempt {
   permit = NO_PERMIT;
   /** The attempt holds a permit of a rate limiter with `drainPermissionsOnResult`, which sees its outcome. */
   drains = false;
+  /** The attempt holds a rate-limiter permit, given back if it ends with no outcome. */
+  limited = false;
   private args: unknown[] = NO_ARGS;
   private first = false;
   private epoch = 0;
@@ -226,6 +229,7 @@ class Attempt extends TimedAttempt {
   waitForPermission(rateLimiter: RateLimiterPolicy): Promise<unknown> {
     return rateLimiter.waitForPermission().then(
       () => {
+        this.limited = true;
         this.drains = this.pipeline.drains;
         return this.pipeline.enter(this, this.args, undefined, contextStorage.getStore());
       },
@@ -271,6 +275,7 @@ class Attempt extends TimedAttempt {
     this.clear();
     this.permit = NO_PERMIT;
     this.drains = false;
+    this.limited = false;
     this.args = NO_ARGS;
     const spare = this.pipeline.spare;
     if (spare.length < MAX_SPARE_ATTEMPTS) spare.push(this);
@@ -299,7 +304,8 @@ class Attempt extends TimedAttempt {
   }
 
   override rejected(error: unknown, end?: number): unknown {
-    if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(true, error);
+    if (this.limited && hasNoOutcome(error)) this.pipeline.rateLimiter!.releasePermit();
+    else if (this.drains) this.pipeline.rateLimiter!.drainIfNeeded(true, error);
     this.pipeline.breaker?.recordCall(this.epoch, this.startedAt, true, error, end, end);
     if (!this.first) throw error;
     return this.pipeline.afterError(this.args, error);

@@ -179,6 +179,31 @@ describe('cancellation: one meaning on every path', () => {
       expect(r.bulkhead('slow').metrics.availableConcurrentCalls).toBe(1);
     });
 
+    it.each(['pipeline', 'rate limiter alone'])(
+      '%s: a slow attempt whose caller cancels gives its rate-limiter permit back',
+      async (path) => {
+        const clock = new VirtualClock();
+        const r = new ResilienceRegistry({
+          clock,
+          rateLimiter: { instances: { slow: { limitForPeriod: 2, limitRefreshPeriod: '1h', timeoutDuration: 0 } } },
+        });
+        const limiter = r.rateLimiter('slow');
+        const controller = new AbortController();
+        const fn = answerAfter(clock, 5000);
+        const call = outcomeOf(
+          path === 'pipeline'
+            ? r.pipeline({ rateLimiter: 'slow', circuitBreaker: 'slow' }).execute(fn, { signal: controller.signal })
+            : limiter.execute(fn, { signal: controller.signal }),
+        );
+        await clock.advance(100);
+        expect(limiter.metrics.availablePermissions).toBe(1);
+        controller.abort('gone');
+        await clock.advance(0);
+        expect(call.error).toMatchObject({ name: 'AbortError', cause: 'gone' });
+        expect(limiter.metrics.availablePermissions).toBe(2);
+      },
+    );
+
     it('a method that ignores its signal: the call still settles at once and its late answer is discarded', async () => {
       const clock = new VirtualClock();
       const r = registry(clock);

@@ -5,7 +5,7 @@ import { contextStorage, policyScope, ResilienceContext } from '../../kernel/con
 import { DeadlineExceededError, RateLimitedError, refusalError } from '../../kernel/errors';
 import { EventStream, EventSubscriber } from '../../kernel/events';
 import { AttemptFunction, executeUnder } from '../../kernel/policy';
-import { callerAbortError, ExecuteOptions } from '../../kernel/cancellation';
+import { ExecuteOptions, callerAbortError, hasNoOutcome } from '../../kernel/cancellation';
 import { refusal, refusedCall } from '../../kernel/refusal';
 import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
@@ -242,11 +242,20 @@ export class RateLimiterPolicy {
     try {
       result = await next(arg);
     } catch (error) {
-      this.drainIfNeeded(true, error);
+      if (hasNoOutcome(error)) this.releasePermit();
+      else this.drainIfNeeded(true, error);
       throw error;
     }
     this.drainIfNeeded(false, result);
     return result;
+  }
+
+  /**
+   * @internal Gives back the permit of a call that ended with no outcome:
+   * nothing started, or its caller cancelled it while it ran.
+   */
+  releasePermit(): void {
+    this.giveBack(1);
   }
 
   /**
