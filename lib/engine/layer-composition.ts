@@ -52,13 +52,14 @@ export function innermostFirst<L extends { readonly kind: LayerKind }>(layers: L
 export function promiseComposition(policies: readonly ComposedLayer[], clock: Clock): (invoke: Pipeline) => Pipeline {
   const fused = fusedDepth(policies);
   return (invoke) => {
+    // The fused pipeline races the method itself, only when a caller's scope is there.
     let next: Pipeline = (args) => callCancellable(invoke, args);
     if (policies.length === 0) return (args) => settled(next, args);
     let outer = policies;
     if (fused > 0) {
       const byKind: Record<string, unknown> = {};
       for (const layer of policies.slice(0, fused)) byKind[layer.kind] = layer.policy;
-      next = new StandardPipeline(byKind, next, clock).run;
+      next = new StandardPipeline(byKind, invoke, clock).run;
       outer = policies.slice(fused);
     }
     for (const { policy } of outer) {

@@ -1,7 +1,6 @@
 import { Observable } from 'rxjs';
 import { Clock } from '../kernel/clock';
-import { callerAbortError, callerScope, ExecuteOptions } from '../kernel/cancellation';
-import { contextStorage } from '../kernel/context';
+import { ExecuteOptions, underCallerSignal } from '../kernel/cancellation';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { ComposedLayer, observableComposition, promiseComposition } from './layer-composition';
 import { Pipeline } from '../decorators/return-kind';
@@ -76,10 +75,7 @@ export class ResiliencePipeline {
     this.fallback?.countCall();
     const signal = options?.signal;
     if (signal === undefined) return this.run([fn]) as Promise<T>;
-    if (signal.aborted) return Promise.reject(callerAbortError(signal.reason));
-    const scope = callerScope(this.clock, signal, contextStorage.getStore());
-    const call = contextStorage.run(scope, this.run, [fn]) as Promise<T>;
-    return call.finally(() => scope.dispose());
+    return underCallerSignal(this.clock, signal, this.run as (args: unknown[]) => Promise<T>, [fn]);
   }
 
   /**

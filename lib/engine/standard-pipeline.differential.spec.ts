@@ -194,14 +194,13 @@ function build(scenario: Scenario, kind: SideKind) {
         return new Promise((resolve) => clock.setTimeout(() => resolve('slow'), 300));
     }
   };
-  // As the engine does: each attempt's method runs under the caller's cancellation.
-  const method = (args: unknown[]) => callCancellable(invoke, args[0]);
+  // As the engine does: each attempt's method runs under the caller's cancellation (the fused pipeline sees to it itself).
   const run =
     code !== undefined
       ? (args: unknown[]) => code.execute(() => invoke(args[0]))
       : kind === 'standard'
-        ? new StandardPipeline(policies, method, clock).run
-        : nestedPipeline(policies, method);
+        ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run
+        : nestedPipeline(policies, (args: unknown[]) => callCancellable(invoke, args[0]));
   /** Starts call `id`, under a request deadline when `deadline` says so. */
   const start = (id: number, deadline: Deadline): Promise<unknown> => {
     if (deadline === 'none') return run([id]);

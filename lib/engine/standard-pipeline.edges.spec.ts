@@ -1,6 +1,6 @@
 import { VirtualClock } from '../kernel/clock';
 import { contextStorage, ResilienceContext } from '../kernel/context';
-import { DeadlineExceededError } from '../kernel/errors';
+import { DeadlineExceededError, TimeoutExceededError } from '../kernel/errors';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { StandardPipeline } from './standard-pipeline';
@@ -107,9 +107,11 @@ describe('StandardPipeline edges', () => {
     outcome.catch(() => undefined);
 
     // The first attempt times out at 500 ms; the retry at 600 ms has 300 ms left, so the deadline ends it at 900 ms.
+    // The deadline passing is the caller's cancellation: the call ends with the last error of an attempt that
+    // reached the method, the first attempt's timeout (as a cancelled retry does; see ADR 0007).
     await clock.advance(2000);
 
-    await expect(outcome).rejects.toBeInstanceOf(DeadlineExceededError);
+    await expect(outcome).rejects.toBeInstanceOf(TimeoutExceededError);
     expect(settledAt).toBe(900);
     expect(calls).toBe(2);
   });

@@ -2,7 +2,7 @@ import { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
 import { NO_PERMIT } from '../policies/bulkhead/bulkhead.permits';
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
 import { Clock } from '../kernel/clock';
-import { callerAbortError, hasNoOutcome } from '../kernel/cancellation';
+import { callCancellable, callerAbortError, hasNoOutcome } from '../kernel/cancellation';
 import { contextStorage, policyScopeOver, ResilienceContext } from '../kernel/context';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
@@ -123,7 +123,8 @@ export class StandardPipeline {
   ): Promise<unknown> {
     const bulkhead = this.bulkhead;
     const limiter = this.limiter;
-    let next = this.invoke;
+    // Outside every caller's scope nothing can cancel the call: the method is called as it is.
+    let next = caller === undefined ? this.invoke : this.raced;
     if (limiter !== undefined) {
       const parent = policyScopeOver(caller);
       // The time limiter sits outside the bulkhead: a call it refuses at once never takes a permit.
@@ -148,7 +149,10 @@ export class StandardPipeline {
   }
 
   /** Calls the method once the bulkhead's queue admits it; the bulkhead gives the permit back itself. */
-  private readonly queued = (args: unknown[]): unknown => this.bulkhead!.call(this.invoke, args);
+  private readonly queued = (args: unknown[]): unknown => this.bulkhead!.call(this.raced, args);
+
+  /** Calls the method raced against its caller's cancellation ({@link callCancellable}). */
+  private readonly raced = (args: unknown[]): unknown => callCancellable(this.invoke, args);
 
   /** @internal What a first attempt that returned `value` answers: the value, or a retry of it. */
   afterResult(args: unknown[], value: unknown): unknown {

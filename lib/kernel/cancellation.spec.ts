@@ -1,6 +1,7 @@
 import { VirtualClock } from './clock';
 import { contextStorage, currentSignal, ResilienceContext } from './context';
 import { ResilienceRegistry } from '../registry/resilience.registry';
+import { track } from '../../test/support/outcome';
 
 class Unavailable extends Error {
   readonly status = 503;
@@ -30,22 +31,13 @@ function answerAfter(clock: VirtualClock, ms: number, seen: AbortSignal[] = []) 
     });
 }
 
-/** The outcome of `promise` as a value, so a test can look at it before and after advancing the clock. */
-function outcomeOf(promise: Promise<unknown>) {
-  const seen: { value?: unknown; error?: unknown; settled: boolean } = { settled: false };
-  promise.then(
-    (value) => Object.assign(seen, { value, settled: true }),
-    (error: unknown) => Object.assign(seen, { error, settled: true }),
-  );
-  return seen;
-}
-
 describe('cancellation: one meaning on every path', () => {
   describe('a time limit stops its work outside any request scope', () => {
     it('timeLimiter.execute hands fn a signal that aborts at the limit', async () => {
       const clock = new VirtualClock();
       const seen: AbortSignal[] = [];
-      const call = outcomeOf(
+      const call = track(
+        clock,
         registry(clock)
           .timeLimiter('slow')
           .execute(answerAfter(clock, 5000, seen)),
@@ -60,7 +52,8 @@ describe('cancellation: one meaning on every path', () => {
     it('pipeline.execute hands fn a signal that aborts at the limit', async () => {
       const clock = new VirtualClock();
       const seen: AbortSignal[] = [];
-      const call = outcomeOf(
+      const call = track(
+        clock,
         registry(clock)
           .pipeline({ timeLimiter: 'slow', circuitBreaker: 'slow' })
           .execute(answerAfter(clock, 5000, seen)),
@@ -74,7 +67,8 @@ describe('cancellation: one meaning on every path', () => {
     it('currentSignal() read before the first await is the attempt signal, aborted at the limit', async () => {
       const clock = new VirtualClock();
       const seen: (AbortSignal | undefined)[] = [];
-      const call = outcomeOf(
+      const call = track(
+        clock,
         registry(clock)
           .timeLimiter('slow')
           .execute(() => {
@@ -161,7 +155,8 @@ describe('cancellation: one meaning on every path', () => {
       const r = registry(clock);
       const controller = new AbortController();
       const seen: AbortSignal[] = [];
-      const call = outcomeOf(
+      const call = track(
+        clock,
         r
           .pipeline({ circuitBreaker: 'slow', bulkhead: 'slow' })
           .execute(answerAfter(clock, 5000, seen), { signal: controller.signal }),
@@ -171,7 +166,7 @@ describe('cancellation: one meaning on every path', () => {
       const reason = new Error('stop');
       controller.abort(reason);
       await clock.advance(0);
-      expect(call.settled).toBe(true);
+      expect(call.status).toBe('rejected');
       expect(call.error).toMatchObject({ name: 'AbortError', cause: reason });
       expect(seen[0].aborted).toBe(true);
       expect(r.circuitBreaker('slow').metrics.numberOfBufferedCalls).toBe(0);
@@ -190,7 +185,8 @@ describe('cancellation: one meaning on every path', () => {
         const limiter = r.rateLimiter('slow');
         const controller = new AbortController();
         const fn = answerAfter(clock, 5000);
-        const call = outcomeOf(
+        const call = track(
+          clock,
           path === 'pipeline'
             ? r.pipeline({ rateLimiter: 'slow', circuitBreaker: 'slow' }).execute(fn, { signal: controller.signal })
             : limiter.execute(fn, { signal: controller.signal }),
@@ -208,7 +204,8 @@ describe('cancellation: one meaning on every path', () => {
       const clock = new VirtualClock();
       const r = registry(clock);
       const controller = new AbortController();
-      const call = outcomeOf(
+      const call = track(
+        clock,
         r
           .timeLimiter('slow')
           .execute(() => new Promise<string>((resolve) => clock.setTimeout(() => resolve('late'), 800)), {
@@ -229,7 +226,8 @@ describe('cancellation: one meaning on every path', () => {
       const controller = new AbortController();
       const failure = new Unavailable('inventory answered 503');
       let calls = 0;
-      const call = outcomeOf(
+      const call = track(
+        clock,
         r.retry('slow').execute(
           () => {
             calls++;
@@ -255,7 +253,8 @@ describe('cancellation: one meaning on every path', () => {
       const controller = new AbortController();
       const failure = new Unavailable('inventory answered 503');
       let calls = 0;
-      const call = outcomeOf(
+      const call = track(
+        clock,
         r.retry('slow').execute(
           (signal) => {
             calls++;
@@ -279,7 +278,8 @@ describe('cancellation: one meaning on every path', () => {
       const controller = new AbortController();
       const failure = new Unavailable('inventory answered 503');
       let calls = 0;
-      const call = outcomeOf(
+      const call = track(
+        clock,
         r.pipeline({ retry: 'slow', circuitBreaker: 'slow', timeLimiter: 'slow' }).execute(
           (signal) => {
             calls++;
@@ -305,7 +305,8 @@ describe('cancellation: one meaning on every path', () => {
       const r = registry(clock);
       const request = new ResilienceContext(clock, Number.POSITIVE_INFINITY);
       let calls = 0;
-      const call = outcomeOf(
+      const call = track(
+        clock,
         contextStorage.run(request, () =>
           r.pipeline({ retry: 'slow', circuitBreaker: 'slow' }).execute((signal) => {
             calls++;

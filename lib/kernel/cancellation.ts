@@ -33,12 +33,25 @@ export function hasNoOutcome(error: unknown): boolean {
 }
 
 /**
- * The `AbortError` a cancelled call rejects with when no attempt of it
+ * @internal The `AbortError` of a call its caller cancelled: a
+ * `DOMException` named `AbortError`, as any aborted operation's, whose
+ * `cause` is the caller's reason. Its own class lets the exception filter
+ * answer for the reason (a request deadline's 504) without catching every
+ * `DOMException`.
+ */
+export class CallerAbortError extends DOMException {
+  constructor(reason: unknown) {
+    super('the caller cancelled the call', { name: 'AbortError', cause: reason });
+  }
+}
+
+/**
+ * @internal The `AbortError` a cancelled call rejects with when no attempt of it
  * failed: its `cause` is the caller's reason (the signal's reason, the
  * request's `DeadlineExceededError`, the client that went away).
  */
-export function callerAbortError(reason: unknown): DOMException {
-  return withoutOutcomeError(new DOMException('the caller cancelled the call', { name: 'AbortError', cause: reason }));
+export function callerAbortError(reason: unknown): CallerAbortError {
+  return withoutOutcomeError(new CallerAbortError(reason));
 }
 
 /**
@@ -69,15 +82,20 @@ export function isCancellation(
 }
 
 /**
- * @internal The scope of a call given `signal` by its caller (`execute(fn,
- * { signal })`): it follows `signal` and the scope the call was made in
- * (`parent`), whose deadline it keeps. Dispose of it when the call settles.
+ * @internal Runs `call(arg)` for a caller that gave its own `signal`
+ * (`execute(fn, { signal })`): in a scope that follows `signal` and the
+ * scope the call was made in (whose deadline it keeps), disposed of when the
+ * call settles. A signal already aborted runs nothing: the caller gets its
+ * `AbortError`.
  */
-export function callerScope(
+export function underCallerSignal<A, R>(
   clock: Clock,
   signal: AbortSignal,
-  parent: ResilienceContext | undefined,
-): ResilienceContext {
+  call: (arg: A) => Promise<R>,
+  arg: A,
+): Promise<R> {
+  if (signal.aborted) return Promise.reject(callerAbortError(signal.reason));
+  const parent = contextStorage.getStore();
   const scope = new ResilienceContext(
     clock,
     parent?.deadline ?? Number.POSITIVE_INFINITY,
@@ -86,7 +104,7 @@ export function callerScope(
     false,
   );
   scope.follow(signal);
-  return scope;
+  return contextStorage.run(scope, call, arg).finally(() => scope.dispose());
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Observable, Subscription } from 'rxjs';
-import { callCancellable, callerAbortError, callerScope, ExecuteOptions } from './cancellation';
+import { callCancellable, ExecuteOptions, underCallerSignal } from './cancellation';
 import { Clock } from './clock';
-import { contextStorage, currentSignal } from './context';
+import { currentSignal } from './context';
 
 /**
  * @internal What every policy exposes to the engine: run `next(arg)` under the
@@ -57,10 +57,7 @@ export function executeUnder<R>(
 ): Promise<R> {
   const signal = options?.signal;
   if (signal === undefined) return policy.call<AttemptFunction<R>, R>(invokeAttempt, fn);
-  if (signal.aborted) return Promise.reject(callerAbortError(signal.reason));
-  const scope = callerScope(clock, signal, contextStorage.getStore());
-  const call = contextStorage.run(scope, () => policy.call<AttemptFunction<R>, R>(invokeAttempt, fn));
-  return call.finally(() => scope.dispose());
+  return underCallerSignal(clock, signal, (given: AttemptFunction<R>) => policy.call(invokeAttempt, given), fn);
 }
 
 /**

@@ -4,12 +4,14 @@ import { Test } from '@nestjs/testing';
 import { AddressInfo } from 'node:net';
 import request from 'supertest';
 import {
+  CircuitBreaker,
   currentSignal,
   DEFAULT_MAX_DEADLINE_BUDGET_MS,
   deadlineHeaders,
   remainingTime,
   ResilienceExceptionFilter,
   ResilienceModule,
+  ResilienceRegistry,
   Timeout,
   VirtualClock,
 } from '../../lib';
@@ -282,5 +284,54 @@ describe.each(PLATFORMS)('deadline: {} turns the inbound scope on (%s)', (platfo
 
   it('answers 504 to a request that arrives with no time left', async () => {
     await request(app.getHttpServer()).get('/budget').set('x-request-deadline-ms', '0').expect(504);
+  });
+});
+
+@Injectable()
+class SlowLedger {
+  calls = 0;
+
+  constructor(@Inject(VirtualClock) private readonly clock: VirtualClock) {}
+
+  /** No time limit of its own: only the request's deadline bounds it. */
+  @CircuitBreaker('ledger')
+  async post(): Promise<string> {
+    this.calls++;
+    await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 5000));
+    return 'posted';
+  }
+}
+
+@Controller()
+class LedgerController {
+  constructor(private readonly ledger: SlowLedger) {}
+
+  @Get('ledger')
+  post() {
+    return this.ledger.post();
+  }
+}
+
+describe.each(PLATFORMS)('a request deadline that passes during a call without a time limit (%s)', (platform) => {
+  const clock = new VirtualClock();
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    app = await boot(platform, clock, LedgerController, [SlowLedger]);
+  });
+
+  afterAll(() => app.close());
+
+  it('ends the call at the deadline: 504, the late answer discarded, nothing recorded by the breaker', async () => {
+    const response = request(app.getHttpServer())
+      .get('/ledger')
+      .set('x-request-deadline-ms', '300')
+      .then((r) => r);
+    for (let i = 0; i < 200 && app.get(SlowLedger).calls === 0; i++) await VirtualClock.settle();
+    await clock.advance(300);
+    const { status, body } = await response;
+    expect(status).toBe(504);
+    expect(body).toMatchObject({ status: 504 });
+    expect(app.get(ResilienceRegistry).circuitBreaker('ledger').metrics.numberOfBufferedCalls).toBe(0);
   });
 });

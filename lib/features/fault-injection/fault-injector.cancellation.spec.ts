@@ -5,22 +5,7 @@ import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { ResilienceRegistry } from '../../registry/resilience.registry';
 import { FaultSpec } from './fault-injection.options';
 import { FaultInjectedEvent } from './fault-injector';
-
-interface Outcome<T> {
-  status: 'pending' | 'fulfilled' | 'rejected';
-  value?: T;
-  error?: unknown;
-  at?: number;
-}
-
-function track<T>(clock: VirtualClock, promise: Promise<T>): Outcome<T> {
-  const outcome: Outcome<T> = { status: 'pending' };
-  promise.then(
-    (value) => Object.assign(outcome, { status: 'fulfilled', value, at: clock.now() }),
-    (error: unknown) => Object.assign(outcome, { status: 'rejected', error, at: clock.now() }),
-  );
-  return outcome;
-}
+import { track } from '../../../test/support/outcome';
 
 function registryWith(clock: VirtualClock, fault: FaultSpec): ResilienceRegistry {
   return new ResilienceRegistry({

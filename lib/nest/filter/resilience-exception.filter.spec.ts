@@ -1,6 +1,7 @@
 import { ArgumentsHost } from '@nestjs/common';
 import { firstValueFrom, isObservable } from 'rxjs';
-import { CallNotPermittedError, TimeoutExceededError } from '../../kernel/errors';
+import { callerAbortError } from '../../kernel/cancellation';
+import { CallNotPermittedError, DeadlineExceededError, TimeoutExceededError } from '../../kernel/errors';
 import { ResilienceExceptionFilter } from './resilience-exception.filter';
 
 /** An ArgumentsHost of a context type no adapter is needed for; switching to HTTP would be a bug. */
@@ -55,5 +56,20 @@ describe('ResilienceExceptionFilter outside HTTP', () => {
       code: 'TIMEOUT_EXCEEDED',
       message: "TimeLimiter 'inventory' recorded a call that exceeded 2000ms",
     });
+  });
+
+  it('answers for the reason of a call its caller cancelled when it is a request deadline, and rethrows any other', async () => {
+    const deadline = callerAbortError(new DeadlineExceededError('deadline', 'the request deadline has passed'));
+    await expect(firstValueFrom(filter.catch(deadline, hostOf('rpc'))!)).rejects.toMatchObject({
+      code: 'DEADLINE_EXCEEDED',
+    });
+    const gone = callerAbortError(new DOMException('the client went away', 'AbortError'));
+    let thrown: unknown;
+    try {
+      filter.catch(gone, hostOf('rpc'));
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBe(gone);
   });
 });

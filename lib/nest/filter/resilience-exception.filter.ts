@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpServer, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { Observable, throwError } from 'rxjs';
+import { CallerAbortError } from '../../kernel/cancellation';
 import { ResilienceError } from '../../kernel/errors';
 import { resilienceProblem, resilienceRpcError } from '../../kernel/resilience-problems';
 
@@ -28,6 +29,11 @@ interface PlatformReply {
  *   `{ status: 'error', code, message, retryAfterMs }` the client receives;
  * - anywhere else (GraphQL, WebSockets), it rethrows the error unchanged.
  *
+ * A call its caller cancelled rejects with an `AbortError` whose `cause` is
+ * the caller's reason; when that reason is one of this module's errors (a
+ * request deadline that passed: `DeadlineExceededError`), the filter answers
+ * for it (504), and rethrows any other cancellation unchanged.
+ *
  * Opt-in: `app.useGlobalFilters(new ResilienceExceptionFilter())`,
  * `{ provide: APP_FILTER, useClass: ResilienceExceptionFilter }` or
  * `@UseFilters(ResilienceExceptionFilter)`; on a microservice,
@@ -36,13 +42,15 @@ interface PlatformReply {
  * constructor); created without one, through the `status`, `header` and
  * `send` that Express responses and Fastify replies share.
  */
-@Catch(ResilienceError)
-export class ResilienceExceptionFilter implements ExceptionFilter<ResilienceError> {
+@Catch(ResilienceError, CallerAbortError)
+export class ResilienceExceptionFilter implements ExceptionFilter<ResilienceError | CallerAbortError> {
   /** @param adapterHost - the application's `HttpAdapterHost` (injected when Nest creates the filter) */
   constructor(@Optional() private readonly adapterHost?: HttpAdapterHost) {}
 
   /** Answers for `error` in the context `host` is of. */
-  catch(error: ResilienceError, host: ArgumentsHost): void | Observable<never> {
+  catch(caught: ResilienceError | CallerAbortError, host: ArgumentsHost): void | Observable<never> {
+    const error = caught instanceof ResilienceError ? caught : caught.cause;
+    if (!(error instanceof ResilienceError)) throw caught;
     const type = host.getType();
     if (type === 'http') return this.answerHttp(error, host);
     if (type === 'rpc') return throwError(() => resilienceRpcError(error));

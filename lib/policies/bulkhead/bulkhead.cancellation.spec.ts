@@ -4,22 +4,7 @@ import { VirtualClock } from '../../kernel/clock';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { BulkheadPolicy } from './bulkhead.policy';
 import type { BulkheadCallRejectedEvent } from './bulkhead.events';
-
-interface Outcome<T> {
-  status: 'pending' | 'fulfilled' | 'rejected';
-  value?: T;
-  error?: unknown;
-  at?: number;
-}
-
-function track<T>(clock: VirtualClock, promise: Promise<T>): Outcome<T> {
-  const outcome: Outcome<T> = { status: 'pending' };
-  promise.then(
-    (value) => Object.assign(outcome, { status: 'fulfilled', value, at: clock.now() }),
-    (error: unknown) => Object.assign(outcome, { status: 'rejected', error, at: clock.now() }),
-  );
-  return outcome;
-}
+import { track } from '../../../test/support/outcome';
 
 function sleep(clock: VirtualClock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimeout(resolve, ms));

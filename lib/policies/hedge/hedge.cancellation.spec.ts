@@ -5,25 +5,10 @@ import { contextStorage, currentSignal, ResilienceContext } from '../../kernel/c
 import { ResilienceRegistry } from '../../registry/resilience.registry';
 import { HedgePolicy } from './hedge.policy';
 import type { HedgeEvent } from './hedge.events';
+import { track } from '../../../test/support/outcome';
 
 class Unavailable extends Error {
   readonly status = 503;
-}
-
-interface Outcome<T> {
-  status: 'pending' | 'fulfilled' | 'rejected';
-  value?: T;
-  error?: unknown;
-  at?: number;
-}
-
-function track<T>(clock: VirtualClock, promise: Promise<T>): Outcome<T> {
-  const outcome: Outcome<T> = { status: 'pending' };
-  promise.then(
-    (value) => Object.assign(outcome, { status: 'fulfilled', value, at: clock.now() }),
-    (error: unknown) => Object.assign(outcome, { status: 'rejected', error, at: clock.now() }),
-  );
-  return outcome;
 }
 
 function hedgeOf(clock: VirtualClock, delay: number): HedgePolicy {

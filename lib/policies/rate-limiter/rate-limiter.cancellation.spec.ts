@@ -4,22 +4,7 @@ import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { RateLimiterConfig } from './rate-limiter.config';
 import { RateLimiterPolicy } from './rate-limiter.policy';
 import { RateLimiterStore, RateLimiterStoreRelease, RateLimiterStoreRequest } from './rate-limiter-store';
-
-interface Outcome<T> {
-  status: 'pending' | 'fulfilled' | 'rejected';
-  value?: T;
-  error?: unknown;
-  at?: number;
-}
-
-function track<T>(clock: VirtualClock, promise: Promise<T>): Outcome<T> {
-  const outcome: Outcome<T> = { status: 'pending' };
-  promise.then(
-    (value) => Object.assign(outcome, { status: 'fulfilled', value, at: clock.now() }),
-    (error: unknown) => Object.assign(outcome, { status: 'rejected', error, at: clock.now() }),
-  );
-  return outcome;
-}
+import { track } from '../../../test/support/outcome';
 
 const ONE_PER_SECOND: RateLimiterConfig = {
   limitForPeriod: 1,
