@@ -43,13 +43,13 @@ interface PlatformReply {
  * `send` that Express responses and Fastify replies share.
  */
 @Catch(ResilienceError, CallerAbortError)
-export class ResilienceExceptionFilter implements ExceptionFilter<ResilienceError | CallerAbortError> {
+export class ResilienceExceptionFilter implements ExceptionFilter<ResilienceError | DOMException> {
   /** @param adapterHost - the application's `HttpAdapterHost` (injected when Nest creates the filter) */
   constructor(@Optional() private readonly adapterHost?: HttpAdapterHost) {}
 
   /** Answers for `error` in the context `host` is of. */
-  catch(caught: ResilienceError | CallerAbortError, host: ArgumentsHost): void | Observable<never> {
-    const error = caught instanceof ResilienceError ? caught : caught.cause;
+  catch(caught: ResilienceError | DOMException, host: ArgumentsHost): void | Observable<never> {
+    const error = caught instanceof ResilienceError ? caught : (caught as { cause?: unknown }).cause;
     if (!(error instanceof ResilienceError)) throw caught;
     const type = host.getType();
     if (type === 'http') return this.answerHttp(error, host);
