@@ -4,7 +4,7 @@ import { Pipeline, ReturnKind } from '../decorators/return-kind';
 import { methodPipeline, ObservablePipeline } from './method-pipeline';
 import { observeUnder, Policy } from '../kernel/policy';
 import { LayerKind, PolicyKind } from '../kernel/resilience.constants';
-import { STANDARD_ORDER, StandardPipeline } from './standard-pipeline';
+import { STANDARD_ORDER, StandardPipeline, settle } from './standard-pipeline';
 
 /** One policy of a composed call and the layer kind that places it. */
 export interface ComposedLayer {
@@ -54,7 +54,7 @@ export function promiseComposition(policies: readonly ComposedLayer[], clock: Cl
   return (invoke) => {
     // The fused pipeline races the method itself, only when a caller's scope is there.
     let next: Pipeline = (args) => callCancellable(invoke, args);
-    if (policies.length === 0) return (args) => settled(next, args);
+    if (policies.length === 0) return (args) => settle(() => next(args));
     let outer = policies;
     if (fused > 0) {
       const byKind: Record<string, unknown> = {};
@@ -90,13 +90,4 @@ export function composeLayers(
   clock: Clock,
 ): Pipeline {
   return methodPipeline(kind, call, promiseComposition(policies, clock), observableComposition(policies));
-}
-
-/** A promise of what `call(args)` returns or throws. */
-function settled(call: Pipeline, args: unknown[]): Promise<unknown> {
-  try {
-    return Promise.resolve(call(args));
-  } catch (error) {
-    return Promise.reject(error);
-  }
 }

@@ -1,6 +1,7 @@
 import { from, isObservable, lastValueFrom, Observable, of, throwError } from 'rxjs';
 import { Pipeline, ReturnKind } from '../decorators/return-kind';
 import { withoutOutcomeError } from '../kernel/cancellation';
+import { isThenable } from '../kernel/thenable';
 
 /** Runs the subscriptions of a method's Observable through its layers. */
 export type ObservablePipeline = (source: Observable<unknown>, args: unknown[]) => Observable<unknown>;
@@ -167,12 +168,4 @@ class EitherAnswer extends Observable<unknown> implements PromiseLike<unknown> {
 function returnedObservable(error: unknown): ObservableReturned {
   if (error instanceof ObservableReturned) return error;
   throw error;
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as PromiseLike<unknown>).then === 'function'
-  );
 }

@@ -2,7 +2,7 @@ import { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
 import { NO_PERMIT } from '../policies/bulkhead/bulkhead.permits';
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
 import { Clock } from '../kernel/clock';
-import { callCancellable, callerAbortError, hasNoOutcome } from '../kernel/cancellation';
+import { callCancellable, callerCancellation, hasNoOutcome } from '../kernel/cancellation';
 import { contextStorage, policyScopeOver, ResilienceContext } from '../kernel/context';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
@@ -73,9 +73,8 @@ export class StandardPipeline {
   readonly run = (args: unknown[]): Promise<unknown> => {
     // Read once: a cancelled caller runs nothing, the retry stops for one, the time limit bounds the attempt by it.
     const caller = contextStorage.getStore();
-    return caller?.aborted === true && caller.caller?.aborted === true
-      ? Promise.reject(callerAbortError(caller.caller.reason))
-      : this.attempt(args, true, caller);
+    const cancelled = callerCancellation(caller);
+    return cancelled === undefined ? this.attempt(args, true, caller) : Promise.reject(cancelled);
   };
 
   /** One attempt without retry or fallback; what the retry loop calls again. */
@@ -316,8 +315,8 @@ class Attempt extends TimedAttempt {
   }
 }
 
-/** A promise of what `outcome` returns or throws. */
-function settle(outcome: () => unknown): Promise<unknown> {
+/** @internal A promise of what `outcome` returns or throws. */
+export function settle(outcome: () => unknown): Promise<unknown> {
   try {
     return Promise.resolve(outcome());
   } catch (error) {

@@ -1,6 +1,7 @@
 import { Clock } from './clock';
 import { contextStorage, DEFAULT_DEADLINE_HEADER, ResilienceContext } from './context';
 import { isSuperseded } from './superseded-attempts';
+import { isThenable } from './thenable';
 
 /** Options of `execute(fn, options)`, on every policy and pipeline. */
 export interface ExecuteOptions {
@@ -52,6 +53,16 @@ export class CallerAbortError extends DOMException {
  */
 export function callerAbortError(reason: unknown): CallerAbortError {
   return withoutOutcomeError(new CallerAbortError(reason));
+}
+
+/**
+ * @internal The `AbortError` of the caller of `scope` (the nearest caller's
+ * scope around it) when that caller has cancelled; `undefined` while it has
+ * not, and outside any scope.
+ */
+export function callerCancellation(scope: ResilienceContext | undefined): CallerAbortError | undefined {
+  const caller = scope?.caller;
+  return caller?.aborted === true ? callerAbortError(caller.reason) : undefined;
 }
 
 /**
@@ -119,7 +130,7 @@ export function detachedFromCaller(): ResilienceContext | undefined {
   const scope = contextStorage.getStore();
   if (scope === undefined) return undefined;
   const detached = new ResilienceContext(scope.clock, scope.deadline, scope.header);
-  detached.attempt = true;
+  detached.shields = true;
   return detached;
 }
 
@@ -165,12 +176,4 @@ function raceWithCaller<R>(scope: ResilienceContext, pending: PromiseLike<R>): P
       },
     );
   });
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as PromiseLike<unknown>).then === 'function'
-  );
 }

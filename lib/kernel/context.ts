@@ -46,9 +46,9 @@ export class ResilienceContext {
   ) {}
 
   /**
-   * @internal True for a scope whose abort is no caller's cancellation: one
-   * attempt's (its time limit, a hedge copy that lost) or work detached
-   * from its caller; false for a caller's scope.
+   * @internal True for the scope of one attempt (a time-limited attempt, a
+   * hedge copy), whose own abort (its time limit, a hedge that lost) is no
+   * caller's cancellation; false for a caller's scope.
    */
   attempt = false;
 
@@ -71,7 +71,8 @@ export class ResilienceContext {
 
   /**
    * @internal True for a scope whose calls run to their end whatever their
-   * caller does (see {@link ResilienceContext.shielding}).
+   * caller does: a shielded one (see {@link ResilienceContext.shielding}), or
+   * work detached from its caller (an idempotent request's).
    */
   shields = false;
 

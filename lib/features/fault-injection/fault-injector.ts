@@ -1,7 +1,7 @@
 import { isObservable, Observable, Subscription } from 'rxjs';
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { parseDuration } from '../../config/duration';
-import { callerAbortError } from '../../kernel/cancellation';
+import { callerCancellation } from '../../kernel/cancellation';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { EventStream, EventSubscriber } from '../../kernel/events';
 import {
@@ -58,8 +58,7 @@ const ERROR_CODE = /^E[A-Z0-9_]+$/;
  * aborted with (its time limit).
  */
 function cancelledError(scope: ResilienceContext): unknown {
-  const caller = scope.caller;
-  return caller?.aborted === true ? callerAbortError(caller.reason) : scope.reason;
+  return callerCancellation(scope) ?? scope.reason;
 }
 
 /**
@@ -194,7 +193,6 @@ export class FaultInjector {
       if (draw === undefined) return source.subscribe(subscriber);
       let inner: Subscription | undefined;
       let timer: TimerHandle = undefined;
-      let watched: ResilienceContext | undefined;
       const onAbort = (): void => {
         this.clock.clearTimeout(timer);
         timer = undefined;
@@ -202,7 +200,7 @@ export class FaultInjector {
       };
       const go = (): void => {
         timer = undefined;
-        watched?.unwatch(onAbort);
+        scope?.unwatch(onAbort);
         if (draw.replace === 'error') subscriber.error(this.error(draw.name, draw.fault.error!.error));
         else if (draw.replace === 'outcome') {
           subscriber.next(draw.fault.outcome!.value as T);
@@ -212,14 +210,11 @@ export class FaultInjector {
       if (draw.delay === 0) go();
       else {
         timer = this.clock.setTimeout(go, draw.delay);
-        if (scope !== undefined) {
-          watched = scope;
-          scope.watch(onAbort);
-        }
+        scope?.watch(onAbort);
       }
       return () => {
         this.clock.clearTimeout(timer);
-        watched?.unwatch(onAbort);
+        scope?.unwatch(onAbort);
         inner?.unsubscribe();
       };
     });

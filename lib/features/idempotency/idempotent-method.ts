@@ -4,7 +4,7 @@ import {
   IdempotencyKeyMissingError,
   IdempotencyStoreUnavailableError,
 } from '../../kernel/errors';
-import { callerAbortError } from '../../kernel/cancellation';
+import { callerCancellation } from '../../kernel/cancellation';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { Policy } from '../../kernel/policy';
 import { fingerprintOf, scopedKey } from './idempotency-key';
@@ -96,8 +96,8 @@ export class IdempotentMethod implements Policy, IdempotentTarget {
       throw new IdempotencyKeyMissingError(this.name, KEY_FUNCTION_EMPTY(this.name, key));
     }
     // A caller that has already cancelled claims no key and runs nothing.
-    const cancelled = contextStorage.getStore()?.caller;
-    if (cancelled?.aborted === true) throw callerAbortError(cancelled.reason);
+    const cancelled = callerCancellation(contextStorage.getStore());
+    if (cancelled !== undefined) throw cancelled;
     const storeKey = scopedKey(undefined, 'CALL', this.name, key);
     const print = fingerprintOf(fingerprint === undefined ? args[0] : fingerprint(...args), () =>
       CYCLIC_FINGERPRINT(this.name),

@@ -1,16 +1,9 @@
 import type { Span } from '@opentelemetry/api';
 import { RESILIENCE_SPAN_ATTRIBUTES } from './span-attributes';
 import { OpenTelemetry } from './tracing.peer';
+import { isThenable } from '../../kernel/thenable';
 
 type Call = (args: unknown[]) => unknown;
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as PromiseLike<unknown>).then === 'function'
-  );
-}
 
 /**
  * `call` with a child span around each attempt (`<target> attempt`, with

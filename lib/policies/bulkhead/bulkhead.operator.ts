@@ -1,4 +1,5 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
+import { callerCancellation } from '../../kernel/cancellation';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 
 import { NO_PERMIT, PermitSource } from './bulkhead.permits';
@@ -35,14 +36,12 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
 
   start(): Unsubscribable | undefined {
     const scope = contextStorage.getStore();
-    if (scope !== undefined) {
-      const caller = scope.caller;
-      // A caller that has cancelled gets no permit: its AbortError, on subscribe.
-      if (caller?.aborted === true) {
-        this.ended = true;
-        this.downstream.error(this.bulkhead.callerCancelled(caller.reason));
-        return undefined;
-      }
+    // A caller that has cancelled gets no permit: its AbortError, on subscribe.
+    const cancelled = callerCancellation(scope);
+    if (cancelled !== undefined) {
+      this.ended = true;
+      this.downstream.error(this.bulkhead.cancelled(cancelled));
+      return undefined;
     }
     const permit = this.bulkhead.tryEnter();
     if (permit !== NO_PERMIT) {

@@ -8,5 +8,5 @@ export interface PermitSource {
   entered(): number;
   queueForPermit(grant: () => void, fail: (error: unknown) => void): object;
   leaveQueue(place: object): void;
-  callerCancelled(reason: unknown): unknown;
+  cancelled(error: DOMException): unknown;
 }

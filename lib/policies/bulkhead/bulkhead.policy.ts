@@ -4,7 +4,7 @@ import { contextStorage, policyScope, ResilienceContext } from '../../kernel/con
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../../kernel/errors';
 import { EventStream, EventSubscriber } from '../../kernel/events';
 import { AttemptFunction, executeUnder } from '../../kernel/policy';
-import { callerAbortError, ExecuteOptions } from '../../kernel/cancellation';
+import { callerCancellation, ExecuteOptions } from '../../kernel/cancellation';
 import { refusal } from '../../kernel/refusal';
 import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
@@ -128,11 +128,8 @@ export class BulkheadPolicy {
    * cancelled gets no permit: it rejects with its `AbortError`.
    */
   async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    const scope = contextStorage.getStore();
-    if (scope !== undefined) {
-      const caller = scope.caller;
-      if (caller?.aborted === true) throw this.callerCancelled(caller.reason);
-    }
+    const cancelled = callerCancellation(contextStorage.getStore());
+    if (cancelled !== undefined) throw this.cancelled(cancelled);
     let started = this.tryEnter();
     // A free permit implies an empty queue: release() hands permits to waiters first.
     if (started === NO_PERMIT) {
@@ -297,8 +294,8 @@ export class BulkheadPolicy {
   private abortError(ctx: ResilienceContext): BulkheadFullError | DeadlineExceededError | DOMException {
     const reason = ctx.reason;
     if (reason instanceof DeadlineExceededError) return this.rejected(this.deadlineError());
-    const caller = ctx.caller;
-    if (caller?.aborted === true) return this.callerCancelled(caller.reason);
+    const cancelled = callerCancellation(ctx);
+    if (cancelled !== undefined) return this.cancelled(cancelled);
     return this.rejected(this.fullError('aborted'));
   }
 
@@ -306,8 +303,7 @@ export class BulkheadPolicy {
    * @internal The rejection of a call whose caller cancelled before it got
    * a permit: the caller's `AbortError`, reported with the reason `aborted`.
    */
-  callerCancelled(reason: unknown): DOMException {
-    const error = callerAbortError(reason);
+  cancelled(error: DOMException): DOMException {
     // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
     if (this.rejectedEvents.active) this.rejectedEvents.emit({ name: this.name, reason: 'aborted', error });
     return error;

@@ -5,7 +5,7 @@ import { contextStorage, policyScope, ResilienceContext } from '../../kernel/con
 import { DeadlineExceededError, RateLimitedError, refusalError } from '../../kernel/errors';
 import { EventStream, EventSubscriber } from '../../kernel/events';
 import { AttemptFunction, executeUnder } from '../../kernel/policy';
-import { ExecuteOptions, callerAbortError, hasNoOutcome } from '../../kernel/cancellation';
+import { ExecuteOptions, callerAbortError, callerCancellation, hasNoOutcome } from '../../kernel/cancellation';
 import { refusal, refusedCall } from '../../kernel/refusal';
 import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
@@ -44,13 +44,6 @@ const granted = (): boolean => true;
 function refusedAsFalse(error: unknown): boolean {
   if (error instanceof RateLimitedError || error instanceof DeadlineExceededError) return false;
   throw error;
-}
-
-/** The AbortError of a caller in `scope` that has cancelled; `undefined` while it has not (or outside any scope). */
-function cancelledCaller(scope: ResilienceContext | undefined): DOMException | undefined {
-  if (scope === undefined) return undefined;
-  const caller = scope.caller;
-  return caller?.aborted === true ? callerAbortError(caller.reason) : undefined;
 }
 
 /**
@@ -222,10 +215,8 @@ export class RateLimiterPolicy {
   /** @internal Runs `next(arg)` once a permit is granted, then offers its outcome to `drainPermissionsOnResult`. */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
     const scope = contextStorage.getStore();
-    if (scope !== undefined) {
-      const cancelled = cancelledCaller(scope);
-      if (cancelled !== undefined) return Promise.reject(cancelled);
-    }
+    const cancelled = callerCancellation(scope);
+    if (cancelled !== undefined) return Promise.reject(cancelled);
     const now = this.clock.now();
     if (this.tryAcquire(now)) return this.callPermitted(next, arg);
     if (this.store !== undefined) return this.acquireShared(1, scope).then(() => this.callPermitted(next, arg));
@@ -284,7 +275,7 @@ export class RateLimiterPolicy {
   waitForPermission(permits = 1): Promise<void> {
     this.checkPermits(permits);
     const scope = contextStorage.getStore();
-    const cancelled = cancelledCaller(scope);
+    const cancelled = callerCancellation(scope);
     if (cancelled !== undefined) return Promise.reject(cancelled);
     if (this.store !== undefined) return this.acquireShared(permits, scope);
     const nowNs = this.nanos();
@@ -302,7 +293,7 @@ export class RateLimiterPolicy {
   acquirePermission(permits = 1): Promise<boolean> {
     this.checkPermits(permits);
     const scope = contextStorage.getStore();
-    const cancelled = cancelledCaller(scope);
+    const cancelled = callerCancellation(scope);
     if (cancelled !== undefined) return Promise.reject(cancelled);
     if (this.store !== undefined) return this.acquireShared(permits, scope).then(granted, refusedAsFalse);
     const nowNs = this.nanos();

@@ -6,7 +6,7 @@ import { retryAfterOf } from '../../kernel/error-status';
 import { MaxRetriesExceededError } from '../../kernel/errors';
 import { EventStream } from '../../kernel/events';
 import { AttemptFunction, executeUnder } from '../../kernel/policy';
-import { callerAbortError, ExecuteOptions, isCancellation } from '../../kernel/cancellation';
+import { callerAbortError, callerCancellation, ExecuteOptions, isCancellation } from '../../kernel/cancellation';
 import { neverReached, withRefusalCause } from '../../kernel/refusal';
 import { backoffDelay } from './backoff';
 import { RetryBudget } from '../../kernel/retry-budget';
@@ -138,8 +138,8 @@ export class RetryPolicy {
   /** @internal Runs `next(arg)` with retries. */
   async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
     // A caller that has already cancelled gets no attempt at all.
-    const caller = contextStorage.getStore()?.caller;
-    if (caller?.aborted === true) throw callerAbortError(caller.reason);
+    const cancelled = callerCancellation(contextStorage.getStore());
+    if (cancelled !== undefined) throw cancelled;
     let result: R;
     try {
       result = await next(arg);
