@@ -5,9 +5,11 @@
  * - kernel: clock, scopes and cancellation, errors, events, outcome classification, the policy contract;
  * - config: the generic toolkit of options (durations, schemas, relaxed binding, exception lists);
  * - decorators: the trampoline and the metadata every decorator records;
+ * - engine: what a call through the policies means, for every kind of method, for code pipelines and
+ *   for one policy's `execute`, written against the hooks it asks of each policy (engine/layers.ts);
  * - policies/<name>: one folder per policy, its state machine, config, events, decorator and messages;
- * - the features the engine and registry build on: fault injection, transactions, load shedding;
- * - engine: what a call through the policies means, for every kind of method and for code pipelines;
+ *   its `execute` runs the engine over it alone;
+ * - the features the registry builds on: fault injection, transactions, load shedding;
  * - registry: the named instances and the pipelines made from them;
  * - idempotency, then outbox: features on top of the registry;
  * - stores: the PostgreSQL and Redis adapters of the store interfaces;
@@ -22,11 +24,11 @@ const LAYERS = {
   kernel: [],
   config: ['kernel'],
   decorators: ['kernel', 'config'],
-  policies: ['kernel', 'config', 'decorators'],
+  engine: ['kernel', 'config', 'decorators'],
+  policies: ['kernel', 'config', 'decorators', 'engine'],
   'features/fault-injection': ['kernel', 'config'],
   'features/transaction': ['kernel', 'config'],
   'features/load-shedding': ['kernel', 'config'],
-  engine: ['kernel', 'config', 'decorators', 'policies'],
   registry: ['kernel', 'config', 'policies', 'engine', 'features/fault-injection'],
   'features/idempotency': ['kernel', 'config', 'decorators', 'registry', 'features/transaction'],
   'features/outbox': ['kernel', 'config', 'policies', 'registry', 'features/transaction', 'features/idempotency'],

@@ -1,21 +1,28 @@
-import { DEFAULT_ORDER, PolicyKind } from '../kernel/resilience.constants';
-import { fusedDepth } from './layer-composition';
+import { DEFAULT_ORDER, LayerKind, PolicyKind } from '../kernel/resilience.constants';
+import { fusedRuns } from './layer-composition';
 
 /** A method's layers innermost first, as the explorer sorts them under `order`. */
 function layersOf(kinds: readonly PolicyKind[], order: readonly PolicyKind[]): { kind: PolicyKind }[] {
   return [...kinds].sort((a, b) => order.indexOf(b) - order.indexOf(a)).map((kind) => ({ kind }));
 }
 
-describe('fusedDepth', () => {
+/** The runs the engine fuses, as lists of kinds, innermost first. */
+function runsOf(kinds: readonly PolicyKind[], order: readonly PolicyKind[]): LayerKind[][] {
+  return fusedRuns(layersOf(kinds, order)).map((run) => run.map((layer) => layer.kind));
+}
+
+const STANDARD: PolicyKind[] = ['bulkhead', 'timeLimiter', 'rateLimiter', 'circuitBreaker', 'retry', 'fallback'];
+
+describe('fusedRuns', () => {
   const all = [...DEFAULT_ORDER];
 
-  it('fuses every standard layer under the default order, and under a copy of it', () => {
-    expect(fusedDepth(layersOf(all, DEFAULT_ORDER))).toBe(6);
-    expect(fusedDepth(layersOf(all, [...DEFAULT_ORDER]))).toBe(6);
-    expect(fusedDepth(layersOf(['retry', 'timeLimiter'], [...DEFAULT_ORDER]))).toBe(2);
+  it('runs every standard layer in one engine under the default order, and under a copy of it', () => {
+    expect(runsOf(all, DEFAULT_ORDER)).toEqual([STANDARD, ['idempotent']]);
+    expect(runsOf(all, [...DEFAULT_ORDER])).toEqual([STANDARD, ['idempotent']]);
+    expect(runsOf(['retry', 'timeLimiter'], [...DEFAULT_ORDER])).toEqual([['timeLimiter', 'retry']]);
   });
 
-  it('fuses nothing when the standard layers nest in another order', () => {
+  it('starts a new engine where a standard layer sits outside the engine order', () => {
     const rateLimiterOutside: PolicyKind[] = [
       'idempotent',
       'fallback',
@@ -25,11 +32,15 @@ describe('fusedDepth', () => {
       'timeLimiter',
       'bulkhead',
     ];
-    expect(fusedDepth(layersOf(all, rateLimiterOutside))).toBe(0);
-    expect(fusedDepth(layersOf(['retry', 'rateLimiter'], rateLimiterOutside))).toBe(0);
+    expect(runsOf(all, rateLimiterOutside)).toEqual([
+      ['bulkhead', 'timeLimiter', 'circuitBreaker', 'retry'],
+      ['rateLimiter', 'fallback'],
+      ['idempotent'],
+    ]);
+    expect(runsOf(['retry', 'rateLimiter'], rateLimiterOutside)).toEqual([['retry'], ['rateLimiter']]);
   });
 
-  it('fuses the layers present when they keep the pipeline order, whatever the others do', () => {
+  it('keeps the layers present in one engine when they keep the engine order, whatever the others do', () => {
     const rateLimiterOutside: PolicyKind[] = [
       'idempotent',
       'fallback',
@@ -39,10 +50,12 @@ describe('fusedDepth', () => {
       'timeLimiter',
       'bulkhead',
     ];
-    expect(fusedDepth(layersOf(['fallback', 'retry', 'circuitBreaker', 'bulkhead'], rateLimiterOutside))).toBe(4);
+    expect(runsOf(['fallback', 'retry', 'circuitBreaker', 'bulkhead'], rateLimiterOutside)).toEqual([
+      ['bulkhead', 'circuitBreaker', 'retry', 'fallback'],
+    ]);
   });
 
-  it('fuses nothing when another layer sits between standard layers', () => {
+  it('splits the engine around a wrapping layer between standard layers', () => {
     const idempotentInside: PolicyKind[] = [
       'fallback',
       'retry',
@@ -52,11 +65,18 @@ describe('fusedDepth', () => {
       'timeLimiter',
       'bulkhead',
     ];
-    expect(fusedDepth(layersOf(all, idempotentInside))).toBe(0);
-    expect(fusedDepth(layersOf(['idempotent', 'circuitBreaker', 'bulkhead'], idempotentInside))).toBe(2);
+    expect(runsOf(all, idempotentInside)).toEqual([
+      ['bulkhead', 'timeLimiter', 'rateLimiter', 'circuitBreaker'],
+      ['idempotent'],
+      ['retry', 'fallback'],
+    ]);
+    expect(runsOf(['idempotent', 'circuitBreaker', 'bulkhead'], idempotentInside)).toEqual([
+      ['bulkhead', 'circuitBreaker'],
+      ['idempotent'],
+    ]);
   });
 
-  it('fuses nothing when the innermost layer is not a standard one', () => {
+  it('puts a wrapping layer innermost when the order says so', () => {
     const idempotentInnermost: PolicyKind[] = [
       'fallback',
       'retry',
@@ -66,7 +86,7 @@ describe('fusedDepth', () => {
       'bulkhead',
       'idempotent',
     ];
-    expect(fusedDepth(layersOf(['retry', 'idempotent'], idempotentInnermost))).toBe(0);
-    expect(fusedDepth(layersOf(['idempotent'], DEFAULT_ORDER))).toBe(0);
+    expect(runsOf(['retry', 'idempotent'], idempotentInnermost)).toEqual([['idempotent'], ['retry']]);
+    expect(runsOf(['idempotent'], DEFAULT_ORDER)).toEqual([['idempotent']]);
   });
 });

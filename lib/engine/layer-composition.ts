@@ -1,36 +1,56 @@
+import { Observable } from 'rxjs';
 import { callCancellable } from '../kernel/cancellation';
 import { Clock } from '../kernel/clock';
 import { Pipeline, ReturnKind } from '../decorators/return-kind';
 import { methodPipeline, ObservablePipeline } from './method-pipeline';
-import { observeUnder, Policy } from '../kernel/policy';
+import { observeAsCalls, Policy } from '../kernel/policy';
 import { LayerKind, PolicyKind } from '../kernel/resilience.constants';
-import { STANDARD_ORDER, StandardPipeline, settle } from './standard-pipeline';
+import { STANDARD_ORDER, StandardKind, StandardLayers } from './layers';
+import { settle, StandardPipeline } from './standard-pipeline';
+
+/** A standard policy as a layer of a composition: its hooks, and its Observable operator when it has one. */
+export type StandardPolicy = NonNullable<StandardLayers[StandardKind]> & {
+  observe?<T>(source: Observable<T>, args: unknown[]): Observable<T>;
+};
 
 /** One policy of a composed call and the layer kind that places it. */
-export interface ComposedLayer {
-  readonly kind: LayerKind;
-  readonly policy: Policy;
-}
+export type ComposedLayer =
+  | { readonly kind: StandardKind; readonly policy: StandardPolicy }
+  | { readonly kind: Exclude<LayerKind, StandardKind>; readonly policy: Policy };
 
 // Widened to every layer kind, so any layer can be looked up in it.
 const STANDARD_KINDS: readonly LayerKind[] = STANDARD_ORDER;
 
+function isStandard(layer: ComposedLayer): layer is Extract<ComposedLayer, { kind: StandardKind }> {
+  return STANDARD_KINDS.includes(layer.kind);
+}
+
 /**
- * How many of a method's layers (innermost first) the fused pipeline runs:
- * all its standard layers when they are the innermost ones and nest in the
- * pipeline's order, whatever order put them there; otherwise none, and every
- * layer is nested.
+ * The runs of standard layers the engine fuses, innermost first: each run
+ * is the longest stretch of consecutive standard layers that nest in the
+ * engine's order; a wrapping layer (a hedge, an idempotency key) or a
+ * layer out of that order starts a new one.
  */
-export function fusedDepth(layers: readonly { readonly kind: LayerKind }[]): number {
-  let depth = 0;
+export function fusedRuns<L extends { readonly kind: LayerKind }>(layers: readonly L[]): L[][] {
+  const runs: L[][] = [];
+  let run: L[] = [];
   let rank = STANDARD_KINDS.length;
-  for (; depth < layers.length; depth++) {
-    const next = STANDARD_KINDS.indexOf(layers[depth].kind);
-    if (next < 0 || next >= rank) break;
+  for (const layer of layers) {
+    const next = STANDARD_KINDS.indexOf(layer.kind);
+    if (next < 0 || next >= rank) {
+      if (run.length > 0) runs.push(run);
+      run = [];
+      rank = STANDARD_KINDS.length;
+      if (next < 0) {
+        runs.push([layer]);
+        continue;
+      }
+    }
+    run.push(layer);
     rank = next;
   }
-  for (let i = depth; i < layers.length; i++) if (STANDARD_KINDS.includes(layers[i].kind)) return 0;
-  return depth;
+  if (run.length > 0) runs.push(run);
+  return runs;
 }
 
 /** Where a layer sits in `order` (higher is further in); a hedge sits right inside the retry. */
@@ -43,38 +63,62 @@ export function innermostFirst<L extends { readonly kind: LayerKind }>(layers: L
   return layers.sort((a, b) => rankOf(b.kind, order) - rankOf(a.kind, order));
 }
 
+/** The standard layers of one run, by kind, as the engine takes them. */
+function byKind(run: readonly ComposedLayer[]): StandardLayers {
+  const layers: Record<string, unknown> = {};
+  for (const layer of run) layers[layer.kind] = layer.policy;
+  return layers;
+}
+
 /**
- * The promise pipeline over `policies` (innermost first): the innermost
- * standard layers fused into one {@link StandardPipeline} when they allow it,
- * every other layer nested by its `call`. The method of each attempt runs
- * under the caller's cancellation ({@link callCancellable}).
+ * The promise pipeline over `policies` (innermost first): each run of
+ * standard layers ({@link fusedRuns}) is one engine ({@link StandardPipeline})
+ * over the next run in, and a wrapping layer nests the rest by its `call`.
+ * The method of each attempt runs under the caller's cancellation
+ * ({@link callCancellable}).
  */
 export function promiseComposition(policies: readonly ComposedLayer[], clock: Clock): (invoke: Pipeline) => Pipeline {
-  const fused = fusedDepth(policies);
+  const runs = fusedRuns(policies);
   return (invoke) => {
-    // The fused pipeline races the method itself, only when a caller's scope is there.
-    let next: Pipeline = (args) => callCancellable(invoke, args);
-    if (policies.length === 0) return (args) => settle(() => next(args));
-    let outer = policies;
-    if (fused > 0) {
-      const byKind: Record<string, unknown> = {};
-      for (const layer of policies.slice(0, fused)) byKind[layer.kind] = layer.policy;
-      next = new StandardPipeline(byKind, invoke, clock).run;
-      outer = policies.slice(fused);
-    }
-    for (const { policy } of outer) {
-      const inner = next;
-      next = (args) => policy.call(inner, args);
+    if (runs.length === 0) return (args) => settle(() => callCancellable(invoke, args));
+    let next: Pipeline = invoke;
+    let innermost = true;
+    for (const run of runs) {
+      const layer = run[0];
+      if (isStandard(layer)) next = new StandardPipeline(byKind(run), next, clock, !innermost).run;
+      else {
+        // A wrapping layer right around the method races it against the caller's cancellation itself.
+        const inner: Pipeline = innermost ? (args) => callCancellable(invoke, args) : next;
+        const { policy } = layer;
+        next = (args) => policy.call(inner, args);
+      }
+      innermost = false;
     }
     return next;
   };
 }
 
+/** How `layer` runs each subscription of an Observable: its own operator, or one call per subscription. */
+function observerOf(layer: ComposedLayer, clock: Clock): ObservablePipeline {
+  const policy = layer.policy;
+  if (policy.observe !== undefined) return (source, args) => policy.observe!(source, args);
+  if (!isStandard(layer)) return (source) => observeAsCalls((next, arg) => layer.policy.call(next, arg), source);
+  // A standard layer without an operator (the rate limiter): each subscription is one call of the engine over it.
+  const engine = new StandardPipeline({ [layer.kind]: layer.policy }, callWithArgument, clock);
+  return (source) => observeAsCalls((next, arg) => engine.run([next, arg]) as Promise<never>, source);
+}
+
+/** Calls the function in a call's argument array with the argument beside it. */
+function callWithArgument(args: unknown[]): unknown {
+  return (args[0] as (arg: unknown) => unknown)(args[1]);
+}
+
 /** Runs each subscription of an Observable under `policies` (innermost first). */
-export function observableComposition(policies: readonly ComposedLayer[]): ObservablePipeline {
+export function observableComposition(policies: readonly ComposedLayer[], clock: Clock): ObservablePipeline {
+  const observers = policies.map((layer) => observerOf(layer, clock));
   return (source, args) => {
     let observed = source;
-    for (const { policy } of policies) observed = observeUnder(policy, observed, args);
+    for (const observe of observers) observed = observe(observed, args);
     return observed;
   };
 }
@@ -89,5 +133,5 @@ export function composeLayers(
   policies: readonly ComposedLayer[],
   clock: Clock,
 ): Pipeline {
-  return methodPipeline(kind, call, promiseComposition(policies, clock), observableComposition(policies));
+  return methodPipeline(kind, call, promiseComposition(policies, clock), observableComposition(policies, clock));
 }

@@ -1,19 +1,15 @@
 import { Observable } from 'rxjs';
 import { Clock } from '../kernel/clock';
-import { ExecuteOptions, underCallerSignal } from '../kernel/cancellation';
-import { FallbackPolicy } from '../policies/fallback/fallback.policy';
+import { ExecuteOptions } from '../kernel/cancellation';
 import { ComposedLayer, observableComposition, promiseComposition } from './layer-composition';
 import { Pipeline } from '../decorators/return-kind';
 import { ObservablePipeline } from './method-pipeline';
-import { AttemptFunction, invokeWithSignal } from '../kernel/policy';
+import { AttemptFunction } from '../kernel/policy';
+import { executeThrough, invokeCall } from './execute';
+import { FallbackLayer } from './layers';
 
 /** No arguments: what an Observable's policies pass to a fallback handler. */
 const NO_ARGS: unknown[] = [];
-
-/** Calls the function in a pipeline call's argument array; the signal is made only for a function that takes one. */
-function invokeCall(args: unknown[]): unknown {
-  return invokeWithSignal(args[0] as AttemptFunction<unknown>);
-}
 
 /** @internal Faults woven into a pipeline's innermost call (instead of, or before, the real one), when injection is on. */
 export interface InjectedFaults {
@@ -56,13 +52,13 @@ export class ResiliencePipeline {
     readonly name: string,
     policies: readonly ComposedLayer[],
     private readonly clock: Clock,
-    private readonly fallback: FallbackPolicy | undefined,
+    private readonly fallback: FallbackLayer | undefined,
     private readonly faults?: InjectedFaults,
   ) {
     this.layers = [...policies].reverse().map(({ kind, policy }) => [kind, policy.name] as const);
     const call = faults === undefined ? invokeCall : faults.wrapCall(invokeCall);
     this.run = promiseComposition(policies, clock)(call);
-    this.observed = observableComposition(policies);
+    this.observed = observableComposition(policies, clock);
   }
 
   /**
@@ -73,9 +69,7 @@ export class ResiliencePipeline {
    */
   execute<T>(fn: AttemptFunction<T>, options?: ExecuteOptions): Promise<T> {
     this.fallback?.countCall();
-    const signal = options?.signal;
-    if (signal === undefined) return this.run([fn]) as Promise<T>;
-    return underCallerSignal(this.clock, signal, this.run as (args: unknown[]) => Promise<T>, [fn]);
+    return executeThrough(this.run, this.clock, fn, options);
   }
 
   /**

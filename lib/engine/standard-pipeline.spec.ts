@@ -2,9 +2,10 @@ import * as fc from 'fast-check';
 import { VirtualClock } from '../kernel/clock';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { ResilienceRegistry } from '../registry/resilience.registry';
-import { StandardLayers, StandardPipeline } from './standard-pipeline';
+import { StandardPipeline } from './standard-pipeline';
+
 import { CallNotPermittedError } from '../kernel/errors';
-import { nestedPipeline } from '../../test/support/pipelines';
+import { layeredPipeline } from '../../test/support/pipelines';
 
 type Behaviour = 'ok' | 'unavailable' | 'notFound' | 'hang' | 'slow' | 'throwSync';
 
@@ -47,10 +48,10 @@ const OPTIONS = {
 /** Which layers a method has; every combination is checked. */
 type LayerSet = { fallback: boolean; retry: boolean; circuitBreaker: boolean; timeLimiter: boolean; bulkhead: boolean };
 
-function build(layers: LayerSet, kind: 'standard' | 'nested') {
+function build(layers: LayerSet, kind: 'standard' | 'layered') {
   const clock = new VirtualClock();
   const registry = new ResilienceRegistry({ ...OPTIONS, clock, random: () => 0.5 });
-  const policies: StandardLayers = {
+  const policies = {
     fallback: layers.fallback
       ? new FallbackPolicy('m', [{ errors: [CallNotPermittedError], handler: () => 'refused' }])
       : undefined,
@@ -86,7 +87,7 @@ function build(layers: LayerSet, kind: 'standard' | 'nested') {
   const run =
     kind === 'standard'
       ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run
-      : nestedPipeline(policies, (args) => invoke(args[0]));
+      : layeredPipeline(policies, (args) => invoke(args[0]), clock);
   return {
     clock,
     policies,
@@ -134,7 +135,7 @@ describe('StandardPipeline', () => {
           { minLength: 1, maxLength: 8 },
         ),
         async (layers, script, steps) => {
-          const sides = [build(layers, 'standard'), build(layers, 'nested')];
+          const sides = [build(layers, 'standard'), build(layers, 'layered')];
           for (const side of sides) side.setScript(script);
           const outcomes: Array<Array<{ id: number; at: number; outcome: unknown }>> = [[], []];
           let id = 0;

@@ -1,65 +1,56 @@
-import { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
-import { NO_PERMIT } from '../policies/bulkhead/bulkhead.permits';
-import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
 import { Clock } from '../kernel/clock';
 import { callCancellable, callerCancellation, hasNoOutcome } from '../kernel/cancellation';
 import { contextStorage, policyScopeOver, ResilienceContext } from '../kernel/context';
-import { FallbackPolicy } from '../policies/fallback/fallback.policy';
-import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
-import { RetryPolicy } from '../policies/retry/retry.policy';
-import { TimedAttempt, TimeLimiter } from '../policies/time-limiter/time-limiter.policy';
-
-/** The layers of one method that the standard pipeline runs; any may be absent. */
-export interface StandardLayers {
-  readonly fallback?: FallbackPolicy;
-  readonly retry?: RetryPolicy;
-  readonly circuitBreaker?: CircuitBreakerPolicy;
-  readonly rateLimiter?: RateLimiterPolicy;
-  readonly timeLimiter?: TimeLimiter;
-  readonly bulkhead?: BulkheadPolicy;
-}
-
-/** The layers the standard pipeline runs, outermost first: the nesting it implements. */
-export const STANDARD_ORDER = [
-  'fallback',
-  'retry',
-  'circuitBreaker',
-  'rateLimiter',
-  'timeLimiter',
-  'bulkhead',
-] as const satisfies readonly (keyof StandardLayers)[];
+import {
+  BreakerLayer,
+  BulkheadLayer,
+  FallbackLayer,
+  NO_PERMIT,
+  RateLimiterLayer,
+  RetryLayer,
+  StandardLayers,
+  TimeLimiterLayer,
+} from './layers';
+import { TimedAttempt } from './timed-attempt';
 
 /**
- * Runs a method under Fallback → Retry → CircuitBreaker → RateLimiter →
- * TimeLimiter → Bulkhead, Resilience4j's order, with the same outcome as nesting each
- * policy's `call`, but as one small state machine per attempt: the
- * synchronous checks (breaker permit, rate limiter permit, bulkhead permit) run inline and the
- * whole outcome is handled on a single promise, where nesting would chain a
- * promise per layer. Retrying, waiting for a rate limiter or bulkhead
- * permit and falling back take the policies' own (slower) paths.
+ * The engine: what one call through the standard policies means. It runs
+ * a method under any of Fallback → Retry → CircuitBreaker → RateLimiter →
+ * TimeLimiter → Bulkhead, Resilience4j's order, through their hooks
+ * ({@link StandardLayers}), as one small state machine per attempt: the
+ * synchronous checks (breaker permit, rate limiter permit, bulkhead permit)
+ * run inline and the whole outcome is handled on a single promise. Every
+ * promise path uses it: a decorated method, a code pipeline, one policy's
+ * `execute`, and each run of standard layers in a custom order. Retrying,
+ * waiting for a rate limiter or bulkhead permit and falling back take the
+ * policies' own (slower) paths.
  */
 export class StandardPipeline {
-  readonly fallback?: FallbackPolicy;
-  readonly retry?: RetryPolicy;
-  readonly breaker?: CircuitBreakerPolicy;
-  readonly rateLimiter?: RateLimiterPolicy;
+  readonly fallback?: FallbackLayer;
+  readonly retry?: RetryLayer;
+  readonly breaker?: BreakerLayer;
+  readonly rateLimiter?: RateLimiterLayer;
   /** The rate limiter has a `drainPermissionsOnResult` to offer each permitted attempt's outcome to. */
   readonly drains: boolean;
-  readonly limiter?: TimeLimiter;
-  readonly bulkhead?: BulkheadPolicy;
+  readonly limiter?: TimeLimiterLayer;
+  readonly bulkhead?: BulkheadLayer;
   /** @internal Attempts whose calls are over, for later calls to reuse. */
   readonly spare: Attempt[] = [];
 
   /**
    * @param layers - the method's policies
-   * @param invoke - calls the method itself with its argument array
+   * @param invoke - calls the method itself with its argument array (or the engine of the layers further in)
    * @param clock - the clock the breaker measures durations on
+   * @param invokeAnswersCancellation - `invoke` is an engine further in, which settles by itself when the
+   *   caller cancels (with the last error of the method, when one failed): it is not raced against the cancellation
    */
   constructor(
     layers: StandardLayers,
     readonly invoke: (args: unknown[]) => unknown,
     readonly clock: Clock,
+    invokeAnswersCancellation = false,
   ) {
+    this.raced = invokeAnswersCancellation ? invoke : (args) => callCancellable(invoke, args);
     this.fallback = layers.fallback;
     this.retry = layers.retry;
     this.breaker = layers.circuitBreaker;
@@ -148,10 +139,10 @@ export class StandardPipeline {
   }
 
   /** Calls the method once the bulkhead's queue admits it; the bulkhead gives the permit back itself. */
-  private readonly queued = (args: unknown[]): unknown => this.bulkhead!.call(this.raced, args);
+  private readonly queued = (args: unknown[]): unknown => this.bulkhead!.callQueued(this.raced, args);
 
-  /** Calls the method raced against its caller's cancellation ({@link callCancellable}). */
-  private readonly raced = (args: unknown[]): unknown => callCancellable(this.invoke, args);
+  /** Calls the method raced against its caller's cancellation ({@link callCancellable}), unless it answers the cancellation itself. */
+  private readonly raced: (args: unknown[]) => unknown;
 
   /** @internal What a first attempt that returned `value` answers: the value, or a retry of it. */
   afterResult(args: unknown[], value: unknown): unknown {
@@ -229,7 +220,7 @@ class Attempt extends TimedAttempt {
   }
 
   /** Waits for a permit `rateLimiter` reserved (or its refusal), then goes on with the attempt. */
-  waitForPermission(rateLimiter: RateLimiterPolicy): Promise<unknown> {
+  waitForPermission(rateLimiter: RateLimiterLayer): Promise<unknown> {
     return rateLimiter.waitForPermission().then(
       () => {
         this.limited = true;

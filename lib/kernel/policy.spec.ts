@@ -1,5 +1,5 @@
 import { lastValueFrom, Observable, Subject, toArray } from 'rxjs';
-import { observeUnder, Policy } from './policy';
+import { observeAsCalls, Policy } from './policy';
 
 /** A policy with only `call` (as a rate limiter or a custom policy may be): counts the calls it is running. */
 class Gauge implements Policy {
@@ -18,12 +18,12 @@ class Gauge implements Policy {
   }
 }
 
-describe('observeUnder: a policy without its own observe', () => {
+describe('observeAsCalls: a layer without an Observable operator of its own', () => {
   it('runs one call per subscription, for as long as the subscription lasts', async () => {
     const gauge = new Gauge();
     const source = new Subject<number>();
     const values: number[] = [];
-    const observed = observeUnder(gauge, source, []);
+    const observed = observeAsCalls((next, arg) => gauge.call(next, arg), source);
     observed.subscribe((value) => values.push(value));
     await Promise.resolve();
     expect(gauge).toMatchObject({ calls: 1, running: 1 });
@@ -38,7 +38,10 @@ describe('observeUnder: a policy without its own observe', () => {
 
   it('ends the call when the subscriber unsubscribes', async () => {
     const gauge = new Gauge();
-    const subscription = observeUnder(gauge, new Observable<number>(() => undefined), []).subscribe();
+    const subscription = observeAsCalls(
+      (next, arg) => gauge.call(next, arg),
+      new Observable<number>(() => undefined),
+    ).subscribe();
     await Promise.resolve();
     expect(gauge.running).toBe(1);
     subscription.unsubscribe();
@@ -50,6 +53,8 @@ describe('observeUnder: a policy without its own observe', () => {
   it('emits the answer of a policy that answers without subscribing (a replay)', async () => {
     const replaying: Policy = { name: 'replay', call: async <R>() => 'stored' as unknown as R };
     const source = new Observable<string>((subscriber) => subscriber.error(new Error('must not be subscribed')));
-    await expect(lastValueFrom(observeUnder(replaying, source, []).pipe(toArray()))).resolves.toEqual(['stored']);
+    await expect(
+      lastValueFrom(observeAsCalls((next, arg) => replaying.call(next, arg), source).pipe(toArray())),
+    ).resolves.toEqual(['stored']);
   });
 });

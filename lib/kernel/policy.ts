@@ -61,13 +61,12 @@ export function executeUnder<R>(
 }
 
 /**
- * @internal `source` with each subscription under `policy`: its own
- * `observe` when it has one, else one `call` per subscription that lasts
- * until the subscription ends (an unsubscribe ends it as a success).
- * A value the policy answers without subscribing (a replay) is emitted.
+ * @internal `source` with each subscription run as one `call` that lasts
+ * until the subscription ends (an unsubscribe ends it as a success): how a
+ * layer without an Observable operator of its own applies to Observables.
+ * A value the call answers without subscribing (a replay) is emitted.
  */
-export function observeUnder<T>(policy: Policy, source: Observable<T>, args: unknown[]): Observable<T> {
-  if (policy.observe !== undefined) return policy.observe(source, args);
+export function observeAsCalls<T>(call: Policy['call'], source: Observable<T>): Observable<T> {
   return new Observable<T>((subscriber) => {
     let inner: Subscription | undefined;
     let subscribed = false;
@@ -78,7 +77,7 @@ export function observeUnder<T>(policy: Policy, source: Observable<T>, args: unk
         finish = () => resolve(undefined);
         inner = source.subscribe({ next: (value) => subscriber.next(value), error: reject, complete: finish });
       });
-    policy.call(run, undefined).then(
+    call(run, undefined).then(
       (answer) => {
         if (!subscribed) subscriber.next(answer as T);
         subscriber.complete();

@@ -10,15 +10,16 @@ import {
 } from './errors';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { ResilienceRegistry } from '../registry/resilience.registry';
-import { StandardLayers, StandardPipeline } from '../engine/standard-pipeline';
-import { nestedPipeline } from '../../test/support/pipelines';
+import { StandardPipeline } from '../engine/standard-pipeline';
+import { StandardLayers } from '../engine/layers';
+import { layeredPipeline } from '../../test/support/pipelines';
 
 /**
  * "Never left" is a property of the whole call: once an attempt reached the
  * method, a later attempt's refusal must not make the call look as if it
  * never left (DESIGN, "Fallback").
  */
-type Kind = 'standard' | 'nested';
+type Kind = 'standard' | 'layered';
 
 function compose(
   layers: StandardLayers,
@@ -26,7 +27,7 @@ function compose(
   clock: VirtualClock,
   kind: Kind,
 ): (args: unknown[]) => Promise<unknown> {
-  return kind === 'standard' ? new StandardPipeline(layers, invoke, clock).run : nestedPipeline(layers, invoke);
+  return kind === 'standard' ? new StandardPipeline(layers, invoke, clock).run : layeredPipeline(layers, invoke, clock);
 }
 
 /** Breaker opening on the first failure, a 1 s limit, three attempts 100 ms apart. */
@@ -80,7 +81,7 @@ function setup(kind: Kind, extra: { retry?: object; bulkhead?: boolean } = {}) {
   };
 }
 
-describe.each<Kind>(['standard', 'nested'])('a refusal after an attempt reached the method (%s pipeline)', (kind) => {
+describe.each<Kind>(['standard', 'layered'])('a refusal after an attempt reached the method (%s pipeline)', (kind) => {
   it('fails with the earlier attempt\'s timeout, the breaker refusal attached as cause, so the "not charged" fallback is never chosen', async () => {
     const s = setup(kind);
     const outcome = s.runWithoutFallback([]).catch((e: unknown) => e);

@@ -19,9 +19,8 @@ import { FallbackHandlerSpec, FallbackPolicy } from '../policies/fallback/fallba
 import { FALLBACK_HANDLER_MISSING } from '../policies/fallback/fallback.messages';
 import { CheckedIdempotentOptions } from '../features/idempotency/idempotency.options';
 import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
-import { Policy } from '../kernel/policy';
 import { ComposedLayer, composeLayers, innermostFirst } from '../engine/layer-composition';
-import { RegistryPolicy } from '../registry/policy-instances';
+import { PolicyInstances, RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from '../kernel/resilience.messages';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
@@ -94,17 +93,20 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const single = layers.filter((l) => l.kind !== 'fallback');
     if (fallbacks.length > 0) single.push(fallbacks[0]);
     const sorted = innermostFirst(single, order);
-    const policies = sorted.map((layer): ComposedLayer => ({
-      kind: layer.kind,
-      policy:
-        layer.kind === 'fallback'
-          ? this.fallbackFor(instance, info, fallbacks)
-          : layer.kind === 'idempotent'
-            ? this.idempotency.policyFor(info, layer.options as CheckedIdempotentOptions, method)
-            : layer.kind === 'hedge'
-              ? this.hedgeFor(layer, info, layers)
-              : this.policyFor(layer, info),
-    }));
+    const policies = sorted.map(
+      (layer) =>
+        ({
+          kind: layer.kind,
+          policy:
+            layer.kind === 'fallback'
+              ? this.fallbackFor(instance, info, fallbacks)
+              : layer.kind === 'idempotent'
+                ? this.idempotency.policyFor(info, layer.options as CheckedIdempotentOptions, method)
+                : layer.kind === 'hedge'
+                  ? this.hedgeFor(layer, info, layers)
+                  : this.policyFor(layer, info),
+        }) as ComposedLayer,
+    );
     this.checkTimeoutsRecorded(sorted, policies, info);
     const original = info.original;
     // A call with its one argument spelled out is cheaper than an apply over the array, and most methods take one.
@@ -163,7 +165,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     return hedge;
   }
 
-  private policyFor(layer: LayerSpec, info: TrampolineInfo): Policy {
+  private policyFor(layer: LayerSpec, info: TrampolineInfo): PolicyInstances[RegistryPolicy] {
     const kind = layer.kind as RegistryPolicy;
     const where = `@${layer.decorator} on ${info.target}`;
     if (kind === 'bulkhead' && layer.name !== undefined && this.threadPoolType(layer, info) === 'THREADPOOL') {
@@ -205,7 +207,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
    */
   private checkTimeoutsRecorded(
     innermostFirst: readonly LayerSpec[],
-    policies: readonly { readonly policy: Policy }[],
+    policies: readonly ComposedLayer[],
     info: TrampolineInfo,
   ): void {
     const timeLimiter = innermostFirst.findIndex((l) => l.kind === 'timeLimiter');

@@ -2,6 +2,7 @@ import { VirtualClock } from '../kernel/clock';
 import { EventStream } from '../kernel/events';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { FallbackShare } from './fallback-share';
+import { underFallback } from '../../test/support/pipelines';
 
 class Outage extends Error {}
 
@@ -11,7 +12,7 @@ function guarded(name: string) {
   const calls = new EventStream<void>();
   const call = (fail: boolean): Promise<unknown> => {
     calls.emit();
-    return policy.call(() => (fail ? Promise.reject(new Outage()) : Promise.resolve('ok')), []);
+    return underFallback(policy, () => (fail ? Promise.reject(new Outage()) : Promise.resolve('ok')), []);
   };
   return { policy, call, countCalls: (onCall: () => void) => calls.subscribe(onCall) };
 }

@@ -4,7 +4,8 @@ import { contextStorage, ResilienceContext } from '../../lib/kernel/context';
 import { RetryPolicy } from '../../lib/policies/retry/retry.policy';
 import { RETRY_SCHEMA, RetryConfig } from '../../lib/policies/retry/retry.config';
 import { FallbackPolicy } from '../../lib/policies/fallback/fallback.policy';
-import { StandardLayers, StandardPipeline } from '../../lib/engine/standard-pipeline';
+import { StandardPipeline } from '../../lib/engine/standard-pipeline';
+import { StandardLayers } from '../../lib/engine/layers';
 import { lastValueFrom, Observable } from 'rxjs';
 
 /*

@@ -1,5 +1,5 @@
 import { BulkheadPolicy } from '../../lib/policies/bulkhead/bulkhead.policy';
-import { NO_PERMIT } from '../../lib/policies/bulkhead/bulkhead.permits';
+import { NO_PERMIT } from '../../lib/engine/layers';
 import { BULKHEAD_SCHEMA, BulkheadConfig } from '../../lib/policies/bulkhead/bulkhead.config';
 import { VirtualClock } from '../../lib/kernel/clock';
 import { BulkheadFullError } from '../../lib/kernel/errors';

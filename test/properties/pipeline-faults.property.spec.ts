@@ -11,8 +11,9 @@ import { IdempotentMethod } from '../../lib/features/idempotency/idempotent-meth
 import { DEFAULT_RELEASE_ON } from '../../lib/features/idempotency/idempotent-target';
 import { MemoryIdempotencyStore } from '../../lib/features/idempotency/memory-idempotency-store';
 import { ResilienceRegistry } from '../../lib/registry/resilience.registry';
-import { StandardLayers, StandardPipeline } from '../../lib/engine/standard-pipeline';
-import { LaggingClock, nestedPipeline } from '../support/pipelines';
+import { StandardPipeline } from '../../lib/engine/standard-pipeline';
+import { StandardLayers } from '../../lib/engine/layers';
+import { LaggingClock, layeredPipeline } from '../support/pipelines';
 
 /**
  * The whole method pipeline (@Idempotent keyed call → Fallback → Retry →
@@ -88,7 +89,7 @@ function flaky(store: IdempotencyStore, faults: readonly StoreFault[]): Idempote
 }
 
 interface Scenario {
-  readonly kind: 'standard' | 'nested';
+  readonly kind: 'standard' | 'layered';
   /** With a "rejected, not charged" fallback for refusals, or without (the refusal then reaches @Idempotent). */
   readonly fallback: boolean;
   readonly lagMs: number;
@@ -222,7 +223,9 @@ async function play(scenario: Scenario) {
   bulkhead.onCallPermitted(() => permitted++);
   bulkhead.onCallFinished(() => finished++);
   const run =
-    scenario.kind === 'standard' ? new StandardPipeline(layers, invoke, clock).run : nestedPipeline(layers, invoke);
+    scenario.kind === 'standard'
+      ? new StandardPipeline(layers, invoke, clock).run
+      : layeredPipeline(layers, invoke, clock);
   const idempotent = new IdempotentMethod(
     'Payments.pay',
     {
@@ -359,7 +362,7 @@ describe('the pipeline under drawn faults', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.record({
-          kind: fc.constantFrom<Scenario['kind']>('standard', 'nested'),
+          kind: fc.constantFrom<Scenario['kind']>('standard', 'layered'),
           fallback: fc.boolean(),
           lagMs: fc.constantFrom(0, 3),
           deadline: fc.constantFrom<Scenario['deadline']>('none', 'day'),

@@ -1,29 +1,24 @@
 import { Clock, TimerHandle, VirtualClock } from '../../lib/kernel/clock';
-import { Policy } from '../../lib/kernel/policy';
-import { StandardLayers } from '../../lib/engine/standard-pipeline';
+import { FallbackLayer, STANDARD_ORDER, StandardLayers } from '../../lib/engine/layers';
+import { StandardPipeline } from '../../lib/engine/standard-pipeline';
 
 /**
- * The standard layers composed by nesting each policy's `call`, innermost
- * first, as the explorer does for an order the fused pipeline does not take:
- * what `StandardPipeline` must agree with. A synchronous throw becomes a rejection.
+ * The standard layers with one engine per layer, each nested in the next
+ * (innermost first), as a custom `order` or a hedge between them composes
+ * them: what the engine over all of them at once must agree with.
  */
-export function nestedPipeline(
+export function layeredPipeline(
   layers: StandardLayers,
   invoke: (args: unknown[]) => unknown,
+  clock: Clock,
 ): (args: unknown[]) => Promise<unknown> {
   let next = invoke;
-  for (const policy of [
-    layers.bulkhead,
-    layers.timeLimiter,
-    layers.rateLimiter,
-    layers.circuitBreaker,
-    layers.retry,
-    layers.fallback,
-  ]) {
-    if (policy === undefined) continue;
-    const inner = next;
-    const p: Policy = policy;
-    next = (args) => p.call(inner, args);
+  let innermost = true;
+  for (const kind of [...STANDARD_ORDER].reverse()) {
+    const layer = layers[kind];
+    if (layer === undefined) continue;
+    next = new StandardPipeline({ [kind]: layer }, next, clock, !innermost).run;
+    innermost = false;
   }
   return (args) => {
     try {
@@ -56,4 +51,16 @@ export class LaggingClock implements Clock {
   clearTimeout(handle: TimerHandle): void {
     this.inner.clearTimeout(handle);
   }
+}
+
+/**
+ * Runs `next(args)` under `fallback` alone, as the engine runs a method
+ * with only `@Fallback`: a fallback policy has no `execute` of its own.
+ */
+export function underFallback(
+  fallback: FallbackLayer,
+  next: (args: unknown[]) => unknown,
+  args: unknown[],
+): Promise<unknown> {
+  return new StandardPipeline({ fallback }, next, new VirtualClock()).run(args);
 }

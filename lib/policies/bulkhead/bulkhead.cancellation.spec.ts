@@ -36,20 +36,20 @@ describe('BulkheadPolicy and the caller’s cancellation', () => {
     bulkhead.onCallRejected((e) => rejected.push(e));
   });
 
-  it('gives no permit to a caller that has already cancelled, and rejects with its AbortError', async () => {
+  it('gives no permit to a caller that has already cancelled, and rejects with its AbortError before reaching the bulkhead', async () => {
     const caller = callerOf(clock);
     const reason = new Error('client went away');
     caller.abort(reason);
     const outcome = track(
       clock,
-      contextStorage.run(caller, () => bulkhead.call(method, undefined)),
+      contextStorage.run(caller, () => bulkhead.execute(method)),
     );
     await VirtualClock.settle();
     expect(outcome).toEqual({ status: 'rejected', error: callerAbortError(reason), at: 0 });
     expect((outcome.error as Error).cause).toBe(reason);
     expect(calls).toBe(0);
     expect(permitted).toBe(0);
-    expect(rejected).toEqual([{ name: 'reports', reason: 'aborted', error: outcome.error }]);
+    expect(rejected).toEqual([]);
     expect(bulkhead.metrics).toEqual({ availableConcurrentCalls: 1, maxAllowedConcurrentCalls: 1, queueDepth: 0 });
   });
 

@@ -2,7 +2,8 @@ import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscr
 import { callerCancellation } from '../../kernel/cancellation';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 
-import { NO_PERMIT, PermitSource } from './bulkhead.permits';
+import { PermitSource } from './bulkhead.permits';
+import { NO_PERMIT } from '../../engine/layers';
 
 /** @internal `upstream` with each subscription holding a bulkhead permit; see {@link BulkheadPolicy.observe}. */
 export class BoundedObservable<T> extends Observable<T> {

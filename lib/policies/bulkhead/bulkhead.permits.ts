@@ -1,6 +1,3 @@
-/** What {@link BulkheadPolicy.tryEnter} returns when every permit is taken. */
-export const NO_PERMIT = -1;
-
 /** @internal What a bulkhead's Observable operator asks of it: permits, and places in its queue. */
 export interface PermitSource {
   tryEnter(): number;

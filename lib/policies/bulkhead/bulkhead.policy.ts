@@ -3,13 +3,15 @@ import { Clock, TimerHandle } from '../../kernel/clock';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../../kernel/errors';
 import { EventStream, EventSubscriber } from '../../kernel/events';
-import { AttemptFunction, executeUnder } from '../../kernel/policy';
+import { AttemptFunction } from '../../kernel/policy';
+import { executeThrough, soloPipeline } from '../../engine/execute';
+import { Pipeline } from '../../decorators/return-kind';
 import { callerCancellation, ExecuteOptions } from '../../kernel/cancellation';
 import { refusal } from '../../kernel/refusal';
 import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
 import { BoundedObservable } from './bulkhead.operator';
-import { NO_PERMIT } from './bulkhead.permits';
+import { NO_PERMIT } from '../../engine/layers';
 import type {
   BulkheadCallFinishedEvent,
   BulkheadCallPermittedEvent,
@@ -114,20 +116,24 @@ export class BulkheadPolicy {
     };
   }
 
+  /** The engine over this policy alone, made on the first `execute`. */
+  private solo: Pipeline | undefined;
+
   /**
    * Runs `fn` once a permit is free; rejects with {@link BulkheadFullError} when none is. `fn` receives the attempt's signal; `options.signal` lets a caller
    * outside any request scope cancel the call.
    */
   execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
-    return executeUnder(this, this.clock, fn, options);
+    return executeThrough((this.solo ??= soloPipeline({ bulkhead: this }, this.clock)), this.clock, fn, options);
   }
 
   /**
-   * @internal Runs `next(arg)` holding a permit, waiting in the queue when all are
-   * taken. The permit is released however the call ends. A caller that has
-   * cancelled gets no permit: it rejects with its `AbortError`.
+   * @internal The engine's queued path: runs `next(arg)` holding a permit,
+   * waiting in the queue when all are taken. The permit is released however
+   * the call ends. A caller that has cancelled gets no permit: it rejects
+   * with its `AbortError`.
    */
-  async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
+  async callQueued<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
     const cancelled = callerCancellation(contextStorage.getStore());
     if (cancelled !== undefined) throw this.cancelled(cancelled);
     let started = this.tryEnter();

@@ -196,9 +196,9 @@ describe('BulkheadPolicy', () => {
     expect(b.metrics.availableConcurrentCalls).toBe(1);
   });
 
-  it('passes the argument to next in call()', async () => {
+  it('passes the argument to next on its queued path', async () => {
     const b = bulkhead(clock, { maxConcurrentCalls: 1 });
-    await expect(b.call((n: number) => n * 2, 21)).resolves.toBe(42);
+    await expect(b.callQueued((n: number) => n * 2, 21)).resolves.toBe(42);
   });
 
   describe('inside a time limiter, with no request deadline', () => {

@@ -6,8 +6,10 @@ import { BulkheadFullError, CallNotPermittedError, refusalError } from '../../ke
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
 import { exponentialInterval, randomizedInterval } from '../../kernel/interval-function';
 import { javaException } from '../../config/java-exceptions';
-import { AttemptFunction, executeUnder } from '../../kernel/policy';
-import { refusal, refusedCall } from '../../kernel/refusal';
+import { AttemptFunction } from '../../kernel/policy';
+import { executeThrough, soloPipeline } from '../../engine/execute';
+import { Pipeline } from '../../decorators/return-kind';
+import { refusal } from '../../kernel/refusal';
 import { ExecuteOptions, isCancellation } from '../../kernel/cancellation';
 import { Observable } from 'rxjs';
 import { CircuitBreakerConfig } from './circuit-breaker.config';
@@ -293,36 +295,15 @@ export class CircuitBreakerPolicy {
     };
   }
 
+  /** The engine over this policy alone, made on the first `execute`. */
+  private solo: Pipeline | undefined;
+
   /**
    * Runs `fn` under the breaker; rejects with {@link CallNotPermittedError} when it is refused. `fn` receives the attempt's signal; `options.signal` lets a caller
    * outside any request scope cancel the call.
    */
   execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
-    return executeUnder(this, this.clock, fn, options);
-  }
-
-  /**
-   * @internal Runs `next(arg)` if the breaker permits it and records the outcome and
-   * the duration (measured on the breaker's clock).
-   */
-  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    // A refusal is the common answer under overload: it gets no async frame and no throw.
-    if (!this.tryAcquirePermission()) return refusedCall(this.notPermittedError());
-    return this.callPermitted(next, arg);
-  }
-
-  private async callPermitted<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    const epoch = this.epoch;
-    const start = this.clock.now();
-    let result: Awaited<R>;
-    try {
-      result = await next(arg);
-    } catch (error) {
-      this.recordCall(epoch, start, true, error);
-      throw error;
-    }
-    this.recordCall(epoch, start, false, result);
-    return result;
+    return executeThrough((this.solo ??= soloPipeline({ circuitBreaker: this }, this.clock)), this.clock, fn, options);
   }
 
   /**

@@ -1146,7 +1146,7 @@ describe('CircuitBreakerPolicy', () => {
       const settings = config({ slidingWindowSize: 7, minimumNumberOfCalls: 7 });
       const cb = new CircuitBreakerPolicy('payments', settings, new VirtualClock());
       const error = new IoError('original');
-      await expect(cb.call((n: number) => n * 2, 21)).resolves.toBe(42);
+      await expect(cb.execute(() => 42)).resolves.toBe(42);
       await expect(cb.execute(() => Promise.reject(error))).rejects.toBe(error);
       expect(cb.config).toBe(settings);
       expect(cb.name).toBe('payments');

@@ -3,6 +3,7 @@ import { concatWith, lastValueFrom, Observable, of, throwError, toArray } from '
 import { FallbackHandlerSpec, FallbackPolicy } from './fallback.policy';
 import type { FallbackEvent } from './fallback.events';
 import { DUPLICATE_FALLBACK } from './fallback.messages';
+import { underFallback } from '../../../test/support/pipelines';
 
 class PaymentError extends Error {}
 class PaymentDeclinedError extends PaymentError {}
@@ -22,9 +23,9 @@ describe('FallbackPolicy', () => {
     ];
     for (const order of [specs, [...specs].reverse(), [specs[1], specs[0], specs[2]]]) {
       const fallback = new FallbackPolicy('charge', order);
-      await expect(fallback.call(failWith(new CardExpiredError()), [])).resolves.toBe('declined');
-      await expect(fallback.call(failWith(new PaymentError()), [])).resolves.toBe('payment error');
-      await expect(fallback.call(failWith(new RangeError()), [])).resolves.toBe('any error');
+      await expect(underFallback(fallback, failWith(new CardExpiredError()), [])).resolves.toBe('declined');
+      await expect(underFallback(fallback, failWith(new PaymentError()), [])).resolves.toBe('payment error');
+      await expect(underFallback(fallback, failWith(new RangeError()), [])).resolves.toBe('any error');
     }
   });
 
@@ -33,11 +34,13 @@ describe('FallbackPolicy', () => {
       { errors: [Error], handler: () => ({ status: 'pending', outcome: 'unknown' }) },
       { errors: [CallNotPermittedError], handler: () => ({ status: 'rejected', charged: false }) },
     ]);
-    await expect(fallback.call(failWith(new CallNotPermittedError('payments', 'OPEN', 5000)), [])).resolves.toEqual({
+    await expect(
+      underFallback(fallback, failWith(new CallNotPermittedError('payments', 'OPEN', 5000)), []),
+    ).resolves.toEqual({
       status: 'rejected',
       charged: false,
     });
-    await expect(fallback.call(failWith(new TimeoutExceededError('payments', 2000)), [])).resolves.toEqual({
+    await expect(underFallback(fallback, failWith(new TimeoutExceededError('payments', 2000)), [])).resolves.toEqual({
       status: 'pending',
       outcome: 'unknown',
     });
@@ -50,23 +53,25 @@ describe('FallbackPolicy', () => {
         handler: (_args, error) => (error as Error).constructor.name,
       },
     ]);
-    await expect(fallback.call(failWith(new CardExpiredError()), [])).resolves.toBe('CardExpiredError');
-    await expect(fallback.call(failWith(new InsufficientFundsError()), [])).resolves.toBe('InsufficientFundsError');
+    await expect(underFallback(fallback, failWith(new CardExpiredError()), [])).resolves.toBe('CardExpiredError');
+    await expect(underFallback(fallback, failWith(new InsufficientFundsError()), [])).resolves.toBe(
+      'InsufficientFundsError',
+    );
   });
 
   it('rethrows the original error when no class matches', async () => {
     const fallback = new FallbackPolicy('charge', [{ errors: [PaymentDeclinedError], handler: () => 'declined' }]);
     const original = new PaymentError('gateway down');
-    await expect(fallback.call(failWith(original), [])).rejects.toBe(original);
+    await expect(underFallback(fallback, failWith(original), [])).rejects.toBe(original);
   });
 
   it('rethrows non-Error throws untouched', async () => {
     const fallback = new FallbackPolicy('charge', [{ errors: [Error], handler: () => 'handled' }]);
-    await expect(fallback.call(failWith('plain string'), [])).rejects.toBe('plain string');
-    await expect(fallback.call(failWith(undefined), [])).rejects.toBeUndefined();
-    await expect(fallback.call(failWith(null), [])).rejects.toBeNull();
+    await expect(underFallback(fallback, failWith('plain string'), [])).rejects.toBe('plain string');
+    await expect(underFallback(fallback, failWith(undefined), [])).rejects.toBeUndefined();
+    await expect(underFallback(fallback, failWith(null), [])).rejects.toBeNull();
     const bare = Object.create(null) as object;
-    await expect(fallback.call(failWith(bare), [])).rejects.toBe(bare);
+    await expect(underFallback(fallback, failWith(bare), [])).rejects.toBe(bare);
   });
 
   it('propagates a business error the handler throws', async () => {
@@ -80,10 +85,12 @@ describe('FallbackPolicy', () => {
       },
       { errors: [InsufficientFundsError], handler: () => Promise.reject(new PaymentRefusedError('no funds')) },
     ]);
-    await expect(fallback.call(failWith(new CardExpiredError()), [])).rejects.toThrow(
+    await expect(underFallback(fallback, failWith(new CardExpiredError()), [])).rejects.toThrow(
       new PaymentRefusedError('card declined'),
     );
-    await expect(fallback.call(failWith(new InsufficientFundsError()), [])).rejects.toThrow(PaymentRefusedError);
+    await expect(underFallback(fallback, failWith(new InsufficientFundsError()), [])).rejects.toThrow(
+      PaymentRefusedError,
+    );
   });
 
   it('gives the handler the original arguments and the error', async () => {
@@ -91,9 +98,9 @@ describe('FallbackPolicy', () => {
     const fallback = new FallbackPolicy('inventory', [{ errors: [Error], handler }]);
     const error = new Error('down');
     const args = ['sku-1', 3];
-    await expect(fallback.call((a: unknown[]) => (a.length ? Promise.reject(error) : 'never'), args)).resolves.toBe(
-      'fallback for sku-1',
-    );
+    await expect(
+      underFallback(fallback, (a: unknown[]) => (a.length ? Promise.reject(error) : 'never'), args),
+    ).resolves.toBe('fallback for sku-1');
     expect(handler).toHaveBeenCalledWith(args, error);
   });
 
@@ -102,7 +109,7 @@ describe('FallbackPolicy', () => {
     const next = (): never => {
       throw new TypeError('sync');
     };
-    await expect(fallback.call(next, [])).resolves.toBe('recovered');
+    await expect(underFallback(fallback, next, [])).resolves.toBe('recovered');
   });
 
   it('returns the method result and stays silent when the call succeeds', async () => {
@@ -110,7 +117,7 @@ describe('FallbackPolicy', () => {
     const fallback = new FallbackPolicy('charge', [{ errors: [Error], handler }]);
     const events: FallbackEvent[] = [];
     fallback.onFallback((e) => events.push(e));
-    await expect(fallback.call((args: number[]) => args[0] + 1, [41])).resolves.toBe(42);
+    await expect(underFallback(fallback, (args) => (args[0] as number) + 1, [41])).resolves.toBe(42);
     expect(handler).not.toHaveBeenCalled();
     expect(events).toEqual([]);
   });
@@ -129,11 +136,11 @@ describe('FallbackPolicy', () => {
     const unsubscribe = fallback.onFallback((e) => events.push(e));
     const expired = new CardExpiredError();
     const broken = new PaymentError();
-    await fallback.call(failWith(expired), []);
-    await expect(fallback.call(failWith(broken), [])).rejects.toBe(broken);
-    await expect(fallback.call(failWith(new RangeError()), [])).rejects.toBeInstanceOf(RangeError);
+    await underFallback(fallback, failWith(expired), []);
+    await expect(underFallback(fallback, failWith(broken), [])).rejects.toBe(broken);
+    await expect(underFallback(fallback, failWith(new RangeError()), [])).rejects.toBeInstanceOf(RangeError);
     unsubscribe();
-    await fallback.call(failWith(expired), []);
+    await underFallback(fallback, failWith(expired), []);
 
     expect(events).toEqual([
       { name: 'charge', errorClass: PaymentDeclinedError, error: expired },
@@ -147,9 +154,9 @@ describe('FallbackPolicy', () => {
       { errors: [CardExpiredError], handler: () => 'expired' },
     ]);
     for (let i = 0; i < 3; i++) {
-      await expect(fallback.call(failWith(new CardExpiredError()), [])).resolves.toBe('expired');
-      await expect(fallback.call(failWith(new InsufficientFundsError()), [])).resolves.toBe('payment');
-      await expect(fallback.call(failWith(new Error()), [])).rejects.toBeInstanceOf(Error);
+      await expect(underFallback(fallback, failWith(new CardExpiredError()), [])).resolves.toBe('expired');
+      await expect(underFallback(fallback, failWith(new InsufficientFundsError()), [])).resolves.toBe('payment');
+      await expect(underFallback(fallback, failWith(new Error()), [])).rejects.toBeInstanceOf(Error);
     }
   });
 

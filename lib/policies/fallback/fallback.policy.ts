@@ -78,19 +78,6 @@ export class FallbackPolicy {
   }
 
   /**
-   * @internal Runs `next(args)`; on an error with a matching handler, returns what the
-   * handler returns. `args` is the method's argument array, passed on to the
-   * handler as given.
-   */
-  async call<A, R>(next: (arg: A) => R | PromiseLike<R>, args: A): Promise<R> {
-    try {
-      return await next(args);
-    } catch (error) {
-      return (await this.recover(args as unknown as unknown[], error)) as R;
-    }
-  }
-
-  /**
    * @internal Runs each subscription of `source`; on an error with a matching
    * handler, continues with what the handler returns: the values of an
    * Observable, what a Promise resolves to, or a plain value.

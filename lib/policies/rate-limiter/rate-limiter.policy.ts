@@ -4,9 +4,11 @@ import { Duration, parseDuration } from '../../config/duration';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
 import { DeadlineExceededError, RateLimitedError, refusalError } from '../../kernel/errors';
 import { EventStream, EventSubscriber } from '../../kernel/events';
-import { AttemptFunction, executeUnder } from '../../kernel/policy';
-import { ExecuteOptions, callerAbortError, callerCancellation, hasNoOutcome } from '../../kernel/cancellation';
-import { refusal, refusedCall } from '../../kernel/refusal';
+import { AttemptFunction } from '../../kernel/policy';
+import { executeThrough, soloPipeline } from '../../engine/execute';
+import { Pipeline } from '../../decorators/return-kind';
+import { ExecuteOptions, callerAbortError, callerCancellation } from '../../kernel/cancellation';
+import { refusal } from '../../kernel/refusal';
 import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
 import { RateLimiterStore, RateLimiterStoreAnswer } from './rate-limiter-store';
@@ -204,41 +206,15 @@ export class RateLimiterPolicy {
     this.settings = Object.freeze({ ...this.settings, timeoutDuration: ms });
   }
 
+  /** The engine over this policy alone, made on the first `execute`. */
+  private solo: Pipeline | undefined;
+
   /**
    * Runs `fn` once a permit is granted; rejects with {@link RateLimitedError} when none comes in time. `fn` receives the attempt's signal; `options.signal` lets a caller
    * outside any request scope cancel the call.
    */
   execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
-    return executeUnder(this, this.clock, fn, options);
-  }
-
-  /** @internal Runs `next(arg)` once a permit is granted, then offers its outcome to `drainPermissionsOnResult`. */
-  call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    const scope = contextStorage.getStore();
-    const cancelled = callerCancellation(scope);
-    if (cancelled !== undefined) return Promise.reject(cancelled);
-    const now = this.clock.now();
-    if (this.tryAcquire(now)) return this.callPermitted(next, arg);
-    if (this.store !== undefined) return this.acquireShared(1, scope).then(() => this.callPermitted(next, arg));
-    // One clock reading serves the free-permit check and the reservation; a refusal rejects without an async frame.
-    const nowNs = Math.round((now - this.origin) * NANOS_PER_MS);
-    const waitMs = this.reserveWithin(1, nowNs);
-    if (waitMs === REFUSED) return refusedCall(this.localRefusal(1, nowNs));
-    if (waitMs === 0) return this.callPermitted(next, arg);
-    return this.sleep(waitMs, 1, scope).then(() => this.callPermitted(next, arg));
-  }
-
-  private async callPermitted<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    let result: R;
-    try {
-      result = await next(arg);
-    } catch (error) {
-      if (hasNoOutcome(error)) this.releasePermit();
-      else this.drainIfNeeded(true, error);
-      throw error;
-    }
-    this.drainIfNeeded(false, result);
-    return result;
+    return executeThrough((this.solo ??= soloPipeline({ rateLimiter: this }, this.clock)), this.clock, fn, options);
   }
 
   /**

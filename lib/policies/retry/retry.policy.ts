@@ -5,8 +5,10 @@ import { ErrorMatcher } from '../../config/error-matcher';
 import { retryAfterOf } from '../../kernel/error-status';
 import { MaxRetriesExceededError } from '../../kernel/errors';
 import { EventStream } from '../../kernel/events';
-import { AttemptFunction, executeUnder } from '../../kernel/policy';
-import { callerAbortError, callerCancellation, ExecuteOptions, isCancellation } from '../../kernel/cancellation';
+import { AttemptFunction } from '../../kernel/policy';
+import { executeThrough, soloPipeline } from '../../engine/execute';
+import { Pipeline } from '../../decorators/return-kind';
+import { callerAbortError, ExecuteOptions, isCancellation } from '../../kernel/cancellation';
 import { neverReached, withRefusalCause } from '../../kernel/refusal';
 import { backoffDelay } from './backoff';
 import { RetryBudget } from '../../kernel/retry-budget';
@@ -117,12 +119,15 @@ export class RetryPolicy {
     return this.retryMatcher.matches(error) || isRetryableByDefault(error);
   }
 
+  /** The engine over this policy alone, made on the first `execute`. */
+  private solo: Pipeline | undefined;
+
   /**
    * Runs `fn` with retries. `fn` receives the attempt's signal; `options.signal` lets a caller
    * outside any request scope cancel the call.
    */
   execute<R>(fn: AttemptFunction<R>, options?: ExecuteOptions): Promise<R> {
-    return executeUnder(this, this.clock, fn, options);
+    return executeThrough((this.solo ??= soloPipeline({ retry: this }, this.clock)), this.clock, fn, options);
   }
 
   /**
@@ -133,20 +138,6 @@ export class RetryPolicy {
    */
   observe<T>(source: Observable<T>): Observable<T> {
     return new RetriedObservable(this, source);
-  }
-
-  /** @internal Runs `next(arg)` with retries. */
-  async call<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    // A caller that has already cancelled gets no attempt at all.
-    const cancelled = callerCancellation(contextStorage.getStore());
-    if (cancelled !== undefined) throw cancelled;
-    let result: R;
-    try {
-      result = await next(arg);
-    } catch (error) {
-      return this.continueAfterError(next, arg, 1, error);
-    }
-    return this.continueAfterResult(next, arg, 1, result);
   }
 
   /**

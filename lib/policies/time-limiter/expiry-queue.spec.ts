@@ -1,5 +1,5 @@
 import { ExpiryQueue } from './expiry-queue';
-import type { TimedEntry } from './time-limiter.operator';
+import type { TimedEntry } from '../../engine/timed-attempt';
 
 const entry = (deadline: number): TimedEntry => ({
   deadline,

@@ -1,4 +1,4 @@
-import type { TimedEntry } from './time-limiter.operator';
+import type { TimedEntry } from '../../engine/timed-attempt';
 
 /** Slots a queue starts with, and shrinks back to once it empties after a burst. */
 const INITIAL_SLOTS = 16;

@@ -3,17 +3,7 @@ import { Clock, TimerHandle } from '../../kernel/clock';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { refusal } from '../../kernel/refusal';
 import type { TimeLimiterConfig } from './time-limiter.config';
-
-/** @internal What the shared timer expires: an attempt, or a time-limited subscription. */
-export interface TimedEntry {
-  /** When it expires; fixed while it is queued. */
-  readonly deadline: number;
-  /** True once it ended (in time or not): the timer skips it. */
-  readonly settled: boolean;
-  expire(): void;
-  /** The queue let go of it (after expiring it, when it was due). */
-  dequeued(): void;
-}
+import type { TimedEntry } from '../../engine/timed-attempt';
 
 /** @internal What a time-limited subscription asks of its time limiter (the policy, without a cycle back to it). */
 export interface TimeLimitedSource {

@@ -12,6 +12,7 @@ import {
 } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError, TimeoutExceededError } from '../../kernel/errors';
 import { refusal } from '../../kernel/refusal';
+import { callerAbortError } from '../../kernel/cancellation';
 import { AttemptContextMode, TimeLimiter } from './time-limiter.policy';
 import type { TimeLimiterEvent } from './time-limiter.events';
 import { Timeout } from './timeout.decorator';
@@ -401,15 +402,19 @@ describe('TimeLimiter: limits, scopes and the shared timer', () => {
     });
   });
 
-  it('refuses at once, without calling the function, when the request was aborted', async () => {
+  it('runs nothing for a request that was aborted: the caller gets its AbortError, as a decorated method does', async () => {
     const tl = limiter(100);
+    const timeouts: unknown[] = [];
+    tl.onTimeout((event) => timeouts.push(event));
     const request = new ResilienceContext(clock, 10_000);
-    request.abort(new Error('client left'));
+    const reason = new Error('client left');
+    request.abort(reason);
     let called = false;
     const outcome = contextStorage.run(request, () => tl.execute(async () => (called = true)));
-    await expect(outcome).rejects.toBeInstanceOf(DeadlineExceededError);
-    await expect(outcome).rejects.toThrow("Deadline exceeded at 'payments': no time left within the request deadline");
+    await expect(outcome).rejects.toEqual(callerAbortError(reason));
+    await expect(outcome).rejects.toHaveProperty('cause', reason);
     expect(called).toBe(false);
+    expect(timeouts).toEqual([]);
   });
 
   it('tells whether a call now would be refused at once', async () => {

@@ -12,17 +12,18 @@ import {
 } from '../kernel/errors';
 import { FallbackHandlerSpec, FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { ResilienceRegistry } from '../registry/resilience.registry';
-import { StandardLayers, StandardPipeline } from './standard-pipeline';
-import { nestedPipeline } from '../../test/support/pipelines';
+import { StandardPipeline } from './standard-pipeline';
+import { layeredPipeline } from '../../test/support/pipelines';
 
 /**
- * The fused pipeline against the same policies nested one `call` inside the
- * other (Fallback → Retry → CircuitBreaker → TimeLimiter → Bulkhead), and
- * against a code pipeline (`registry.pipeline`) of the same instances, under
- * request deadlines (some already expired), `retryOnResult`, `recordResult`
- * and several fallback classes, one handler of which throws. Both sides must
- * give the same outcomes at the same times, the same policy state and the
- * same events; a coverage set proves every interesting state was reached.
+ * The engine over every standard layer at once against one engine per layer,
+ * each nested in the next (as a custom `order` or a hedge between them
+ * composes them), and against a code pipeline (`registry.pipeline`) of the
+ * same instances, under request deadlines (some already expired),
+ * `retryOnResult`, `recordResult` and several fallback classes, one handler
+ * of which throws. All sides must give the same outcomes at the same times,
+ * the same policy state and the same events; a coverage set proves every
+ * interesting state was reached.
  */
 
 type Behaviour = 'ok' | 'stale' | 'bad' | 'unavailable' | 'notFound' | 'hang' | 'slow' | 'throwSync';
@@ -72,8 +73,8 @@ interface Scenario {
   readonly steps: ReadonlyArray<{ concurrent: number; advance: number; deadline: Deadline }>;
 }
 
-/** The decorators' fused pipeline, the policies nested by hand, and a code pipeline from `registry.pipeline`. */
-type SideKind = 'standard' | 'nested' | 'code';
+/** The decorators' engine over all layers, one engine per layer, and a code pipeline from `registry.pipeline`. */
+type SideKind = 'standard' | 'layered' | 'code';
 
 function build(scenario: Scenario, kind: SideKind) {
   const clock = new VirtualClock();
@@ -125,7 +126,7 @@ function build(scenario: Scenario, kind: SideKind) {
             : undefined,
         })
       : undefined;
-  const policies: StandardLayers = {
+  const policies = {
     fallback: code
       ? registry.fallbacks[0]
       : layers.fallback
@@ -200,7 +201,7 @@ function build(scenario: Scenario, kind: SideKind) {
       ? (args: unknown[]) => code.execute(() => invoke(args[0]))
       : kind === 'standard'
         ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run
-        : nestedPipeline(policies, (args: unknown[]) => callCancellable(invoke, args[0]));
+        : layeredPipeline(policies, (args: unknown[]) => callCancellable(invoke, args[0]), clock);
   /** Starts call `id`, under a request deadline when `deadline` says so. */
   const start = (id: number, deadline: Deadline): Promise<unknown> => {
     if (deadline === 'none') return run([id]);
@@ -287,11 +288,11 @@ const RESULT_RETRIES_EXHAUSTED: Scenario = {
   steps: [{ concurrent: 2, advance: 400, deadline: 'none' }],
 };
 
-describe('StandardPipeline against nested policies and a code pipeline', () => {
+describe('one engine over all layers, against one engine per layer and a code pipeline', () => {
   it('gives the same outcomes, events and policy state under deadlines, result predicates and fallbacks', async () => {
     await fc.assert(
       fc.asyncProperty(scenarios, async (scenario) => {
-        const sides = [build(scenario, 'standard'), build(scenario, 'nested'), build(scenario, 'code')];
+        const sides = [build(scenario, 'standard'), build(scenario, 'layered'), build(scenario, 'code')];
         const outcomes: string[][] = [[], [], []];
         let id = 0;
         for (const step of scenario.steps) {
@@ -317,7 +318,7 @@ describe('StandardPipeline against nested policies and a code pipeline', () => {
         }
         for (const side of sides) await side.clock.advance(10_000);
         expect([...outcomes[0]].sort()).toEqual([...outcomes[1]].sort());
-        // Events of one instant may interleave differently (a promise per layer when nested); across instants they may not.
+        // Events of one instant may interleave differently (a promise per layer when layered); across instants they may not.
         expect([...sides[0].events].sort()).toEqual([...sides[1].events].sort());
         expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
         // The code pipeline is the decorated method's own composition: the same outcomes and events, in the same order.

@@ -1,7 +1,8 @@
-import { VirtualClock } from '../../kernel/clock';
-import { contextStorage, currentContext, ResilienceContext } from '../../kernel/context';
-import { DeadlineExceededError, TimeoutExceededError } from '../../kernel/errors';
-import { TimedAttempt, TimeLimiter } from './time-limiter.policy';
+import { VirtualClock } from '../kernel/clock';
+import { contextStorage, currentContext, policyScope, ResilienceContext } from '../kernel/context';
+import { DeadlineExceededError, TimeoutExceededError } from '../kernel/errors';
+import { TimeLimiter } from '../policies/time-limiter/time-limiter.policy';
+import { TimedAttempt } from './timed-attempt';
 
 /** An attempt that records what the limiter tells it, as the fused pipeline's attempt does. */
 class RecordingObserver extends TimedAttempt {
@@ -23,7 +24,12 @@ class RecordingObserver extends TimedAttempt {
   }
 }
 
-describe('TimeLimiter with an attempt observer', () => {
+/** Starts `next` as `attempt` under `limiter` now, in the current scope, as the engine does. */
+function start<R>(limiter: TimeLimiter, next: () => R | PromiseLike<R>, attempt: TimedAttempt): Promise<unknown> {
+  return limiter.begin(next, undefined, attempt, limiter.clock.now(), policyScope());
+}
+
+describe('TimedAttempt: an attempt under a time limiter, told what happened', () => {
   const config = { timeoutDuration: 500, cancelRunningFuture: true };
 
   it('tells the observer the callee is done before rejecting a call whose deadline has passed', async () => {
@@ -34,9 +40,7 @@ describe('TimeLimiter with an attempt observer', () => {
     await clock.advance(50);
     let called = false;
 
-    const outcome = contextStorage.run(request, () =>
-      limiter.call(() => ((called = true), 'value'), undefined, observer),
-    );
+    const outcome = contextStorage.run(request, () => start(limiter, () => ((called = true), 'value'), observer));
 
     await expect(outcome).rejects.toBeInstanceOf(DeadlineExceededError);
     expect(called).toBe(false);
@@ -50,7 +54,7 @@ describe('TimeLimiter with an attempt observer', () => {
     const request = new ResilienceContext(clock, clock.now() + 10_000);
 
     const outcome = contextStorage.run(request, () =>
-      limiter.call(() => new Promise<string>(() => undefined), undefined, observer),
+      start(limiter, () => new Promise<string>(() => undefined), observer),
     );
     outcome.catch(() => undefined);
     await clock.advance(500);
@@ -66,7 +70,7 @@ describe('TimeLimiter with an attempt observer', () => {
     const observer = new RecordingObserver();
     const unrelated = new ResilienceContext(clock, clock.now() + 10_000);
 
-    const outcome = limiter.call(() => new Promise<string>(() => undefined), undefined, observer);
+    const outcome = start(limiter, () => new Promise<string>(() => undefined), observer);
     outcome.catch(() => undefined);
     // The timer fires inside an unrelated request's scope, as a shared timer armed by another call would.
     await contextStorage.run(unrelated, () => clock.advance(500));
@@ -102,17 +106,17 @@ describe('TimeLimiter with an observer that maps outcomes', () => {
     const limiter = new TimeLimiter('tl', config, clock);
 
     const valueObserver = new MappingObserver();
-    await expect(limiter.call(async () => 'v', undefined, valueObserver)).resolves.toBe('mapped v');
+    await expect(start(limiter, async () => 'v', valueObserver)).resolves.toBe('mapped v');
     expect(valueObserver.seen).toEqual(['calleeSettled', 'fulfilled v']);
 
     const failureObserver = new MappingObserver();
-    const failing = limiter.call(() => Promise.reject(new RangeError('x')), undefined, failureObserver);
+    const failing = start(limiter, () => Promise.reject(new RangeError('x')), failureObserver);
     await expect(failing).resolves.toBe('recovered from RangeError');
     expect(failureObserver.seen).toEqual(['calleeSettled', 'rejected RangeError']);
 
     const timeoutObserver = new MappingObserver();
     let finish!: (value: string) => void;
-    const slow = limiter.call(() => new Promise<string>((resolve) => (finish = resolve)), undefined, timeoutObserver);
+    const slow = start(limiter, () => new Promise<string>((resolve) => (finish = resolve)), timeoutObserver);
     await clock.advance(500);
     await expect(slow).resolves.toBe('recovered from TimeoutExceededError');
     expect(timeoutObserver.seen).toEqual(['rejected TimeoutExceededError']);
@@ -122,7 +126,7 @@ describe('TimeLimiter with an observer that maps outcomes', () => {
 
     const refusedObserver = new MappingObserver();
     const request = new ResilienceContext(clock, clock.now());
-    const refused = contextStorage.run(request, () => limiter.call(async () => 'never', undefined, refusedObserver));
+    const refused = contextStorage.run(request, () => start(limiter, async () => 'never', refusedObserver));
     await expect(refused).resolves.toBe('recovered from DeadlineExceededError');
     expect(refusedObserver.seen).toEqual(['calleeSettled', 'rejected DeadlineExceededError']);
   });
@@ -131,6 +135,6 @@ describe('TimeLimiter with an observer that maps outcomes', () => {
     const clock = new VirtualClock();
     const limiter = new TimeLimiter('tl', config, clock);
     const observer = new MappingObserver();
-    await expect(limiter.call(async () => 'bad', undefined, observer)).rejects.toThrow('mapped bad');
+    await expect(start(limiter, async () => 'bad', observer)).rejects.toThrow('mapped bad');
   });
 });
