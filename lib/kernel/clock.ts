@@ -232,7 +232,7 @@ export class VirtualClock implements Clock {
   /**
    * Fires every timer due up to `target` in order, settling promise
    * callbacks after each, then sets the time to `target`. Fails, naming
-   * `caller`, when more than {@link MAX_ROUNDS_AT_ONE_INSTANT} timers
+   * `caller`, when more than `MAX_ROUNDS_AT_ONE_INSTANT` timers
    * scheduled at one instant fire there.
    */
   private async fireUntil(target: number, caller: string): Promise<void> {
