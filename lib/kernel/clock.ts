@@ -105,10 +105,11 @@ const MAX_ROUNDS_AT_ONE_INSTANT = 10_000;
  * callbacks run between timers, so async code behaves as it would in real
  * time without any real waiting.
  *
- * Delays are read as {@link systemClock} reads them, Node's timers aside
- * from its 1 ms floor: a delay of `NaN`, below 0 or `-Infinity` counts as 0
- * and fires at the current instant, in the order scheduled; a delay longer
- * than Node's timers hold is exact; a delay of `Infinity` never fires.
+ * Delays are read as {@link systemClock} reads them, except that Node's
+ * timers wait at least 1 ms: a delay of `NaN`, below 0 or `-Infinity`
+ * counts as 0 and fires at the current instant, in the order scheduled (on
+ * Node they and 0 all wait 1 ms, in that same order); a delay longer than
+ * Node's timers hold is exact; a delay of `Infinity` never fires.
  */
 export class VirtualClock implements Clock {
   private current: number;
