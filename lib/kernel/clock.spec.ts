@@ -185,3 +185,79 @@ describe('VirtualClock.runUntilSettled', () => {
     await expect(clock.runUntilSettled(Promise.resolve(1), { maxTime: -1 })).rejects.toThrow(RangeError);
   });
 });
+
+describe('VirtualClock: bad input', () => {
+  const firings = (clock: VirtualClock, delays: readonly number[]): string[] => {
+    const fired: string[] = [];
+    for (const ms of delays) clock.setTimeout(() => fired.push(`${ms}@${clock.now()}`), ms);
+    return fired;
+  };
+
+  it('fires a timer of NaN, negative or -Infinity delay at the current instant, and the others in due order', async () => {
+    const clock = new VirtualClock(100);
+    const fired = firings(clock, [5, 10, Number.NaN, 1, 15, -3, 0, Number.NEGATIVE_INFINITY, 7]);
+    await clock.advance(20);
+    expect(fired).toEqual([
+      'NaN@100',
+      '-3@100',
+      '0@100',
+      '-Infinity@100',
+      '1@101',
+      '5@105',
+      '7@107',
+      '10@110',
+      '15@115',
+    ]);
+  });
+
+  it('never fires a timer of Infinity delay (as on systemClock), and runNext passes it by', async () => {
+    const clock = new VirtualClock();
+    const fired = firings(clock, [Number.POSITIVE_INFINITY, 3]);
+    await expect(clock.runNext()).resolves.toBe(true);
+    await expect(clock.runNext()).resolves.toBe(false);
+    expect(clock.now()).toBe(3);
+    await clock.advance(1_000 * DAY);
+    expect(fired).toEqual(['3@3']);
+    expect(clock.pendingTimers).toBe(1);
+  });
+
+  it('refuses to advance by Infinity, a negative amount or NaN, naming the argument', async () => {
+    const clock = new VirtualClock(10);
+    for (const ms of [Number.POSITIVE_INFINITY, -1, Number.NaN])
+      await expect(clock.advance(ms)).rejects.toThrow(
+        new RangeError(`VirtualClock.advance: ms must be a finite non-negative number of milliseconds, got ${ms}`),
+      );
+    expect(clock.now()).toBe(10);
+  });
+
+  it('refuses a start time or a maxTime that is not finite, naming the argument', async () => {
+    expect(() => new VirtualClock(Number.NaN)).toThrow(
+      new RangeError('VirtualClock: start must be a finite number of milliseconds, got NaN'),
+    );
+    expect(() => new VirtualClock(Number.POSITIVE_INFINITY)).toThrow(RangeError);
+    await expect(
+      new VirtualClock().runUntilSettled(Promise.resolve(1), { maxTime: Number.POSITIVE_INFINITY }),
+    ).rejects.toThrow(
+      new RangeError(
+        'VirtualClock.runUntilSettled: maxTime must be a finite non-negative number of milliseconds, got Infinity',
+      ),
+    );
+  });
+
+  it('fails runUntilSettled, and advance, when a zero-delay timer keeps rescheduling itself at the same instant', async () => {
+    const clock = new VirtualClock(50);
+    let rounds = 0;
+    const spin = (): void => {
+      rounds++;
+      clock.setTimeout(spin, 0);
+    };
+    clock.setTimeout(spin, 0);
+    await expect(clock.runUntilSettled(new Promise(() => undefined), { maxTime: 1_000 })).rejects.toThrow(
+      'VirtualClock.runUntilSettled: cannot make progress: 10000 timers scheduled at 50 ms fired at 50 ms (a timer that schedules another with delay 0 each time it fires keeps time from moving)',
+    );
+    expect(clock.now()).toBe(50);
+    expect(rounds).toBe(1 + 10_000);
+    await expect(clock.advance(5)).rejects.toThrow('VirtualClock.advance: cannot make progress: 10000 timers');
+    expect(clock.now()).toBe(50);
+  });
+});

@@ -93,18 +93,33 @@ interface VirtualTimer {
 }
 
 /**
+ * How many timers scheduled at one instant may fire there, in one call to
+ * {@link VirtualClock.advance} or {@link VirtualClock.runUntilSettled},
+ * before the clock reports that time cannot move on.
+ */
+const MAX_ROUNDS_AT_ONE_INSTANT = 10_000;
+
+/**
  * A clock that only moves when told to. Timers fire in due order while
  * {@link VirtualClock.advance} moves time forward, and pending promise
  * callbacks run between timers, so async code behaves as it would in real
  * time without any real waiting.
+ *
+ * Delays are read as {@link systemClock} reads them, except that Node's
+ * timers wait at least 1 ms: a delay of `NaN`, below 0 or `-Infinity`
+ * counts as 0 and fires at the current instant, in the order scheduled (on
+ * Node they and 0 all wait 1 ms, in that same order); a delay longer than
+ * Node's timers hold is exact; a delay of `Infinity` never fires.
  */
 export class VirtualClock implements Clock {
   private current: number;
   private seq = 0;
   private readonly heap: VirtualTimer[] = [];
 
-  /** @param start - the initial reading of {@link VirtualClock.now}, in ms. */
+  /** @param start - the initial reading of {@link VirtualClock.now}, in ms; a finite number. */
   constructor(start = 0) {
+    if (!Number.isFinite(start))
+      throw new RangeError(`VirtualClock: start must be a finite number of milliseconds, got ${start}`);
     this.current = start;
   }
 
@@ -113,9 +128,18 @@ export class VirtualClock implements Clock {
     return this.current;
   }
 
-  /** Schedules `callback` at `now() + ms` (negative delays count as 0). */
+  /**
+   * Schedules `callback` at `now() + ms`. A delay of `NaN` or below 0 counts
+   * as 0; one of `Infinity` never fires.
+   */
   setTimeout(callback: () => void, ms: number): TimerHandle {
-    const timer: VirtualTimer = { at: this.current + Math.max(0, ms), seq: this.seq++, callback, cancelled: false };
+    const delay = Number(ms);
+    const timer: VirtualTimer = {
+      at: delay > 0 ? this.current + delay : this.current,
+      seq: this.seq++,
+      callback,
+      cancelled: false,
+    };
     this.push(timer);
     return timer;
   }
@@ -125,7 +149,7 @@ export class VirtualClock implements Clock {
     if (handle && typeof handle === 'object' && 'cancelled' in handle) (handle as VirtualTimer).cancelled = true;
   }
 
-  /** Number of timers still waiting to fire. */
+  /** Number of timers still waiting to fire (one of `Infinity` delay included). */
   get pendingTimers(): number {
     return this.heap.reduce((n, t) => (t.cancelled ? n : n + 1), 0);
   }
@@ -133,27 +157,24 @@ export class VirtualClock implements Clock {
   /**
    * Moves time forward by `ms`, firing every timer that falls due on the way
    * (in order) and letting pending promise callbacks settle after each one.
+   * Rejects with a `RangeError` when `ms` is not a finite non-negative
+   * number, and with an error when timers keep scheduling others at one
+   * instant (10 000 of them) so that time cannot move on.
    */
   async advance(ms: number): Promise<void> {
-    if (!(ms >= 0)) throw new RangeError(`VirtualClock.advance: ms must be a non-negative number, got ${ms}`);
-    const target = this.current + ms;
-    await VirtualClock.settle();
-    for (;;) {
-      const next = this.peek();
-      if (next === undefined || next.at > target) break;
-      this.pop();
-      this.current = next.at;
-      next.callback();
-      await VirtualClock.settle();
-    }
-    this.current = target;
-    await VirtualClock.settle();
+    if (!(Number.isFinite(ms) && ms >= 0))
+      throw new RangeError(`VirtualClock.advance: ms must be a finite non-negative number of milliseconds, got ${ms}`);
+    await this.fireUntil(this.current + ms, 'advance');
   }
 
-  /** Advances to the next pending timer and fires it (and any due at the same instant). */
+  /**
+   * Advances to the next pending timer and fires it (and any due at the same
+   * instant). Answers `false`, and leaves time where it is, when no timer is
+   * pending but those of `Infinity` delay.
+   */
   async runNext(): Promise<boolean> {
     const next = this.peek();
-    if (next === undefined) return false;
+    if (next === undefined || next.at === Number.POSITIVE_INFINITY) return false;
     await this.advance(next.at - this.current);
     return true;
   }
@@ -162,8 +183,10 @@ export class VirtualClock implements Clock {
    * Fires timers in due order, letting promise callbacks run after each,
    * until `promise` settles; answers what it resolves to, or rejects with
    * its error. Bounded: fails when the promise is still pending after
-   * `maxTime` ms of virtual time (default 60 s), or when no timer is left
-   * that could settle it.
+   * `maxTime` ms of virtual time (default 60 s, a finite non-negative
+   * number), when no timer is left that could settle it, or when timers keep
+   * scheduling others at one instant (10 000 of them) so that time cannot
+   * move on.
    *
    * @example
    * ```ts
@@ -172,8 +195,10 @@ export class VirtualClock implements Clock {
    */
   async runUntilSettled<T>(promise: PromiseLike<T>, options: { readonly maxTime?: number } = {}): Promise<T> {
     const maxTime = options.maxTime ?? 60_000;
-    if (!(maxTime >= 0))
-      throw new RangeError(`VirtualClock.runUntilSettled: maxTime must be a non-negative number, got ${maxTime}`);
+    if (!(Number.isFinite(maxTime) && maxTime >= 0))
+      throw new RangeError(
+        `VirtualClock.runUntilSettled: maxTime must be a finite non-negative number of milliseconds, got ${maxTime}`,
+      );
     let settled = false;
     const outcome = Promise.resolve(promise);
     outcome.then(
@@ -189,13 +214,13 @@ export class VirtualClock implements Clock {
           `VirtualClock.runUntilSettled: the promise is still pending at ${this.current} ms and no timer is left to fire (it waits on something other than this clock)`,
         );
       if (next.at > limit) {
-        await this.advance(limit - this.current);
+        await this.fireUntil(limit, 'runUntilSettled');
         if (settled) break;
         throw new Error(
           `VirtualClock.runUntilSettled: the promise did not settle within maxTime ${maxTime} ms of virtual time (next timer at ${next.at} ms)`,
         );
       }
-      await this.advance(next.at - this.current);
+      await this.fireUntil(next.at, 'runUntilSettled');
     }
     return outcome;
   }
@@ -203,6 +228,38 @@ export class VirtualClock implements Clock {
   /** Lets every queued promise callback (and any `setImmediate` before it) run. */
   static settle(): Promise<void> {
     return new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /**
+   * Fires every timer due up to `target` in order, settling promise
+   * callbacks after each, then sets the time to `target`. Fails, naming
+   * `caller`, when more than `MAX_ROUNDS_AT_ONE_INSTANT` timers
+   * scheduled at one instant fire there.
+   */
+  private async fireUntil(target: number, caller: string): Promise<void> {
+    await VirtualClock.settle();
+    let instant = this.current;
+    let firstSeqAtInstant = this.seq;
+    let rounds = 0;
+    for (;;) {
+      const next = this.peek();
+      if (next === undefined || next.at > target) break;
+      if (next.at !== instant) {
+        instant = next.at;
+        firstSeqAtInstant = this.seq;
+        rounds = 0;
+      } else if (next.seq >= firstSeqAtInstant && ++rounds > MAX_ROUNDS_AT_ONE_INSTANT) {
+        throw new Error(
+          `VirtualClock.${caller}: cannot make progress: ${MAX_ROUNDS_AT_ONE_INSTANT} timers scheduled at ${instant} ms fired at ${instant} ms (a timer that schedules another with delay 0 each time it fires keeps time from moving)`,
+        );
+      }
+      this.pop();
+      this.current = next.at;
+      next.callback();
+      await VirtualClock.settle();
+    }
+    this.current = target;
+    await VirtualClock.settle();
   }
 
   private peek(): VirtualTimer | undefined {

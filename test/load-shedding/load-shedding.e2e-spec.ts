@@ -287,7 +287,11 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
   it('refuses all but critical requests while the event loop lags, and admits them again when it recovers', async () => {
     const clock = new VirtualClock();
     const readings: number[] = [];
-    const probe: EventLoopDelayProbe = { takeMaxMs: () => readings.shift() ?? 0, close: () => undefined };
+    const probe: EventLoopDelayProbe = {
+      takeMaxMs: () => readings.shift() ?? 0,
+      peekMaxMs: () => 0,
+      close: () => undefined,
+    };
     const options = readLoadSheddingOptions({ eventLoopDelay: { threshold: '100ms', sampleInterval: '500ms' } });
     await boot({ eventLoopDelay: { threshold: '100ms' } }, new LoadShedder(options, clock, Math.random, probe));
     readings.push(300, 5);

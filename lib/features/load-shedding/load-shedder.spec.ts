@@ -69,7 +69,11 @@ describe('LoadShedder', () => {
   it('refuses every class but critical while the event loop lags, and stops within two intervals after it recovers', async () => {
     const clock = new VirtualClock();
     const readings: number[] = [];
-    const probe: EventLoopDelayProbe = { takeMaxMs: () => readings.shift() ?? 0, close: () => undefined };
+    const probe: EventLoopDelayProbe = {
+      takeMaxMs: () => readings.shift() ?? 0,
+      peekMaxMs: () => 0,
+      close: () => undefined,
+    };
     const s = shedder({ eventLoopDelay: { threshold: '100ms', sampleInterval: '500ms' } }, clock, probe);
     s.start();
     readings.push(250, 20);
@@ -86,6 +90,42 @@ describe('LoadShedder', () => {
     expect(s.shed('event-loop-delay', 'normal')).toBe(1);
     s.stop();
     expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('does not flap: a lag the loop has recovered from closes the signal before anything is served, until a period without lag', async () => {
+    const clock = new VirtualClock();
+    // Like Node's histogram: a delay is recorded once the loop runs again, and a reading starts a new period.
+    let seenMs = 0;
+    const probe = {
+      takeMaxMs: () => {
+        const max = seenMs;
+        seenMs = 0;
+        return max;
+      },
+      peekMaxMs: () => seenMs,
+      close: () => undefined,
+    };
+    const s = shedder({ eventLoopDelay: { threshold: '100ms', sampleInterval: '500ms' } }, clock, probe);
+    s.start();
+    const changes: string[] = [];
+    let last = '';
+    for (let t = 0; t < 2500; t += 10) {
+      if (t === 700) seenMs = 250;
+      if (t === 1800) seenMs = 150;
+      const result = s.tryAdmit('normal');
+      const outcome = typeof result === 'string' ? 'refused' : 'served';
+      if (typeof result !== 'string') s.release(result, false);
+      if (outcome !== last) changes.push(`${outcome} from ${t} (delay ${s.eventLoopDelayMs} ms)`);
+      last = outcome;
+      await clock.advance(10);
+    }
+    expect(changes).toEqual([
+      'served from 0 (delay 0 ms)',
+      'refused from 700 (delay 250 ms)',
+      'served from 1500 (delay 0 ms)',
+      'refused from 1800 (delay 150 ms)',
+    ]);
+    s.stop();
   });
 
   // Netflix concurrency-limits, Gradient2Limit: the limit falls while latency exceeds its long-term average and recovers after.
@@ -243,7 +283,10 @@ describe('nodeEventLoopDelayProbe', () => {
     // Node measures from its sampler's first tick, so let one pass before holding the loop.
     await holdEventLoop(15);
     await holdEventLoop(120);
-    expect(probe.takeMaxMs()).toBeGreaterThanOrEqual(60);
+    const seen = probe.peekMaxMs();
+    expect(seen).toBeGreaterThanOrEqual(60);
+    expect(probe.takeMaxMs()).toBeGreaterThanOrEqual(seen);
+    expect(probe.peekMaxMs()).toBeLessThan(60);
     expect(probe.takeMaxMs()).toBeLessThan(60);
     probe.close();
   });

@@ -38,7 +38,7 @@ export interface AdaptiveLimitOptions {
 export interface EventLoopDelayOptions {
   /** Refuse non-critical requests while the event loop's delay is over this. */
   threshold: Duration;
-  /** The delay compared is the maximum seen over this period. Default 500 ms. */
+  /** The delay compared is the maximum seen over this period; one over `threshold` counts as soon as it is seen. Default 500 ms. */
   sampleInterval?: Duration;
 }
 
