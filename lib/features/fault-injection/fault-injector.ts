@@ -12,6 +12,7 @@ import {
   INJECTED_ERROR_MESSAGE,
 } from './fault-injection.messages';
 import { FaultSpec, InjectedError, readFault, ResolvedFault, ResolvedFaultInjection } from './fault-injection.options';
+import { markInjected } from './injected-fault';
 
 /** The kinds of fault, as the metric label `kind` and the event name them. */
 export type FaultKind = 'latency' | 'error' | 'outcome';
@@ -291,8 +292,12 @@ export class FaultInjector {
     });
   }
 
-  /** The error an `error` fault of `name` throws. */
+  /** The error an `error` fault of `name` throws, marked as injected. */
   private error(name: string, spec: InjectedError): Error {
+    return markInjected(this.makeError(name, spec));
+  }
+
+  private makeError(name: string, spec: InjectedError): Error {
     if (typeof spec === 'function')
       return new (spec as new (message: string) => Error)(INJECTED_ERROR_MESSAGE(name, spec.name));
     if (typeof spec === 'number')
