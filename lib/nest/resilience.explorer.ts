@@ -24,7 +24,7 @@ import { PolicyInstances, RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from '../kernel/resilience.messages';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
-import { HEDGE_NOT_SAFE } from '../policies/hedge/hedge.messages';
+import { HEDGE_KEY_OPTIONAL, HEDGE_NOT_SAFE } from '../policies/hedge/hedge.messages';
 import { ResilienceTracing } from '../observability/tracing/resilience-tracing';
 
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
@@ -146,7 +146,10 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     return info.kind === 'promise' ? faults.wrapCall(names, call) : faults.wrapObservableCall(names, call);
   }
 
-  /** The method's hedge; refused unless the method is safe to run more than once at a time. */
+  /**
+   * The method's hedge; refused unless the method is safe to run more than
+   * once at a time: its instance says `safe: true`, or every call is keyed (`@Idempotent` with a required key).
+   */
   private hedgeFor(layer: LayerSpec, info: TrampolineInfo, layers: readonly LayerSpec[]): HedgePolicy {
     const where = `@Hedge on ${info.target}`;
     const name = layer.name ?? info.target;
@@ -160,8 +163,12 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
             layer.name === undefined,
           )
         : this.registry.hedge(layer.name, where);
-    if (!hedge.config.safe && !layers.some((l) => l.kind === 'idempotent'))
-      throw new Error(HEDGE_NOT_SAFE(info.target, name));
+    if (hedge.config.safe) return hedge;
+    const idempotent = layers.find((l) => l.kind === 'idempotent');
+    if (idempotent === undefined) throw new Error(HEDGE_NOT_SAFE(info.target, name));
+    // A call without a key runs unprotected, so only a method whose every call is keyed may hedge.
+    if (!(idempotent.options as CheckedIdempotentOptions).required)
+      throw new Error(HEDGE_KEY_OPTIONAL(info.target, name));
     return hedge;
   }
 

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Controller, Injectable, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Registry } from 'prom-client';
 import {
@@ -13,7 +13,7 @@ import {
   Retry,
   VirtualClock,
 } from '../../lib';
-import { HEDGE_NOT_SAFE } from '../../lib/policies/hedge/hedge.messages';
+import { HEDGE_KEY_OPTIONAL, HEDGE_NOT_SAFE } from '../../lib/policies/hedge/hedge.messages';
 
 class Unavailable extends Error {
   readonly status = 503;
@@ -93,6 +93,49 @@ describe('@Hedge', () => {
         async charge(): Promise<void> {}
       }
       await expect(boot([Payments], {})).rejects.toThrow(HEDGE_NOT_SAFE('Payments.charge', 'Payments.charge'));
+    });
+
+    it('fails bootstrap on a POST route whose @Idempotent lets a request without a key through', async () => {
+      @Controller('payments')
+      class PaymentsController {
+        @Post()
+        @Idempotent({ required: false, principal: 'shared' })
+        @Hedge('psp')
+        async charge(): Promise<void> {}
+      }
+      const clock = new VirtualClock();
+      const moduleRef = await Test.createTestingModule({
+        imports: [ResilienceModule.forRoot({ clock, metrics: false })],
+        controllers: [PaymentsController],
+      }).compile();
+      moduleRef.useLogger(false);
+      await expect(moduleRef.init()).rejects.toThrow(HEDGE_KEY_OPTIONAL('PaymentsController.charge', 'psp'));
+    });
+
+    it('fails bootstrap on a handler whose @Idempotent runs a call without a key unprotected', async () => {
+      @Injectable()
+      class Handlers {
+        @Idempotent({ required: false, key: (id?: string) => id })
+        @Hedge()
+        async onEvent(id?: string): Promise<string | undefined> {
+          return id;
+        }
+      }
+      await expect(boot([Handlers], {})).rejects.toThrow(HEDGE_KEY_OPTIONAL('Handlers.onEvent', 'Handlers.onEvent'));
+    });
+
+    it('accepts an optional key when the hedge instance says safe: true', async () => {
+      @Injectable()
+      class Handlers {
+        @Idempotent({ required: false, key: (id?: string) => id })
+        @Hedge('events', { safe: true })
+        async onEvent(id?: string): Promise<string | undefined> {
+          return id;
+        }
+      }
+      const { moduleRef } = await boot([Handlers], {});
+      await expect(moduleRef.get(Handlers).onEvent()).resolves.toBeUndefined();
+      await moduleRef.close();
     });
 
     it('accepts a method with @Idempotent, and one whose instance (or override) says safe: true', async () => {

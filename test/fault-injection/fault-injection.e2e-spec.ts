@@ -161,12 +161,30 @@ describe('fault injection through the decorator stack', () => {
   it('is refused at startup in production unless allowed, and warns naming the instances while on', async () => {
     process.env.NODE_ENV = 'production';
     const faultInjection = { enabled: true, instances: { inventory: { error: { rate: 1, error: 503 } } } };
-    await expect(boot(faultInjection)).rejects.toThrow(FAULTS_IN_PRODUCTION(['inventory']));
+    await expect(boot(faultInjection)).rejects.toThrow(FAULTS_IN_PRODUCTION(['inventory'], 'production'));
     const allowed = await boot({ ...faultInjection, allowInProduction: true });
     expect(
       allowed.warnings.filter((w) => w.includes("fault injection is enabled; faults are injected into 'inventory'")),
     ).toHaveLength(1);
     await allowed.moduleRef.close();
+  });
+
+  it.each(['Production', ' production', 'PRODUCTION\n', 'prod', 'Prod '])(
+    'takes NODE_ENV=%j for production: refused at startup unless allowed',
+    async (environment) => {
+      process.env.NODE_ENV = environment;
+      const faultInjection = { enabled: true, instances: { inventory: { error: { rate: 1, error: 503 } } } };
+      await expect(boot(faultInjection)).rejects.toThrow(FAULTS_IN_PRODUCTION(['inventory'], environment));
+      const allowed = await boot({ ...faultInjection, allowInProduction: true });
+      await allowed.moduleRef.close();
+    },
+  );
+
+  it.each(['development', 'staging', 'preproduction', 'test'])('starts with NODE_ENV=%j', async (environment) => {
+    process.env.NODE_ENV = environment;
+    const app = await boot({ enabled: true, instances: { inventory: { error: { rate: 1, error: 503 } } } });
+    expect(app.faults.enabled).toBe(true);
+    await app.moduleRef.close();
   });
 
   it('opens the breaker on injected connection errors, which the retry retries and the fallback answers', async () => {

@@ -27,6 +27,13 @@ class Unavailable extends Error {
   readonly status = 503;
 }
 
+/** A payment provider's refusal whose text carries what must not reach a trace: a card number and a token. */
+class CardDeclined extends Error {
+  readonly code = 'card_declined';
+  readonly status = 402;
+}
+const DECLINED_TEXT = 'card 4111 1111 1111 1111 declined for token tok_live_9f8e7d';
+
 @Injectable()
 class Inventory {
   calls = 0;
@@ -81,6 +88,12 @@ class Inventory {
 
   @RateLimiter('paced')
   async paced(): Promise<void> {}
+
+  @Retry('inventory')
+  async charge(): Promise<void> {
+    this.calls++;
+    throw new CardDeclined(DECLINED_TEXT);
+  }
 }
 
 const OPTIONS: ResilienceModuleOptions = {
@@ -331,6 +344,134 @@ describe('tracing: resilience events on the active span', () => {
     expect(attempts.every((s) => s.status.code === SpanStatusCode.ERROR)).toBe(true);
     expect(attempts.map((s) => s.events.map((e) => e.name))).toEqual([['exception'], ['exception'], ['exception']]);
     await moduleRef.close();
+  });
+
+  describe('what an attempt span records of an error', () => {
+    const exceptionsOf = (name: string) =>
+      exporter
+        .getFinishedSpans()
+        .filter((s) => s.name === name)
+        .map((s) => s.events.filter((e) => e.name === 'exception').map((e) => e.attributes));
+
+    it('by default, its type, code and status, never its message or stack', async () => {
+      const { moduleRef, clock } = await boot({ ...OPTIONS, tracing: { spanPerAttempt: true } });
+      await expect(traced(clock, () => moduleRef.get(Inventory).charge())).rejects.toThrow(DECLINED_TEXT);
+      const exception = {
+        'exception.type': 'CardDeclined',
+        'resilience.error.code': 'card_declined',
+        'resilience.error.status': 402,
+      };
+      expect(exceptionsOf('Inventory.charge attempt')).toEqual([[exception]]);
+      const recorded = JSON.stringify(
+        exporter.getFinishedSpans().map((s) => ({ attributes: s.attributes, events: s.events, status: s.status })),
+      );
+      expect(recorded).not.toMatch(/4111|tok_live|declined for/);
+      await moduleRef.close();
+    });
+
+    it('with recordExceptionMessages: true, its message and stack as well', async () => {
+      const { moduleRef, clock } = await boot({
+        ...OPTIONS,
+        tracing: { spanPerAttempt: true, recordExceptionMessages: true },
+      });
+      await expect(traced(clock, () => moduleRef.get(Inventory).charge())).rejects.toThrow(DECLINED_TEXT);
+      expect(exceptionsOf('Inventory.charge attempt')).toEqual([
+        [
+          {
+            'exception.type': 'CardDeclined',
+            'exception.message': DECLINED_TEXT,
+            'exception.stacktrace': expect.stringContaining(DECLINED_TEXT),
+            'resilience.error.code': 'card_declined',
+            'resilience.error.status': 402,
+          },
+        ],
+      ]);
+      await moduleRef.close();
+    });
+
+    it('refuses a recordExceptionMessages that is not a boolean, naming it', async () => {
+      await expect(boot({ ...OPTIONS, tracing: { recordExceptionMessages: 'yes' as never } })).rejects.toThrow(
+        /tracing options.*'recordExceptionMessages'/,
+      );
+    });
+  });
+
+  describe('injected faults', () => {
+    const injected = { 'resilience.fault.injected': true };
+
+    it('marks the events and the exception an injected error produces, and not those of a real one', async () => {
+      const { moduleRef, clock } = await boot({
+        ...OPTIONS,
+        tracing: { spanPerAttempt: true },
+        faultInjection: { enabled: true, instances: { inventory: { error: { rate: 1, error: 'ECONNREFUSED' } } } },
+      });
+      await expect(traced(clock, () => moduleRef.get(Inventory).stock())).rejects.toMatchObject({
+        code: 'ECONNREFUSED',
+      });
+      expect(moduleRef.get(Inventory).calls).toBe(0);
+      const request = eventsOf('request');
+      expect(request.map((e) => e.name)).toEqual([
+        'resilience.retry',
+        'resilience.attempt',
+        'resilience.retry',
+        'resilience.attempt',
+        'resilience.retry.stopped',
+      ]);
+      const failures = request.filter((e) => e.name !== 'resilience.attempt');
+      expect(failures.map((e) => e.attributes)).toEqual(
+        failures.map(() => expect.objectContaining({ 'error.type': 'Error', ...injected })),
+      );
+      const attempts = exporter.getFinishedSpans().filter((s) => s.name === 'Inventory.stock attempt');
+      expect(attempts.map((s) => s.events.map((e) => ({ name: e.name, attributes: e.attributes })))).toEqual(
+        [1, 2, 3].map(() => [
+          {
+            name: 'resilience.fault',
+            attributes: {
+              'resilience.policy': 'fault_injection',
+              'resilience.instance': 'inventory',
+              'resilience.fault.kind': 'error',
+              ...injected,
+            },
+          },
+          {
+            name: 'exception',
+            attributes: { 'exception.type': 'Error', 'resilience.error.code': 'ECONNREFUSED', ...injected },
+          },
+        ]),
+      );
+      await moduleRef.close();
+    });
+
+    it('shows an injected latency on the span of the call it slowed, before the timeout it caused', async () => {
+      const { moduleRef, clock } = await boot({
+        ...OPTIONS,
+        faultInjection: { enabled: true, instances: { slow: { latency: { rate: 1, duration: '5s' } } } },
+      });
+      await expect(traced(clock, () => moduleRef.get(Inventory).slow())).rejects.toMatchObject({
+        name: 'TimeoutExceededError',
+      });
+      expect(eventsOf('request')).toEqual([
+        {
+          name: 'resilience.fault',
+          attributes: {
+            'resilience.policy': 'fault_injection',
+            'resilience.instance': 'slow',
+            'resilience.fault.kind': 'latency',
+            'resilience.fault.duration_ms': 5000,
+            ...injected,
+          },
+        },
+        {
+          name: 'resilience.timeout',
+          attributes: {
+            'resilience.policy': 'time_limiter',
+            'resilience.instance': 'slow',
+            'error.type': 'TimeoutExceededError',
+          },
+        },
+      ]);
+      await moduleRef.close();
+    });
   });
 
   it('DeadlinePropagator sends the time left beside traceparent on every propagated request', async () => {

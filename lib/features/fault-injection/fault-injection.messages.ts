@@ -1,8 +1,8 @@
 import { describe } from '../../config/config.messages';
 import { PREFIX } from '../../kernel/resilience.messages';
 
-export const FAULTS_IN_PRODUCTION = (names: readonly string[]): string =>
-  `${PREFIX}: faultInjection.enabled is true while NODE_ENV is 'production'` +
+export const FAULTS_IN_PRODUCTION = (names: readonly string[], environment: string): string =>
+  `${PREFIX}: faultInjection.enabled is true while NODE_ENV is ${JSON.stringify(environment)}, which is production` +
   (names.length > 0 ? ` (faults for ${names.map((n) => `'${n}'`).join(', ')})` : '') +
   `; fault injection fails real calls on purpose: set faultInjection.allowInProduction: true to run a game day in production`;
 

@@ -35,7 +35,7 @@ export interface FaultSpec {
 export interface FaultInjectionOptions {
   /** Turns fault injection on (the configured faults and `FaultInjector.inject`). Default false. */
   readonly enabled?: boolean;
-  /** Lets `enabled: true` start when `NODE_ENV` is `production`. Default false. */
+  /** Lets `enabled: true` start when `NODE_ENV` names production (`production` or `prod`, any case, trimmed). Default false. */
   readonly allowInProduction?: boolean;
   /** The faults of each instance name, active from startup. */
   readonly instances?: Readonly<Record<string, FaultSpec>>;

@@ -12,6 +12,7 @@ import {
   INJECTED_ERROR_MESSAGE,
 } from './fault-injection.messages';
 import { FaultSpec, InjectedError, readFault, ResolvedFault, ResolvedFaultInjection } from './fault-injection.options';
+import { markInjected } from './injected-fault';
 
 /** The kinds of fault, as the metric label `kind` and the event name them. */
 export type FaultKind = 'latency' | 'error' | 'outcome';
@@ -52,6 +53,14 @@ interface Draw {
 
 const ERROR_CODE = /^E[A-Z0-9_]+$/;
 
+/** The `NODE_ENV` spellings that mean production, compared trimmed and in lower case. */
+const PRODUCTION_ENVIRONMENTS = new Set(['production', 'prod']);
+
+/** True when `environment` (a `NODE_ENV` value) names production: `production` or `prod`, in any case, spaces around ignored. */
+function isProductionEnvironment(environment: string | undefined): environment is string {
+  return environment !== undefined && PRODUCTION_ENVIRONMENTS.has(environment.trim().toLowerCase());
+}
+
 /**
  * What a call whose scope has been cancelled rejects with: the caller's
  * `AbortError` when the caller cancelled, else the reason its attempt was
@@ -86,7 +95,7 @@ export class FaultInjector {
   /**
    * @internal Made by the registry from the module option `faultInjection`.
    *
-   * @throws Error when enabled while `environment` is `production` and not allowed there
+   * @throws Error when enabled while `environment` names production (`production` or `prod`, any case, trimmed) and not allowed there
    */
   constructor(
     options: ResolvedFaultInjection,
@@ -98,7 +107,8 @@ export class FaultInjector {
     this.enabled = options.enabled;
     if (!this.enabled) return;
     const names = [...options.instances.keys()];
-    if (environment === 'production' && !options.allowInProduction) throw new Error(FAULTS_IN_PRODUCTION(names));
+    if (isProductionEnvironment(environment) && !options.allowInProduction)
+      throw new Error(FAULTS_IN_PRODUCTION(names, environment));
     for (const [name, fault] of options.instances) this.faults.set(name, { fault, until: Number.POSITIVE_INFINITY });
     warn(FAULTS_ENABLED(names));
   }
@@ -282,8 +292,12 @@ export class FaultInjector {
     });
   }
 
-  /** The error an `error` fault of `name` throws. */
+  /** The error an `error` fault of `name` throws, marked as injected. */
   private error(name: string, spec: InjectedError): Error {
+    return markInjected(this.makeError(name, spec));
+  }
+
+  private makeError(name: string, spec: InjectedError): Error {
     if (typeof spec === 'function')
       return new (spec as new (message: string) => Error)(INJECTED_ERROR_MESSAGE(name, spec.name));
     if (typeof spec === 'number')

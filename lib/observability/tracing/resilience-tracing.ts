@@ -50,7 +50,7 @@ export class ResilienceTracing implements OnApplicationBootstrap, OnModuleDestro
   attemptSpans(call: (args: unknown[]) => unknown, target: string): (args: unknown[]) => unknown {
     if (!this.options.spanPerAttempt) return call;
     const otel = this.openTelemetry();
-    return otel === undefined ? call : withAttemptSpans(call, target, otel);
+    return otel === undefined ? call : withAttemptSpans(call, target, otel, this.options.recordExceptionMessages);
   }
 
   /** True once events are being recorded on spans. */
@@ -66,6 +66,7 @@ export class ResilienceTracing implements OnApplicationBootstrap, OnModuleDestro
     this.events = events;
     this.stopWatching = this.catalog.watch((observed) => events.bind(observed));
     for (const hedge of this.catalog.registry.hedges) events.bindHedge(hedge);
+    if (this.catalog.registry.faults.enabled) events.bindFaults(this.catalog.registry.faults);
     events.bindIdempotency(this.idempotency);
   }
 

@@ -29,13 +29,15 @@ export const RESILIENCE_SPAN_EVENTS = {
   idempotencyReplayed: 'resilience.idempotency.replayed',
   /** A hedge started, or a hedged call got its answer. */
   hedge: 'resilience.hedge',
+  /** Fault injection slowed, failed or answered the call on purpose (with `resilience.fault.injected`). */
+  fault: 'resilience.fault',
 } as const;
 
 /** Attribute names on the span events. */
 export const RESILIENCE_SPAN_ATTRIBUTES = {
   /** The policy instance's name (Polly: `strategy.name`). */
   instance: 'resilience.instance',
-  /** The policy: `retry`, `circuit_breaker`, `bulkhead`, `time_limiter`, `rate_limiter`, `fallback`, `idempotency`, `hedge`. */
+  /** The policy: `retry`, `circuit_breaker`, `bulkhead`, `time_limiter`, `rate_limiter`, `fallback`, `idempotency`, `hedge`, `fault_injection`. */
   policy: 'resilience.policy',
   /** The attempt, 1-based (Polly: `attempt.number`, which is 0-based). */
   attemptNumber: 'resilience.attempt.number',
@@ -59,4 +61,14 @@ export const RESILIENCE_SPAN_ATTRIBUTES = {
   hedgeKind: 'resilience.hedge.kind',
   /** Attempts cancelled when a hedged call got its answer. */
   hedgeCancelled: 'resilience.hedge.cancelled',
+  /** The failed attempt's error code: its `code` property (`ECONNREFUSED`, `card_declined`), on the attempt span's exception. */
+  errorCode: 'resilience.error.code',
+  /** The HTTP status the failed attempt's error carries, on the attempt span's exception. */
+  errorStatus: 'resilience.error.status',
+  /** `true` on an event or exception that fault injection caused, so it is not mistaken for a real failure. */
+  faultInjected: 'resilience.fault.injected',
+  /** What fault injection did: `latency`, `error` or `outcome`. */
+  faultKind: 'resilience.fault.kind',
+  /** The latency injected, in ms. */
+  faultDurationMs: 'resilience.fault.duration_ms',
 } as const;

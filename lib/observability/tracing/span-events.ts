@@ -1,16 +1,12 @@
 import type { Attributes } from '@opentelemetry/api';
 import { Unsubscribe } from '../../kernel/events';
 import { HedgePolicy } from '../../policies/hedge/hedge.policy';
+import { FaultInjector } from '../../features/fault-injection/fault-injector';
 import { IdempotencyRegistry } from '../../features/idempotency/idempotency.registry';
 import { ObservedInstance } from '../instance-catalog';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from './span-attributes';
 import { OpenTelemetry } from './tracing.peer';
-
-/** The class name of an error, for `error.type` (a subclass that keeps `name` 'Error' is named by its class). */
-function errorType(error: unknown): string {
-  if (error instanceof Error) return error.name === 'Error' ? error.constructor.name : error.name;
-  return error === undefined ? 'undefined' : typeof error;
-}
+import { errorEventAttributes } from './error-attributes';
 
 /**
  * Writes the events of every policy instance it is bound to on the span
@@ -49,7 +45,7 @@ export class ResilienceSpanEvents {
               [A.instance]: name,
               [A.attemptNumber]: attempt,
               [A.retryWaitMs]: waitMs,
-              [A.errorType]: errorType(error),
+              ...errorEventAttributes(error),
             }),
           ),
         );
@@ -60,7 +56,7 @@ export class ResilienceSpanEvents {
               [A.instance]: name,
               [A.attemptNumber]: attempt,
               [A.retryStopReason]: reason,
-              [A.errorType]: errorType(error),
+              ...errorEventAttributes(error),
             }),
           ),
         );
@@ -89,7 +85,7 @@ export class ResilienceSpanEvents {
               [A.policy]: 'bulkhead',
               [A.instance]: name,
               [A.bulkheadReason]: reason,
-              [A.errorType]: errorType(error),
+              ...errorEventAttributes(error),
             }),
           ),
         );
@@ -97,7 +93,7 @@ export class ResilienceSpanEvents {
       case 'timeLimiter':
         on(
           observed.instance.onTimeoutInCallContext(({ name, error }) =>
-            this.record(E.timeout, { [A.policy]: 'time_limiter', [A.instance]: name, [A.errorType]: errorType(error) }),
+            this.record(E.timeout, { [A.policy]: 'time_limiter', [A.instance]: name, ...errorEventAttributes(error) }),
           ),
         );
         break;
@@ -116,7 +112,7 @@ export class ResilienceSpanEvents {
             this.record(E.rateLimiterRejected, {
               [A.policy]: 'rate_limiter',
               [A.instance]: name,
-              [A.errorType]: errorType(error),
+              ...errorEventAttributes(error),
             }),
           ),
         );
@@ -128,7 +124,7 @@ export class ResilienceSpanEvents {
               [A.policy]: 'fallback',
               [A.instance]: name,
               [A.fallbackHandler]: errorClass.name,
-              [A.errorType]: errorType(error),
+              ...errorEventAttributes(error),
             }),
           ),
         );
@@ -154,6 +150,21 @@ export class ResilienceSpanEvents {
           [A.hedgeKind]: 'won',
           [A.attemptNumber]: attempt,
           [A.hedgeCancelled]: cancelled,
+        }),
+      ),
+    );
+  }
+
+  /** Listens to the faults injected, each on the span of the call it was injected into. */
+  bindFaults(faults: Pick<FaultInjector, 'onFaultInjected'>): void {
+    this.subscriptions.push(
+      faults.onFaultInjected(({ name, kind, durationMs }) =>
+        this.record(E.fault, {
+          [A.policy]: 'fault_injection',
+          [A.instance]: name,
+          [A.faultKind]: kind,
+          ...(durationMs === undefined ? {} : { [A.faultDurationMs]: durationMs }),
+          [A.faultInjected]: true,
         }),
       ),
     );

@@ -22,7 +22,7 @@ export interface HedgeConfig {
    * successful call refills. Default `{ ratio: 0.1, maxTokens: 10 }`.
    */
   budget: RetryBudgetConfig | string;
-  /** The method is safe to run more than once at a time, without `@Idempotent`. Default false. */
+  /** The method is safe to run more than once at a time, without `@Idempotent` (or with an optional key). Default false. */
   safe: boolean;
   /** How many recent latencies a percentile `delay` is taken over. Default 1000. */
   latencyWindowSize: number;

@@ -6,8 +6,9 @@ import { HedgeConfigInput } from './hedge.config';
  * created from `configs.default` when not declared, or a private instance
  * of the method when no name is given): after the delay with no answer,
  * another attempt starts beside the first, and the first answer wins.
- * Only a method safe to run twice may hedge: one with `@Idempotent`, or
- * whose hedge instance says `safe: true`; any other fails at bootstrap.
+ * Only a method safe to run twice may hedge: one with `@Idempotent` whose
+ * key is required (not `required: false`), or whose hedge instance says
+ * `safe: true`; any other fails at bootstrap.
  *
  * @example
  * ```ts

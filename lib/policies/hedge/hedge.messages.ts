@@ -7,3 +7,8 @@ export const HEDGE_NOT_SAFE = (target: string, instance: string): string =>
 export const HEDGE_BUDGET_WITHOUT_RETRY_BUDGET = (place: string, retry: string): string =>
   `${PREFIX}: ${place}: 'budget' names retry instance '${retry}', which has no budget; ` +
   `give retry instance '${retry}' a budget ({ ratio, maxTokens }), or give this hedge instance a budget of its own`;
+
+export const HEDGE_KEY_OPTIONAL = (target: string, instance: string): string =>
+  `${PREFIX}: @Hedge on ${target} would run a call without an idempotency key more than once at a time: ` +
+  `its @Idempotent says 'required: false', so such a call runs unprotected; ` +
+  `make the key required (remove 'required: false'), or set 'safe: true' on hedging instance '${instance}' if running it twice is harmless`;
