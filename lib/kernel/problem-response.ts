@@ -35,8 +35,11 @@ export function requestPath(request: { originalUrl?: string; url?: string }): st
  * is written through: both have `status`, `header` and `send`.
  */
 export interface ProblemReply {
+  /** Sets the status code. */
   status(code: number): unknown;
+  /** Sets a response header. */
   header(name: string, value: string): unknown;
+  /** Sends the body and ends the answer. */
   send(body: string): unknown;
   /** Express: the response is a Node `ServerResponse`. */
   readonly headersSent?: boolean;
