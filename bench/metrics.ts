@@ -52,7 +52,7 @@ export const metrics: BenchSection = {
     const on = await boot(MetricsBenchModule.with({ metrics: { registry: new Registry() } }));
     const journal = await boot(
       MetricsBenchModule.with({ metrics: { registry: new Registry() } }, [
-        ResilienceEndpointsModule.forRoot({ status: true }),
+        ResilienceEndpointsModule.forRoot({ status: { public: true } }),
       ]),
     );
     let results: Measurement[];

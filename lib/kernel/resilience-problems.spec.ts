@@ -23,7 +23,7 @@ describe('resilienceProblem', () => {
   it('answers an unknown ResilienceError subclass with a plain 500', () => {
     const problem = resilienceProblem(new CustomError());
     expect(problem.status).toBe(500);
-    expect(problem.headers).toEqual({ 'Content-Type': 'application/problem+json' });
+    expect(problem.headers).toEqual({ 'Content-Type': 'application/problem+json; charset=utf-8' });
     expect(problem.body).toEqual({
       type: 'about:blank',
       title: 'Internal Server Error',

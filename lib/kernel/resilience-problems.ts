@@ -48,6 +48,9 @@ export interface ResilienceProblem {
 
 const TYPE_BASE = 'https://resilience4nest.dev/problems/';
 
+/** The `Content-Type` of every problem+json answer of this module, whichever code path writes it. */
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+
 /**
  * The HTTP answer for each error kind, keyed by the error's `code` so that
  * subclasses inherit their parent's answer. Shared by
@@ -153,7 +156,7 @@ export interface ProblemDetails {
 export interface ProblemResponse {
   /** The HTTP status code. */
   readonly status: number;
-  /** Response headers: `Content-Type: application/problem+json`, and `Retry-After` (seconds) for retryable kinds. */
+  /** Response headers: `Content-Type: application/problem+json; charset=utf-8`, and `Retry-After` (seconds) for retryable kinds. */
   readonly headers: Readonly<Record<string, string>>;
   /** The problem details body. */
   readonly body: ProblemDetails;
@@ -177,7 +180,7 @@ export function resilienceProblem(error: ResilienceError, instance?: string): Pr
   const problem = Object.prototype.hasOwnProperty.call(RESILIENCE_PROBLEMS, error.code)
     ? RESILIENCE_PROBLEMS[error.code as ResilienceErrorCode]
     : UNKNOWN_PROBLEM;
-  const headers: Record<string, string> = { 'Content-Type': 'application/problem+json' };
+  const headers: Record<string, string> = { 'Content-Type': PROBLEM_CONTENT_TYPE };
   if (problem.retryAfter) headers['Retry-After'] = String(retryAfterSeconds(retryAfterOf(error)));
   const body: ProblemDetails = {
     type: problem.type,

@@ -22,6 +22,21 @@ export const LOAD_SHEDDING_NOT_CONFIGURED = `${PREFIX}: ResilienceHealthIndicato
 
 export const FALLBACK_SHARE_NOT_CONFIGURED = `${PREFIX}: ResilienceHealthIndicator.checkFallbacks() needs the module option 'health.fallbackShare' (e.g. { threshold: 50, window: '1m' })`;
 
+/** The status routes were asked for with neither guards nor `public: true`. */
+export const STATUS_UNGUARDED =
+  `${PREFIX}: invalid configuration of ResilienceEndpointsModule options 'status': the status routes serve every instance's ` +
+  `config, the instance inventory and the outbox state, so they need 'guards' (e.g. guards: [OperatorGuard]); ` +
+  `to serve them to anyone who can reach the port, say 'public: true'`;
+
+/** The status routes were given guards and `public: true`, which contradict each other. */
+export const STATUS_PUBLIC_AND_GUARDED =
+  `${PREFIX}: invalid configuration of ResilienceEndpointsModule options 'status': 'public: true' serves the status routes ` +
+  `unguarded, yet 'guards' were given; keep one of them`;
+
+/** A status route names a resource that does not exist. */
+export const UNKNOWN_STATUS_ROUTE = (resource: string, known: readonly string[]): string =>
+  `${PREFIX}: no status route '${resource}'; the routes are ${known.map((r) => `'${r}'`).join(', ')}, 'loadshedding', 'faults', 'faultevents' and 'outbox'`;
+
 /** A status route names an instance that does not exist. */
 export const UNKNOWN_STATUS_INSTANCE = (policy: string, name: string): string =>
   `${PREFIX}: no ${policy} instance named '${name}'`;

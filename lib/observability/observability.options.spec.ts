@@ -1,4 +1,5 @@
 import { INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from '../config/config.messages';
+import { STATUS_PUBLIC_AND_GUARDED, STATUS_UNGUARDED } from './observability.messages';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import {
   DEFAULT_BUCKETS,
@@ -113,21 +114,57 @@ describe('module option logging', () => {
 describe('ResilienceEndpointsModule options', () => {
   const place = 'ResilienceEndpointsModule options';
 
-  it('turns nothing on by default; true takes the default paths', () => {
+  it('turns nothing on by default; metrics: true takes the default path', () => {
     expect(readEndpointsOptions({})).toEqual({ metrics: undefined, status: undefined });
-    expect(readEndpointsOptions({ metrics: true, status: true })).toEqual({
+    expect(readEndpointsOptions({ metrics: true, status: { guards: [AdminGuard] } })).toEqual({
       metrics: { path: 'metrics' },
-      status: { path: 'actuator', eventBufferSize: 100, errorMessages: false, guards: [], writableGuards: undefined },
+      status: {
+        path: 'actuator',
+        eventBufferSize: 100,
+        errorMessages: false,
+        guards: [AdminGuard],
+        public: false,
+        writableGuards: undefined,
+      },
     });
     expect(readEndpointsOptions({ metrics: { path: '/ops/metrics/' } }).metrics).toEqual({ path: 'ops/metrics' });
   });
 
+  it.each([
+    ['status: true', { status: true }],
+    ['status: {}', { status: {} }],
+    ['an empty guard list', { status: { guards: [] } }],
+    ['public: false', { status: { public: false } }],
+    ['guards for the writable routes only', { status: { writable: { guards: [AdminGuard] } } }],
+  ])('refuses status routes without guards unless public: true is said (%s)', (_, raw) => {
+    expect(() => readEndpointsOptions(raw)).toThrow(STATUS_UNGUARDED);
+    expect(STATUS_UNGUARDED).toContain("'guards'");
+    expect(STATUS_UNGUARDED).toContain("'public: true'");
+  });
+
+  it('serves the status routes unguarded when public: true is said, and refuses public with guards', () => {
+    expect(readEndpointsOptions({ status: { public: true } }).status?.guards).toEqual([]);
+    expect(readEndpointsOptions({ status: { public: 'true' } }).status?.guards).toEqual([]);
+    expect(
+      readEndpointsOptions({ status: { public: true, writable: { guards: [AdminGuard] } } }).status?.writableGuards,
+    ).toEqual([AdminGuard]);
+    expect(() => readEndpointsOptions({ status: { public: true, guards: [AdminGuard] } })).toThrow(
+      STATUS_PUBLIC_AND_GUARDED,
+    );
+    expect(() => readEndpointsOptions({ status: { public: 'yes' } })).toThrow(
+      INVALID_VALUE(`${place} 'status'`, 'public', 'true or false', 'yes'),
+    );
+  });
+
   it('needs guards for the routes that change state', () => {
-    expect(readEndpointsOptions({ status: { writable: { guards: [AdminGuard] } } }).status?.writableGuards).toEqual([
-      AdminGuard,
-    ]);
-    expect(readEndpointsOptions({ status: { writable: false } }).status?.writableGuards).toBeUndefined();
-    expect(() => readEndpointsOptions({ status: { writable: {} } })).toThrow(
+    expect(
+      readEndpointsOptions({ status: { guards: [AdminGuard], writable: { guards: [AdminGuard] } } }).status
+        ?.writableGuards,
+    ).toEqual([AdminGuard]);
+    expect(
+      readEndpointsOptions({ status: { guards: [AdminGuard], writable: false } }).status?.writableGuards,
+    ).toBeUndefined();
+    expect(() => readEndpointsOptions({ status: { guards: [AdminGuard], writable: {} } })).toThrow(
       INVALID_VALUE(
         `${place} 'status' 'writable'`,
         'guards',
@@ -135,7 +172,7 @@ describe('ResilienceEndpointsModule options', () => {
         undefined,
       ),
     );
-    expect(() => readEndpointsOptions({ status: { writable: { guards: [] } } })).toThrow(
+    expect(() => readEndpointsOptions({ status: { guards: [AdminGuard], writable: { guards: [] } } })).toThrow(
       INVALID_VALUE(`${place} 'status' 'writable'`, 'guards', 'a non-empty list of guards (classes or instances)', []),
     );
   });
@@ -152,7 +189,14 @@ describe('ResilienceEndpointsModule options', () => {
     ],
     [
       { status: { readonly: true } },
-      UNKNOWN_KEY(`${place} 'status'`, 'readonly', ['path', 'eventBufferSize', 'errorMessages', 'guards', 'writable']),
+      UNKNOWN_KEY(`${place} 'status'`, 'readonly', [
+        'path',
+        'eventBufferSize',
+        'errorMessages',
+        'guards',
+        'public',
+        'writable',
+      ]),
     ],
     [{ prometheus: true }, UNKNOWN_KEY(place, 'prometheus', ['metrics', 'status'])],
   ])('rejects %j naming the key and value', (raw, message) => {

@@ -1,5 +1,6 @@
 import { CanActivate, Type } from '@nestjs/common';
 import { Duration } from '../config/duration';
+import { STATUS_PUBLIC_AND_GUARDED, STATUS_UNGUARDED } from './observability.messages';
 import {
   booleanOption,
   durationOption,
@@ -84,8 +85,18 @@ export interface StatusEndpointOptions {
    * address, a key in a URL) that the endpoints' readers should not see.
    */
   errorMessages?: boolean;
-  /** Guards on every status route. */
+  /**
+   * Guards on every status route. Required (non-empty) unless `public` is
+   * `true`: the routes serve every instance's config, the instance inventory
+   * and the outbox state.
+   */
   guards?: readonly GuardLike[];
+  /**
+   * Serve the read-only status routes without guards, to anyone who can
+   * reach the port (a port only operators reach, a local run). Default
+   * `false`; contradicts `guards`.
+   */
+  public?: boolean;
   /** Routes that change state (forcing a breaker open, …). Off by default; needs guards of its own. */
   writable?: false | { guards: readonly GuardLike[] };
 }
@@ -120,6 +131,8 @@ export interface ResolvedEndpointsOptions {
     readonly eventBufferSize: number;
     readonly errorMessages: boolean;
     readonly guards: readonly GuardLike[];
+    /** The read-only routes are served unguarded on purpose. */
+    readonly public: boolean;
     readonly writableGuards?: readonly GuardLike[];
   };
 }
@@ -203,17 +216,26 @@ function readMetricsRoute(endpoints: GivenOptions): ResolvedEndpointsOptions['me
 function readStatus(endpoints: GivenOptions): ResolvedEndpointsOptions['status'] {
   const value = endpoints.raw('status');
   if (value === undefined || value === false) return undefined;
-  const status =
-    value === true
-      ? undefined
-      : endpoints.nested('status', ['path', 'eventBufferSize', 'errorMessages', 'guards', 'writable']);
-  return {
-    path: status?.read('path', pathOption) ?? 'actuator',
-    eventBufferSize: status?.read('eventBufferSize', atLeastOne) ?? DEFAULT_EVENT_BUFFER_SIZE,
-    errorMessages: status?.read('errorMessages', booleanOption) ?? false,
-    guards: status?.read('guards', guardsOption(false)) ?? [],
-    writableGuards: status === undefined ? undefined : readWritable(status),
+  if (value === true) throw new Error(STATUS_UNGUARDED);
+  const status = endpoints.nested('status', [
+    'path',
+    'eventBufferSize',
+    'errorMessages',
+    'guards',
+    'public',
+    'writable',
+  ]) as GivenOptions;
+  const resolved = {
+    path: status.read('path', pathOption) ?? 'actuator',
+    eventBufferSize: status.read('eventBufferSize', atLeastOne) ?? DEFAULT_EVENT_BUFFER_SIZE,
+    errorMessages: status.read('errorMessages', booleanOption) ?? false,
+    guards: status.read('guards', guardsOption(false)) ?? [],
+    public: status.read('public', booleanOption) ?? false,
+    writableGuards: readWritable(status),
   };
+  if (resolved.public && resolved.guards.length > 0) throw new Error(STATUS_PUBLIC_AND_GUARDED);
+  if (!resolved.public && resolved.guards.length === 0) throw new Error(STATUS_UNGUARDED);
+  return resolved;
 }
 
 function readWritable(status: GivenOptions): readonly GuardLike[] | undefined {

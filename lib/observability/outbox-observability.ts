@@ -1,7 +1,8 @@
-import { Controller, Get, HttpCode, NotFoundException, Param, Post, Type, UseGuards } from '@nestjs/common';
+import { Controller, Get, HttpCode, Param, Post, Type, UseFilters, UseGuards } from '@nestjs/common';
 import { Priority } from '../features/load-shedding/priority.decorator';
 import { Collector, FamilyDefinition } from './metric-family';
 import { GuardLike } from './observability.options';
+import { OperatorRouteError, OperatorRouteFilter } from './operator-problem';
 import { Outbox } from '../features/outbox/outbox';
 import { Duration, parseDuration } from '../config/duration';
 import {
@@ -111,7 +112,7 @@ export async function outboxStatus(outbox: Outbox): Promise<OutboxStatus> {
 }
 
 function requireOutbox(outbox: Outbox, route: string): Outbox {
-  if (!outbox.configured) throw new NotFoundException(OUTBOX_NOT_CONFIGURED(route));
+  if (!outbox.configured) throw new OperatorRouteError(404, OUTBOX_NOT_CONFIGURED(route));
   return outbox;
 }
 
@@ -124,6 +125,7 @@ export function createOutboxStatusController(path: string, guards: readonly Guar
   @Controller(path)
   // Operators must see the service when it is shedding load.
   @Priority('critical')
+  @UseFilters(new OperatorRouteFilter())
   class OutboxStatusController {
     constructor(readonly outbox: Outbox) {}
 
@@ -157,6 +159,7 @@ export function createOutboxAdminController(path: string, guards: readonly Guard
   @Controller(path)
   @Priority('critical')
   @UseGuards(...guards)
+  @UseFilters(new OperatorRouteFilter())
   class OutboxAdminController {
     constructor(readonly outbox: Outbox) {}
 
@@ -164,7 +167,7 @@ export function createOutboxAdminController(path: string, guards: readonly Guard
     @HttpCode(200)
     async requeue(@Param('id') id: string): Promise<{ requeued: string }> {
       const outbox = requireOutbox(this.outbox, `POST ${path}/outbox/parked/:id/requeue`);
-      if (!(await outbox.requeue(id))) throw new NotFoundException(UNKNOWN_PARKED_EVENT(id));
+      if (!(await outbox.requeue(id))) throw new OperatorRouteError(404, UNKNOWN_PARKED_EVENT(id));
       return { requeued: id };
     }
   }

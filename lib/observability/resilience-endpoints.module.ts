@@ -8,15 +8,17 @@ import { createOutboxAdminController, createOutboxStatusController } from './out
 /**
  * Opt-in HTTP endpoints over the (global) `ResilienceModule`: `/metrics` in
  * the Prometheus text format, and status endpoints in the manner of Spring
- * Boot Actuator's `circuitbreakers` and `circuitbreakerevents`. Routes that
- * change state exist only when `status.writable` names their guards.
+ * Boot Actuator's `circuitbreakers` and `circuitbreakerevents`. The status
+ * routes need `status.guards`, or `status.public: true` said on purpose;
+ * routes that change state exist only when `status.writable` names their
+ * guards.
  *
  * @example
  * ```ts
  * @Module({
  *   imports: [
  *     ResilienceModule.forRoot(options),
- *     ResilienceEndpointsModule.forRoot({ metrics: true, status: { path: 'ops/resilience', writable: { guards: [AdminGuard] } } }),
+ *     ResilienceEndpointsModule.forRoot({ metrics: true, status: { path: 'ops/resilience', guards: [AdminGuard], writable: { guards: [AdminGuard] } } }),
  *   ],
  * })
  * export class AppModule {}

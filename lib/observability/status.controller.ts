@@ -1,24 +1,12 @@
-import {
-  BadRequestException,
-  Body,
-  ConflictException,
-  Controller,
-  Delete,
-  Get,
-  HttpCode,
-  NotFoundException,
-  Param,
-  Post,
-  Type,
-  UseGuards,
-} from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Type, UseFilters, UseGuards } from '@nestjs/common';
 import { ActiveFault, FaultInjector } from '../features/fault-injection/fault-injector';
 import { FaultSpec } from '../features/fault-injection/fault-injection.options';
 import { LoadShedder, SHED_REASONS, ShedReason } from '../features/load-shedding/load-shedder';
 import { Priority, PRIORITY_LEVELS, PriorityLevel } from '../features/load-shedding/priority.decorator';
 import { RecordedEvent, StatusPolicy } from './event-journal';
 import { FAULTS_DISABLED } from '../features/fault-injection/fault-injection.messages';
-import { INVALID_UPDATE_STATE, UNKNOWN_STATUS_INSTANCE } from './observability.messages';
+import { INVALID_UPDATE_STATE, UNKNOWN_STATUS_INSTANCE, UNKNOWN_STATUS_ROUTE } from './observability.messages';
+import { OperatorRouteError, OperatorRouteFilter } from './operator-problem';
 import { GuardLike } from './observability.options';
 import { BREAKER_UPDATES, BreakerUpdate, InstanceStatus, ResilienceStatus } from './resilience-status';
 
@@ -78,7 +66,7 @@ function loadSheddingStatus(shedder: LoadShedder): LoadSheddingStatus {
 
 function resourceOf(resource: string): Resource {
   const found = Object.prototype.hasOwnProperty.call(RESOURCES, resource) ? RESOURCES[resource] : undefined;
-  if (found === undefined) throw new NotFoundException();
+  if (found === undefined) throw new OperatorRouteError(404, UNKNOWN_STATUS_ROUTE(resource, Object.keys(RESOURCES)));
   return found;
 }
 
@@ -110,6 +98,7 @@ export function createStatusController(path: string, guards: readonly GuardLike[
   @Controller(path)
   // Operators must see the service when it is shedding load.
   @Priority('critical')
+  @UseFilters(new OperatorRouteFilter())
   class ResilienceStatusController {
     constructor(
       readonly status: ResilienceStatus,
@@ -157,7 +146,7 @@ export function createStatusController(path: string, guards: readonly GuardLike[
     ): Record<string, InstanceStatus[] | RecordedEvent[]> {
       const { policy, key, events } = resourceOf(resource);
       const instances = this.status.list(policy, name);
-      if (instances.length === 0) throw new NotFoundException(UNKNOWN_STATUS_INSTANCE(policy, name));
+      if (instances.length === 0) throw new OperatorRouteError(404, UNKNOWN_STATUS_INSTANCE(policy, name));
       return { [key]: events ? this.status.events(policy, name) : instances };
     }
   }
@@ -176,6 +165,7 @@ export function createStatusAdminController(path: string, guards: readonly Guard
   // Operators must see the service when it is shedding load.
   @Priority('critical')
   @UseGuards(...guards)
+  @UseFilters(new OperatorRouteFilter())
   class ResilienceStatusAdminController {
     constructor(
       readonly status: ResilienceStatus,
@@ -186,11 +176,11 @@ export function createStatusAdminController(path: string, guards: readonly Guard
     @HttpCode(200)
     inject(@Param('name') name: string, @Body() body: unknown): FaultsStatus {
       const { for: lasting, ...fault } = (body ?? {}) as FaultSpec & { for?: number | string };
-      if (!this.faults.enabled) throw new ConflictException(FAULTS_DISABLED(name));
+      if (!this.faults.enabled) throw new OperatorRouteError(409, FAULTS_DISABLED(name));
       try {
         this.faults.inject(name, fault, { for: lasting });
       } catch (error) {
-        throw new BadRequestException((error as Error).message);
+        throw new OperatorRouteError(400, (error as Error).message);
       }
       return faultsStatus(this.faults);
     }
@@ -214,10 +204,10 @@ export function createStatusAdminController(path: string, guards: readonly Guard
     update(@Param('name') name: string, @Body() body: unknown): { circuitBreakers: InstanceStatus[] } {
       const update = (body as { updateState?: unknown } | undefined)?.updateState;
       if (typeof update !== 'string' || !Object.prototype.hasOwnProperty.call(BREAKER_UPDATES, update)) {
-        throw new BadRequestException(INVALID_UPDATE_STATE(update, Object.keys(BREAKER_UPDATES)));
+        throw new OperatorRouteError(400, INVALID_UPDATE_STATE(update, Object.keys(BREAKER_UPDATES)));
       }
       const updated = this.status.updateBreakers(name, update as BreakerUpdate);
-      if (updated.length === 0) throw new NotFoundException(UNKNOWN_STATUS_INSTANCE('circuitBreaker', name));
+      if (updated.length === 0) throw new OperatorRouteError(404, UNKNOWN_STATUS_INSTANCE('circuitBreaker', name));
       return { circuitBreakers: updated };
     }
   }

@@ -29,7 +29,7 @@ import { ownerToken } from '../features/idempotency/owner-token';
 const STORE = 'PostgresIdempotencyStore';
 
 /** Table used when the `table` option is not given. */
-export const DEFAULT_IDEMPOTENCY_TABLE = 'idempotency_keys';
+export const DEFAULT_IDEMPOTENCY_TABLE = 'resilience4nest_idempotency_keys';
 
 /** A claim only loops when the record changes between two statements; a few rounds settle any real race. */
 const MAX_CLAIM_ROUNDS = 5;

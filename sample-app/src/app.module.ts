@@ -62,7 +62,10 @@ export function shopResilienceOptions(
       inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE, SHOP_DATABASE, LocalEvents],
       useFactory: shopResilienceOptions,
     }),
-    ResilienceEndpointsModule.forRoot({ metrics: true, status: { writable: { guards: [OperatorGuard] } } }),
+    ResilienceEndpointsModule.forRoot({
+      metrics: true,
+      status: { guards: [OperatorGuard], writable: { guards: [OperatorGuard] } },
+    }),
     TerminusModule,
   ],
   controllers: [InventoryController, PaymentsController, ProductsController, LoadProbeController, HealthController],

@@ -141,7 +141,8 @@ const SECTIONS: readonly Section[] = [
   {
     heading: 'ResilienceEndpointsModule',
     validate: (settings) => readEndpointsOptions(settings),
-    defaults: () => readEndpointsOptions({ metrics: {}, status: {} }) as unknown as Settings,
+    defaults: () =>
+      readEndpointsOptions({ metrics: {}, status: { guards: [EXAMPLE_SCOPE.OperatorGuard] } }) as unknown as Settings,
     aliases: { writable: 'writableGuards' },
   },
 ];

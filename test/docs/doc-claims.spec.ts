@@ -16,6 +16,28 @@ describe('doc claims', () => {
     for (const code of examples) expect(code).toMatch(/defer\(\(\) =>/);
   });
 
+  it("README's Install says how to install before the package is on the registry: a packed tarball of this version", () => {
+    const { name, version, repository } = JSON.parse(read('package.json')) as {
+      name: string;
+      version: string;
+      repository: { url: string };
+    };
+    const install = read('README.md').split('\n## Install\n')[1].split('\n## ')[0];
+    const commands = blocks(install, 'bash').join('\n');
+    expect(commands).toMatch(/\bnpm pack\b/);
+    expect(commands).toContain(`npm install ../${name}/${name}-${version}.tgz`);
+    expect(install).toContain(repository.url.replace(/^git\+/, ''));
+  });
+
+  it("README's Install lists every optional peer of package.json", () => {
+    const { peerDependenciesMeta } = JSON.parse(read('package.json')) as {
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
+    const install = read('README.md').split('\n## Install\n')[1].split('\n## ')[0];
+    const optional = Object.keys(peerDependenciesMeta).filter((peer) => peerDependenciesMeta[peer].optional === true);
+    expect(optional.filter((peer) => !install.includes(`\`${peer}\``))).toEqual([]);
+  });
+
   it("observability.md gives the terminus majors package.json's peer range admits", () => {
     const range = (JSON.parse(read('package.json')) as { peerDependencies: Record<string, string> }).peerDependencies[
       '@nestjs/terminus'

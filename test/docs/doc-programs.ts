@@ -529,14 +529,17 @@ export const DOC_PROGRAMS: Readonly<Record<string, DocProgram>> = {
               headers: { 'content-type': 'application/json', 'x-operator-token': token },
               body: JSON.stringify({ updateState: 'FORCE_OPEN' }),
             }).then((r) => r.status);
+          const read = (headers: Record<string, string>) => fetch(`${url}/actuator`, { headers }).then((r) => r.status);
           return {
-            read: (await json(`${url}/actuator`)).status,
+            readWithoutToken: await read({}),
+            readWithShorterToken: await read({ 'x-operator-token': 'operator' }),
+            read: await read({ 'x-operator-token': 'operator-secret' }),
             withoutToken: await update('wrong'),
             withToken: await update('operator-secret'),
           };
         });
       }),
-    answer: { read: 200, withoutToken: 403, withToken: 404 },
+    answer: { readWithoutToken: 403, readWithShorterToken: 403, read: 200, withoutToken: 403, withToken: 404 },
   },
 
   'outbox-module': {

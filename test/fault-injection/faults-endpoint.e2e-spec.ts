@@ -16,7 +16,9 @@ async function boot(
 ): Promise<{ app: INestApplication; clock: VirtualClock; shop: Shop }> {
   return bootApp(
     { metrics: false, logging: false, ...options },
-    { imports: [ResilienceEndpointsModule.forRoot({ status: { writable: { guards: [OperatorGuard] } } })] },
+    {
+      imports: [ResilienceEndpointsModule.forRoot({ status: { public: true, writable: { guards: [OperatorGuard] } } })],
+    },
   );
 }
 
@@ -48,7 +50,7 @@ describe('the guarded fault endpoints', () => {
       .set('x-operator', 'yes')
       .send({ latency: { rate: 1 } })
       .expect(400);
-    expect(bad.body.message).toContain("'latency'");
+    expect(bad.body.detail).toContain("'latency'");
     await http().delete('/actuator/faults/psp').set('x-operator', 'yes').expect(200, { enabled: true, faults: [] });
     await http().get('/actuator/faults').set('x-operator', 'yes').expect(200, { enabled: true, faults: [] });
     await app.close();
@@ -91,7 +93,7 @@ describe('the guarded fault endpoints', () => {
       .set('x-operator', 'yes')
       .send({ error: { rate: 1, error: 503 } })
       .expect(409);
-    expect(body.message).toBe(FAULTS_DISABLED('psp'));
+    expect(body.detail).toBe(FAULTS_DISABLED('psp'));
     await app.close();
   });
 });

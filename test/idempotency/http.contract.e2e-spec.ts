@@ -201,7 +201,7 @@ describe.each(
       const others = await Promise.all(Array.from({ length: 49 }, () => pay('k-held')));
       expect(others.map((a) => a.status)).toEqual(Array(49).fill(409));
       expect(others[0].headers.get('retry-after')).toBe(String(LEASE / 1000));
-      expect(others[0].headers.get('content-type')).toBe('application/problem+json');
+      expect(others[0].headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
       gate.open();
       const winner = await first;
       expect(winner.status).toBe(201);
@@ -332,7 +332,7 @@ describe.each(
       expect(busy.status).toBe(409);
       const changed = await pay('k-changed', 1);
       expect(changed.status).toBe(422);
-      expect(changed.headers.get('content-type')).toBe('application/problem+json');
+      expect(changed.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
       expect(json(changed)).toMatchObject({
         type: RESILIENCE_PROBLEMS.IDEMPOTENCY_KEY_REUSE.type,
         status: 422,
@@ -378,7 +378,7 @@ describe.each(
     ])('answers 400 problem+json to a key that is %s, with no effect', async (_, key, detail) => {
       const answer = await pay(key);
       expect(answer.status).toBe(400);
-      expect(answer.headers.get('content-type')).toBe('application/problem+json');
+      expect(answer.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
       expect(json(answer)).toMatchObject({
         type: RESILIENCE_PROBLEMS.IDEMPOTENCY_KEY_MISSING.type,
         status: 400,

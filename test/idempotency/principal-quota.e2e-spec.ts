@@ -43,7 +43,7 @@ describe.each(PLATFORMS)('the memory store bounds the keys each principal holds,
     }
     const refused = await pay('alice', 'a3');
     expect(refused.status).toBe(429);
-    expect(refused.headers.get('content-type')).toBe('application/problem+json');
+    expect(refused.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
     // Her first key expires an hour after it was stored, 30 s ago.
     expect(refused.headers.get('retry-after')).toBe('3570');
     expect(json(refused)).toMatchObject({

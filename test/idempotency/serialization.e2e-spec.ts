@@ -72,6 +72,6 @@ describe.each(PLATFORMS)('@Idempotent replays what the client saw (%s)', (platfo
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     const refused = await send(running.url, '/raw');
     expect(refused.status).toBe(400);
-    expect(refused.headers.get('content-type')).toBe('application/problem+json');
+    expect(refused.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
   });
 });

@@ -61,7 +61,7 @@ describe('@Idempotent when the store fails or hangs', () => {
 
   const expectUnavailable = (answer: { status: number; headers: Headers; text: string }) => {
     expect(answer.status).toBe(503);
-    expect(answer.headers.get('content-type')).toBe('application/problem+json');
+    expect(answer.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
     expect(answer.headers.get('retry-after')).toBe('1');
     expect(json(answer)).toMatchObject({ type: STORE_UNAVAILABLE.type, status: 503, name: 'PaymentsController.pay' });
   };

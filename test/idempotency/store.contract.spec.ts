@@ -417,6 +417,57 @@ describe('PostgresIdempotencyStore', () => {
       }
     });
 
+    it('names its table resilience4nest_idempotency_keys by default, beside resilience4nest_outbox', async () => {
+      expect(PostgresIdempotencyStore.schemaSql()).toContain(
+        'CREATE TABLE IF NOT EXISTS "resilience4nest_idempotency_keys"',
+      );
+      await inSchema(async (own) => {
+        expectOutcome(await new PostgresIdempotencyStore({ pool: own, clock }).claim('k', 'fp'), 'claimed');
+        expect(await tablesOf(own)).toEqual(['resilience4nest_idempotency_keys']);
+      });
+    });
+
+    it('finds the keys of the old default table after the documented migration, with one expiry index', async () => {
+      await inSchema(async (own) => {
+        const old = new PostgresIdempotencyStore({ pool: own, table: 'idempotency_keys', clock });
+        expectOutcome(await old.claim('k', 'fp', { leaseMs: LEASE }), 'claimed');
+        await own.query('ALTER TABLE idempotency_keys RENAME TO resilience4nest_idempotency_keys');
+        await own.query(
+          'ALTER INDEX idempotency_keys_expires_at_idx RENAME TO resilience4nest_idempotency_keys_expires_at_idx',
+        );
+        expectOutcome(await new PostgresIdempotencyStore({ pool: own, clock }).claim('k', 'fp'), 'in_progress');
+        expect(await tablesOf(own)).toEqual(['resilience4nest_idempotency_keys']);
+        const indexes = await own.query(
+          `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() ORDER BY 1`,
+        );
+        // The primary key keeps its name; the expiry index renamed, none is created beside it.
+        expect(indexes.rows.map((r) => r.indexname)).toEqual([
+          'idempotency_keys_pkey',
+          'resilience4nest_idempotency_keys_expires_at_idx',
+        ]);
+      });
+    });
+
+    /** Runs `work` with a pool whose unqualified tables go to a schema of its own, dropped afterwards. */
+    async function inSchema(work: (own: Pool) => Promise<void>): Promise<void> {
+      const schema = `idem_default_${randomUUID().replace(/-/g, '')}`;
+      await pool.query(`CREATE SCHEMA "${schema}"`);
+      const own = new Pool({ connectionString: url, max: 2, options: `-c search_path=${schema}` });
+      try {
+        await work(own);
+      } finally {
+        await own.end();
+        await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+      }
+    }
+
+    async function tablesOf(own: Pool): Promise<string[]> {
+      const { rows } = await own.query(
+        `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1`,
+      );
+      return rows.map((r: { tablename: string }) => r.tablename);
+    }
+
     it('rejects a table name that is not an identifier', () => {
       expect(() => new PostgresIdempotencyStore({ pool, table: 'keys; DROP TABLE users' })).toThrow(
         /'table' must be an identifier/,

@@ -129,7 +129,7 @@ describe.each(PLATFORMS)('@Idempotent({ transactional: true }) on PostgreSQL (%s
   it('leaves neither the row nor a completed key when the insert succeeds but the transaction rolls back at COMMIT', async () => {
     const answer = await pay('k-rollback', { account: 2, pence: 999 });
     expect(answer.status).toBe(500);
-    expect(answer.headers.get('content-type')).toBe('application/problem+json');
+    expect(answer.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
     expect(json(answer).detail).toBe(TRANSACTION_NOT_COMMITTED('PaymentsController.charge'));
     expect(payments.calls).toBe(1);
     expect(await rows()).toEqual([]);
@@ -158,7 +158,7 @@ describe.each(PLATFORMS)('@Idempotent({ transactional: true }) on PostgreSQL (%s
     gate.open();
     const killed = await answer;
     expect(killed.status).toBe(500);
-    expect(killed.headers.get('content-type')).toBe('application/problem+json');
+    expect(killed.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
     expect(json(killed).detail).toBe(TRANSACTION_NOT_COMMITTED('PaymentsController.charge'));
     expect(await rows()).toEqual([]);
     expect(await keyRecord('k-killed')).toBeUndefined();

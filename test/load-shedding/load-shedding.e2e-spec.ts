@@ -114,7 +114,7 @@ describe.each(PLATFORMS)('load shedding on %s', (_platform, adapter) => {
     let builder = Test.createTestingModule({
       imports: [
         ResilienceModule.forRoot({ clock: new VirtualClock(), loadShedding, metrics: { registry: metrics } }),
-        ResilienceEndpointsModule.forRoot({ status: true }),
+        ResilienceEndpointsModule.forRoot({ status: { public: true } }),
         TerminusModule.forRoot({ logger: false }),
       ],
       controllers: [ShopController, RecommendationsController, HealthController],

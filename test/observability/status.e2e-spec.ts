@@ -22,7 +22,9 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
       { metrics: false },
       {
         imports: [
-          ResilienceEndpointsModule.forRoot({ status: { eventBufferSize: 3, writable: { guards: [OperatorGuard] } } }),
+          ResilienceEndpointsModule.forRoot({
+            status: { public: true, eventBufferSize: 3, writable: { guards: [OperatorGuard] } },
+          }),
         ],
       },
       platform,
@@ -81,7 +83,7 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
   it('serve one kind, and one instance by name', async () => {
     expect((await get('/bulkheads').expect(200)).body.bulkheads).toHaveLength(1);
     expect((await get('/circuitbreakers/psp').expect(200)).body.circuitBreakers[0].state).toBe('OPEN');
-    expect((await get('/circuitbreakers/nope').expect(404)).body.message).toBe(
+    expect((await get('/circuitbreakers/nope').expect(404)).body.detail).toBe(
       UNKNOWN_STATUS_INSTANCE('circuitBreaker', 'nope'),
     );
     await get('/nothing').expect(404);
@@ -124,7 +126,7 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
     expect(app.get(ResilienceRegistry).circuitBreaker('psp').state).toBe('OPEN');
 
     const bad = await post('psp', { updateState: 'SHUT' }).set('x-operator', 'yes').expect(400);
-    expect(bad.body.message).toBe(INVALID_UPDATE_STATE('SHUT', ['CLOSE', 'FORCE_OPEN', 'DISABLE', 'METRICS_ONLY']));
+    expect(bad.body.detail).toBe(INVALID_UPDATE_STATE('SHUT', ['CLOSE', 'FORCE_OPEN', 'DISABLE', 'METRICS_ONLY']));
     await post('nope', { updateState: 'CLOSE' }).set('x-operator', 'yes').expect(404);
 
     const { body } = await post('psp', { updateState: 'FORCE_OPEN' }).set('x-operator', 'yes').expect(200);

@@ -54,7 +54,10 @@ describe('outbox metrics, health, status and admin endpoints', () => {
             relay: { notify: false, pollInterval: 1000, lease: 10_000, maxAttempts: 2 },
           },
         }),
-        ResilienceEndpointsModule.forRoot({ metrics: true, status: { writable: { guards: [OperatorGuard] } } }),
+        ResilienceEndpointsModule.forRoot({
+          metrics: true,
+          status: { public: true, writable: { guards: [OperatorGuard] } },
+        }),
       ],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });

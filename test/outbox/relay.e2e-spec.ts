@@ -117,6 +117,16 @@ describe('the outbox on PostgreSQL', () => {
     });
   });
 
+  describe('lookups by id', () => {
+    it('find nothing and requeue nothing for an id PostgreSQL cannot hold (a NUL in it), without an error', async () => {
+      await inTransaction(pool, (tx) => outbox.add('t', 1, { tx, id: 'evt-1' }));
+      expect(await store.find('evt-1\0')).toBeUndefined();
+      expect(await store.requeue('evt-1\0')).toBe(false);
+      expect(await outbox.requeue('\0')).toBe(false);
+      expect(await store.find('evt-1')).toMatchObject({ id: 'evt-1', state: 'pending' });
+    });
+  });
+
   describe('the relay', () => {
     it('publishes committed events, marks them sent, and never publishes a rolled-back one', async () => {
       const { relay, counts } = makeRelay(store, publisher.publish, { clock });

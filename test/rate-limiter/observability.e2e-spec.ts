@@ -72,7 +72,7 @@ describe('rate limiter observability', () => {
             },
           },
         }),
-        ResilienceEndpointsModule.forRoot({ status: { eventBufferSize: 10 } }),
+        ResilienceEndpointsModule.forRoot({ status: { public: true, eventBufferSize: 10 } }),
       ],
       providers: [Quotes],
     }).compile();

@@ -11,7 +11,7 @@ import {
   IdempotencyStoreUnavailableError,
   ResilienceError,
 } from '../../kernel/errors';
-import { resilienceProblem } from '../../kernel/resilience-problems';
+import { PROBLEM_CONTENT_TYPE, resilienceProblem } from '../../kernel/resilience-problems';
 import { ResilienceMetadataAccessor } from '../../decorators/metadata';
 import {
   NEST_HEADERS_METADATA,
@@ -434,7 +434,7 @@ function problemAnswer(type: string, title: string, status: number, detail: stri
   const body = { type: `https://resilience4nest.dev/problems/${type}`, title, status, detail, instance: path };
   return {
     status,
-    headers: { 'Content-Type': 'application/problem+json; charset=utf-8' },
+    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE },
     body: JSON.stringify(body),
     drop: ANSWER_HEADERS,
   };
@@ -451,7 +451,7 @@ function notCommitted(name: string, path: string): SubstituteAnswer {
   };
   return {
     status: 500,
-    headers: { 'Content-Type': 'application/problem+json' },
+    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE },
     body: JSON.stringify(body),
     drop: ANSWER_HEADERS,
   };

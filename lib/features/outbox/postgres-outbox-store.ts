@@ -208,6 +208,7 @@ export class PostgresOutboxStore {
 
   /** Puts a parked event back in line, its attempts reset. False when no parked event has that id. */
   async requeue(id: string): Promise<boolean> {
+    if (!storableText(id)) return false;
     const now = Math.floor(this.clock.now());
     const result = await this.pool.query(this.sql.requeue, [id, now]);
     return result.rowCount === 1;
@@ -221,6 +222,7 @@ export class PostgresOutboxStore {
 
   /** One event by id, in any state. */
   async find(id: string): Promise<OutboxRow | undefined> {
+    if (!storableText(id)) return undefined;
     const { rows } = await this.pool.query(this.sql.find, [id]);
     return rows.length === 0 ? undefined : toOutboxRow(rows[0] as unknown as Row);
   }
@@ -332,6 +334,11 @@ function statements(table: string) {
       `DELETE FROM ${table} WHERE seq IN ` +
       `(SELECT seq FROM ${table} WHERE state = 'sent' AND sent_at <= $1 ORDER BY sent_at LIMIT $2)`,
   };
+}
+
+/** Whether a `text` column can hold `value`: PostgreSQL refuses NUL in text, so no stored id has one. */
+function storableText(value: string): boolean {
+  return !value.includes('\0');
 }
 
 function toClaimed(row: Row): ClaimedRow {

@@ -1,24 +1,10 @@
-import type { ServerResponse } from 'node:http';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpServer, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { Observable, throwError } from 'rxjs';
 import { CallerAbortError } from '../../kernel/cancellation';
 import { ResilienceError } from '../../kernel/errors';
+import { ProblemReply, replyWithProblem, requestPath } from '../../kernel/problem-response';
 import { resilienceProblem, resilienceRpcError } from '../../kernel/resilience-problems';
-
-/**
- * The part of an Express response and of a Fastify reply the filter writes
- * through when it has no HTTP adapter (created with `new` and no argument).
- */
-interface PlatformReply {
-  status(code: number): unknown;
-  header(name: string, value: string): unknown;
-  send(body: string): unknown;
-  /** Express: the response is a Node `ServerResponse`. */
-  readonly headersSent?: boolean;
-  /** Fastify: the Node response under the reply. */
-  readonly raw?: ServerResponse;
-}
 
 /**
  * Answers the module's errors where they surface:
@@ -59,7 +45,7 @@ export class ResilienceExceptionFilter implements ExceptionFilter<ResilienceErro
 
   private answerHttp(error: ResilienceError, host: ArgumentsHost): void {
     const http = host.switchToHttp();
-    const response = http.getResponse<PlatformReply>();
+    const response = http.getResponse<ProblemReply>();
     const problem = resilienceProblem(error, requestPath(http.getRequest<{ originalUrl?: string; url?: string }>()));
     const body = JSON.stringify(problem.body);
     const adapter: HttpServer | undefined = this.adapterHost?.httpAdapter;
@@ -73,21 +59,6 @@ export class ResilienceExceptionFilter implements ExceptionFilter<ResilienceErro
       adapter.reply(response, body, problem.status);
       return;
     }
-    const node = response.raw ?? (response as unknown as ServerResponse);
-    if (node.headersSent) {
-      node.end();
-      return;
-    }
-    response.status(problem.status);
-    for (const header in problem.headers) response.header(header, problem.headers[header]);
-    response.send(body);
+    replyWithProblem(response, problem, body);
   }
-}
-
-/** The request path without its query string, which may hold secrets. */
-function requestPath(request: { originalUrl?: string; url?: string }): string | undefined {
-  const url = request.originalUrl ?? request.url;
-  if (url === undefined) return undefined;
-  const query = url.indexOf('?');
-  return query === -1 ? url : url.slice(0, query);
 }

@@ -2,8 +2,8 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { createHash, timingSafeEqual } from 'node:crypto';
 
 /**
- * Lets state-changing status endpoints (forcing a breaker open) through only
- * with `x-operator-token` equal to `OPERATOR_TOKEN`; with no token
+ * Lets requests to the status endpoints (reading them, forcing a breaker
+ * open) through only with `x-operator-token` equal to `OPERATOR_TOKEN`; with no token
  * configured, nobody passes. The comparison takes the same time whatever the
  * token given, so its answer times tell nothing about the expected one.
  */
