@@ -1,3 +1,4 @@
+import type { PolicyTelemetry } from '../kernel/telemetry';
 import { roundMs } from '../kernel/format-ms';
 import { httpStatusOf } from '../kernel/error-status';
 import { Unsubscribe } from '../kernel/events';
@@ -124,58 +125,16 @@ function errorMessage(error: unknown): string {
 }
 
 /**
- * Subscribes to every event of one instance, each under Resilience4j's
- * event type name (`SUCCESS`, `STATE_TRANSITION`, `RETRY`, `FALLBACK`…);
- * returns the unsubscribe functions.
+ * Subscribes to every event of one instance through its telemetry channel,
+ * each under Resilience4j's event type name (`SUCCESS`, `STATE_TRANSITION`,
+ * `RETRY`, `FALLBACK`…); returns the unsubscribe functions.
  */
 export function subscribeEvents(
   observed: ObservedInstance,
   on: (type: string) => (event: object) => void,
 ): Unsubscribe[] {
-  switch (observed.policy) {
-    case 'circuitBreaker': {
-      const b = observed.instance;
-      return [
-        b.onSuccess(on('SUCCESS')),
-        b.onError(on('ERROR')),
-        b.onIgnoredError(on('IGNORED_ERROR')),
-        b.onCallNotPermitted(on('NOT_PERMITTED')),
-        b.onStateTransition(on('STATE_TRANSITION')),
-        b.onReset(on('RESET')),
-        b.onFailureRateExceeded(on('FAILURE_RATE_EXCEEDED')),
-        b.onSlowCallRateExceeded(on('SLOW_CALL_RATE_EXCEEDED')),
-      ];
-    }
-    case 'retry': {
-      const r = observed.instance;
-      const stopped = on('RETRY_STOPPED');
-      return [
-        r.onRetry(on('RETRY')),
-        r.onSuccess(on('SUCCESS')),
-        r.onError(on('ERROR')),
-        // Running out of attempts is followed by ERROR anyway; the other reasons say why a retry did not happen.
-        r.onRetryStopped((event) => event.reason !== 'max-attempts' && stopped(event)),
-      ];
-    }
-    case 'bulkhead': {
-      const b = observed.instance;
-      return [
-        b.onCallPermitted(on('CALL_PERMITTED')),
-        b.onCallRejected(on('CALL_REJECTED')),
-        b.onCallFinished(on('CALL_FINISHED')),
-      ];
-    }
-    case 'timeLimiter': {
-      const t = observed.instance;
-      return [t.onSuccess(on('SUCCESS')), t.onError(on('ERROR')), t.onTimeout(on('TIMEOUT'))];
-    }
-    case 'rateLimiter': {
-      const r = observed.instance;
-      return [r.onSuccess(on('SUCCESSFUL_ACQUIRE')), r.onFailure(on('FAILED_ACQUIRE')), r.onDrained(on('DRAINED'))];
-    }
-    case 'fallback':
-      return [observed.instance.onFallback(on('FALLBACK'))];
-  }
+  const channel: PolicyTelemetry = observed.instance;
+  return channel.tapEvents((type) => on(type));
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { PolicyTelemetry } from '../kernel/telemetry';
 import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
 import type { CircuitBreakerState } from '../policies/circuit-breaker/circuit-breaker.events';
@@ -93,32 +94,15 @@ export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy
 }
 
 function status(observed: ObservedInstance): InstanceStatus {
-  const { name, derived } = observed;
-  switch (observed.policy) {
-    case 'circuitBreaker':
-      return {
-        name,
-        derived,
-        state: observed.instance.state,
-        config: plain(observed.instance.config),
-        metrics: observed.instance.metrics,
-      };
-    case 'retry':
-      return {
-        name,
-        derived,
-        config: plain(observed.instance.config),
-        metrics: { ...observed.instance.metrics, budgetTokens: observed.instance.budgetTokens },
-      };
-    case 'bulkhead':
-      return { name, derived, config: plain(observed.instance.config), metrics: observed.instance.metrics };
-    case 'timeLimiter':
-      return { name, derived, config: plain(observed.instance.config) };
-    case 'rateLimiter':
-      return { name, derived, config: plain(observed.instance.config), metrics: observed.instance.metrics };
-    case 'fallback':
-      return { name, derived };
-  }
+  const channel: PolicyTelemetry = observed.instance;
+  const { state, config, metrics } = channel.snapshot();
+  return {
+    name: observed.name,
+    derived: observed.derived,
+    ...(state === undefined ? {} : { state: state as CircuitBreakerState }),
+    ...(config === undefined ? {} : { config: plain(config) }),
+    ...(metrics === undefined ? {} : { metrics }),
+  };
 }
 
 /** A config as JSON can carry it: error classes and functions by name. */

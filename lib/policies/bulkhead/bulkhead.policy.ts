@@ -1,8 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../../kernel/errors';
-import { EventStream, EventSubscriber } from '../../kernel/events';
+import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
@@ -114,6 +115,20 @@ export class BulkheadPolicy {
       maxAllowedConcurrentCalls: this.settings.maxConcurrentCalls,
       queueDepth: this.depth,
     };
+  }
+
+  /** @internal Its events on the telemetry channel, under Resilience4j's event type names. */
+  tapEvents(tap: EventTap): Unsubscribe[] {
+    const into: Unsubscribe[] = [];
+    tapStream(into, tap, 'CALL_PERMITTED', this.onCallPermitted);
+    tapStream(into, tap, 'CALL_REJECTED', this.onCallRejected);
+    tapStream(into, tap, 'CALL_FINISHED', this.onCallFinished);
+    return into;
+  }
+
+  /** @internal Its settings and permits, for the status endpoints. */
+  snapshot(): InstanceSnapshot {
+    return { config: this.config, metrics: this.metrics };
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

@@ -1,4 +1,5 @@
 import { Clock, TimerHandle } from '../../kernel/clock';
+import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
 import { OutcomeHistograms } from '../../kernel/duration-histogram';
 import { ErrorMatcher } from '../../config/error-matcher';
 import { httpStatusOf } from '../../kernel/error-status';
@@ -293,6 +294,25 @@ export class CircuitBreakerPolicy {
     return () => {
       this.durationSinks = this.durationSinks.filter((sink) => sink !== histograms);
     };
+  }
+
+  /** @internal Its events on the telemetry channel, under Resilience4j's event type names. */
+  tapEvents(tap: EventTap): Unsubscribe[] {
+    const into: Unsubscribe[] = [];
+    tapStream(into, tap, 'SUCCESS', this.onSuccess);
+    tapStream(into, tap, 'ERROR', this.onError);
+    tapStream(into, tap, 'IGNORED_ERROR', this.onIgnoredError);
+    tapStream(into, tap, 'NOT_PERMITTED', this.onCallNotPermitted);
+    tapStream(into, tap, 'STATE_TRANSITION', this.onStateTransition);
+    tapStream(into, tap, 'RESET', this.onReset);
+    tapStream(into, tap, 'FAILURE_RATE_EXCEEDED', this.onFailureRateExceeded);
+    tapStream(into, tap, 'SLOW_CALL_RATE_EXCEEDED', this.onSlowCallRateExceeded);
+    return into;
+  }
+
+  /** @internal Its state, settings and window, for the status endpoints. */
+  snapshot(): InstanceSnapshot {
+    return { state: this.state, config: this.config, metrics: this.metrics };
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

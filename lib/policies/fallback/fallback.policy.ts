@@ -1,4 +1,5 @@
 import { isCancellation } from '../../kernel/cancellation';
+import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
 import { ErrorClass } from '../../config/error-matcher';
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
 import { catchError, from, isObservable, Observable, of } from 'rxjs';
@@ -66,6 +67,18 @@ export class FallbackPolicy {
         this.declared.set(errorClass, { errorClass, handler });
       }
     }
+  }
+
+  /** @internal Its events on the telemetry channel, under Resilience4j's event type names. */
+  tapEvents(tap: EventTap): Unsubscribe[] {
+    const into: Unsubscribe[] = [];
+    tapStream(into, tap, 'FALLBACK', this.onFallback);
+    return into;
+  }
+
+  /** @internal Nothing but its name: a fallback has no settings or counters of its own to show. */
+  snapshot(): InstanceSnapshot {
+    return {};
   }
 
   /**

@@ -1,9 +1,10 @@
 import { Clock } from '../../kernel/clock';
+import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
 import { INVALID_VALUE, instancePlace } from '../../config/config.messages';
 import { Duration, parseDuration } from '../../config/duration';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
 import { DeadlineExceededError, RateLimitedError, refusalError } from '../../kernel/errors';
-import { EventStream, EventSubscriber } from '../../kernel/events';
+import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
@@ -204,6 +205,20 @@ export class RateLimiterPolicy {
     }
     this.timeoutNs = Math.round(ms * NANOS_PER_MS);
     this.settings = Object.freeze({ ...this.settings, timeoutDuration: ms });
+  }
+
+  /** @internal Its events on the telemetry channel, under Resilience4j's event type names. */
+  tapEvents(tap: EventTap): Unsubscribe[] {
+    const into: Unsubscribe[] = [];
+    tapStream(into, tap, 'SUCCESSFUL_ACQUIRE', this.onSuccess);
+    tapStream(into, tap, 'FAILED_ACQUIRE', this.onFailure);
+    tapStream(into, tap, 'DRAINED', this.onDrained);
+    return into;
+  }
+
+  /** @internal Its settings and permits, for the status endpoints. */
+  snapshot(): InstanceSnapshot {
+    return { config: this.config, metrics: this.metrics };
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

@@ -1,10 +1,11 @@
 import { Clock } from '../../kernel/clock';
+import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
 import { Observable } from 'rxjs';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { ErrorMatcher } from '../../config/error-matcher';
 import { retryAfterOf } from '../../kernel/error-status';
 import { MaxRetriesExceededError } from '../../kernel/errors';
-import { EventStream } from '../../kernel/events';
+import { EventStream, Unsubscribe } from '../../kernel/events';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
@@ -117,6 +118,24 @@ export class RetryPolicy {
     if (this.config.exceptionRules === 'resilience4j')
       return this.retryMatcher.empty || this.retryMatcher.matches(error);
     return this.retryMatcher.matches(error) || isRetryableByDefault(error);
+  }
+
+  /** @internal Its events on the telemetry channel, under Resilience4j's event type names. */
+  tapEvents(tap: EventTap): Unsubscribe[] {
+    const into: Unsubscribe[] = [];
+    tapStream(into, tap, 'RETRY', this.onRetry);
+    tapStream(into, tap, 'SUCCESS', this.onSuccess);
+    tapStream(into, tap, 'ERROR', this.onError);
+    const stopped = tap('RETRY_STOPPED');
+    // Running out of attempts is followed by ERROR anyway; the other reasons say why a retry did not happen.
+    if (stopped !== undefined)
+      into.push(this.onRetryStopped((event) => event.reason !== 'max-attempts' && stopped(event)));
+    return into;
+  }
+
+  /** @internal Its settings and counters (with the budget's tokens), for the status endpoints. */
+  snapshot(): InstanceSnapshot {
+    return { config: this.config, metrics: { ...this.metrics, budgetTokens: this.budgetTokens } };
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { policyScope, ResilienceContext } from '../../kernel/context';
 import { DeadlineExceededError, TimeoutExceededError } from '../../kernel/errors';
@@ -97,6 +98,20 @@ export class TimeLimiter {
     readonly attemptContext: AttemptContextMode = 'auto',
   ) {
     this.successEvent = Object.freeze({ name, kind: 'successful' });
+  }
+
+  /** @internal Its events on the telemetry channel, under Resilience4j's event type names. */
+  tapEvents(tap: EventTap): Unsubscribe[] {
+    const into: Unsubscribe[] = [];
+    tapStream(into, tap, 'SUCCESS', this.onSuccess);
+    tapStream(into, tap, 'ERROR', this.onError);
+    tapStream(into, tap, 'TIMEOUT', this.onTimeout);
+    return into;
+  }
+
+  /** @internal Its settings, for the status endpoints. */
+  snapshot(): InstanceSnapshot {
+    return { config: this.config };
   }
 
   /** The engine over this policy alone, made on the first `execute`. */
