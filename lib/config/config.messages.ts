@@ -66,6 +66,17 @@ export const IGNORED_LEGACY_PROPERTY = (place: ConfigPlace, key: string, replace
 export const NAME_STRIPPED = (place: ConfigPlace, key: string, stripped: string): string =>
   `${PREFIX}: ${place}: name '${key}' binds as '${stripped}', as Spring keeps only letters, digits and '-' of a map key written without brackets; write '[${key}]' to keep it as written`;
 
+/** Unbracketed map keys that bind to one name: one instance, as in Spring, their properties merged. */
+export const NAMES_MERGED = (place: ConfigPlace, name: string, keys: readonly string[]): string =>
+  `${PREFIX}: ${place}: ${keys.map((k) => `'${k}'`).join(', ')} bind to one name, '${name}', as in Spring: they are one instance, whose properties are merged (where both give a property, the later one wins)`;
+
+/** A Spring file's options take Resilience4j's defaults where this module's differ; logged once when the module starts. */
+export const SPRING_DEFAULTS_APPLY =
+  `${PREFIX}: the options are bound as a Spring file (binding: 'spring'), so Resilience4j's defaults apply ` +
+  'where this module differs: a retry retries every error and waits without jitter, and a circuit breaker ' +
+  "counts 4xx answers as failures; set 'exception-rules: resilience4nest' in a retry or circuitbreaker " +
+  "config (and 'jitter' in a retry's) for this module's rules";
+
 /** An instance whose baseConfig is its own name: Resilience4j refuses the circular reference. */
 export const OWN_NAME_AS_BASE_CONFIG = (place: ConfigPlace, name: string): string =>
   `${PREFIX}: invalid configuration of ${place}: key 'baseConfig' names '${name}', the instance's own name: a circular reference, which Resilience4j refuses at startup (give the config another name)`;

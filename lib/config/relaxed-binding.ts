@@ -23,6 +23,25 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return proto === null || Object.getPrototypeOf(proto) === null;
 }
 
+/**
+ * Two maps of properties bound to one name, merged as Spring's binder merges
+ * them: property by property in relaxed form (`max-attempts` and
+ * `maxAttempts` are one property), maps within them likewise, and the later
+ * map's value winning for a property both give (a list is one value).
+ */
+export function mergeProperties(earlier: unknown, later: unknown): unknown {
+  if (!isPlainObject(earlier) || !isPlainObject(later)) return later;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(earlier)) setOwn(out, key, value);
+  for (const [key, value] of Object.entries(later)) {
+    const same = Object.keys(out).find((k) => canonicalKey(k) === canonicalKey(key));
+    const merged = same === undefined ? value : mergeProperties(out[same], value);
+    if (same !== undefined) delete out[same];
+    setOwn(out, key, merged);
+  }
+  return out;
+}
+
 type Segment = string | number;
 
 /** The name inside a bracketed map key (`[payments.v2]` → `payments.v2`); undefined for a key written without brackets. */
