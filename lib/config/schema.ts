@@ -1,4 +1,5 @@
 import { ErrorClassOrName } from './error-matcher';
+import { checkInstanceName } from '../kernel/instance-name';
 import { isForeignJavaName } from './java-exceptions';
 import {
   BASE_CONFIG_CYCLE,
@@ -316,7 +317,10 @@ export function resolveSection<T extends object>(
     if (!isPlainObject(value)) throw new Error(NOT_AN_OBJECT(`${schema.policy}.${rawKey}`, value));
     const bound = boundIn.get(target) as Map<string, { readonly rawKey: string; readonly written: string[] }>;
     for (const [written, settings] of Object.entries(value)) {
-      const name = boundName(written, `${schema.policy}.${rawKey}`, warn, binding);
+      const name = checkInstanceName(
+        boundName(written, `${schema.policy}.${rawKey}`, warn, binding),
+        `${schema.policy}.${rawKey}`,
+      );
       const earlier = bound.get(name);
       if (binding.spring && earlier !== undefined && earlier.rawKey === rawKey) {
         // 'HttpBinFeignApi#status(int)' and 'HttpBinFeignApistatusint' are one map key to Spring: one instance.

@@ -9,6 +9,7 @@ import {
   UnknownKeys,
 } from '../../config/option-readers';
 import type { ErrorClass } from '../../config/error-matcher';
+import { checkInstanceName } from '../../kernel/instance-name';
 
 /**
  * What an injected error is: an error class name (`'IOException'`: an error
@@ -105,7 +106,10 @@ export function readFaultInjectionOptions(raw: unknown, unknownKeys?: UnknownKey
     if (listed === null || typeof listed !== 'object' || Array.isArray(listed))
       invalidOption(place, given.written('instances'), 'an object of instance names', listed);
     for (const [name, fault] of Object.entries(listed))
-      instances.set(name, readFault(fault, `faultInjection.instances.${name}`, unknownKeys));
+      instances.set(
+        checkInstanceName(name, 'faultInjection.instances'),
+        readFault(fault, `faultInjection.instances.${name}`, unknownKeys),
+      );
   }
   return {
     enabled: given.read('enabled', booleanOption) ?? false,
