@@ -1,4 +1,5 @@
 import { DUPLICATE_PROPERTY, INVALID_VALUE } from './config.messages';
+import { isPlainObject } from './plain-object';
 
 /**
  * Spring's relaxed form of a property name: lower case without `-` or `_`,
@@ -15,13 +16,6 @@ export function findKey<K extends string>(key: string, names: readonly K[]): K |
   return names.find((n) => canonicalKey(n) === canonical);
 }
 
-/** A plain object (a YAML map or an object literal), not a class instance. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as object | null;
-  // Any realm's Object.prototype (its own prototype is null), so objects from a vm context count too.
-  return proto === null || Object.getPrototypeOf(proto) === null;
-}
 
 /**
  * Two maps of properties bound to one name, merged as Spring's binder merges

@@ -34,7 +34,8 @@ import {
   OptionReader,
   percentOption,
 } from './option-readers';
-import { bracketedName, findKey, isPlainObject, mergeProperties, setOwn } from './relaxed-binding';
+import { bracketedName, findKey, mergeProperties, setOwn } from './relaxed-binding';
+import { isPlainObject } from './plain-object';
 import {
   IGNORED_INSTANCE_PROPERTIES,
   IGNORED_SECTION_PROPERTIES,

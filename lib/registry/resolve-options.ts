@@ -28,7 +28,8 @@ import {
   integerOption,
   invalidOption,
 } from '../config/option-readers';
-import { canonicalKey, findKey, isPlainObject, setOwn, unflatten } from '../config/relaxed-binding';
+import { canonicalKey, findKey, setOwn, unflatten } from '../config/relaxed-binding';
+import { isPlainObject } from '../config/plain-object';
 import { IGNORED_SECTIONS } from '../config/resilience4j-properties';
 import { RESILIENCE4J_DEFAULTS } from '../config/resilience4j-defaults';
 import { NATIVE_BINDING, PolicySchema, resolveSection, ResolvedSection, SectionBinding } from '../config/schema';
