@@ -16,7 +16,6 @@ export function findKey<K extends string>(key: string, names: readonly K[]): K |
   return names.find((n) => canonicalKey(n) === canonical);
 }
 
-
 /**
  * Two maps of properties bound to one name, merged as Spring's binder merges
  * them: property by property in relaxed form (`max-attempts` and

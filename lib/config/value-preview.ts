@@ -118,7 +118,7 @@ class Preview {
     if (open.has(value)) return this.push('"[Circular]"');
     open.add(value);
     if (Array.isArray(value)) this.addList(value, open);
-    else this.addMap(value as Record<string, unknown>, open);
+    else this.addMap(value, open);
     open.delete(value);
   }
 

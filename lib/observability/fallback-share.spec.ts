@@ -43,7 +43,11 @@ describe('FallbackShare', () => {
     await proto.call(true);
     const { methods } = share.snapshot();
     expect(Object.keys(methods)).toEqual(['__proto__']);
-    expect(Object.getOwnPropertyDescriptor(methods, '__proto__')?.value).toEqual({ calls: 1, fallbacks: 1, share: 100 });
+    expect(Object.getOwnPropertyDescriptor(methods, '__proto__')?.value).toEqual({
+      calls: 1,
+      fallbacks: 1,
+      share: 100,
+    });
   });
 
   it('forgets what fell out of the window, a tenth of it at a time', async () => {

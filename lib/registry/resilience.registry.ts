@@ -101,12 +101,8 @@ export class ResilienceRegistry {
   ) {
     this.options = resolveOptions(options, (m) => this.warnOnce(m));
     this.rateLimiterStore = readRateLimiterStore(this.options.extras.rateLimiterStore);
-    this.faults = new FaultInjector(
-      this.options.faultInjection,
-      this.clock,
-      this.random,
-      process.env.NODE_ENV,
-      (m) => this.warnOnce(m),
+    this.faults = new FaultInjector(this.options.faultInjection, this.clock, this.random, process.env.NODE_ENV, (m) =>
+      this.warnOnce(m),
     );
     const sections = this.options.sections;
     this.caches = {

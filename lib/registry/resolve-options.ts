@@ -39,10 +39,7 @@ import { DEFAULT_ORDER, PolicyKind } from '../kernel/resilience.constants';
 import { RegistryOptions } from './registry.options';
 import { RETRY_SCHEMA, RetryConfig } from '../policies/retry/retry.config';
 import { HEDGE_SCHEMA, HedgeConfig } from '../policies/hedge/hedge.config';
-import {
-  readFaultInjectionOptions,
-  ResolvedFaultInjection,
-} from '../features/fault-injection/fault-injection.options';
+import { readFaultInjectionOptions, ResolvedFaultInjection } from '../features/fault-injection/fault-injection.options';
 import { TIME_LIMITER_SCHEMA, TimeLimiterConfig } from '../policies/time-limiter/time-limiter.config';
 
 /** The policies configured as named instances. */

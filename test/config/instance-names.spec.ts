@@ -73,7 +73,9 @@ describe('an instance name is refused when no metric label value or log line can
       () => r.hedge(name),
       () => r.pipeline({ retry: name }),
     ])
-      expect(messageOf(get)).toMatch(/^resilience4nest: invalid instance name ".*" \(from (ResilienceRegistry|pipeline 'pipeline'), /);
+      expect(messageOf(get)).toMatch(
+        /^resilience4nest: invalid instance name ".*" \(from (ResilienceRegistry|pipeline 'pipeline'), /,
+      );
     expect(messageOf(() => r.pipeline(name))).toBe(INVALID_INSTANCE_NAME(name, 'ResilienceRegistry.pipeline'));
     expect(r.all('retry')).toEqual([]);
   });
@@ -142,7 +144,7 @@ describe('__proto__ and constructor are names like any other', () => {
               constructor: { registerHealthIndicator: true },
             },
           },
-        } as ResilienceModuleOptions),
+        }),
       ],
       providers: [Names],
     }).compile();

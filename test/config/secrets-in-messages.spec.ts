@@ -48,9 +48,8 @@ describe('a warning never shows the text of a placeholder', () => {
 
   it('names a placeholder whose text the list read with its spaces trimmed', () => {
     const warnings: string[] = [];
-    registry(
-      fromSpringConfig({ 'resilience4j.retry.instances.a.retry-exceptions': '${H33_RETRY_EXCEPTIONS}' }),
-      (m) => warnings.push(m),
+    registry(fromSpringConfig({ 'resilience4j.retry.instances.a.retry-exceptions': '${H33_RETRY_EXCEPTIONS}' }), (m) =>
+      warnings.push(m),
     );
     expect(warnings.join('\n')).toContain("'retry-exceptions' names '${H33_RETRY_EXCEPTIONS}'");
     expect(warnings.join('\n')).not.toContain('hunter2');

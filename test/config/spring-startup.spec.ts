@@ -47,7 +47,11 @@ describe('two unbracketed names that strip to one are one instance, as in Spring
         },
       }),
     );
-    expect(r.retry('ab').config).toMatchObject({ maxAttempts: 2, waitDuration: 1000, budget: { ratio: 0.5, maxTokens: 8 } });
+    expect(r.retry('ab').config).toMatchObject({
+      maxAttempts: 2,
+      waitDuration: 1000,
+      budget: { ratio: 0.5, maxTokens: 8 },
+    });
   });
 
   it('still refuses native options that declare one name in both instances and backends', () => {

@@ -17,8 +17,20 @@ const FAULT_KEYS = ['enabled', 'allowInProduction', 'instances'];
 
 /** A typo in each place of the hedging and faultInjection sections, and the place and known keys it is reported with. */
 const TYPOS: [string, object, string, string, string[]][] = [
-  ['a hedging instance', { hedging: { instances: { a: { dellay: 5 } } } }, "hedging instance 'a'", 'dellay', HEDGE_KEYS],
-  ['a hedging config', { hedging: { configs: { default: { saf: true } } } }, "hedging config 'default'", 'saf', HEDGE_KEYS],
+  [
+    'a hedging instance',
+    { hedging: { instances: { a: { dellay: 5 } } } },
+    "hedging instance 'a'",
+    'dellay',
+    HEDGE_KEYS,
+  ],
+  [
+    'a hedging config',
+    { hedging: { configs: { default: { saf: true } } } },
+    "hedging config 'default'",
+    'saf',
+    HEDGE_KEYS,
+  ],
   ['the hedging section', { hedging: { instancs: {} } }, 'hedging', 'instancs', ['configs', 'instances']],
   ['faultInjection', { faultInjection: { enabeld: false } }, 'faultInjection options', 'enabeld', FAULT_KEYS],
   [
