@@ -132,12 +132,14 @@ export const DOTTED_NAME_HINT =
 export const WHOLE_DOCUMENT_HINT =
   ' (a whole application.yml goes through fromSpringConfig(document), which takes its resilience4j part)';
 
+/** A name that is not declared, in strict mode; a name a placeholder gave is shown as the placeholder. */
 export const UNKNOWN_INSTANCE = (policy: string, name: string, where: string, close?: string): string =>
-  `${PREFIX}: ${where} uses ${policy} instance '${name}', which is not declared and 'strict' is true` +
+  `${PREFIX}: ${where} uses ${policy} instance '${shownText(name)}', which is not declared and 'strict' is true` +
   (close === undefined ? '' : ` (did you mean '${close}'?)`);
 
+/** A name that is not declared but close to one that is; a name a placeholder gave is shown as the placeholder. */
 export const UNDECLARED_INSTANCE_CLOSE = (policy: string, name: string, where: string, close: string): string =>
-  `${PREFIX}: ${where} uses ${policy} instance '${name}', which is not declared: it gets configs.default (did you mean '${close}'?)`;
+  `${PREFIX}: ${where} uses ${policy} instance '${shownText(name)}', which is not declared: it gets configs.default (did you mean '${close}'?)`;
 
 /** The name of `known` a few edits from `name` (a likely typo of it: 2 for long names, fewer for short), if any. */
 export function closeName(name: string, known: Iterable<string>): string | undefined {

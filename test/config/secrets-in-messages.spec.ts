@@ -54,4 +54,24 @@ describe('a warning never shows the text of a placeholder', () => {
     expect(warnings.join('\n')).toContain("'retry-exceptions' names '${H33_RETRY_EXCEPTIONS}'");
     expect(warnings.join('\n')).not.toContain('hunter2');
   });
+
+  it('names a placeholder that gave an instance name, in the warning and the error about that instance', () => {
+    process.env.H33_RETRY_NAME = 'paymentz';
+    try {
+      const warnings: string[] = [];
+      const r = registry(
+        fromSpringConfig({
+          'resilience4j.retry.instances.payments.max-attempts': 2,
+          'resilience4j.hedging.instances.h.budget': '${H33_RETRY_NAME}',
+        }),
+        (m) => warnings.push(m),
+      );
+      const message = messageOf(() => r.hedge('h'));
+      expect(warnings.join('\n')).toContain("uses retry instance '${H33_RETRY_NAME}'");
+      expect(message).toContain("names retry instance '${H33_RETRY_NAME}'");
+      expect([...warnings, message].join('\n')).not.toContain('paymentz');
+    } finally {
+      delete process.env.H33_RETRY_NAME;
+    }
+  });
 });
