@@ -1,5 +1,6 @@
 import type { PolicyKind } from '../kernel/resilience.constants';
-import { findKey, isPlainObject } from './relaxed-binding';
+import { findKey } from './relaxed-binding';
+import { isPlainObject } from './plain-object';
 
 /** The layers Resilience4j's Spring aspects order, with each aspect's default order (Ordered.LOWEST_PRECEDENCE - n). */
 const SPRING_DEFAULTS: ReadonlyArray<readonly [PolicyKind, string, number]> = [

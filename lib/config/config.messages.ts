@@ -66,6 +66,17 @@ export const IGNORED_LEGACY_PROPERTY = (place: ConfigPlace, key: string, replace
 export const NAME_STRIPPED = (place: ConfigPlace, key: string, stripped: string): string =>
   `${PREFIX}: ${place}: name '${key}' binds as '${stripped}', as Spring keeps only letters, digits and '-' of a map key written without brackets; write '[${key}]' to keep it as written`;
 
+/** Unbracketed map keys that bind to one name: one instance, as in Spring, their properties merged. */
+export const NAMES_MERGED = (place: ConfigPlace, name: string, keys: readonly string[]): string =>
+  `${PREFIX}: ${place}: ${keys.map((k) => `'${k}'`).join(', ')} bind to one name, '${name}', as in Spring: they are one instance, whose properties are merged (where both give a property, the later one wins)`;
+
+/** A Spring file's options take Resilience4j's defaults where this module's differ; logged once when the module starts. */
+export const SPRING_DEFAULTS_APPLY =
+  `${PREFIX}: the options are bound as a Spring file (binding: 'spring'), so Resilience4j's defaults apply ` +
+  'where this module differs: a retry retries every error and waits without jitter, and a circuit breaker ' +
+  "counts 4xx answers as failures; set 'exception-rules: resilience4nest' in a retry or circuitbreaker " +
+  "config (and 'jitter' in a retry's) for this module's rules";
+
 /** An instance whose baseConfig is its own name: Resilience4j refuses the circular reference. */
 export const OWN_NAME_AS_BASE_CONFIG = (place: ConfigPlace, name: string): string =>
   `${PREFIX}: invalid configuration of ${place}: key 'baseConfig' names '${name}', the instance's own name: a circular reference, which Resilience4j refuses at startup (give the config another name)`;
@@ -121,12 +132,14 @@ export const DOTTED_NAME_HINT =
 export const WHOLE_DOCUMENT_HINT =
   ' (a whole application.yml goes through fromSpringConfig(document), which takes its resilience4j part)';
 
+/** A name that is not declared, in strict mode; a name a placeholder gave is shown as the placeholder. */
 export const UNKNOWN_INSTANCE = (policy: string, name: string, where: string, close?: string): string =>
-  `${PREFIX}: ${where} uses ${policy} instance '${name}', which is not declared and 'strict' is true` +
+  `${PREFIX}: ${where} uses ${policy} instance '${shownText(name)}', which is not declared and 'strict' is true` +
   (close === undefined ? '' : ` (did you mean '${close}'?)`);
 
+/** A name that is not declared but close to one that is; a name a placeholder gave is shown as the placeholder. */
 export const UNDECLARED_INSTANCE_CLOSE = (policy: string, name: string, where: string, close: string): string =>
-  `${PREFIX}: ${where} uses ${policy} instance '${name}', which is not declared: it gets configs.default (did you mean '${close}'?)`;
+  `${PREFIX}: ${where} uses ${policy} instance '${shownText(name)}', which is not declared: it gets configs.default (did you mean '${close}'?)`;
 
 /** The name of `known` a few edits from `name` (a likely typo of it: 2 for long names, fewer for short), if any. */
 export function closeName(name: string, known: Iterable<string>): string | undefined {

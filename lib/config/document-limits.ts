@@ -1,5 +1,5 @@
 import { DOCUMENT_CONTAINS_ITSELF, DOCUMENT_TOO_DEEP, DOCUMENT_TOO_LARGE, TEXT_TOO_DEEP } from './config.messages';
-import { isPlainObject } from './relaxed-binding';
+import { isPlainObject } from './plain-object';
 
 /** What messages name as the source of a document read by `fromSpringConfig`. */
 const SPRING_FILE = 'fromSpringConfig';

@@ -1,5 +1,5 @@
 import type { ErrorClassOrName } from './error-matcher';
-import { ConfigPlace, INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from './config.messages';
+import { ConfigPlace, IGNORED_UNKNOWN_KEY, INVALID_VALUE, NOT_AN_OBJECT, UNKNOWN_KEY } from './config.messages';
 import { parseDuration } from './duration';
 import { findKey } from './relaxed-binding';
 
@@ -172,6 +172,18 @@ export interface GivenOptionsBinding {
    * false, the key is an error suggesting the closest known one.
    */
   readonly onUnknown?: (rawKey: string, value: unknown) => boolean;
+  /**
+   * What a key that is not known (and not accepted by `onUnknown`) does:
+   * fail (`error`, the default) or, with `warn`, be ignored with one
+   * warning; nested objects read through {@link GivenOptions.nested} follow it too.
+   */
+  readonly unknownKeys?: UnknownKeys;
+}
+
+/** What an unknown key does: the module option `unknownKeys`, and where its warnings go. */
+export interface UnknownKeys {
+  readonly rule: 'error' | 'warn';
+  readonly warn: (message: string) => void;
 }
 
 /**
@@ -183,6 +195,7 @@ export interface GivenOptionsBinding {
 export class GivenOptions {
   private readonly given = new Map<string, { readonly rawKey: string; readonly value: unknown }>();
   private readonly prefix: string;
+  private readonly unknownKeys: UnknownKeys | undefined;
 
   /**
    * @param raw - the object as written
@@ -196,12 +209,15 @@ export class GivenOptions {
     binding: GivenOptionsBinding = {},
   ) {
     this.prefix = binding.prefix ?? '';
+    this.unknownKeys = binding.unknownKeys;
     if (!isOptionsObject(raw)) throw new Error(NOT_AN_OBJECT(place, raw));
     for (const [rawKey, value] of Object.entries(raw)) {
       const key = findKey(rawKey, known);
       if (key === undefined) {
         if (binding.onUnknown?.(rawKey, value)) continue;
-        throw new Error(UNKNOWN_KEY(place, this.prefix + rawKey, known));
+        if (this.unknownKeys?.rule !== 'warn') throw new Error(UNKNOWN_KEY(place, this.prefix + rawKey, known));
+        this.unknownKeys.warn(IGNORED_UNKNOWN_KEY(place, this.prefix + rawKey, known));
+        continue;
       }
       if (this.given.has(key))
         invalidOption(place, rawKey, `given once (also given as another spelling of '${key}')`, value);
@@ -242,6 +258,8 @@ export class GivenOptions {
    */
   nested(key: string, known: readonly string[]): GivenOptions | undefined {
     if (!this.has(key)) return undefined;
-    return new GivenOptions(this.raw(key), `${this.place} '${this.written(key)}'`, known);
+    return new GivenOptions(this.raw(key), `${this.place} '${this.written(key)}'`, known, {
+      unknownKeys: this.unknownKeys,
+    });
   }
 }

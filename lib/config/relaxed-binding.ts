@@ -1,4 +1,5 @@
 import { DUPLICATE_PROPERTY, INVALID_VALUE } from './config.messages';
+import { isPlainObject } from './plain-object';
 
 /**
  * Spring's relaxed form of a property name: lower case without `-` or `_`,
@@ -15,12 +16,23 @@ export function findKey<K extends string>(key: string, names: readonly K[]): K |
   return names.find((n) => canonicalKey(n) === canonical);
 }
 
-/** A plain object (a YAML map or an object literal), not a class instance. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as object | null;
-  // Any realm's Object.prototype (its own prototype is null), so objects from a vm context count too.
-  return proto === null || Object.getPrototypeOf(proto) === null;
+/**
+ * Two maps of properties bound to one name, merged as Spring's binder merges
+ * them: property by property in relaxed form (`max-attempts` and
+ * `maxAttempts` are one property), maps within them likewise, and the later
+ * map's value winning for a property both give (a list is one value).
+ */
+export function mergeProperties(earlier: unknown, later: unknown): unknown {
+  if (!isPlainObject(earlier) || !isPlainObject(later)) return later;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(earlier)) setOwn(out, key, value);
+  for (const [key, value] of Object.entries(later)) {
+    const same = Object.keys(out).find((k) => canonicalKey(k) === canonicalKey(key));
+    const merged = same === undefined ? value : mergeProperties(out[same], value);
+    if (same !== undefined) delete out[same];
+    setOwn(out, key, merged);
+  }
+  return out;
 }
 
 type Segment = string | number;

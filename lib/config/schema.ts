@@ -1,4 +1,5 @@
 import { ErrorClassOrName } from './error-matcher';
+import { checkInstanceName } from '../kernel/instance-name';
 import { isForeignJavaName } from './java-exceptions';
 import {
   BASE_CONFIG_CYCLE,
@@ -11,6 +12,7 @@ import {
   SPRING_IGNORED_PROPERTY,
   LEGACY_PROPERTY,
   NAME_STRIPPED,
+  NAMES_MERGED,
   OWN_NAME_AS_BASE_CONFIG,
   NOT_AN_OBJECT,
   UNKNOWN_BASE_CONFIG,
@@ -32,7 +34,8 @@ import {
   OptionReader,
   percentOption,
 } from './option-readers';
-import { bracketedName, findKey, isPlainObject, setOwn } from './relaxed-binding';
+import { bracketedName, findKey, mergeProperties, setOwn } from './relaxed-binding';
+import { isPlainObject } from './plain-object';
 import {
   IGNORED_INSTANCE_PROPERTIES,
   IGNORED_SECTION_PROPERTIES,
@@ -295,6 +298,11 @@ export function resolveSection<T extends object>(
   // Maps, not objects: an instance may be named `__proto__`, which assigning into an object would swallow.
   const configsRaw = new Map<string, unknown>();
   const instancesRaw = new Map<string, unknown>();
+  // The map each name was bound in and the keys that bound to it: Spring merges the keys of one map that bind to one name.
+  const boundIn = new Map<Map<string, unknown>, Map<string, { readonly rawKey: string; readonly written: string[] }>>([
+    [configsRaw, new Map()],
+    [instancesRaw, new Map()],
+  ]);
   for (const [rawKey, value] of Object.entries(section)) {
     const key = findKey(rawKey, SECTION_KEYS);
     if (key === undefined) {
@@ -308,8 +316,20 @@ export function resolveSection<T extends object>(
     const target = key === 'configs' ? configsRaw : instancesRaw;
     if (value === null || value === undefined || (binding.spring && value === '')) continue;
     if (!isPlainObject(value)) throw new Error(NOT_AN_OBJECT(`${schema.policy}.${rawKey}`, value));
+    const bound = boundIn.get(target) as Map<string, { readonly rawKey: string; readonly written: string[] }>;
     for (const [written, settings] of Object.entries(value)) {
-      const name = boundName(written, `${schema.policy}.${rawKey}`, warn, binding);
+      const name = checkInstanceName(
+        boundName(written, `${schema.policy}.${rawKey}`, warn, binding),
+        `${schema.policy}.${rawKey}`,
+      );
+      const earlier = bound.get(name);
+      if (binding.spring && earlier !== undefined && earlier.rawKey === rawKey) {
+        // 'HttpBinFeignApi#status(int)' and 'HttpBinFeignApistatusint' are one map key to Spring: one instance.
+        earlier.written.push(written);
+        warn(NAMES_MERGED(`${schema.policy}.${rawKey}`, name, earlier.written));
+        target.set(name, mergeProperties(target.get(name), settings));
+        continue;
+      }
       // 'backends' and 'limiters' are Resilience4j's older names of 'instances': one instance may not be in two of them.
       if (target.has(name))
         throw new Error(
@@ -321,6 +341,7 @@ export function resolveSection<T extends object>(
           ),
         );
       target.set(name, settings);
+      bound.set(name, { rawKey, written: [written] });
     }
   }
 

@@ -44,6 +44,26 @@ describe('previewValue', () => {
     expect(shownText('java.io.EOFException')).toBe('java.io.EOFException');
   });
 
+  it('hides the password of a URL, wherever the text sits', () => {
+    expect(previewValue('postgres://app:hunter2@db:5432/shop')).toBe(`"postgres://app:${NOT_SHOWN}@db:5432/shop"`);
+    expect(previewValue({ url: 'redis://:hunter2@cache' })).toBe(`{"url":"redis://:${NOT_SHOWN}@cache"}`);
+    expect(previewValue('https://example.com/a@b')).toBe('"https://example.com/a@b"');
+  });
+
+  it('names a class instance by its class, never listing what it holds (a client keeps its credentials)', () => {
+    class Pool {
+      readonly options = { connectionString: 'postgres://app:hunter2@db/shop', user: 'app' };
+    }
+    expect(previewValue(new Pool())).toBe('an instance of Pool');
+    expect(previewValue({ store: new Pool() })).toBe('{"store":an instance of Pool}');
+    expect(previewValue(new (class {})())).toBe('an instance of an anonymous class');
+  });
+
+  it('shows a placeholder text read with its spaces trimmed as the placeholder', () => {
+    rememberPlaceholderText(' org.acme.Secret\n', '${SECRET_NAME}');
+    expect(shownText('org.acme.Secret')).toBe('${SECRET_NAME}');
+  });
+
   it('does not stand an empty placeholder text for every empty value', () => {
     rememberPlaceholderText('', '${EMPTY:}');
     expect(previewValue('')).toBe('""');

@@ -1,3 +1,5 @@
+import { isPlainObject } from './plain-object';
+
 /**
  * Texts that came from `${...}` placeholders, by the text they resolved to:
  * messages show the placeholder as written (`${DB_PASSWORD}`) in their place,
@@ -15,6 +17,9 @@ export function rememberPlaceholderText(resolved: string, written: string): void
   // An empty text tells nothing, and would stand for every empty value in messages.
   if (resolved === written || resolved === '') return;
   placeholderTexts.set(resolved, written);
+  // Readers trim what they read (an exception name, an enum value): the trimmed text came from the placeholder too.
+  const trimmed = resolved.trim();
+  if (trimmed !== '' && trimmed !== written.trim()) placeholderTexts.set(trimmed, written);
   if (!resolved.includes(',')) return;
   const literal = new Set(written.split(',').map((part) => part.trim()));
   for (const part of resolved.split(',').map((p) => p.trim()))
@@ -59,10 +64,21 @@ export function looksLikeCredential(key: string): boolean {
 /** What a message shows in place of a credential's value. */
 export const NOT_SHOWN = '(not shown)';
 
+/** The password of a URL's user information (`postgres://app:secret@db`). */
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/?#@:]*):[^\s/?#@]*@/gi;
+
+/** `text` with the password of every URL in it replaced by {@link NOT_SHOWN}. */
+function withoutUrlPasswords(text: string): string {
+  return text.replace(URL_PASSWORD, `$1:${NOT_SHOWN}@`);
+}
+
 /**
  * A value as a message shows it: JSON-like, cut to `max` characters
  * (ending in `...`), with the placeholder in place of text that came from
- * one and {@link NOT_SHOWN} for the value of a key that names a credential.
+ * one, {@link NOT_SHOWN} for the value of a key that names a credential and
+ * for the password of a URL, and a class instance (a client, a pool) named
+ * by its class, as what it holds may be credentials. Options written in
+ * code and options read from a file are shown alike.
  * It renders no more than it shows, so a map shared many times over (a
  * YAML alias bomb) or one that contains itself costs no more than a short one.
  */
@@ -91,16 +107,18 @@ class Preview {
 
   add(value: unknown, open: Set<object>): void {
     if (this.full) return;
-    if (typeof value === 'string') return this.push(JSON.stringify(clip(shownText(value), this.max)));
+    if (typeof value === 'string')
+      return this.push(JSON.stringify(clip(withoutUrlPasswords(shownText(value)), this.max)));
     if (typeof value === 'number') return this.push(Number.isFinite(value) ? String(value) : 'null');
     if (typeof value === 'boolean' || typeof value === 'bigint') return this.push(String(value));
     if (value === null || typeof value !== 'object') return this.push('null');
     const json = (value as { toJSON?: unknown }).toJSON;
     if (typeof json === 'function') return this.add(json.call(value), open);
+    if (!Array.isArray(value) && !isPlainObject(value)) return this.push(`an instance of ${className(value)}`);
     if (open.has(value)) return this.push('"[Circular]"');
     open.add(value);
     if (Array.isArray(value)) this.addList(value, open);
-    else this.addMap(value as Record<string, unknown>, open);
+    else this.addMap(value, open);
     open.delete(value);
   }
 
@@ -136,6 +154,12 @@ class Preview {
     this.parts.push(part);
     this.length += part.length;
   }
+}
+
+/** The name of `value`'s class, as a message shows it. */
+function className(value: object): string {
+  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === 'string' && name !== '' ? name : 'an anonymous class';
 }
 
 /** At most `max` characters of `text`: more would be cut from the message anyway. */

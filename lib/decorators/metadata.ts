@@ -8,6 +8,8 @@ import {
   UNWIRED_AFTER_BOOTSTRAP,
 } from '../kernel/resilience.messages';
 import { Pipeline, plainReturnType, ReturnKind, returnKindOf } from './return-kind';
+import { checkInstanceName } from '../kernel/instance-name';
+import { previewValue } from '../config/value-preview';
 import { LayerKind, RESILIENCE_LAYERS } from '../kernel/resilience.constants';
 import { Logger } from '@nestjs/common';
 
@@ -81,8 +83,9 @@ export function addLayer(
   }
   if (typeof target === 'function') throw new TypeError(DECORATOR_ON_STATIC(layer.decorator, place));
   if (layer.name !== undefined && (typeof layer.name !== 'string' || layer.name.trim() === '')) {
-    throw new TypeError(DECORATOR_BAD_NAME(layer.decorator, place, layer.name));
+    throw new TypeError(DECORATOR_BAD_NAME(layer.decorator, place, previewValue(layer.name)));
   }
+  if (layer.name !== undefined) checkInstanceName(layer.name, `@${layer.decorator} on ${place}`);
   const declared: unknown = Reflect.getMetadata('design:returntype', target, key);
   const plain = plainReturnType(declared);
   if (plain !== undefined) throw new TypeError(DECORATOR_ON_PLAIN_VALUE(layer.decorator, place, plain));

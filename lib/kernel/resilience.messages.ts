@@ -10,8 +10,9 @@ export const MISSING_PEER = (peer: string, feature: string, cause: string, expli
 export const DECORATOR_ON_NON_METHOD = (decorator: string, target: string): string =>
   `${PREFIX}: @${decorator} can only decorate a method, but was applied to ${target}`;
 
-export const DECORATOR_BAD_NAME = (decorator: string, target: string, value: unknown): string =>
-  `${PREFIX}: @${decorator} on ${target} needs an instance name (a non-empty string), got ${JSON.stringify(value)}`;
+/** A decorator given no instance name; `shown` is the value as messages show options (credentials hidden). */
+export const DECORATOR_BAD_NAME = (decorator: string, target: string, shown: string): string =>
+  `${PREFIX}: @${decorator} on ${target} needs an instance name (a non-empty string), got ${shown}`;
 
 export const DECORATOR_TWICE = (decorator: string, target: string): string =>
   `${PREFIX}: @${decorator} appears twice on ${target}; a method has one ${decorator} layer`;

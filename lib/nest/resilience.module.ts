@@ -8,7 +8,7 @@ import {
   OnModuleDestroy,
 } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef } from '@nestjs/core';
-import { NO_ASYNC_OPTIONS } from '../config/config.messages';
+import { NO_ASYNC_OPTIONS, SPRING_DEFAULTS_APPLY } from '../config/config.messages';
 import { ResilienceModuleOptions } from '../options/resilience.options';
 import { IdempotencyStore } from '../features/idempotency/idempotency-store';
 import { InboundDeadline } from './inbound-deadline';
@@ -55,7 +55,10 @@ interface FastifyHooks {
         // Only a forRootAsync factory can give no options; it usually means a config lookup found nothing.
         if (options === undefined || options === null) throw new Error(NO_ASYNC_OPTIONS(options));
         const logger = new Logger('ResilienceModule');
-        return new ResilienceRegistry(options, (message) => logger.warn(message));
+        const registry = new ResilienceRegistry(options, (message) => logger.warn(message));
+        // A reader who skimmed the table of differences learns here that the file's rules are Resilience4j's.
+        if (registry.options.binding === 'spring') logger.log(SPRING_DEFAULTS_APPLY);
+        return registry;
       },
     },
     {

@@ -37,6 +37,20 @@ describe('FallbackShare', () => {
     });
   });
 
+  it('counts a pipeline named __proto__ under its name, touching no prototype', async () => {
+    const share = new FallbackShare(new VirtualClock(), 60_000);
+    const proto = guarded('__proto__');
+    share.track(proto.policy, proto.countCalls);
+    await proto.call(true);
+    const { methods } = share.snapshot();
+    expect(Object.keys(methods)).toEqual(['__proto__']);
+    expect(Object.getOwnPropertyDescriptor(methods, '__proto__')?.value).toEqual({
+      calls: 1,
+      fallbacks: 1,
+      share: 100,
+    });
+  });
+
   it('forgets what fell out of the window, a tenth of it at a time', async () => {
     const clock = new VirtualClock();
     const share = new FallbackShare(clock, 10_000);

@@ -102,7 +102,8 @@ export class FallbackShare {
   snapshot(): FallbackShareSnapshot {
     let calls = 0;
     let fallbacks = 0;
-    const methods: Record<string, FallbackShareCounts> = {};
+    // No prototype: a pipeline may be named `__proto__`.
+    const methods = Object.create(null) as Record<string, FallbackShareCounts>;
     for (const [policy, window] of this.tracked) {
       const totals = window.totals();
       calls += totals.calls;

@@ -187,7 +187,8 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
     key: Key = 'circuitBreakers' as Key,
   ): ResilienceHealthResult<Key, CircuitBreakersHealthData> {
     const session = this.service().check(key);
-    const instances: Record<string, CircuitBreakerHealth> = {};
+    // No prototype: a breaker may be named `__proto__` or `constructor`.
+    const instances = Object.create(null) as Record<string, CircuitBreakerHealth>;
     let down = false;
     for (const breaker of this.breakers) {
       if (!breaker.config.registerHealthIndicator) continue;
@@ -212,7 +213,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
     key: Key = 'rateLimiters' as Key,
   ): ResilienceHealthResult<Key, RateLimitersHealthData> {
     const session = this.service().check(key);
-    const instances: Record<string, RateLimiterHealth> = {};
+    const instances = Object.create(null) as Record<string, RateLimiterHealth>;
     let down = false;
     for (const limiter of this.rateLimiters) {
       if (!limiter.config.registerHealthIndicator) continue;

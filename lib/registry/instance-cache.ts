@@ -1,5 +1,6 @@
 import { closeName, instancePlace, UNDECLARED_INSTANCE_CLOSE, UNKNOWN_INSTANCE } from '../config/config.messages';
 import { applyOverrides, PolicySchema, ResolvedSection } from '../config/schema';
+import { checkInstanceName } from '../kernel/instance-name';
 
 /**
  * One kind of instance the registry makes: the section its configs come
@@ -49,6 +50,7 @@ export class InstanceCache<C extends object, I> {
   get(name: string, where: string): I {
     const existing = this.named.get(name);
     if (existing !== undefined) return existing;
+    checkInstanceName(name, `${where}, ${this.kind.section} instance`);
     const declared = this.kind.configs.instances.get(name);
     const config = declared ?? this.undeclaredConfig(name, where);
     if (declared === undefined) this.host.countUndeclared(name);
@@ -69,6 +71,7 @@ export class InstanceCache<C extends object, I> {
    * like any config, errors naming `place`.
    */
   derive(name: string, overrides: object, place: string, where: string, anonymous: boolean): I {
+    checkInstanceName(name, `${where}, ${this.kind.section} instance`);
     const base = anonymous
       ? this.kind.configs.defaultConfig
       : (this.kind.configs.instances.get(name) ?? this.undeclaredConfig(name, where));

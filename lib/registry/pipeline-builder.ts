@@ -13,6 +13,7 @@ import {
 } from './pipeline.messages';
 import { PipelineFallback, PipelineOptions } from './pipeline.options';
 import type { Clock } from '../kernel/clock';
+import { checkInstanceName } from '../kernel/instance-name';
 import type { FaultInjector } from '../features/fault-injection/fault-injector';
 import type { PolicyKind } from '../kernel/resilience.constants';
 import type { PolicyConfigs } from './resolve-options';
@@ -65,6 +66,7 @@ export function buildPipeline(registry: PipelineSource, nameOrOptions: string | 
   const options = nameOrOptions;
   const name = options.name ?? 'pipeline';
   if (typeof name !== 'string') throw new Error(PIPELINE_BAD_LAYER('pipeline', 'name', name));
+  checkInstanceName(name, "ResilienceRegistry.pipeline's name");
   for (const key of Object.keys(options))
     if (!PIPELINE_KEYS.includes(key)) throw new Error(PIPELINE_UNKNOWN_KEY(name, key, PIPELINE_KEYS));
   const where = `pipeline '${name}'`;
@@ -95,6 +97,7 @@ export function buildPipeline(registry: PipelineSource, nameOrOptions: string | 
 }
 
 function namedPipeline(registry: PipelineSource, name: string): ResiliencePipeline {
+  checkInstanceName(name, 'ResilienceRegistry.pipeline');
   const where = `pipeline '${name}'`;
   const layers: ComposedLayer[] = PIPELINE_POLICIES.filter((policy) =>
     registry.options.sections[policy].instances.has(name),

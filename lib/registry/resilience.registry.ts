@@ -3,7 +3,6 @@ import { TooManyInstancesError } from '../kernel/errors';
 import { describe, instancePlace } from '../config/config.messages';
 import { RegistryOptions } from './registry.options';
 import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './resolve-options';
-import { resolveSection } from '../config/schema';
 import { EventStream } from '../kernel/events';
 import { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
@@ -19,7 +18,6 @@ import { buildPipeline } from './pipeline-builder';
 import { InstanceCache, InstanceKind } from './instance-cache';
 import { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './policy-instances';
 import { FaultInjector } from '../features/fault-injection/fault-injector';
-import { readFaultInjectionOptions } from '../features/fault-injection/fault-injection.options';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
 import { HedgeConfig, HEDGE_SCHEMA } from '../policies/hedge/hedge.config';
 import { HEDGE_BUDGET_WITHOUT_RETRY_BUDGET } from '../policies/hedge/hedge.messages';
@@ -103,12 +101,8 @@ export class ResilienceRegistry {
   ) {
     this.options = resolveOptions(options, (m) => this.warnOnce(m));
     this.rateLimiterStore = readRateLimiterStore(this.options.extras.rateLimiterStore);
-    this.faults = new FaultInjector(
-      readFaultInjectionOptions(this.options.extras.faultInjection),
-      this.clock,
-      this.random,
-      process.env.NODE_ENV,
-      (m) => this.warnOnce(m),
+    this.faults = new FaultInjector(this.options.faultInjection, this.clock, this.random, process.env.NODE_ENV, (m) =>
+      this.warnOnce(m),
     );
     const sections = this.options.sections;
     this.caches = {
@@ -132,7 +126,7 @@ export class ResilienceRegistry {
     this.hedging = this.cache(
       {
         section: 'hedging',
-        configs: resolveSection(HEDGE_SCHEMA, this.options.extras.hedging, (m) => this.warnOnce(m)),
+        configs: this.options.hedging,
         schema: HEDGE_SCHEMA,
         warnsCloseName: false,
         make: (name, config, place) => makeHedge(this, name, config, place),

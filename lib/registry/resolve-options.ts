@@ -28,7 +28,8 @@ import {
   integerOption,
   invalidOption,
 } from '../config/option-readers';
-import { canonicalKey, findKey, isPlainObject, setOwn, unflatten } from '../config/relaxed-binding';
+import { canonicalKey, findKey, setOwn, unflatten } from '../config/relaxed-binding';
+import { isPlainObject } from '../config/plain-object';
 import { IGNORED_SECTIONS } from '../config/resilience4j-properties';
 import { RESILIENCE4J_DEFAULTS } from '../config/resilience4j-defaults';
 import { NATIVE_BINDING, PolicySchema, resolveSection, ResolvedSection, SectionBinding } from '../config/schema';
@@ -37,6 +38,8 @@ import { RATE_LIMITER_SCHEMA, RateLimiterConfig } from '../policies/rate-limiter
 import { DEFAULT_ORDER, PolicyKind } from '../kernel/resilience.constants';
 import { RegistryOptions } from './registry.options';
 import { RETRY_SCHEMA, RetryConfig } from '../policies/retry/retry.config';
+import { HEDGE_SCHEMA, HedgeConfig } from '../policies/hedge/hedge.config';
+import { readFaultInjectionOptions, ResolvedFaultInjection } from '../features/fault-injection/fault-injection.options';
 import { TIME_LIMITER_SCHEMA, TimeLimiterConfig } from '../policies/time-limiter/time-limiter.config';
 
 /** The policies configured as named instances. */
@@ -78,6 +81,10 @@ export interface ResolvedOptions {
   readonly sections: { readonly [P in InstancePolicy]: ResolvedSection<PolicyConfigs[P]> };
   /** The thread-pool bulkheads, as the bulkheads they run as (`@Bulkhead(name, { type: 'THREADPOOL' })`). */
   readonly threadPoolBulkhead: ResolvedSection<BulkheadConfig>;
+  /** The hedge instances and configs (section `hedging`). */
+  readonly hedging: ResolvedSection<HedgeConfig>;
+  /** The faults configured, and whether fault injection is on (section `faultInjection`). */
+  readonly faultInjection: ResolvedFaultInjection;
   /** How the options were bound: `native` (forRoot's own options) or `spring` (an application.yml, see fromSpringConfig). */
   readonly binding: 'native' | 'spring';
   /** What an unknown key does: fail (`error`) or warn and be ignored (`warn`). */
@@ -113,11 +120,12 @@ const EXTRA_SECTIONS = [
   'logging',
   'loadShedding',
   'rateLimiterStore',
-  'faultInjection',
-  'hedging',
   'tracing',
   'outbox',
 ];
+
+/** Sections of this module's own, read here with the same unknown-key rule as the policy sections. */
+const MODULE_SECTIONS = ['hedging', 'faultInjection'];
 
 /**
  * Parses and validates module options. Throws one error naming the policy,
@@ -134,12 +142,20 @@ export function resolveOptions(options: RegistryOptions | undefined, warn: (mess
   const sectionsRaw: Partial<Record<InstancePolicy, unknown>> = {};
   const plain: Record<string, unknown> = {};
   const extras: Record<string, unknown> = {};
+  const moduleSections: Record<string, unknown> = {};
   let threadPoolRaw: unknown;
   const unknownSections: string[] = [];
   for (const [rawKey, value] of Object.entries(raw)) {
     const policy = findKey(rawKey, POLICY_NAMES);
     const key = findKey(rawKey, [...PLAIN_KEYS, ...EXTRA_SECTIONS]);
-    if (policy !== undefined) {
+    const own = findKey(rawKey, MODULE_SECTIONS);
+    if (own !== undefined) {
+      if (moduleSections[own] !== undefined)
+        throw new Error(
+          INVALID_VALUE('module options', rawKey, `given once (also given as another spelling of '${own}')`, value),
+        );
+      moduleSections[own] = value;
+    } else if (policy !== undefined) {
       if (sectionsRaw[policy] !== undefined)
         throw new Error(
           INVALID_VALUE('module options', rawKey, `given once (also given as another spelling of '${policy}')`, value),
@@ -183,6 +199,8 @@ export function resolveOptions(options: RegistryOptions | undefined, warn: (mess
     resolveSection(THREAD_POOL_BULKHEAD_SCHEMA, threadPoolRaw, warn, sectionBinding),
     warn,
   );
+  const hedging = resolveSection(HEDGE_SCHEMA, moduleSections.hedging, warn, sectionBinding);
+  const faultInjection = readFaultInjectionOptions(moduleSections.faultInjection, { rule: unknownKeys, warn });
   const order = readOrder(plain.order);
   const spring = orderFromAspectOrders(sectionsRaw, order);
   if (spring !== undefined) warn(ASPECT_ORDER_DIFFERS(spring, order));
@@ -198,6 +216,8 @@ export function resolveOptions(options: RegistryOptions | undefined, warn: (mess
     deadline: readDeadline(plain.deadline),
     sections,
     threadPoolBulkhead,
+    hedging,
+    faultInjection,
     binding,
     unknownKeys,
     extras,
@@ -208,7 +228,7 @@ export function resolveOptions(options: RegistryOptions | undefined, warn: (mess
 function checkUnknownSection(rawKey: string, unknownKeys: 'error' | 'warn', warn: (message: string) => void): void {
   const ignored = findKey(rawKey, Object.keys(IGNORED_SECTIONS));
   if (ignored !== undefined) return warn(IGNORED_SECTION(rawKey, IGNORED_SECTIONS[ignored]));
-  const known = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...EXTRA_SECTIONS];
+  const known = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...MODULE_SECTIONS, ...EXTRA_SECTIONS];
   const wholeDocument = findKey(rawKey, SPRING_ROOTS) !== undefined;
   if (unknownKeys === 'error' || wholeDocument)
     throw new Error(UNKNOWN_SECTION(rawKey, known) + (wholeDocument ? WHOLE_DOCUMENT_HINT : ''));
@@ -222,7 +242,7 @@ function checkUnknownSection(rawKey: string, unknownKeys: 'error' | 'warn', warn
  * them as the file does.
  */
 export function withSectionNames(raw: Record<string, unknown>): Record<string, unknown> {
-  const names = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...EXTRA_SECTIONS];
+  const names = [...POLICY_NAMES, 'threadPoolBulkhead', ...PLAIN_KEYS, ...MODULE_SECTIONS, ...EXTRA_SECTIONS];
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
     const name = findKey(key, names) ?? key;

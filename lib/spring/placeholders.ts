@@ -5,7 +5,8 @@ import {
   UNRESOLVED_PLACEHOLDER,
 } from '../config/config.messages';
 import { MAX_DOCUMENT_DEPTH } from '../config/document-limits';
-import { canonicalKey, isPlainObject, setOwn } from '../config/relaxed-binding';
+import { canonicalKey, setOwn } from '../config/relaxed-binding';
+import { isPlainObject } from '../config/plain-object';
 import { rememberPlaceholderText } from '../config/value-preview';
 
 /** Marks a property whose placeholders are being resolved: meeting it again is a cycle. */

@@ -3,7 +3,8 @@ import { loadOptionalPeer, OptionalPeer } from '../kernel/optional-peer';
 import { NO_RESILIENCE4J_PART, NOT_A_SPRING_DOCUMENT } from '../config/config.messages';
 import { checkDocument, checkDocumentText, checkYamlNesting } from '../config/document-limits';
 import { PlaceholderResolver } from './placeholders';
-import { canonicalKey, isPlainObject, setOwn, unflatten } from '../config/relaxed-binding';
+import { canonicalKey, setOwn, unflatten } from '../config/relaxed-binding';
+import { isPlainObject } from '../config/plain-object';
 
 /** yaml: parses `application.yml` text for `fromSpringConfig`. */
 export const YAML: OptionalPeer<typeof Yaml> = {

@@ -6,8 +6,10 @@ import {
   invalidOption,
   numberOption,
   OptionReader,
+  UnknownKeys,
 } from '../../config/option-readers';
 import type { ErrorClass } from '../../config/error-matcher';
+import { checkInstanceName } from '../../kernel/instance-name';
 
 /**
  * What an injected error is: an error class name (`'IOException'`: an error
@@ -72,9 +74,12 @@ const injectedErrorOption: OptionReader<InjectedError> = (value, place, key) => 
   );
 };
 
-/** Reads one instance's faults, naming `place` (`faultInjection.instances.inventory`) in errors. */
-export function readFault(raw: unknown, place: string): ResolvedFault {
-  const given = new GivenOptions(raw, place, ['latency', 'error', 'outcome']);
+/**
+ * Reads one instance's faults, naming `place` (`faultInjection.instances.inventory`)
+ * in errors; an unknown key fails unless `unknownKeys` says to warn.
+ */
+export function readFault(raw: unknown, place: string, unknownKeys?: UnknownKeys): ResolvedFault {
+  const given = new GivenOptions(raw, place, ['latency', 'error', 'outcome'], { unknownKeys });
   const latency = given.nested('latency', ['rate', 'duration']);
   const error = given.nested('error', ['rate', 'error']);
   const outcome = given.nested('outcome', ['rate', 'value']);
@@ -90,18 +95,21 @@ export function readFault(raw: unknown, place: string): ResolvedFault {
   };
 }
 
-/** Validates the module option `faultInjection` (absent: off). */
-export function readFaultInjectionOptions(raw: unknown): ResolvedFaultInjection {
+/** Validates the module option `faultInjection` (absent: off); an unknown key fails unless `unknownKeys` says to warn. */
+export function readFaultInjectionOptions(raw: unknown, unknownKeys?: UnknownKeys): ResolvedFaultInjection {
   if (raw === undefined) return { enabled: false, allowInProduction: false, instances: new Map() };
   const place = 'faultInjection options';
-  const given = new GivenOptions(raw, place, ['enabled', 'allowInProduction', 'instances']);
+  const given = new GivenOptions(raw, place, ['enabled', 'allowInProduction', 'instances'], { unknownKeys });
   const instances = new Map<string, ResolvedFault>();
   const listed = given.raw('instances');
   if (listed !== undefined) {
     if (listed === null || typeof listed !== 'object' || Array.isArray(listed))
       invalidOption(place, given.written('instances'), 'an object of instance names', listed);
     for (const [name, fault] of Object.entries(listed))
-      instances.set(name, readFault(fault, `faultInjection.instances.${name}`));
+      instances.set(
+        checkInstanceName(name, 'faultInjection.instances'),
+        readFault(fault, `faultInjection.instances.${name}`, unknownKeys),
+      );
   }
   return {
     enabled: given.read('enabled', booleanOption) ?? false,

@@ -2,6 +2,7 @@ import { isObservable, Observable, Subscription } from 'rxjs';
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { parseDuration } from '../../config/duration';
 import { callerCancellation } from '../../kernel/cancellation';
+import { checkInstanceName } from '../../kernel/instance-name';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { EventStream, EventSubscriber } from '../../kernel/events';
 import {
@@ -120,6 +121,7 @@ export class FaultInjector {
    * @throws Error when fault injection is off, or the fault is invalid (naming the key)
    */
   inject(name: string, fault: FaultSpec, options: { readonly for?: number | string } = {}): void {
+    checkInstanceName(name, 'FaultInjector.inject');
     if (!this.enabled) throw new Error(FAULTS_DISABLED(name));
     const resolved = readFault(fault, `fault for '${name}'`);
     const lasting = options.for === undefined ? undefined : parseDuration(options.for);

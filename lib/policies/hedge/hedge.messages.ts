@@ -1,12 +1,14 @@
 import { PREFIX } from '../../kernel/resilience.messages';
+import { shownText } from '../../config/value-preview';
 
 export const HEDGE_NOT_SAFE = (target: string, instance: string): string =>
   `${PREFIX}: @Hedge on ${target} would run the method more than once at a time, but it is not declared safe to repeat: ` +
   `add @Idempotent to the method, or set 'safe: true' on hedging instance '${instance}' if running it twice is harmless`;
 
+/** A hedge sharing the budget of a retry that has none; a name a placeholder gave is shown as the placeholder. */
 export const HEDGE_BUDGET_WITHOUT_RETRY_BUDGET = (place: string, retry: string): string =>
-  `${PREFIX}: ${place}: 'budget' names retry instance '${retry}', which has no budget; ` +
-  `give retry instance '${retry}' a budget ({ ratio, maxTokens }), or give this hedge instance a budget of its own`;
+  `${PREFIX}: ${place}: 'budget' names retry instance '${shownText(retry)}', which has no budget; ` +
+  `give retry instance '${shownText(retry)}' a budget ({ ratio, maxTokens }), or give this hedge instance a budget of its own`;
 
 export const HEDGE_KEY_OPTIONAL = (target: string, instance: string): string =>
   `${PREFIX}: @Hedge on ${target} would run a call without an idempotency key more than once at a time: ` +
