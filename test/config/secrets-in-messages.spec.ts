@@ -1,17 +1,8 @@
 import { Pool } from 'pg';
-import { fromSpringConfig, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
+import { fromSpringConfig } from '../../lib';
 import { NOT_SHOWN } from '../../lib/config/value-preview';
+import { messageOf, registry } from '../support/config-messages';
 
-const registry = (options: unknown, warn?: (m: string) => void) =>
-  new ResilienceRegistry(options as ResilienceModuleOptions, warn);
-const messageOf = (build: () => unknown): string => {
-  try {
-    build();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  throw new Error('expected a failure');
-};
 const SECRET = 'hunter2-Sup3r-s3cret';
 
 describe('messages about options written in code hide credentials as those about a Spring file do', () => {

@@ -1,5 +1,5 @@
 import { parse as parseYaml } from 'yaml';
-import { fromSpringConfig, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
+import { fromSpringConfig } from '../../lib';
 import { MAX_DOCUMENT_DEPTH, MAX_DOCUMENT_ENTRIES, MAX_DOCUMENT_LENGTH } from '../../lib/config/document-limits';
 import {
   DOCUMENT_TOO_DEEP,
@@ -10,17 +10,8 @@ import {
   UNCLOSED_PLACEHOLDER,
   UNRESOLVED_PLACEHOLDER,
 } from '../../lib/config/config.messages';
+import { messageOf, registry } from '../support/config-messages';
 
-const registry = (options: unknown, warn?: (m: string) => void) =>
-  new ResilienceRegistry(options as ResilienceModuleOptions, warn);
-const messageOf = (build: () => unknown): string => {
-  try {
-    build();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  throw new Error('expected a failure');
-};
 const SECRET = 'hunter2-Sup3r-s3cret';
 
 describe('fromSpringConfig never echoes a value that came from a placeholder', () => {

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { DEFAULT_ORDER, fromSpringConfig, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
+import { DEFAULT_ORDER, fromSpringConfig } from '../../lib';
 import {
   ASPECT_ORDER_DIFFERS,
   DUPLICATE_PROPERTY,
@@ -14,17 +14,7 @@ import {
   IGNORED_SECTION_PROPERTIES,
   LEGACY_PROPERTIES,
 } from '../../lib/config/resilience4j-properties';
-
-const registry = (options: unknown, warn?: (m: string) => void) =>
-  new ResilienceRegistry(options as ResilienceModuleOptions, warn);
-const messageOf = (build: () => unknown): string => {
-  try {
-    build();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  throw new Error('expected a failure');
-};
+import { messageOf, registry } from '../support/config-messages';
 
 describe("Spring's shapes, through forRoot's options and fromSpringConfig", () => {
   it('reads dotted keys at any depth, merged with nested maps', () => {

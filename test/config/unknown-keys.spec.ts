@@ -1,16 +1,6 @@
-import { fromSpringConfig, ResilienceModuleOptions, ResilienceRegistry } from '../../lib';
+import { fromSpringConfig } from '../../lib';
 import { IGNORED_UNKNOWN_KEY, UNKNOWN_KEY } from '../../lib/config/config.messages';
-
-const registry = (options: unknown, warn?: (m: string) => void) =>
-  new ResilienceRegistry(options as ResilienceModuleOptions, warn);
-const messageOf = (build: () => unknown): string => {
-  try {
-    build();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  throw new Error('expected a failure');
-};
+import { messageOf, registry } from '../support/config-messages';
 
 const HEDGE_KEYS = ['delay', 'maxHedgedAttempts', 'budget', 'safe', 'latencyWindowSize', 'baseConfig'];
 const FAULT_KEYS = ['enabled', 'allowInProduction', 'instances'];
