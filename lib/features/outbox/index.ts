@@ -13,12 +13,5 @@ export type {
   ResolvedOutboxOptions,
 } from './outbox.options';
 export type { OutboxEnvelope, OutboxEvent, OutboxEventState, OutboxRow, OutboxStats } from './outbox.types';
-export { DEFAULT_OUTBOX_TABLE, PostgresOutboxStore } from './postgres-outbox-store';
-export type {
-  ClaimedRow,
-  FailedRowState,
-  NewOutboxRow,
-  OutboxListener,
-  PostgresOutboxStoreOptions,
-} from './postgres-outbox-store';
+export type { ClaimedRow, FailedRowState, NewOutboxRow, OutboxListener, OutboxStore } from './outbox-store';
 export type { SqlRunner } from '../transaction/sql-runner';

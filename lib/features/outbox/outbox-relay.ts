@@ -6,7 +6,7 @@ import { RetryPolicy } from '../../policies/retry/retry.policy';
 import { RELAY_PASS_FAILED } from './outbox.messages';
 import { OutboxPublishFunction, ResolvedOutboxOptions } from './outbox.options';
 import { OutboxEvent } from './outbox.types';
-import { ClaimedRow, OutboxListener, PostgresOutboxStore } from './postgres-outbox-store';
+import { ClaimedRow, OutboxListener, OutboxStore } from './outbox-store';
 
 /** How one publish ended, as `resilience4nest_outbox_published_total{result}` counts it. */
 export type OutboxPublishResult = 'published' | 'failed' | 'parked' | 'not_permitted';
@@ -55,7 +55,7 @@ const RETENTION_SWEEP_MS = 60_000;
 export class OutboxRelay {
   /** This relay's lease owner id. */
   readonly owner = randomUUID();
-  private readonly store: PostgresOutboxStore;
+  private readonly store: OutboxStore;
   private readonly publish: OutboxPublishFunction;
   private running = false;
   private passing: Promise<void> | undefined;
@@ -64,7 +64,7 @@ export class OutboxRelay {
   private sweepTimer: TimerHandle = undefined;
   private listener: OutboxListener | undefined;
   /** The table on the listening connection, while there is one: passes run their statements there. */
-  private onListener: PostgresOutboxStore | undefined;
+  private onListener: OutboxStore | undefined;
   private listening = false;
 
   /**
@@ -120,7 +120,7 @@ export class OutboxRelay {
   }
 
   /** One pass, its statements run on `store`'s connection. */
-  private async pass(store: PostgresOutboxStore): Promise<RelayPassResult> {
+  private async pass(store: OutboxStore): Promise<RelayPassResult> {
     const { batchSize, leaseMs } = this.options.relay;
     const rows = await store.claim(this.owner, batchSize, leaseMs);
     let refusedFor = 0;
@@ -224,7 +224,7 @@ export class OutboxRelay {
       );
       if (this.running) {
         this.listener = listener;
-        this.onListener = this.store.on(listener.connection);
+        this.onListener = listener.store;
       } else listener.close();
     } finally {
       this.listening = false;

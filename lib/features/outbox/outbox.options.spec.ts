@@ -1,7 +1,7 @@
 import { Pool } from 'pg';
 import { ResilienceRegistry } from '../../registry/resilience.registry';
 import { readOutboxOptions, toPublishFunction } from './outbox.options';
-import { PostgresOutboxStore } from './postgres-outbox-store';
+import { PostgresOutboxStore } from '../../stores/postgres-outbox-store';
 import { Outbox } from './outbox';
 import { of, throwError } from 'rxjs';
 

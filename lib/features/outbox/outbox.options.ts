@@ -10,7 +10,7 @@ import {
 import { LEASE_TOO_SHORT, NOT_A_PUBLISHER, NOT_AN_OUTBOX_STORE } from './outbox.messages';
 import { OutboxEvent } from './outbox.types';
 import { messageOf } from './outbox-transport';
-import { PostgresOutboxStore } from './postgres-outbox-store';
+import { isOutboxStore, OutboxStore } from './outbox-store';
 
 /** A Nest microservices client, as the relay uses it: `emit(pattern, data)` returning an Observable. */
 export interface OutboxClientProxy {
@@ -44,7 +44,7 @@ export interface OutboxRelayOptions {
 /** Module option `outbox`: the transactional outbox. */
 export interface OutboxModuleOptions {
   /** Where events are kept: `new PostgresOutboxStore({ pool })`. */
-  store: PostgresOutboxStore;
+  store: OutboxStore;
   /** Where events go: a Nest `ClientProxy` (events emitted as {@link OutboxEnvelope}s) or a function. */
   publisher: OutboxClientProxy | OutboxPublishFunction;
   /** The relay's settings. */
@@ -58,7 +58,7 @@ export interface OutboxModuleOptions {
 /** The outbox options after validation. */
 export interface ResolvedOutboxOptions {
   /** Where events are kept. */
-  readonly store: PostgresOutboxStore;
+  readonly store: OutboxStore;
   /** The publisher as a function. */
   readonly publish: OutboxPublishFunction;
   /** The relay's settings, durations in ms. */
@@ -89,7 +89,7 @@ export function readOutboxOptions(raw: unknown): ResolvedOutboxOptions | undefin
   if (raw === undefined) return undefined;
   const given = new GivenOptions(raw, PLACE, ['store', 'publisher', 'relay', 'retention', 'createSchema']);
   const store = given.raw('store');
-  if (!(store instanceof PostgresOutboxStore)) throw new Error(NOT_AN_OUTBOX_STORE(store));
+  if (!isOutboxStore(store)) throw new Error(NOT_AN_OUTBOX_STORE(store));
   const relay = new GivenOptions(given.raw('relay') ?? {}, RELAY_PLACE, [
     'enabled',
     'batchSize',

@@ -1,10 +1,17 @@
 import { createHash } from 'node:crypto';
-import { Clock } from '../../kernel/clock';
-import { wallClock } from '../idempotency/idempotency-store';
-import { PostgresPoolClient, PostgresQueryable } from '../idempotency/transactional-store';
-import { INVALID_OUTBOX_TABLE, POOL_CANNOT_CONNECT } from './outbox.messages';
-import { OutboxEvent, OutboxEventState, OutboxRow, OutboxStats } from './outbox.types';
-import { SqlRunner } from '../transaction/sql-runner';
+import { Clock } from '../kernel/clock';
+import { wallClock } from '../features/idempotency/idempotency-store';
+import { PostgresPoolClient, PostgresQueryable } from '../features/idempotency/transactional-store';
+import { INVALID_OUTBOX_TABLE, POOL_CANNOT_CONNECT } from '../features/outbox/outbox.messages';
+import {
+  ClaimedRow,
+  FailedRowState,
+  NewOutboxRow,
+  OutboxListener,
+  OutboxStore,
+} from '../features/outbox/outbox-store';
+import { OutboxEventState, OutboxRow, OutboxStats } from '../features/outbox/outbox.types';
+import { SqlRunner } from '../features/transaction/sql-runner';
 
 /** Table used when the `table` option is not given. */
 export const DEFAULT_OUTBOX_TABLE = 'resilience4nest_outbox';
@@ -17,39 +24,6 @@ export interface PostgresOutboxStoreOptions {
   readonly table?: string;
   /** Wall-clock time written into rows (occurred, due, leased, sent); shared by every process. Default `Date.now`. */
   readonly clock?: Clock;
-}
-
-/** One row to write, as `Outbox.add` made it. */
-export interface NewOutboxRow {
-  /** The event id. */
-  readonly id: string;
-  /** The topic. */
-  readonly topic: string;
-  /** The ordering key, or null. */
-  readonly key: string | null;
-  /** The payload as JSON text. */
-  readonly payload: string;
-  /** The headers as JSON text. */
-  readonly headers: string;
-}
-
-/** What a relay holds: rows it leased, until it marks them. */
-export interface ClaimedRow extends OutboxEvent {
-  /** Position in the table, in insertion (per key: commit) order. */
-  readonly seq: string;
-  /** Failed relay passes before this one. */
-  readonly attempts: number;
-}
-
-/** What marking a failed row did. */
-export type FailedRowState = 'pending' | 'parked' | 'lost';
-
-/** A listening connection; `close` stops it. */
-export interface OutboxListener {
-  /** The connection it listens on, held out of the pool: the relay runs its statements on it too. */
-  readonly connection: PostgresQueryable;
-  /** Stops listening and gives the connection back. */
-  close(): void;
 }
 
 const RETENTION_BATCH = 1000;
@@ -80,7 +54,7 @@ interface Row {
  * Times are absolute milliseconds from the store's clock (a wall clock
  * shared by every process).
  */
-export class PostgresOutboxStore {
+export class PostgresOutboxStore implements OutboxStore {
   /** The `pg` pool the relay uses. */
   readonly pool: PostgresQueryable;
   /** The clock of the times written into rows. */
@@ -282,7 +256,7 @@ export class PostgresOutboxStore {
       close(error instanceof Error ? error : new Error(String(error)));
       throw error;
     }
-    return { connection: client, close: () => close() };
+    return { store: this.on(client), close: () => close() };
   }
 }
 
