@@ -91,7 +91,7 @@ export interface ParkedEventStatus {
   readonly state: OutboxEventState;
   /** Failed relay passes. */
   readonly attempts: number;
-  /** The class of the last publish error. */
+  /** The last publish error: its class and message. */
   readonly lastError: string | undefined;
   /** When the event was added, in ms since the epoch. */
   readonly occurredAt: number;

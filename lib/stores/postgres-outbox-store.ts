@@ -1,15 +1,13 @@
 import { createHash } from 'node:crypto';
 import { Clock } from '../kernel/clock';
 import { wallClock } from '../features/idempotency/idempotency-store';
-import { PostgresPoolClient, PostgresQueryable } from '../features/idempotency/transactional-store';
-import { INVALID_OUTBOX_TABLE, POOL_CANNOT_CONNECT } from '../features/outbox/outbox.messages';
 import {
-  ClaimedRow,
-  FailedRowState,
-  NewOutboxRow,
-  OutboxListener,
-  OutboxStore,
-} from '../features/outbox/outbox-store';
+  PostgresPoolClient,
+  PostgresQueryable,
+  PostgresQueryResult,
+} from '../features/idempotency/transactional-store';
+import { INVALID_OUTBOX_TABLE, OUTBOX_SCHEMA_MISMATCH, POOL_CANNOT_CONNECT } from '../features/outbox/outbox.messages';
+import { ClaimedRow, FailedRowState, NewOutboxRow, OutboxListener, OutboxStore } from '../features/outbox/outbox-store';
 import { OutboxEventState, OutboxRow, OutboxStats } from '../features/outbox/outbox.types';
 import { SqlRunner } from '../features/transaction/sql-runner';
 
@@ -144,7 +142,7 @@ export class PostgresOutboxStore implements OutboxStore {
    */
   async claim(owner: string, limit: number, leaseMs: number): Promise<ClaimedRow[]> {
     const now = Math.floor(this.clock.now());
-    const { rows } = await this.pool.query(this.sql.claim, [now, limit, now + leaseMs, owner]);
+    const { rows } = await this.query(this.sql.claim, [now, limit, now + leaseMs, owner]);
     return (rows as unknown as Row[]).map(toClaimed).sort((a, b) => compareSeq(a.seq, b.seq));
   }
 
@@ -152,7 +150,7 @@ export class PostgresOutboxStore implements OutboxStore {
   async markSent(owner: string, seqs: readonly string[]): Promise<number> {
     if (seqs.length === 0) return 0;
     const now = Math.floor(this.clock.now());
-    const result = await this.pool.query(this.sql.markSent, [seqs, owner, now]);
+    const result = await this.query(this.sql.markSent, [seqs, owner, now]);
     return result.rowCount ?? 0;
   }
 
@@ -169,7 +167,7 @@ export class PostgresOutboxStore implements OutboxStore {
     maxAttempts: number,
   ): Promise<FailedRowState> {
     const now = Math.floor(this.clock.now());
-    const { rows } = await this.pool.query(this.sql.markFailed, [seq, owner, now + retryInMs, error, maxAttempts]);
+    const { rows } = await this.query(this.sql.markFailed, [seq, owner, now + retryInMs, error, maxAttempts]);
     return rows.length === 0 ? 'lost' : (rows[0].state as FailedRowState);
   }
 
@@ -177,34 +175,34 @@ export class PostgresOutboxStore implements OutboxStore {
   async release(owner: string, seqs: readonly string[], delayMs: number): Promise<void> {
     if (seqs.length === 0) return;
     const now = Math.floor(this.clock.now());
-    await this.pool.query(this.sql.release, [seqs, owner, now + delayMs]);
+    await this.query(this.sql.release, [seqs, owner, now + delayMs]);
   }
 
   /** Puts a parked event back in line, its attempts reset. False when no parked event has that id. */
   async requeue(id: string): Promise<boolean> {
     if (!storableText(id)) return false;
     const now = Math.floor(this.clock.now());
-    const result = await this.pool.query(this.sql.requeue, [id, now]);
+    const result = await this.query(this.sql.requeue, [id, now]);
     return result.rowCount === 1;
   }
 
   /** Parked events, oldest first. */
   async parked(limit = 100): Promise<OutboxRow[]> {
-    const { rows } = await this.pool.query(this.sql.parked, [limit]);
+    const { rows } = await this.query(this.sql.parked, [limit]);
     return (rows as unknown as Row[]).map(toOutboxRow);
   }
 
   /** One event by id, in any state. */
   async find(id: string): Promise<OutboxRow | undefined> {
     if (!storableText(id)) return undefined;
-    const { rows } = await this.pool.query(this.sql.find, [id]);
+    const { rows } = await this.query(this.sql.find, [id]);
     return rows.length === 0 ? undefined : toOutboxRow(rows[0] as unknown as Row);
   }
 
   /** Pending and parked counts and the age of the oldest pending event. */
   async stats(): Promise<OutboxStats> {
     const now = Math.floor(this.clock.now());
-    const { rows } = await this.pool.query(this.sql.stats, []);
+    const { rows } = await this.query(this.sql.stats, []);
     const row = rows[0] as { pending: string; parked: string; oldest: string | null };
     return {
       pending: Number(row.pending),
@@ -218,10 +216,21 @@ export class PostgresOutboxStore implements OutboxStore {
     const before = Math.floor(this.clock.now()) - retentionMs;
     let deleted = 0;
     for (;;) {
-      const result = await this.pool.query(this.sql.deleteSent, [before, RETENTION_BATCH]);
+      const result = await this.query(this.sql.deleteSent, [before, RETENTION_BATCH]);
       const count = result.rowCount ?? 0;
       deleted += count;
       if (count < RETENTION_BATCH) return deleted;
+    }
+  }
+
+  /** Runs one of the table's statements; a table or column missing is said as such, naming the table. */
+  private async query(text: string, values: unknown[]): Promise<PostgresQueryResult> {
+    try {
+      return await this.pool.query(text, values);
+    } catch (error) {
+      const missing = schemaMismatch(error);
+      if (missing === undefined) throw error;
+      throw new Error(OUTBOX_SCHEMA_MISMATCH(this.tableName, missing), { cause: error });
     }
   }
 
@@ -308,6 +317,16 @@ function statements(table: string) {
       `DELETE FROM ${table} WHERE seq IN ` +
       `(SELECT seq FROM ${table} WHERE state = 'sent' AND sent_at <= $1 ORDER BY sent_at LIMIT $2)`,
   };
+}
+
+/** PostgreSQL's `undefined_table` and `undefined_column`: what the table lacks, or undefined for any other error. */
+function schemaMismatch(error: unknown): string | undefined {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code === '42P01') return 'does not exist';
+  if (code !== '42703') return undefined;
+  // PostgreSQL names the column: 'column "lease_owner" does not exist' (or 't.lease_owner').
+  const column = typeof message === 'string' ? /column (?:\w+\.)?("?[^" ]+"?) /.exec(message)?.[1] : undefined;
+  return `has no column ${column === undefined ? '(one the outbox needs)' : column.startsWith('"') ? column : `"${column}"`}`;
 }
 
 /** Whether a `text` column can hold `value`: PostgreSQL refuses NUL in text, so no stored id has one. */

@@ -128,7 +128,7 @@ describe('outbox metrics, health, status and admin endpoints', () => {
           key: null,
           state: 'parked',
           attempts: 2,
-          lastError: 'PublishFailed',
+          lastError: 'PublishFailed: poison',
           occurredAt: START,
         },
       ],

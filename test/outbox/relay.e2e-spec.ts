@@ -238,7 +238,7 @@ describe('the outbox on PostgreSQL', () => {
       expect(await relay.runOnce()).toMatchObject({ claimed: 0 });
       expect(await store.stats()).toEqual({ pending: 1, parked: 1, oldestPendingAgeMs: 60_300 });
       expect(await outbox.parked()).toEqual([
-        expect.objectContaining({ id, state: 'parked', attempts: 3, lastError: 'PublishFailed', payload: 'poison' }),
+        expect.objectContaining({ id, state: 'parked', attempts: 3, lastError: 'PublishFailed: t', payload: 'poison' }),
       ]);
       expect(Object.fromEntries(counts)).toEqual({ 't:failed': 2, 't:parked': 1 });
 

@@ -1,6 +1,6 @@
 export { Outbox } from './outbox';
 export type { OutboxAddOptions } from './outbox';
-export { OutboxNoTransactionError } from './outbox.errors';
+export { OutboxNoTransactionError, OutboxPublishTimeoutError } from './outbox.errors';
 export { isOutboxEnvelope, outboxEventId } from './outbox-event-id';
 export { OUTBOX_EVENT_ID_HEADER } from './outbox-transport';
 export { OutboxRelay } from './outbox-relay';

@@ -52,7 +52,13 @@ export interface OutboxStore {
   /** Marks `seqs` sent where `owner` still holds them; returns how many. */
   markSent(owner: string, seqs: readonly string[]): Promise<number>;
   /** Records a failed publish: due again after `retryInMs`, or parked after `maxAttempts`. */
-  markFailed(owner: string, seq: string, error: string, retryInMs: number, maxAttempts: number): Promise<FailedRowState>;
+  markFailed(
+    owner: string,
+    seq: string,
+    error: string,
+    retryInMs: number,
+    maxAttempts: number,
+  ): Promise<FailedRowState>;
   /** Gives rows back without counting an attempt, due again after `delayMs`. */
   release(owner: string, seqs: readonly string[], delayMs: number): Promise<void>;
   /** Puts a parked event back in line, its attempts reset; false when no parked event has that id. */

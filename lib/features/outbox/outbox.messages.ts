@@ -37,8 +37,18 @@ export const NO_EVENT_ID = (args: readonly unknown[]): string =>
   `${PREFIX}: outboxEventId found no outbox event id among the handler's ${args.length} argument(s) (${args.map((a) => (a === null ? 'null' : typeof a)).join(', ')}): ` +
   `no '${OUTBOX_EVENT_ID_HEADER}' header in a NATS or RabbitMQ context and no outbox envelope; the message was not published by the outbox relay`;
 
-export const RELAY_PASS_FAILED = (error: unknown): string =>
-  `${PREFIX}: outbox relay pass failed (retried at the next poll): ${error instanceof Error ? error.name : describe(error)}`;
+export const RELAY_PASS_FAILED = (error: string): string =>
+  `${PREFIX}: outbox relay pass failed (retried at the next poll; not logged again until a pass succeeds): ${error}`;
+
+export const PUBLISH_FAILED = (topic: string, id: string, error: string): string =>
+  `${PREFIX}: outbox relay: publishing '${topic}' failed: ${error} (event ${id}; retried with backoff; ` +
+  `further failures are kept in the rows' last_error and not logged until a publish succeeds)`;
+
+export const PUBLISH_TIMED_OUT = (topic: string, ms: number): string =>
+  `${PREFIX}: outbox relay: publishing '${topic}' did not settle within ${ms} ms (relay.publishTimeout); counted as a failure of this event`;
+
+export const OUTBOX_SCHEMA_MISMATCH = (table: string, missing: string): string =>
+  `${PREFIX}: PostgresOutboxStore: table '${table}' ${missing}: create or migrate it with PostgresOutboxStore.schemaSql() (or leave createSchema on)`;
 
 export const UNKNOWN_PARKED_EVENT = (id: string): string =>
   `${PREFIX}: no parked outbox event has id ${JSON.stringify(id)}`;

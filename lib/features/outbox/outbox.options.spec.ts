@@ -23,6 +23,7 @@ describe('outbox options', () => {
         maxAttempts: 10,
         retry: 'outbox',
         circuitBreaker: 'outbox',
+        publishTimeoutMs: 30_000,
       },
       retentionMs: 7 * 24 * 3_600_000,
       createSchema: true,
@@ -34,7 +35,13 @@ describe('outbox options', () => {
     const resolved = readOutboxOptions({
       store,
       publisher,
-      relay: { 'poll-interval': '250ms', lease: '1m', 'max-attempts': '3', circuit_breaker: 'broker' },
+      relay: {
+        'poll-interval': '250ms',
+        lease: '1m',
+        'max-attempts': '3',
+        circuit_breaker: 'broker',
+        'publish-timeout': '2s',
+      },
       retention: '1d',
     });
     expect(resolved?.relay).toMatchObject({
@@ -42,6 +49,7 @@ describe('outbox options', () => {
       leaseMs: 60_000,
       maxAttempts: 3,
       circuitBreaker: 'broker',
+      publishTimeoutMs: 2000,
     });
     expect(resolved?.retentionMs).toBe(86_400_000);
   });
@@ -67,6 +75,11 @@ describe('outbox options', () => {
       'a lease no longer than the poll',
       { store, publisher, relay: { lease: '1s', pollInterval: '1s' } },
       /'relay.lease' \(1000 ms\) must be longer than 'relay.pollInterval' \(1000 ms\)/,
+    ],
+    [
+      'a zero publishTimeout',
+      { store, publisher, relay: { publishTimeout: 0 } },
+      /outbox options 'relay': key 'publishTimeout' must be a positive duration/,
     ],
     ['an empty retry name', { store, publisher, relay: { retry: '' } }, /key 'retry' must be an instance name/],
     ['a misspelt relay key', { store, publisher, relay: { batchsise: 5 } }, /unknown key 'batchsise'/],

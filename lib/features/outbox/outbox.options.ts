@@ -39,6 +39,8 @@ export interface OutboxRelayOptions {
   retry?: string;
   /** The `CircuitBreaker` instance each publish runs behind. Default `'outbox'`. */
   circuitBreaker?: string;
+  /** How long one publish may take before it counts as a failure of that event. Default 30s. */
+  publishTimeout?: Duration;
 }
 
 /** Module option `outbox`: the transactional outbox. */
@@ -71,6 +73,7 @@ export interface ResolvedOutboxOptions {
     readonly maxAttempts: number;
     readonly retry: string;
     readonly circuitBreaker: string;
+    readonly publishTimeoutMs: number;
   };
   /** How long sent events are kept, in ms. */
   readonly retentionMs: number;
@@ -99,6 +102,7 @@ export function readOutboxOptions(raw: unknown): ResolvedOutboxOptions | undefin
     'maxAttempts',
     'retry',
     'circuitBreaker',
+    'publishTimeout',
   ]);
   const pollIntervalMs = relay.read('pollInterval', positive) ?? 1000;
   const leaseMs = relay.read('lease', positive) ?? 30_000;
@@ -115,6 +119,7 @@ export function readOutboxOptions(raw: unknown): ResolvedOutboxOptions | undefin
       maxAttempts: relay.read('maxAttempts', integerOption(1)) ?? 10,
       retry: relay.read('retry', instanceName) ?? 'outbox',
       circuitBreaker: relay.read('circuitBreaker', instanceName) ?? 'outbox',
+      publishTimeoutMs: relay.read('publishTimeout', positive) ?? 30_000,
     },
     retentionMs: given.read('retention', positive) ?? 7 * 24 * 3_600_000,
     createSchema: given.read('createSchema', booleanOption) ?? true,
