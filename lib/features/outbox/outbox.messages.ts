@@ -24,6 +24,11 @@ export const NOT_AN_OUTBOX_STORE = (value: unknown): string =>
 export const NOT_A_PUBLISHER = (value: unknown): string =>
   `${PREFIX}: invalid configuration of outbox options: key 'publisher' must be a ClientProxy (with emit) or a function (event) => Promise<void>, got ${describe(value)}`;
 
+export const AT_MOST_ONCE_PUBLISHER = (client: string, why: string): string =>
+  `${PREFIX}: invalid configuration of outbox options: key 'publisher' is a ${client}, which cannot confirm delivery: ${why}, ` +
+  `so the relay would mark lost events sent. Use a durable publisher (RedisStreamsPublisher, JetStreamPublisher or RabbitMqPublisher), ` +
+  `or set allowAtMostOnce: true in the outbox options to accept at-most-once delivery`;
+
 export const INVALID_OUTBOX_TABLE = (table: string): string =>
   `${PREFIX}: PostgresOutboxStore: table '${table}' is not a valid name (letters, digits and _, optionally schema-qualified)`;
 

@@ -4,6 +4,7 @@ import { readOutboxOptions, toPublishFunction } from './outbox.options';
 import { PostgresOutboxStore } from '../../stores/postgres-outbox-store';
 import { Outbox } from './outbox';
 import { of, throwError } from 'rxjs';
+import { ClientNats, ClientRedis, ClientRMQ, ClientTCP } from '@nestjs/microservices';
 
 // Never connected: the options are only read.
 const pool = new Pool();
@@ -108,5 +109,36 @@ describe('outbox options', () => {
     expect(emitted).toEqual([['order.created', { outbox: 1, ...event }]]);
     const down = toPublishFunction({ emit: () => throwError(() => new Error('ECONNREFUSED')) });
     await expect(down(event)).rejects.toThrow('ECONNREFUSED');
+  });
+});
+
+describe('publishers that cannot confirm delivery', () => {
+  const redis = new ClientRedis({ host: '127.0.0.1', port: 1 });
+  const nats = new ClientNats({ servers: ['nats://127.0.0.1:1'] });
+  const tcp = new ClientTCP({ host: '127.0.0.1', port: 1 });
+  class TracedTcp extends ClientTCP {}
+
+  it.each([
+    ['ClientRedis', redis, /Redis pub\/sub drops a message nobody is subscribed to/],
+    ['ClientNats', nats, /NATS core drops a message nobody is subscribed to/],
+    ['ClientTCP', tcp, /TCP has no acknowledgement/],
+    ['ClientTCP', new TracedTcp({ host: '127.0.0.1', port: 1 }), /TCP has no acknowledgement/],
+  ])('refuses a %s, saying why and what to use', (name, publisher, why) => {
+    const reading = () => readOutboxOptions({ store, publisher });
+    expect(reading).toThrow(why);
+    expect(reading).toThrow(new RegExp(`key 'publisher' is a ${name}`));
+    expect(reading).toThrow(/RedisStreamsPublisher, JetStreamPublisher or RabbitMqPublisher/);
+    expect(reading).toThrow(/allowAtMostOnce: true/);
+  });
+
+  it('accepts them with allowAtMostOnce: true, and any publisher that declares at-least-once delivery', () => {
+    for (const publisher of [redis, nats, tcp])
+      expect(readOutboxOptions({ store, publisher, allowAtMostOnce: true })?.publish).toEqual(expect.any(Function));
+    const durable = { deliveryGuarantee: 'at-least-once' as const, emit: () => of(undefined) };
+    expect(readOutboxOptions({ store, publisher: durable })?.publish).toEqual(expect.any(Function));
+    expect(readOutboxOptions({ store, publisher: new ClientRMQ({}) })?.publish).toEqual(expect.any(Function));
+    expect(() => readOutboxOptions({ store, publisher, allowAtMostOnce: 'yes' })).toThrow(
+      /outbox options: key 'allowAtMostOnce' must be/,
+    );
   });
 });
