@@ -7,7 +7,14 @@ import {
   PostgresQueryResult,
 } from '../features/idempotency/transactional-store';
 import { INVALID_OUTBOX_TABLE, OUTBOX_SCHEMA_MISMATCH, POOL_CANNOT_CONNECT } from '../features/outbox/outbox.messages';
-import { ClaimedRow, FailedRowState, NewOutboxRow, OutboxListener, OutboxStore } from '../features/outbox/outbox-store';
+import {
+  ClaimedRow,
+  FailedRowState,
+  NewOutboxRow,
+  OutboxListener,
+  OutboxReplaySelection,
+  OutboxStore,
+} from '../features/outbox/outbox-store';
 import { OutboxEventState, OutboxRow, OutboxStats } from '../features/outbox/outbox.types';
 import { SqlRunner } from '../features/transaction/sql-runner';
 
@@ -186,6 +193,23 @@ export class PostgresOutboxStore implements OutboxStore {
     return result.rowCount === 1;
   }
 
+  /**
+   * Puts the sent events `selection` names back in line, attempts reset:
+   * they keep their place (`seq`), so per key they go out in their order again.
+   */
+  async replay(selection: OutboxReplaySelection): Promise<number> {
+    const ids = selection.ids?.filter(storableText);
+    if (ids?.length === 0) return 0;
+    const now = Math.floor(this.clock.now());
+    const result = await this.query(this.sql.replay, [
+      ids ?? null,
+      selection.topic ?? null,
+      selection.since === undefined ? null : Math.floor(selection.since),
+      now,
+    ]);
+    return result.rowCount ?? 0;
+  }
+
   /** Parked events, oldest first. */
   async parked(limit = 100): Promise<OutboxRow[]> {
     const { rows } = await this.query(this.sql.parked, [limit]);
@@ -308,6 +332,10 @@ function statements(table: string) {
     requeue:
       `UPDATE ${table} SET state = 'pending', attempts = 0, available_at = $2, lease_owner = NULL ` +
       `WHERE id = $1 AND state = 'parked'`,
+    replay:
+      `UPDATE ${table} SET state = 'pending', attempts = 0, available_at = $4, lease_owner = NULL, sent_at = NULL, ` +
+      `last_error = NULL WHERE state = 'sent' AND ($1::text[] IS NULL OR id = ANY($1::text[])) ` +
+      `AND ($2::text IS NULL OR topic = $2::text) AND ($3::bigint IS NULL OR occurred_at >= $3::bigint)`,
     parked: `SELECT ${columns}, state, last_error, sent_at FROM ${table} WHERE state = 'parked' ORDER BY seq LIMIT $1`,
     find: `SELECT ${columns}, state, last_error, sent_at FROM ${table} WHERE id = $1`,
     stats:

@@ -13,5 +13,13 @@ export type {
   ResolvedOutboxOptions,
 } from './outbox.options';
 export type { OutboxEnvelope, OutboxEvent, OutboxEventState, OutboxRow, OutboxStats } from './outbox.types';
-export type { ClaimedRow, FailedRowState, NewOutboxRow, OutboxListener, OutboxStore } from './outbox-store';
+export type {
+  ClaimedRow,
+  FailedRowState,
+  NewOutboxRow,
+  OutboxListener,
+  OutboxReplaySelection,
+  OutboxStore,
+} from './outbox-store';
+export type { OutboxReplayOptions } from './outbox-replay';
 export type { SqlRunner } from '../transaction/sql-runner';

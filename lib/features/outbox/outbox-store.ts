@@ -35,6 +35,16 @@ export interface OutboxListener {
   close(): void;
 }
 
+/** Which sent events {@link OutboxStore.replay} puts back in line: every condition given holds. */
+export interface OutboxReplaySelection {
+  /** Only these event ids. */
+  readonly ids?: readonly string[];
+  /** Only events of this topic. */
+  readonly topic?: string;
+  /** Only events added at or after this time, in ms since the epoch. */
+  readonly since?: number;
+}
+
 /**
  * Where the outbox keeps its events: what `Outbox` and the relay need of a
  * table. `PostgresOutboxStore` is the adapter the library ships. Times are
@@ -63,6 +73,8 @@ export interface OutboxStore {
   release(owner: string, seqs: readonly string[], delayMs: number): Promise<void>;
   /** Puts a parked event back in line, its attempts reset; false when no parked event has that id. */
   requeue(id: string): Promise<boolean>;
+  /** Puts the sent events `selection` names back in line (attempts reset), keeping their order; returns how many. */
+  replay(selection: OutboxReplaySelection): Promise<number>;
   /** Parked events, oldest first. */
   parked(limit?: number): Promise<OutboxRow[]>;
   /** One event by id, in any state. */

@@ -55,6 +55,18 @@ export const PUBLISH_TIMED_OUT = (topic: string, ms: number): string =>
 export const OUTBOX_SCHEMA_MISMATCH = (table: string, missing: string): string =>
   `${PREFIX}: PostgresOutboxStore: table '${table}' ${missing}: create or migrate it with PostgresOutboxStore.schemaSql() (or leave createSchema on)`;
 
+export const REPLAY_NOT_AN_OBJECT = (value: unknown): string =>
+  `${PREFIX}: Outbox.replay: the selection must be an object { ids?, topic?, since? }, got ${describe(value)}`;
+
+export const UNKNOWN_REPLAY_OPTION = (key: string, known: readonly string[]): string =>
+  `${PREFIX}: Outbox.replay: unknown option '${key}' (known: ${known.join(', ')})`;
+
+export const EMPTY_REPLAY_SELECTION = (): string =>
+  `${PREFIX}: Outbox.replay: give at least one of 'ids', 'topic' or 'since' (re-sending every event sent is never implied)`;
+
+export const BAD_REPLAY_OPTION = (key: string, expected: string, value: unknown): string =>
+  `${PREFIX}: Outbox.replay: option '${key}' must be ${expected}, got ${describe(value)}`;
+
 export const UNKNOWN_PARKED_EVENT = (id: string): string =>
   `${PREFIX}: no parked outbox event has id ${JSON.stringify(id)}`;
 

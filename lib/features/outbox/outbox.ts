@@ -11,6 +11,7 @@ import { OutboxPublishResult, OutboxRelay } from './outbox-relay';
 import { findTransactionHost, TransactionHostLike } from '../transaction/cls-transaction';
 import { SqlRunner, sqlRunnerOf } from '../transaction/sql-runner';
 import { OutboxRow, OutboxStats } from './outbox.types';
+import { OutboxReplayOptions, readReplaySelection } from './outbox-replay';
 
 /** Options of {@link Outbox.add}. */
 export interface OutboxAddOptions {
@@ -114,6 +115,21 @@ export class Outbox implements OnApplicationBootstrap, OnModuleDestroy {
     const requeued = await this.require('Outbox.requeue').store.requeue(id);
     if (requeued) this.relayInstance?.wake();
     return requeued;
+  }
+
+  /**
+   * Re-sends events already sent (a consumer lost its data, a new consumer
+   * joined): the sent events matching every condition of `selection` are
+   * due again, attempts reset, in their original order per key. Returns
+   * how many. Pending and parked events are left as they are.
+   *
+   * @throws Error naming the option when `selection` is empty or invalid
+   */
+  async replay(selection: OutboxReplayOptions): Promise<number> {
+    const settings = this.require('Outbox.replay');
+    const replayed = await settings.store.replay(readReplaySelection(selection));
+    if (replayed > 0) this.relayInstance?.wake();
+    return replayed;
   }
 
   /** Parked events, oldest first (at most `limit`). */
