@@ -25,7 +25,7 @@ import { RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from '../kernel/resilience.messages';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
-import { HEDGE_NOT_SAFE } from '../policies/hedge/hedge.messages';
+import { HEDGE_NOT_SAFE, HEDGE_ON_TRANSACTION } from '../policies/hedge/hedge.messages';
 import { ResilienceTracing } from '../observability/tracing/resilience-tracing';
 
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
@@ -144,7 +144,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     return info.kind === 'promise' ? faults.wrapCall(names, call) : faults.wrapObservableCall(names, call);
   }
 
-  /** The method's hedge; refused unless the method is safe to run more than once at a time. */
+  /** The method's hedge; refused unless the method is safe to run more than once at a time, and outside a transaction. */
   private hedgeFor(layer: LayerSpec, info: TrampolineInfo, layers: readonly LayerSpec[]): HedgePolicy {
     const where = `@Hedge on ${info.target}`;
     const name = layer.name ?? info.target;
@@ -158,8 +158,11 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
             layer.name === undefined,
           )
         : this.registry.hedge(layer.name, where);
-    if (!hedge.config.safe && !layers.some((l) => l.kind === 'idempotent'))
-      throw new Error(HEDGE_NOT_SAFE(info.target, name));
+    const idempotent = layers.find((l) => l.kind === 'idempotent');
+    // Copies of a transactional method would share the one transaction the run opened: both would commit.
+    if ((idempotent?.options as { transactional?: boolean } | undefined)?.transactional === true)
+      throw new Error(HEDGE_ON_TRANSACTION(info.target, name));
+    if (!hedge.config.safe && idempotent === undefined) throw new Error(HEDGE_NOT_SAFE(info.target, name));
     return hedge;
   }
 
