@@ -46,6 +46,39 @@ describe('the outbox on PostgreSQL', () => {
       expect(await states(pool, table)).toEqual({});
     });
 
+    it('refuses a pg client outside BEGIN: each statement would commit alone, even when the caller rolls back', async () => {
+      const client = await pool.connect();
+      try {
+        await client.query('SELECT 1');
+        await expect(outbox.add('order.created', {}, { tx: client })).rejects.toThrow(
+          /Outbox.add\('order.created'\) was given a client that is not inside a transaction \(no BEGIN\)/,
+        );
+        // Rolled back after a BEGIN, nothing was written either.
+        await client.query('BEGIN');
+        await outbox.add('order.created', {}, { tx: client });
+        await client.query('ROLLBACK');
+      } finally {
+        client.release();
+      }
+      expect(await states(pool, table)).toEqual({});
+    });
+
+    it('asks PostgreSQL when the client cannot tell its transaction status (an older pg, a wrapper)', async () => {
+      const client = await pool.connect();
+      // Only `query`: what an older pg client or a thin wrapper offers.
+      const bare = { query: (text: string, values?: unknown[]) => client.query(text, values) };
+      try {
+        await expect(outbox.add('t', 1, { tx: bare })).rejects.toThrow(/not inside a transaction \(no BEGIN\)/);
+        await client.query('BEGIN');
+        const id = await outbox.add('t', 2, { tx: bare });
+        await client.query('COMMIT');
+        expect(await store.find(id)).toMatchObject({ payload: 2, state: 'pending' });
+      } finally {
+        client.release();
+      }
+      expect(await states(pool, table)).toEqual({ pending: 1 });
+    });
+
     it('writes in the given transaction: gone with a rollback, there with a commit', async () => {
       await expect(
         inTransaction(pool, async (tx) => {
