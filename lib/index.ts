@@ -140,6 +140,7 @@ export type { RedisIdempotencyStoreOptions, RedisScriptClient } from './stores/r
 export { DEFAULT_IDEMPOTENCY_REDIS_PREFIX, RedisIdempotencyStore } from './stores/redis-idempotency-store';
 export { DEFAULT_OUTBOX_TABLE, PostgresOutboxStore } from './stores/postgres-outbox-store';
 export type { PostgresOutboxStoreOptions } from './stores/postgres-outbox-store';
+export type { StoreWarn } from './stores/pool-errors';
 export * from './features/outbox';
 export * from './observability';
 export { ResiliencePipeline } from './engine/resilience-pipeline';

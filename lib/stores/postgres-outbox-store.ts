@@ -17,6 +17,7 @@ import {
 } from '../features/outbox/outbox-store';
 import { OutboxEventState, OutboxRow, OutboxStats } from '../features/outbox/outbox.types';
 import { SqlRunner } from '../features/transaction/sql-runner';
+import { listenForPoolErrors, processWarning, StoreWarn } from './pool-errors';
 
 /** Table used when the `table` option is not given. */
 export const DEFAULT_OUTBOX_TABLE = 'resilience4nest_outbox';
@@ -29,6 +30,8 @@ export interface PostgresOutboxStoreOptions {
   readonly table?: string;
   /** Wall-clock time written into rows (occurred, due, leased, sent); shared by every process. Default `Date.now`. */
   readonly clock?: Clock;
+  /** Where the failure of one of the pool's idle connections is reported, once per episode. Default a Node process warning. */
+  readonly warn?: StoreWarn;
 }
 
 const RETENTION_BATCH = 1000;
@@ -83,6 +86,8 @@ export class PostgresOutboxStore implements OutboxStore {
     this.channel = channelOf(table);
     this.lockClass = digestInt(`resilience4nest:outbox:${table}`, 0);
     this.sql = statements(this.table);
+    // Without a listener, a pooled connection terminated by the server would end the process.
+    listenForPoolErrors(options.pool, 'PostgresOutboxStore', options.warn ?? processWarning);
   }
 
   /**

@@ -215,7 +215,7 @@ export class OutboxRelay {
   /** Marks `seq` sent, with the other rows published meanwhile: one statement per batch of marks. */
   private markSent(seq: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.sentMarks.push({ seq, done: (error) => (error === undefined ? resolve() : reject(error)) });
+      this.sentMarks.push({ seq, done: (error) => (error === undefined ? resolve() : reject(asError(error))) });
       if (!this.marking) void this.flushSentMarks();
     });
   }
@@ -274,12 +274,12 @@ export class OutboxRelay {
         clock.clearTimeout(timer);
         signal.removeEventListener('abort', onStop);
         if (error === undefined) resolve();
-        else reject(error);
+        else reject(asError(error));
       };
       try {
         this.publish(event).then(
           () => end(),
-          (error: unknown) => end(error ?? new Error(String(error))),
+          (error: unknown) => end(asError(error)),
         );
       } catch (error) {
         end(error);
@@ -364,6 +364,11 @@ export class OutboxRelay {
   private backoff(attempts: number): number {
     return Math.min(this.options.relay.pollIntervalMs * 2 ** Math.min(attempts - 1, 30), MAX_BACKOFF_MS);
   }
+}
+
+/** `error` as an Error: a publisher may reject with anything. */
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(describe(error));
 }
 
 /** The error's class and message, as logs and `last_error` keep it (never the event's payload). */
