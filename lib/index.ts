@@ -138,6 +138,9 @@ export type { PostgresIdempotencyStoreOptions } from './stores/postgres-idempote
 export { DEFAULT_IDEMPOTENCY_TABLE, PostgresIdempotencyStore } from './stores/postgres-idempotency-store';
 export type { RedisIdempotencyStoreOptions, RedisScriptClient } from './stores/redis-idempotency-store';
 export { DEFAULT_IDEMPOTENCY_REDIS_PREFIX, RedisIdempotencyStore } from './stores/redis-idempotency-store';
+export { DEFAULT_OUTBOX_TABLE, PostgresOutboxStore } from './stores/postgres-outbox-store';
+export type { PostgresOutboxStoreOptions } from './stores/postgres-outbox-store';
+export type { StoreWarn } from './stores/pool-errors';
 export * from './features/outbox';
 export * from './observability';
 export { ResiliencePipeline } from './engine/resilience-pipeline';

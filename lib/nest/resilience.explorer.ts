@@ -24,7 +24,7 @@ import { PolicyInstances, RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from '../kernel/resilience.messages';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
-import { HEDGE_KEY_OPTIONAL, HEDGE_NOT_SAFE } from '../policies/hedge/hedge.messages';
+import { HEDGE_KEY_OPTIONAL, HEDGE_NOT_SAFE, HEDGE_ON_TRANSACTION } from '../policies/hedge/hedge.messages';
 import { ResilienceTracing } from '../observability/tracing/resilience-tracing';
 
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
@@ -148,7 +148,8 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
 
   /**
    * The method's hedge; refused unless the method is safe to run more than
-   * once at a time: its instance says `safe: true`, or every call is keyed (`@Idempotent` with a required key).
+   * once at a time (its instance says `safe: true`, or every call is keyed:
+   * `@Idempotent` with a required key), and outside a transaction.
    */
   private hedgeFor(layer: LayerSpec, info: TrampolineInfo, layers: readonly LayerSpec[]): HedgePolicy {
     const where = `@Hedge on ${info.target}`;
@@ -163,8 +164,11 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
             layer.name === undefined,
           )
         : this.registry.hedge(layer.name, where);
-    if (hedge.config.safe) return hedge;
     const idempotent = layers.find((l) => l.kind === 'idempotent');
+    // Copies of a transactional method would share the one transaction the run opened: both would commit.
+    if ((idempotent?.options as CheckedIdempotentOptions | undefined)?.transactional === true)
+      throw new Error(HEDGE_ON_TRANSACTION(info.target, name));
+    if (hedge.config.safe) return hedge;
     if (idempotent === undefined) throw new Error(HEDGE_NOT_SAFE(info.target, name));
     // A call without a key runs unprotected, so only a method whose every call is keyed may hedge.
     if (!(idempotent.options as CheckedIdempotentOptions).required)

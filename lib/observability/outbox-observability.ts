@@ -1,4 +1,4 @@
-import { Controller, Get, HttpCode, Param, Post, Type, UseFilters, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Type, UseFilters, UseGuards } from '@nestjs/common';
 import { Priority } from '../features/load-shedding/priority.decorator';
 import { Collector, FamilyDefinition } from './metric-family';
 import { GuardLike } from './observability.options';
@@ -13,6 +13,8 @@ import {
   UNKNOWN_PARKED_EVENT,
 } from '../features/outbox/outbox.messages';
 import { OutboxPublishResult } from '../features/outbox/outbox-relay';
+import { readReplaySelection } from '../features/outbox/outbox-replay';
+import { OutboxReplaySelection } from '../features/outbox/outbox-store';
 import { OutboxEventState, OutboxStats } from '../features/outbox/outbox.types';
 
 /** The outbox's series families. */
@@ -91,7 +93,7 @@ export interface ParkedEventStatus {
   readonly state: OutboxEventState;
   /** Failed relay passes. */
   readonly attempts: number;
-  /** The class of the last publish error. */
+  /** The last publish error: its class and message. */
   readonly lastError: string | undefined;
   /** When the event was added, in ms since the epoch. */
   readonly occurredAt: number;
@@ -154,7 +156,11 @@ export function createOutboxStatusController(path: string, guards: readonly Guar
   return OutboxStatusController;
 }
 
-/** The guarded outbox route: `POST /outbox/parked/:id/requeue` puts a parked event back in line. */
+/**
+ * The guarded outbox routes: `POST /outbox/parked/:id/requeue` puts a
+ * parked event back in line; `POST /outbox/replay` with a JSON body
+ * `{ ids?, topic?, since? }` re-sends sent events and answers `{ replayed }`.
+ */
 export function createOutboxAdminController(path: string, guards: readonly GuardLike[]): Type<unknown> {
   @Controller(path)
   @Priority('critical')
@@ -169,6 +175,19 @@ export function createOutboxAdminController(path: string, guards: readonly Guard
       const outbox = requireOutbox(this.outbox, `POST ${path}/outbox/parked/:id/requeue`);
       if (!(await outbox.requeue(id))) throw new OperatorRouteError(404, UNKNOWN_PARKED_EVENT(id));
       return { requeued: id };
+    }
+
+    @Post('outbox/replay')
+    @HttpCode(200)
+    async replay(@Body() body: unknown): Promise<{ replayed: number }> {
+      const outbox = requireOutbox(this.outbox, `POST ${path}/outbox/replay`);
+      let selection: OutboxReplaySelection;
+      try {
+        selection = readReplaySelection(body);
+      } catch (error) {
+        throw new OperatorRouteError(400, (error as Error).message);
+      }
+      return { replayed: await outbox.replay(selection) };
     }
   }
   return OutboxAdminController;

@@ -25,6 +25,7 @@ import {
   POOL_CANNOT_CONNECT,
 } from '../features/idempotency/idempotency.messages';
 import { ownerToken } from '../features/idempotency/owner-token';
+import { listenForPoolErrors, processWarning, StoreWarn } from './pool-errors';
 
 const STORE = 'PostgresIdempotencyStore';
 
@@ -46,6 +47,8 @@ export interface PostgresIdempotencyStoreOptions {
   readonly clock?: Clock;
   /** Create the table on first use (default true); set false when migrations own it (see {@link PostgresIdempotencyStore.schemaSql}). */
   readonly createSchema?: boolean;
+  /** Where the failure of one of the pool's idle connections is reported, once per episode. Default a Node process warning. */
+  readonly warn?: StoreWarn;
 }
 
 interface Row {
@@ -88,6 +91,8 @@ export class PostgresIdempotencyStore implements TransactionalIdempotencyStore {
     this.schema = PostgresIdempotencyStore.schemaSql(options.table ?? DEFAULT_IDEMPOTENCY_TABLE);
     this.createSchema = options.createSchema ?? true;
     this.sql = statements(this.table);
+    // Without a listener, a pooled connection terminated by the server would end the process.
+    listenForPoolErrors(options.pool, STORE, options.warn ?? processWarning);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { Controller, Injectable, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import {
   Bulkhead,
@@ -7,13 +8,14 @@ import {
   currentSignal,
   Hedge,
   Idempotent,
+  PostgresIdempotencyStore,
   ResilienceModule,
   ResilienceModuleOptions,
   ResilienceRegistry,
   Retry,
   VirtualClock,
 } from '../../lib';
-import { HEDGE_KEY_OPTIONAL, HEDGE_NOT_SAFE } from '../../lib/policies/hedge/hedge.messages';
+import { HEDGE_KEY_OPTIONAL, HEDGE_NOT_SAFE, HEDGE_ON_TRANSACTION } from '../../lib/policies/hedge/hedge.messages';
 
 class Unavailable extends Error {
   readonly status = 503;
@@ -136,6 +138,26 @@ describe('@Hedge', () => {
       const { moduleRef } = await boot([Handlers], {});
       await expect(moduleRef.get(Handlers).onEvent()).resolves.toBeUndefined();
       await moduleRef.close();
+    });
+
+    it('fails bootstrap on a transactional @Idempotent method: its copies would share one transaction', async () => {
+      @Injectable()
+      class Ledger {
+        @Idempotent({ key: (id: string) => id, transactional: true })
+        @Hedge('ledger', { safe: true })
+        async record(id: string): Promise<string> {
+          return id;
+        }
+      }
+      // Never connected: bootstrap is refused before any statement.
+      const pool = new Pool({ host: '127.0.0.1', port: 1 });
+      await expect(
+        boot([Ledger], { idempotency: { store: new PostgresIdempotencyStore({ pool, createSchema: false }) } }),
+      ).rejects.toThrow(HEDGE_ON_TRANSACTION('Ledger.record', 'ledger'));
+      await pool.end();
+      expect(HEDGE_ON_TRANSACTION('Ledger.record', 'ledger')).toMatch(
+        /@Hedge on Ledger.record .*transactional: true.*one transaction.*both copies' writes would commit/,
+      );
     });
 
     it('accepts a method with @Idempotent, and one whose instance (or override) says safe: true', async () => {

@@ -128,7 +128,7 @@ describe('outbox metrics, health, status and admin endpoints', () => {
           key: null,
           state: 'parked',
           attempts: 2,
-          lastError: 'PublishFailed',
+          lastError: 'PublishFailed: poison',
           occurredAt: START,
         },
       ],
@@ -147,5 +147,37 @@ describe('outbox metrics, health, status and admin endpoints', () => {
     await settle(clock, outbox.relay!.runOnce());
     expect(publisher.events.map((e) => e.topic)).toEqual(['order.created', 'order.created', 'poison']);
     expect((await http().get('/actuator/outbox/parked').expect(200)).body).toEqual({ parked: [] });
+  });
+
+  it('replays sent events behind the guard, and refuses a bad body as problem+json', async () => {
+    await outbox.relay!.stop();
+    const ids: string[] = [];
+    for (const n of [1, 2]) ids.push(await inTransaction(pool, (tx) => outbox.add('replayed', { n }, { tx })));
+    await settle(clock, outbox.relay!.runOnce());
+    const before = publisher.events.length;
+
+    await http().post('/actuator/outbox/replay').send({ topic: 'replayed' }).expect(403);
+    const refused = await http()
+      .post('/actuator/outbox/replay')
+      .set('x-operator', 'yes')
+      .send({ ids: 'all' })
+      .expect(400)
+      .expect('content-type', /application\/problem\+json/);
+    expect(refused.body).toMatchObject({
+      status: 400,
+      title: 'Bad Request',
+      detail: expect.stringMatching(/option 'ids' must be a non-empty array of non-empty strings, got "all"/),
+      instance: '/actuator/outbox/replay',
+    });
+    await http().post('/actuator/outbox/replay').set('x-operator', 'yes').send({}).expect(400);
+
+    const replayed = await http()
+      .post('/actuator/outbox/replay')
+      .set('x-operator', 'yes')
+      .send({ topic: 'replayed', since: new Date(START).toISOString() })
+      .expect(200);
+    expect(replayed.body).toEqual({ replayed: 2 });
+    await settle(clock, outbox.relay!.runOnce());
+    expect(publisher.events.slice(before).map((e) => e.id)).toEqual(ids);
   });
 });

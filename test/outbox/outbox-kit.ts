@@ -57,7 +57,7 @@ export function makeRelay(
   store: PostgresOutboxStore,
   publish: OutboxPublishFunction,
   options: { clock: VirtualClock; relay?: OutboxRelayOptions; retention?: number; registry?: ResilienceRegistry },
-): { relay: OutboxRelay; registry: ResilienceRegistry; counts: Map<string, number> } {
+): { relay: OutboxRelay; registry: ResilienceRegistry; counts: Map<string, number>; warnings: string[] } {
   const registry =
     options.registry ??
     new ResilienceRegistry({
@@ -72,20 +72,30 @@ export function makeRelay(
     retention: options.retention,
   });
   const counts = new Map<string, number>();
+  const warnings: string[] = [];
   const relay = new OutboxRelay(settings!, {
     clock: options.clock,
     retry: registry.retry(settings!.relay.retry),
     circuitBreaker: registry.circuitBreaker(settings!.relay.circuitBreaker),
     count: (topic, result) => counts.set(`${topic}:${result}`, (counts.get(`${topic}:${result}`) ?? 0) + 1),
-    warn: () => undefined,
+    warn: (message) => warnings.push(message),
   });
-  return { relay, registry, counts };
+  return { relay, registry, counts, warnings };
 }
 
 /** The rows of `table` by state. */
 export async function states(pool: Pool, table: string): Promise<Record<string, number>> {
   const { rows } = await pool.query(`SELECT state, count(*)::int AS n FROM ${table} GROUP BY state`);
   return Object.fromEntries(rows.map((r) => [r.state as string, r.n as number]));
+}
+
+/** Waits (bounded, in real time: the database's round trips) until `condition` holds. */
+export async function eventually(condition: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 /** Advances `clock` in `step`s until `promise` settles, at most `maxTime` of virtual time. */

@@ -46,6 +46,39 @@ describe('the outbox on PostgreSQL', () => {
       expect(await states(pool, table)).toEqual({});
     });
 
+    it('refuses a pg client outside BEGIN: each statement would commit alone, even when the caller rolls back', async () => {
+      const client = await pool.connect();
+      try {
+        await client.query('SELECT 1');
+        await expect(outbox.add('order.created', {}, { tx: client })).rejects.toThrow(
+          /Outbox.add\('order.created'\) was given a client that is not inside a transaction \(no BEGIN\)/,
+        );
+        // Rolled back after a BEGIN, nothing was written either.
+        await client.query('BEGIN');
+        await outbox.add('order.created', {}, { tx: client });
+        await client.query('ROLLBACK');
+      } finally {
+        client.release();
+      }
+      expect(await states(pool, table)).toEqual({});
+    });
+
+    it('asks PostgreSQL when the client cannot tell its transaction status (an older pg, a wrapper)', async () => {
+      const client = await pool.connect();
+      // Only `query`: what an older pg client or a thin wrapper offers.
+      const bare = { query: (text: string, values?: unknown[]) => client.query(text, values) };
+      try {
+        await expect(outbox.add('t', 1, { tx: bare })).rejects.toThrow(/not inside a transaction \(no BEGIN\)/);
+        await client.query('BEGIN');
+        const id = await outbox.add('t', 2, { tx: bare });
+        await client.query('COMMIT');
+        expect(await store.find(id)).toMatchObject({ payload: 2, state: 'pending' });
+      } finally {
+        client.release();
+      }
+      expect(await states(pool, table)).toEqual({ pending: 1 });
+    });
+
     it('writes in the given transaction: gone with a rollback, there with a commit', async () => {
       await expect(
         inTransaction(pool, async (tx) => {
@@ -124,6 +157,49 @@ describe('the outbox on PostgreSQL', () => {
       expect(await store.requeue('evt-1\0')).toBe(false);
       expect(await outbox.requeue('\0')).toBe(false);
       expect(await store.find('evt-1')).toMatchObject({ id: 'evt-1', state: 'pending' });
+    });
+  });
+
+  describe('Outbox.replay', () => {
+    it('puts sent events back in line, in their order per key, and counts them', async () => {
+      const { relay } = makeRelay(store, publisher.publish, { clock });
+      const a1 = await inTransaction(pool, (tx) => outbox.add('t', 'a1', { tx, key: 'a' }));
+      await inTransaction(pool, (tx) => outbox.add('t', 'a2', { tx, key: 'a' }));
+      await clock.advance(60_000);
+      const b1 = await inTransaction(pool, (tx) => outbox.add('other', 'b1', { tx }));
+      while ((await relay.runOnce()).claimed > 0);
+      const unsent = await inTransaction(pool, (tx) => outbox.add('t', 'unsent', { tx, key: 'z' }));
+      expect(publisher.events.map((e) => e.payload)).toEqual(['a1', 'b1', 'a2']);
+
+      expect(await outbox.replay({ topic: 't' })).toBe(2);
+      expect(await store.find(a1)).toMatchObject({ state: 'pending', attempts: 0, sentAt: undefined });
+      // a2 waits behind a1 again: one per key, in order.
+      expect(await relay.runOnce()).toMatchObject({ claimed: 2, published: 2 });
+      expect(await relay.runOnce()).toMatchObject({ claimed: 1, published: 1 });
+      expect(publisher.events.slice(3).map((e) => e.payload)).toEqual(['a1', 'unsent', 'a2']);
+
+      expect(await outbox.replay({ since: START + 60_000 })).toBe(2);
+      expect(await outbox.replay({ ids: [b1, unsent, 'no-such-id', 'x\0'] })).toBe(0);
+      while ((await relay.runOnce()).claimed > 0);
+      expect(await outbox.replay({ ids: [b1, unsent], topic: 'other', since: new Date(START) })).toBe(1);
+      expect(await outbox.replay({ ids: [a1], since: new Date(START + 1).toISOString() })).toBe(0);
+      expect(await states(pool, table)).toEqual({ sent: 3, pending: 1 });
+    });
+
+    it.each([
+      [undefined, /Outbox.replay: the selection must be an object/],
+      [{}, /Outbox.replay: give at least one of 'ids', 'topic' or 'since'/],
+      [{ ids: [] }, /Outbox.replay: option 'ids' must be a non-empty array of non-empty strings, got \[\]/],
+      [{ ids: 'evt-1' }, /option 'ids' must be a non-empty array of non-empty strings, got "evt-1"/],
+      [{ topic: '' }, /option 'topic' must be a non-empty string/],
+      [
+        { since: 'yesterday' },
+        /option 'since' must be a Date, a time in ms since the epoch or an ISO 8601 string, got "yesterday"/,
+      ],
+      [{ since: Number.NaN }, /option 'since' must be a Date/],
+      [{ topc: 't' }, /Outbox.replay: unknown option 'topc' \(known: ids, topic, since\)/],
+    ])('refuses %p, naming what is wrong', async (selection, message) => {
+      await expect(outbox.replay(selection as never)).rejects.toThrow(message);
     });
   });
 
@@ -238,7 +314,7 @@ describe('the outbox on PostgreSQL', () => {
       expect(await relay.runOnce()).toMatchObject({ claimed: 0 });
       expect(await store.stats()).toEqual({ pending: 1, parked: 1, oldestPendingAgeMs: 60_300 });
       expect(await outbox.parked()).toEqual([
-        expect.objectContaining({ id, state: 'parked', attempts: 3, lastError: 'PublishFailed', payload: 'poison' }),
+        expect.objectContaining({ id, state: 'parked', attempts: 3, lastError: 'PublishFailed: t', payload: 'poison' }),
       ]);
       expect(Object.fromEntries(counts)).toEqual({ 't:failed': 2, 't:parked': 1 });
 
@@ -257,7 +333,7 @@ describe('the outbox on PostgreSQL', () => {
         clock,
         retry: { instances: { broker: { maxAttempts: 3, waitDuration: 10, retryExceptions: [PublishFailed] } } },
         circuitBreaker: {
-          instances: { broker: { minimumNumberOfCalls: 2, slidingWindowSize: 2, waitDurationInOpenState: 5000 } },
+          instances: { broker: { minimumNumberOfCalls: 2, slidingWindowSize: 2, waitDurationInOpenState: 600_000 } },
         },
       });
       const retries: number[] = [];
@@ -267,7 +343,8 @@ describe('the outbox on PostgreSQL', () => {
       const { relay, counts } = makeRelay(store, publisher.publish, {
         clock,
         registry,
-        relay: { retry: 'broker', circuitBreaker: 'broker', pollInterval: 100, lease: 60_000 },
+        // Failed rows back off for a minute: the settled passes below move virtual time while rows are marked one by one.
+        relay: { retry: 'broker', circuitBreaker: 'broker', pollInterval: 60_000, lease: 600_000 },
       });
       let calls = 0;
       publisher.failing = () => ++calls <= 1;

@@ -1,6 +1,6 @@
 export { Outbox } from './outbox';
 export type { OutboxAddOptions } from './outbox';
-export { OutboxNoTransactionError } from './outbox.errors';
+export { OutboxNoTransactionError, OutboxPublishTimeoutError } from './outbox.errors';
 export { isOutboxEnvelope, outboxEventId } from './outbox-event-id';
 export { OUTBOX_EVENT_ID_HEADER } from './outbox-transport';
 export { OutboxRelay } from './outbox-relay';
@@ -13,12 +13,13 @@ export type {
   ResolvedOutboxOptions,
 } from './outbox.options';
 export type { OutboxEnvelope, OutboxEvent, OutboxEventState, OutboxRow, OutboxStats } from './outbox.types';
-export { DEFAULT_OUTBOX_TABLE, PostgresOutboxStore } from './postgres-outbox-store';
 export type {
   ClaimedRow,
   FailedRowState,
   NewOutboxRow,
   OutboxListener,
-  PostgresOutboxStoreOptions,
-} from './postgres-outbox-store';
+  OutboxReplaySelection,
+  OutboxStore,
+} from './outbox-store';
+export type { OutboxReplayOptions } from './outbox-replay';
 export type { SqlRunner } from '../transaction/sql-runner';

@@ -1,5 +1,5 @@
 import { ResilienceError } from '../../kernel/errors';
-import { NO_TRANSACTION } from './outbox.messages';
+import { NO_TRANSACTION, PUBLISH_TIMED_OUT } from './outbox.messages';
 
 /**
  * `Outbox.add` found no transaction to write in: not inside an
@@ -18,5 +18,28 @@ export class OutboxNoTransactionError extends ResilienceError {
     readonly topic: string,
   ) {
     super('outbox', NO_TRANSACTION(topic));
+  }
+}
+
+/**
+ * One publish did not settle within `relay.publishTimeout`: a failure of
+ * that event only (kept in its `last_error`, retried with backoff, parked
+ * after `maxAttempts`), so a broker that never answers holds no other key.
+ */
+export class OutboxPublishTimeoutError extends ResilienceError {
+  /** Always `'OUTBOX_PUBLISH_TIMEOUT'`. */
+  readonly code = 'OUTBOX_PUBLISH_TIMEOUT';
+
+  /**
+   * @param topic - the topic of the event whose publish timed out
+   * @param timeoutMs - `relay.publishTimeout`, in ms
+   */
+  constructor(
+    /** The topic of the event whose publish timed out. */
+    readonly topic: string,
+    /** `relay.publishTimeout`, in ms. */
+    readonly timeoutMs: number,
+  ) {
+    super('outbox', PUBLISH_TIMED_OUT(topic, timeoutMs));
   }
 }

@@ -1,9 +1,10 @@
 import { Pool } from 'pg';
 import { ResilienceRegistry } from '../../registry/resilience.registry';
 import { readOutboxOptions, toPublishFunction } from './outbox.options';
-import { PostgresOutboxStore } from './postgres-outbox-store';
+import { PostgresOutboxStore } from '../../stores/postgres-outbox-store';
 import { Outbox } from './outbox';
 import { of, throwError } from 'rxjs';
+import { ClientNats, ClientRedis, ClientRMQ, ClientTCP } from '@nestjs/microservices';
 
 // Never connected: the options are only read.
 const pool = new Pool();
@@ -23,6 +24,7 @@ describe('outbox options', () => {
         maxAttempts: 10,
         retry: 'outbox',
         circuitBreaker: 'outbox',
+        publishTimeoutMs: 30_000,
       },
       retentionMs: 7 * 24 * 3_600_000,
       createSchema: true,
@@ -34,7 +36,13 @@ describe('outbox options', () => {
     const resolved = readOutboxOptions({
       store,
       publisher,
-      relay: { 'poll-interval': '250ms', lease: '1m', 'max-attempts': '3', circuit_breaker: 'broker' },
+      relay: {
+        'poll-interval': '250ms',
+        lease: '1m',
+        'max-attempts': '3',
+        circuit_breaker: 'broker',
+        'publish-timeout': '2s',
+      },
       retention: '1d',
     });
     expect(resolved?.relay).toMatchObject({
@@ -42,6 +50,7 @@ describe('outbox options', () => {
       leaseMs: 60_000,
       maxAttempts: 3,
       circuitBreaker: 'broker',
+      publishTimeoutMs: 2000,
     });
     expect(resolved?.retentionMs).toBe(86_400_000);
   });
@@ -67,6 +76,11 @@ describe('outbox options', () => {
       'a lease no longer than the poll',
       { store, publisher, relay: { lease: '1s', pollInterval: '1s' } },
       /'relay.lease' \(1000 ms\) must be longer than 'relay.pollInterval' \(1000 ms\)/,
+    ],
+    [
+      'a zero publishTimeout',
+      { store, publisher, relay: { publishTimeout: 0 } },
+      /outbox options 'relay': key 'publishTimeout' must be a positive duration/,
     ],
     ['an empty retry name', { store, publisher, relay: { retry: '' } }, /key 'retry' must be an instance name/],
     ['a misspelt relay key', { store, publisher, relay: { batchsise: 5 } }, /unknown key 'batchsise'/],
@@ -95,5 +109,36 @@ describe('outbox options', () => {
     expect(emitted).toEqual([['order.created', { outbox: 1, ...event }]]);
     const down = toPublishFunction({ emit: () => throwError(() => new Error('ECONNREFUSED')) });
     await expect(down(event)).rejects.toThrow('ECONNREFUSED');
+  });
+});
+
+describe('publishers that cannot confirm delivery', () => {
+  const redis = new ClientRedis({ host: '127.0.0.1', port: 1 });
+  const nats = new ClientNats({ servers: ['nats://127.0.0.1:1'] });
+  const tcp = new ClientTCP({ host: '127.0.0.1', port: 1 });
+  class TracedTcp extends ClientTCP {}
+
+  it.each([
+    ['ClientRedis', redis, /Redis pub\/sub drops a message nobody is subscribed to/],
+    ['ClientNats', nats, /NATS core drops a message nobody is subscribed to/],
+    ['ClientTCP', tcp, /TCP has no acknowledgement/],
+    ['ClientTCP', new TracedTcp({ host: '127.0.0.1', port: 1 }), /TCP has no acknowledgement/],
+  ])('refuses a %s, saying why and what to use', (name, publisher, why) => {
+    const reading = () => readOutboxOptions({ store, publisher });
+    expect(reading).toThrow(why);
+    expect(reading).toThrow(new RegExp(`key 'publisher' is a ${name}`));
+    expect(reading).toThrow(/RedisStreamsPublisher, JetStreamPublisher or RabbitMqPublisher/);
+    expect(reading).toThrow(/allowAtMostOnce: true/);
+  });
+
+  it('accepts them with allowAtMostOnce: true, and any publisher that declares at-least-once delivery', () => {
+    for (const publisher of [redis, nats, tcp])
+      expect(readOutboxOptions({ store, publisher, allowAtMostOnce: true })?.publish).toEqual(expect.any(Function));
+    const durable = { deliveryGuarantee: 'at-least-once' as const, emit: () => of(undefined) };
+    expect(readOutboxOptions({ store, publisher: durable })?.publish).toEqual(expect.any(Function));
+    expect(readOutboxOptions({ store, publisher: new ClientRMQ({}) })?.publish).toEqual(expect.any(Function));
+    expect(() => readOutboxOptions({ store, publisher, allowAtMostOnce: 'yes' })).toThrow(
+      /outbox options: key 'allowAtMostOnce' must be/,
+    );
   });
 });

@@ -7,13 +7,15 @@ import {
   invalidOption,
   OptionReader,
 } from '../../config/option-readers';
-import { LEASE_TOO_SHORT, NOT_A_PUBLISHER, NOT_AN_OUTBOX_STORE } from './outbox.messages';
+import { AT_MOST_ONCE_PUBLISHER, LEASE_TOO_SHORT, NOT_A_PUBLISHER, NOT_AN_OUTBOX_STORE } from './outbox.messages';
 import { OutboxEvent } from './outbox.types';
 import { messageOf } from './outbox-transport';
-import { PostgresOutboxStore } from './postgres-outbox-store';
+import { isOutboxStore, OutboxStore } from './outbox-store';
 
 /** A Nest microservices client, as the relay uses it: `emit(pattern, data)` returning an Observable. */
 export interface OutboxClientProxy {
+  /** `'at-least-once'` on a publisher whose broker confirms each event durably: accepted without `allowAtMostOnce`. */
+  readonly deliveryGuarantee?: 'at-least-once';
   /** Emits an event; the relay subscribes and waits for the Observable to complete. */
   emit(pattern: string, data: unknown): { subscribe(observer: object): unknown };
 }
@@ -39,12 +41,14 @@ export interface OutboxRelayOptions {
   retry?: string;
   /** The `CircuitBreaker` instance each publish runs behind. Default `'outbox'`. */
   circuitBreaker?: string;
+  /** How long one publish may take before it counts as a failure of that event. Default 30s. */
+  publishTimeout?: Duration;
 }
 
 /** Module option `outbox`: the transactional outbox. */
 export interface OutboxModuleOptions {
   /** Where events are kept: `new PostgresOutboxStore({ pool })`. */
-  store: PostgresOutboxStore;
+  store: OutboxStore;
   /** Where events go: a Nest `ClientProxy` (events emitted as {@link OutboxEnvelope}s) or a function. */
   publisher: OutboxClientProxy | OutboxPublishFunction;
   /** The relay's settings. */
@@ -53,12 +57,18 @@ export interface OutboxModuleOptions {
   retention?: Duration;
   /** Create the table at bootstrap (default true); set false when migrations own it (`PostgresOutboxStore.schemaSql()`). */
   createSchema?: boolean;
+  /**
+   * Accept a publisher that cannot confirm delivery (a Redis pub/sub, NATS
+   * core or TCP `ClientProxy`), refused otherwise: the broker drops what
+   * nobody is subscribed to, so delivery is at most once. Default false.
+   */
+  allowAtMostOnce?: boolean;
 }
 
 /** The outbox options after validation. */
 export interface ResolvedOutboxOptions {
   /** Where events are kept. */
-  readonly store: PostgresOutboxStore;
+  readonly store: OutboxStore;
   /** The publisher as a function. */
   readonly publish: OutboxPublishFunction;
   /** The relay's settings, durations in ms. */
@@ -71,6 +81,7 @@ export interface ResolvedOutboxOptions {
     readonly maxAttempts: number;
     readonly retry: string;
     readonly circuitBreaker: string;
+    readonly publishTimeoutMs: number;
   };
   /** How long sent events are kept, in ms. */
   readonly retentionMs: number;
@@ -87,9 +98,16 @@ const instanceName: OptionReader<string> = (value, place, key) =>
 /** Validates the module option `outbox`; `undefined` when it is not given. */
 export function readOutboxOptions(raw: unknown): ResolvedOutboxOptions | undefined {
   if (raw === undefined) return undefined;
-  const given = new GivenOptions(raw, PLACE, ['store', 'publisher', 'relay', 'retention', 'createSchema']);
+  const given = new GivenOptions(raw, PLACE, [
+    'store',
+    'publisher',
+    'relay',
+    'retention',
+    'createSchema',
+    'allowAtMostOnce',
+  ]);
   const store = given.raw('store');
-  if (!(store instanceof PostgresOutboxStore)) throw new Error(NOT_AN_OUTBOX_STORE(store));
+  if (!isOutboxStore(store)) throw new Error(NOT_AN_OUTBOX_STORE(store));
   const relay = new GivenOptions(given.raw('relay') ?? {}, RELAY_PLACE, [
     'enabled',
     'batchSize',
@@ -99,13 +117,16 @@ export function readOutboxOptions(raw: unknown): ResolvedOutboxOptions | undefin
     'maxAttempts',
     'retry',
     'circuitBreaker',
+    'publishTimeout',
   ]);
   const pollIntervalMs = relay.read('pollInterval', positive) ?? 1000;
   const leaseMs = relay.read('lease', positive) ?? 30_000;
   if (leaseMs <= pollIntervalMs) throw new Error(LEASE_TOO_SHORT(leaseMs, pollIntervalMs));
+  const publisher = given.raw('publisher');
+  if (!(given.read('allowAtMostOnce', booleanOption) ?? false)) refuseAtMostOnce(publisher);
   return {
     store,
-    publish: toPublishFunction(given.raw('publisher')),
+    publish: toPublishFunction(publisher),
     relay: {
       enabled: relay.read('enabled', booleanOption) ?? true,
       batchSize: relay.read('batchSize', integerOption(1, 10_000)) ?? 100,
@@ -115,6 +136,7 @@ export function readOutboxOptions(raw: unknown): ResolvedOutboxOptions | undefin
       maxAttempts: relay.read('maxAttempts', integerOption(1)) ?? 10,
       retry: relay.read('retry', instanceName) ?? 'outbox',
       circuitBreaker: relay.read('circuitBreaker', instanceName) ?? 'outbox',
+      publishTimeoutMs: relay.read('publishTimeout', positive) ?? 30_000,
     },
     retentionMs: given.read('retention', positive) ?? 7 * 24 * 3_600_000,
     createSchema: given.read('createSchema', booleanOption) ?? true,
@@ -144,4 +166,29 @@ export function toPublishFunction(publisher: unknown): OutboxPublishFunction {
       });
   }
   throw new Error(NOT_A_PUBLISHER(publisher));
+}
+
+/** Nest clients of brokers that drop what nobody is subscribed to, or never acknowledge: why each cannot confirm delivery. */
+const AT_MOST_ONCE_CLIENTS: Readonly<Record<string, string>> = {
+  ClientRedis: 'Redis pub/sub drops a message nobody is subscribed to at that moment, and emit still completes',
+  ClientNats: 'NATS core drops a message nobody is subscribed to at that moment, and emit still completes',
+  ClientTCP: 'TCP has no acknowledgement: emit completes once the bytes are written, delivered or not',
+};
+
+/**
+ * Throws when `publisher` is a `ClientProxy` that cannot confirm delivery.
+ * Found by the class names along its prototype chain, so
+ * `@nestjs/microservices` (an optional peer) is never loaded for it. A
+ * publisher declaring `deliveryGuarantee: 'at-least-once'` is accepted; a
+ * function publisher is the application's to make durable.
+ */
+function refuseAtMostOnce(publisher: unknown): void {
+  if (publisher === null || typeof publisher !== 'object') return;
+  if ((publisher as { deliveryGuarantee?: unknown }).deliveryGuarantee === 'at-least-once') return;
+  for (let proto: unknown = Object.getPrototypeOf(publisher); proto !== null && proto !== Object.prototype;) {
+    const name = (proto as { constructor?: { name?: unknown } }).constructor?.name;
+    if (typeof name === 'string' && Object.hasOwn(AT_MOST_ONCE_CLIENTS, name))
+      throw new Error(AT_MOST_ONCE_PUBLISHER(name, AT_MOST_ONCE_CLIENTS[name]));
+    proto = Object.getPrototypeOf(proto);
+  }
 }

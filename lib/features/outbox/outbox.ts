@@ -9,8 +9,9 @@ import { BAD_ADD_OPTION, BAD_TOPIC, OUTBOX_NOT_CONFIGURED, PAYLOAD_NOT_JSON } fr
 import { readOutboxOptions, ResolvedOutboxOptions } from './outbox.options';
 import { OutboxPublishResult, OutboxRelay } from './outbox-relay';
 import { findTransactionHost, TransactionHostLike } from '../transaction/cls-transaction';
-import { SqlRunner, sqlRunnerOf } from '../transaction/sql-runner';
+import { callerSqlRunnerOf, SqlRunner, sqlRunnerOf } from '../transaction/sql-runner';
 import { OutboxRow, OutboxStats } from './outbox.types';
+import { OutboxReplayOptions, readReplaySelection } from './outbox-replay';
 
 /** Options of {@link Outbox.add}. */
 export interface OutboxAddOptions {
@@ -91,7 +92,7 @@ export class Outbox implements OnApplicationBootstrap, OnModuleDestroy {
       !Object.values(headers).every((v) => typeof v === 'string')
     )
       throw new Error(BAD_ADD_OPTION(topic, 'headers', 'an object of strings', headers));
-    const run = this.transaction(topic, options.tx);
+    const run = await this.transaction(topic, options.tx);
     let json: string | undefined;
     try {
       json = JSON.stringify(payload);
@@ -114,6 +115,21 @@ export class Outbox implements OnApplicationBootstrap, OnModuleDestroy {
     const requeued = await this.require('Outbox.requeue').store.requeue(id);
     if (requeued) this.relayInstance?.wake();
     return requeued;
+  }
+
+  /**
+   * Re-sends events already sent (a consumer lost its data, a new consumer
+   * joined): the sent events matching every condition of `selection` are
+   * due again, attempts reset, in their original order per key. Returns
+   * how many. Pending and parked events are left as they are.
+   *
+   * @throws Error naming the option when `selection` is empty or invalid
+   */
+  async replay(selection: OutboxReplayOptions): Promise<number> {
+    const settings = this.require('Outbox.replay');
+    const replayed = await settings.store.replay(readReplaySelection(selection));
+    if (replayed > 0) this.relayInstance?.wake();
+    return replayed;
   }
 
   /** Parked events, oldest first (at most `limit`). */
@@ -165,9 +181,10 @@ export class Outbox implements OnApplicationBootstrap, OnModuleDestroy {
     await this.relayInstance?.stop();
   }
 
-  private transaction(topic: string, tx: unknown): SqlRunner {
+  private async transaction(topic: string, tx: unknown): Promise<SqlRunner> {
     const who = `Outbox.add('${topic}')`;
-    if (tx !== undefined) return sqlRunnerOf(tx, who);
+    // A transaction given by the caller may be a client that never ran BEGIN: its event would commit alone.
+    if (tx !== undefined) return callerSqlRunnerOf(tx, who);
     const scoped = idempotencyStorage.getStore()?.transaction;
     if (scoped !== undefined) return sqlRunnerOf(scoped, who);
     const host = this.transactionHost;

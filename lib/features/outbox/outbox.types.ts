@@ -35,7 +35,7 @@ export interface OutboxRow extends OutboxEvent {
   readonly state: OutboxEventState;
   /** Failed relay passes so far. */
   readonly attempts: number;
-  /** The class of the last publish error (never its message). */
+  /** The last publish error: its class and message (never the payload). */
   readonly lastError: string | undefined;
   /** When it was published, in ms since the epoch. */
   readonly sentAt: number | undefined;

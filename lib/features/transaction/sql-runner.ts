@@ -1,5 +1,5 @@
 import { loadOptionalPeer, OptionalPeer } from '../../kernel/optional-peer';
-import { TX_IS_A_POOL, TX_NOT_SUPPORTED } from './transaction.messages';
+import { TX_IS_A_POOL, TX_NOT_IN_TRANSACTION, TX_NOT_SUPPORTED } from './transaction.messages';
 
 /** Runs one parameterized statement (`$1…$n`) on a transaction's connection. */
 export type SqlRunner = (text: string, values: unknown[]) => Promise<unknown>;
@@ -24,6 +24,8 @@ const DRIZZLE: OptionalPeer<DrizzleSql> = {
 type Candidate = Record<string, unknown> & {
   query?: (text: string, values: unknown[]) => Promise<unknown>;
   execute?: (query: unknown) => Promise<unknown>;
+  getTransactionStatus?: () => unknown;
+  queryRunner?: { isTransactionActive?: unknown };
 };
 
 /**
@@ -43,6 +45,7 @@ export function sqlRunnerOf(tx: unknown, who: string): SqlRunner {
   if (tx === null || typeof tx !== 'object') throw new Error(TX_NOT_SUPPORTED(who, tx));
   const candidate = tx as Candidate;
   if (isPool(candidate)) throw new Error(TX_IS_A_POOL(who));
+  if (inTransaction(candidate) === false) throw new Error(TX_NOT_IN_TRANSACTION(who));
   if (typeof candidate.execute === 'function' && typeof candidate.rollback === 'function')
     return drizzleRunner(candidate.execute.bind(candidate));
   if (typeof candidate.query === 'function') {
@@ -50,6 +53,23 @@ export function sqlRunnerOf(tx: unknown, who: string): SqlRunner {
     return (text, values) => query(text, values);
   }
   throw new Error(TX_NOT_SUPPORTED(who, tx));
+}
+
+/**
+ * Like {@link sqlRunnerOf} for a transaction given by the caller, which may
+ * be a client that never ran `BEGIN`: refused too. When the client cannot
+ * tell (an older `pg`, a wrapper, Drizzle), PostgreSQL is asked, at the
+ * cost of one statement.
+ */
+export async function callerSqlRunnerOf(tx: unknown, who: string): Promise<SqlRunner> {
+  const run = sqlRunnerOf(tx, who);
+  if (inTransaction(tx as Candidate) === undefined) {
+    // Inside BEGIN, transaction_timestamp() is when BEGIN arrived and this statement arrived later (µs clock, a
+    // round trip apart); outside, this statement is its own transaction and the two are the same instant.
+    const { rows } = rowsOf(await run('SELECT transaction_timestamp() <> statement_timestamp() AS in_transaction', []));
+    if (rows[0]?.in_transaction !== true) throw new Error(TX_NOT_IN_TRANSACTION(who));
+  }
+  return run;
 }
 
 /**
@@ -82,6 +102,24 @@ function isPool(tx: Candidate): boolean {
   // TypeORM EntityManager outside a transaction
   if (typeof tx.getRepository === 'function' && 'queryRunner' in tx && tx.queryRunner === undefined) return true;
   return false;
+}
+
+/**
+ * Whether `tx` is inside a transaction, as the client itself knows it:
+ * `pg`'s `getTransactionStatus()` (from the server's last ReadyForQuery:
+ * `I` idle, `T` in a transaction, `E` in a failed one), a TypeORM
+ * QueryRunner's `isTransactionActive`; undefined when it cannot tell.
+ */
+function inTransaction(tx: Candidate): boolean | undefined {
+  if (typeof tx.getTransactionStatus === 'function') {
+    const status = tx.getTransactionStatus();
+    if (status === 'I') return false;
+    if (status === 'T' || status === 'E') return true;
+    return undefined;
+  }
+  const runner = typeof tx.isTransactionActive === 'boolean' ? tx : tx.queryRunner;
+  if (typeof runner?.isTransactionActive === 'boolean') return runner.isTransactionActive;
+  return undefined;
 }
 
 /** Drizzle takes SQL as its `sql` template: the text is cut at each `$n`, the values put in their places. */

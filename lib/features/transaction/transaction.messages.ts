@@ -11,3 +11,7 @@ export const TX_NOT_SUPPORTED = (who: string, tx: unknown): string =>
 
 export const CLS_TRANSACTION_ENDED = (who: string): string =>
   `${PREFIX}: ${who}: the @nestjs-cls/transactional transaction ended before it could be used`;
+
+export const TX_NOT_IN_TRANSACTION = (who: string): string =>
+  `${PREFIX}: ${who} was given a client that is not inside a transaction (no BEGIN): each statement would commit on its own, ` +
+  `even if the caller rolls back; run BEGIN on it first, or pass the ORM's transaction`;

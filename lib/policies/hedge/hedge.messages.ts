@@ -5,6 +5,11 @@ export const HEDGE_NOT_SAFE = (target: string, instance: string): string =>
   `${PREFIX}: @Hedge on ${target} would run the method more than once at a time, but it is not declared safe to repeat: ` +
   `add @Idempotent to the method, or set 'safe: true' on hedging instance '${instance}' if running it twice is harmless`;
 
+export const HEDGE_ON_TRANSACTION = (target: string, instance: string): string =>
+  `${PREFIX}: @Hedge on ${target} (hedging instance '${instance}') is refused: the method is @Idempotent({ transactional: true }), ` +
+  `and its hedged copies would run in one transaction, so both copies' writes would commit. ` +
+  `Remove @Hedge from it (a transactional method is not hedged), or hedge the calls it makes outside the transaction`;
+
 /** A hedge sharing the budget of a retry that has none; a name a placeholder gave is shown as the placeholder. */
 export const HEDGE_BUDGET_WITHOUT_RETRY_BUDGET = (place: string, retry: string): string =>
   `${PREFIX}: ${place}: 'budget' names retry instance '${shownText(retry)}', which has no budget; ` +

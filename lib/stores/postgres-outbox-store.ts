@@ -1,10 +1,23 @@
 import { createHash } from 'node:crypto';
-import { Clock } from '../../kernel/clock';
-import { wallClock } from '../idempotency/idempotency-store';
-import { PostgresPoolClient, PostgresQueryable } from '../idempotency/transactional-store';
-import { INVALID_OUTBOX_TABLE, POOL_CANNOT_CONNECT } from './outbox.messages';
-import { OutboxEvent, OutboxEventState, OutboxRow, OutboxStats } from './outbox.types';
-import { SqlRunner } from '../transaction/sql-runner';
+import { Clock } from '../kernel/clock';
+import { wallClock } from '../features/idempotency/idempotency-store';
+import {
+  PostgresPoolClient,
+  PostgresQueryable,
+  PostgresQueryResult,
+} from '../features/idempotency/transactional-store';
+import { INVALID_OUTBOX_TABLE, OUTBOX_SCHEMA_MISMATCH, POOL_CANNOT_CONNECT } from '../features/outbox/outbox.messages';
+import {
+  ClaimedRow,
+  FailedRowState,
+  NewOutboxRow,
+  OutboxListener,
+  OutboxReplaySelection,
+  OutboxStore,
+} from '../features/outbox/outbox-store';
+import { OutboxEventState, OutboxRow, OutboxStats } from '../features/outbox/outbox.types';
+import { SqlRunner } from '../features/transaction/sql-runner';
+import { listenForPoolErrors, processWarning, StoreWarn } from './pool-errors';
 
 /** Table used when the `table` option is not given. */
 export const DEFAULT_OUTBOX_TABLE = 'resilience4nest_outbox';
@@ -17,39 +30,8 @@ export interface PostgresOutboxStoreOptions {
   readonly table?: string;
   /** Wall-clock time written into rows (occurred, due, leased, sent); shared by every process. Default `Date.now`. */
   readonly clock?: Clock;
-}
-
-/** One row to write, as `Outbox.add` made it. */
-export interface NewOutboxRow {
-  /** The event id. */
-  readonly id: string;
-  /** The topic. */
-  readonly topic: string;
-  /** The ordering key, or null. */
-  readonly key: string | null;
-  /** The payload as JSON text. */
-  readonly payload: string;
-  /** The headers as JSON text. */
-  readonly headers: string;
-}
-
-/** What a relay holds: rows it leased, until it marks them. */
-export interface ClaimedRow extends OutboxEvent {
-  /** Position in the table, in insertion (per key: commit) order. */
-  readonly seq: string;
-  /** Failed relay passes before this one. */
-  readonly attempts: number;
-}
-
-/** What marking a failed row did. */
-export type FailedRowState = 'pending' | 'parked' | 'lost';
-
-/** A listening connection; `close` stops it. */
-export interface OutboxListener {
-  /** The connection it listens on, held out of the pool: the relay runs its statements on it too. */
-  readonly connection: PostgresQueryable;
-  /** Stops listening and gives the connection back. */
-  close(): void;
+  /** Where the failure of one of the pool's idle connections is reported, once per episode. Default a Node process warning. */
+  readonly warn?: StoreWarn;
 }
 
 const RETENTION_BATCH = 1000;
@@ -80,7 +62,7 @@ interface Row {
  * Times are absolute milliseconds from the store's clock (a wall clock
  * shared by every process).
  */
-export class PostgresOutboxStore {
+export class PostgresOutboxStore implements OutboxStore {
   /** The `pg` pool the relay uses. */
   readonly pool: PostgresQueryable;
   /** The clock of the times written into rows. */
@@ -104,6 +86,8 @@ export class PostgresOutboxStore {
     this.channel = channelOf(table);
     this.lockClass = digestInt(`resilience4nest:outbox:${table}`, 0);
     this.sql = statements(this.table);
+    // Without a listener, a pooled connection terminated by the server would end the process.
+    listenForPoolErrors(options.pool, 'PostgresOutboxStore', options.warn ?? processWarning);
   }
 
   /**
@@ -170,7 +154,7 @@ export class PostgresOutboxStore {
    */
   async claim(owner: string, limit: number, leaseMs: number): Promise<ClaimedRow[]> {
     const now = Math.floor(this.clock.now());
-    const { rows } = await this.pool.query(this.sql.claim, [now, limit, now + leaseMs, owner]);
+    const { rows } = await this.query(this.sql.claim, [now, limit, now + leaseMs, owner]);
     return (rows as unknown as Row[]).map(toClaimed).sort((a, b) => compareSeq(a.seq, b.seq));
   }
 
@@ -178,7 +162,7 @@ export class PostgresOutboxStore {
   async markSent(owner: string, seqs: readonly string[]): Promise<number> {
     if (seqs.length === 0) return 0;
     const now = Math.floor(this.clock.now());
-    const result = await this.pool.query(this.sql.markSent, [seqs, owner, now]);
+    const result = await this.query(this.sql.markSent, [seqs, owner, now]);
     return result.rowCount ?? 0;
   }
 
@@ -195,7 +179,7 @@ export class PostgresOutboxStore {
     maxAttempts: number,
   ): Promise<FailedRowState> {
     const now = Math.floor(this.clock.now());
-    const { rows } = await this.pool.query(this.sql.markFailed, [seq, owner, now + retryInMs, error, maxAttempts]);
+    const { rows } = await this.query(this.sql.markFailed, [seq, owner, now + retryInMs, error, maxAttempts]);
     return rows.length === 0 ? 'lost' : (rows[0].state as FailedRowState);
   }
 
@@ -203,34 +187,51 @@ export class PostgresOutboxStore {
   async release(owner: string, seqs: readonly string[], delayMs: number): Promise<void> {
     if (seqs.length === 0) return;
     const now = Math.floor(this.clock.now());
-    await this.pool.query(this.sql.release, [seqs, owner, now + delayMs]);
+    await this.query(this.sql.release, [seqs, owner, now + delayMs]);
   }
 
   /** Puts a parked event back in line, its attempts reset. False when no parked event has that id. */
   async requeue(id: string): Promise<boolean> {
     if (!storableText(id)) return false;
     const now = Math.floor(this.clock.now());
-    const result = await this.pool.query(this.sql.requeue, [id, now]);
+    const result = await this.query(this.sql.requeue, [id, now]);
     return result.rowCount === 1;
+  }
+
+  /**
+   * Puts the sent events `selection` names back in line, attempts reset:
+   * they keep their place (`seq`), so per key they go out in their order again.
+   */
+  async replay(selection: OutboxReplaySelection): Promise<number> {
+    const ids = selection.ids?.filter(storableText);
+    if (ids?.length === 0) return 0;
+    const now = Math.floor(this.clock.now());
+    const result = await this.query(this.sql.replay, [
+      ids ?? null,
+      selection.topic ?? null,
+      selection.since === undefined ? null : Math.floor(selection.since),
+      now,
+    ]);
+    return result.rowCount ?? 0;
   }
 
   /** Parked events, oldest first. */
   async parked(limit = 100): Promise<OutboxRow[]> {
-    const { rows } = await this.pool.query(this.sql.parked, [limit]);
+    const { rows } = await this.query(this.sql.parked, [limit]);
     return (rows as unknown as Row[]).map(toOutboxRow);
   }
 
   /** One event by id, in any state. */
   async find(id: string): Promise<OutboxRow | undefined> {
     if (!storableText(id)) return undefined;
-    const { rows } = await this.pool.query(this.sql.find, [id]);
+    const { rows } = await this.query(this.sql.find, [id]);
     return rows.length === 0 ? undefined : toOutboxRow(rows[0] as unknown as Row);
   }
 
   /** Pending and parked counts and the age of the oldest pending event. */
   async stats(): Promise<OutboxStats> {
     const now = Math.floor(this.clock.now());
-    const { rows } = await this.pool.query(this.sql.stats, []);
+    const { rows } = await this.query(this.sql.stats, []);
     const row = rows[0] as { pending: string; parked: string; oldest: string | null };
     return {
       pending: Number(row.pending),
@@ -244,10 +245,21 @@ export class PostgresOutboxStore {
     const before = Math.floor(this.clock.now()) - retentionMs;
     let deleted = 0;
     for (;;) {
-      const result = await this.pool.query(this.sql.deleteSent, [before, RETENTION_BATCH]);
+      const result = await this.query(this.sql.deleteSent, [before, RETENTION_BATCH]);
       const count = result.rowCount ?? 0;
       deleted += count;
       if (count < RETENTION_BATCH) return deleted;
+    }
+  }
+
+  /** Runs one of the table's statements; a table or column missing is said as such, naming the table. */
+  private async query(text: string, values: unknown[]): Promise<PostgresQueryResult> {
+    try {
+      return await this.pool.query(text, values);
+    } catch (error) {
+      const missing = schemaMismatch(error);
+      if (missing === undefined) throw error;
+      throw new Error(OUTBOX_SCHEMA_MISMATCH(this.tableName, missing), { cause: error });
     }
   }
 
@@ -282,7 +294,7 @@ export class PostgresOutboxStore {
       close(error instanceof Error ? error : new Error(String(error)));
       throw error;
     }
-    return { connection: client, close: () => close() };
+    return { store: this.on(client), close: () => close() };
   }
 }
 
@@ -325,6 +337,10 @@ function statements(table: string) {
     requeue:
       `UPDATE ${table} SET state = 'pending', attempts = 0, available_at = $2, lease_owner = NULL ` +
       `WHERE id = $1 AND state = 'parked'`,
+    replay:
+      `UPDATE ${table} SET state = 'pending', attempts = 0, available_at = $4, lease_owner = NULL, sent_at = NULL, ` +
+      `last_error = NULL WHERE state = 'sent' AND ($1::text[] IS NULL OR id = ANY($1::text[])) ` +
+      `AND ($2::text IS NULL OR topic = $2::text) AND ($3::bigint IS NULL OR occurred_at >= $3::bigint)`,
     parked: `SELECT ${columns}, state, last_error, sent_at FROM ${table} WHERE state = 'parked' ORDER BY seq LIMIT $1`,
     find: `SELECT ${columns}, state, last_error, sent_at FROM ${table} WHERE id = $1`,
     stats:
@@ -334,6 +350,16 @@ function statements(table: string) {
       `DELETE FROM ${table} WHERE seq IN ` +
       `(SELECT seq FROM ${table} WHERE state = 'sent' AND sent_at <= $1 ORDER BY sent_at LIMIT $2)`,
   };
+}
+
+/** PostgreSQL's `undefined_table` and `undefined_column`: what the table lacks, or undefined for any other error. */
+function schemaMismatch(error: unknown): string | undefined {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code === '42P01') return 'does not exist';
+  if (code !== '42703') return undefined;
+  // PostgreSQL names the column: 'column "lease_owner" does not exist' (or 't.lease_owner').
+  const column = typeof message === 'string' ? /column (?:\w+\.)?("?[^" ]+"?) /.exec(message)?.[1] : undefined;
+  return `has no column ${column === undefined ? '(one the outbox needs)' : column.startsWith('"') ? column : `"${column}"`}`;
 }
 
 /** Whether a `text` column can hold `value`: PostgreSQL refuses NUL in text, so no stored id has one. */

@@ -1,0 +1,175 @@
+import { Test } from '@nestjs/testing';
+import { Pool } from 'pg';
+import {
+  Outbox,
+  OutboxEvent,
+  PostgresOutboxStore,
+  ResilienceModule,
+  ResilienceRegistry,
+  VirtualClock,
+} from '../../lib';
+import { serverOrSkip } from '../support/server-env';
+import { withTimeout } from '../support/wait';
+import { eventually, inTransaction, makeRelay, RecordingPublisher, states, tableName } from './outbox-kit';
+
+const START = Date.UTC(2026, 0, 1);
+
+/** What a broker that refuses says. */
+class BrokerRefused extends Error {}
+
+describe('a relay that no stuck publish can stop, and that says why publishes fail', () => {
+  const url = serverOrSkip('postgres');
+  if (url === undefined) return;
+
+  let pool: Pool;
+  let table: string;
+  let clock: VirtualClock;
+  let store: PostgresOutboxStore;
+  let outbox: Outbox;
+  let recorder: RecordingPublisher;
+
+  beforeAll(() => {
+    pool = new Pool({ connectionString: url, max: 8 });
+  });
+  afterAll(() => pool.end());
+
+  beforeEach(async () => {
+    stuckCalls = 0;
+    table = tableName();
+    clock = new VirtualClock(START);
+    store = new PostgresOutboxStore({ pool, table, clock });
+    await store.ensureSchema();
+    recorder = new RecordingPublisher();
+    outbox = new Outbox(
+      new ResilienceRegistry({ clock, outbox: { store, publisher: recorder.publish, relay: { enabled: false } } }),
+    );
+  });
+  afterEach(() => pool.query(`DROP TABLE IF EXISTS ${table}`));
+
+  const add = (payload: string, key: string) => inTransaction(pool, (tx) => outbox.add('t', payload, { tx, key }));
+  let stuckCalls = 0;
+  /** Never settles for key 'stuck'; records the others. */
+  const stuckOrRecorded = (event: OutboxEvent) => {
+    if (event.key !== 'stuck') return recorder.publish(event);
+    stuckCalls++;
+    return new Promise<void>(() => undefined);
+  };
+
+  it('keeps other keys flowing past a publish that never settles, fails that event alone after publishTimeout, and stops within it', async () => {
+    const { relay, counts } = makeRelay(store, stuckOrRecorded, {
+      clock,
+      relay: { pollInterval: 1000, lease: 60_000, publishTimeout: '5s' },
+    });
+    const stuck = await add('never settles', 'stuck');
+    for (const n of [1, 2, 3]) await add(`f${n}`, 'free');
+    relay.start();
+    try {
+      // f2 is claimable only once f1 is marked sent: the stuck publish holds no one, and no virtual time passes.
+      await eventually(() => recorder.events.length === 3, 'the free key published');
+      expect(recorder.events.map((e) => e.payload)).toEqual(['f1', 'f2', 'f3']);
+      expect(clock.now()).toBe(START);
+      expect(await states(pool, table)).toEqual({ pending: 1, sent: 3 });
+
+      // publishTimeout later, the stuck event has failed, alone, and says why.
+      await clock.advance(5000);
+      await eventually(async () => (await store.find(stuck))?.attempts === 1, 'the stuck event failed');
+      expect(await store.find(stuck)).toMatchObject({
+        state: 'pending',
+        attempts: 1,
+        lastError: expect.stringMatching(/OutboxPublishTimeoutError: .*did not settle within 5000 ms/),
+      });
+      expect(counts.get('t:failed')).toBe(1);
+
+      // Tried again after its backoff, and stuck again.
+      await clock.advance(1000);
+      await eventually(() => stuckCalls === 2, 'the second publish in flight');
+      // Stopping does not wait past publishTimeout for the publish in flight.
+      const stopping = relay.stop();
+      await clock.advance(5000);
+      await withTimeout(stopping, 2000, 'stop after publishTimeout');
+    } finally {
+      await relay.stop();
+    }
+    // The second publish timed out while stopping waited: a failure like the first, the row kept pending.
+    expect(await store.find(stuck)).toMatchObject({ state: 'pending', attempts: 2 });
+    expect(clock.pendingTimers).toBe(0);
+  }, 20_000);
+
+  it('lets app.close() return within publishTimeout while a publish never settles', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ResilienceModule.forRoot({
+          clock,
+          retry: { instances: { outbox: { maxAttempts: 1 } } },
+          outbox: {
+            store,
+            publisher: stuckOrRecorded,
+            relay: { notify: false, pollInterval: 1000, lease: 60_000, publishTimeout: '5s' },
+          },
+        }),
+      ],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    await add('never settles', 'stuck');
+    await clock.advance(1000);
+    await eventually(() => stuckCalls === 1, 'the publish in flight');
+    const closing = app.close();
+    await clock.advance(5000);
+    await withTimeout(closing, 2000, 'app.close() after publishTimeout');
+  });
+
+  it('logs the first failure of an episode with its message (never the payload), stores the message in last_error', async () => {
+    let refusing = true;
+    const { relay, warnings } = makeRelay(
+      store,
+      async (event) => {
+        if (refusing) throw new BrokerRefused(`no route to exchange 'orders' (event ${event.id})`);
+        await recorder.publish(event);
+      },
+      { clock, relay: { pollInterval: 100, lease: 1000 } },
+    );
+    const first = await add('secret-payload-1', 'a');
+    await add('secret-payload-2', 'b');
+    expect(await relay.runOnce()).toMatchObject({ failed: 2 });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/publishing 't' failed: BrokerRefused: no route to exchange 'orders'/);
+    expect(warnings.join('\n')).not.toMatch(/secret-payload/);
+    expect((await store.find(first))?.lastError).toBe(`BrokerRefused: no route to exchange 'orders' (event ${first})`);
+
+    await clock.advance(100);
+    expect(await relay.runOnce()).toMatchObject({ failed: 2 });
+    expect(warnings).toHaveLength(1);
+
+    // A publish that succeeds ends the episode; the next failure is logged again.
+    refusing = false;
+    await clock.advance(200);
+    expect(await relay.runOnce()).toMatchObject({ published: 2 });
+    refusing = true;
+    await add('secret-payload-3', 'c');
+    expect(await relay.runOnce()).toMatchObject({ failed: 1 });
+    expect(warnings).toHaveLength(2);
+  });
+
+  it.each([
+    ['a missing column', (t: string) => `ALTER TABLE ${t} DROP COLUMN lease_owner`, /has no column "lease_owner"/],
+    ['a missing table', (t: string) => `DROP TABLE ${t}`, /does not exist/],
+  ])('names the table and what is missing on %s, once per episode', async (_, breakIt, missing) => {
+    await pool.query(breakIt(table));
+    const { relay, warnings } = makeRelay(store, recorder.publish, {
+      clock,
+      relay: { pollInterval: 100, lease: 1000 },
+    });
+    relay.start();
+    try {
+      await eventually(() => warnings.length === 1, 'the first warning');
+      for (let i = 0; i < 10; i++) await clock.advance(100);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain(`table '${table}'`);
+      expect(warnings[0]).toMatch(missing);
+      expect(warnings[0]).toMatch(/PostgresOutboxStore\.schemaSql\(\)/);
+    } finally {
+      await relay.stop();
+    }
+  });
+});
