@@ -22,3 +22,11 @@ export type {
   PostgresOutboxStoreOptions,
 } from './postgres-outbox-store';
 export type { SqlRunner } from '../transaction/sql-runner';
+export type { DurableOutboxPublisher, OutboxDeliveryGuarantee } from './transports/delivery-guarantee';
+export type { OutboxEventTarget } from './transports/event-target';
+export { JetStreamPublisher } from './transports/jetstream.publisher';
+export type { JetStreamConnection, JetStreamPublisherOptions } from './transports/jetstream.publisher';
+export { JetStreamServer } from './transports/jetstream.server';
+export type { JetStreamServerOptions, JetStreamTransport } from './transports/jetstream.server';
+export { RabbitMqPublisher } from './transports/rabbitmq.publisher';
+export type { RabbitMqOutboxPublisher, RabbitMqPublisherOptions } from './transports/rabbitmq.publisher';
