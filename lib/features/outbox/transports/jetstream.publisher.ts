@@ -11,7 +11,7 @@ import { NATS, packetOf } from './transport.peers';
 export interface JetStreamConnection {
   /** The connection's JetStream client. */
   jetstream(): {
-    publish(subject: string, data: Uint8Array, options: { msgID: string; headers: unknown }): Promise<unknown>;
+    publish(subject: string, data: Uint8Array, options?: { msgID?: string; headers?: unknown }): Promise<unknown>;
   };
 }
 
