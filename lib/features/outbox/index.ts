@@ -22,7 +22,7 @@ export type {
   PostgresOutboxStoreOptions,
 } from './postgres-outbox-store';
 export type { SqlRunner } from '../transaction/sql-runner';
-export type { DurableOutboxPublisher, OutboxDeliveryGuarantee } from './transports/delivery-guarantee';
+export type { DurableOutboxPublisher } from './transports/delivery-guarantee';
 export type { OutboxEventTarget } from './transports/event-target';
 export { JetStreamPublisher } from './transports/jetstream.publisher';
 export type { JetStreamConnection, JetStreamPublisherOptions } from './transports/jetstream.publisher';
