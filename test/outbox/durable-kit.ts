@@ -25,8 +25,8 @@ export async function until(check: () => Promise<boolean>, ms: number, what: str
 export class Tally {
   readonly deliveries = new Map<string, number>();
   replayed = 0;
-  /** Deliveries whose handler failed (a key still in progress): given back to the broker. */
-  refused = 0;
+  /** Deliveries whose handler failed (on purpose, or a key still in progress): given back to the broker. */
+  failedHandler = 0;
 
   get delivered(): number {
     return [...this.deliveries.values()].reduce((a, b) => a + b, 0);
@@ -51,7 +51,7 @@ export class ConsumerProcess {
       if (message.type === 'delivered' && message.id !== undefined)
         tally.deliveries.set(message.id, (tally.deliveries.get(message.id) ?? 0) + 1);
       if (message.type === 'replayed') tally.replayed++;
-      if (message.type === 'refused') tally.refused++;
+      if (message.type === 'failed-handler') tally.failedHandler++;
       if (message.type === 'failed') this.failure = message.error;
       for (const waiter of this.waiters.filter((w) => w.type === message.type)) {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
@@ -170,7 +170,7 @@ export interface CrashCounts {
   readonly events: number;
   readonly delivered: number;
   readonly duplicatesAbsorbed: number;
-  readonly refusedInProgress: number;
+  readonly handlerFailed: number;
   readonly rolledBack: number;
   readonly lost: number;
   readonly appliedTwice: number;
@@ -184,9 +184,9 @@ export async function crashCounts(ids: readonly string[], effects: Effects, tall
     events: ids.length,
     delivered,
     duplicatesAbsorbed: tally.replayed,
-    refusedInProgress: tally.refused,
-    // Deliveries that neither applied the event, nor were absorbed or refused: their transaction died with the process.
-    rolledBack: delivered - ids.length - tally.replayed - tally.refused,
+    handlerFailed: tally.failedHandler,
+    // Deliveries that neither applied the event, nor were absorbed, nor failed: their transaction died with the process.
+    rolledBack: delivered - ids.length - tally.replayed - tally.failedHandler,
     lost: ids.filter((id) => !counts.has(id)).length,
     appliedTwice: [...counts.values()].filter((n) => n > 1).length,
   };
@@ -216,6 +216,8 @@ export interface DurableTransportCase {
   readonly setupMs: number;
   /** Jest timeout of each scenario. */
   readonly testMs: number;
+  /** Tests of this transport alone, on the suite's broker. */
+  readonly more?: (broker: () => RestartableBroker) => void;
 }
 
 /**
@@ -309,7 +311,7 @@ export function durableTransportScenarios(databaseUrl: string, transport: Durabl
   );
 
   it(
-    'a consumer SIGKILLed mid-message three times: every event applied exactly once',
+    'a consumer SIGKILLed mid-message three times, then one whose handler fails: every event applied exactly once',
     async () => {
       const ids = await commitAll('crash', 60);
       await producer.sent(ids.length, 60_000);
@@ -325,7 +327,8 @@ export function durableTransportScenarios(databaseUrl: string, transport: Durabl
         stalledAt.push(id as string);
         expect(await doomed.kill()).toBe('SIGKILL');
       }
-      const survivor = consumer();
+      // The survivor's handler fails its first three deliveries: each of those messages comes back too.
+      const survivor = consumer({ CONSUMER_FAIL_FIRST: '3' });
       await effects.applied(ids, 180_000);
       await survivor.stop();
       const counts = await crashCounts(ids, effects, tally);
@@ -334,6 +337,7 @@ export function durableTransportScenarios(databaseUrl: string, transport: Durabl
       // Each message in hand at a kill came again; the one killed after its commit was absorbed by its key.
       for (const id of stalledAt) expect(tally.deliveries.get(id)).toBeGreaterThanOrEqual(2);
       expect(counts.duplicatesAbsorbed).toBeGreaterThanOrEqual(1);
+      expect(counts.handlerFailed).toBeGreaterThanOrEqual(3);
       expect(counts.delivered).toBeGreaterThanOrEqual(ids.length + kills.length);
     },
     transport.testMs,
@@ -365,4 +369,6 @@ export function durableTransportScenarios(databaseUrl: string, transport: Durabl
     },
     transport.testMs,
   );
+
+  transport.more?.(() => broker);
 }

@@ -1,6 +1,6 @@
 import { connect, NatsConnection, nanos } from 'nats';
 import { join } from 'node:path';
-import { JetStreamPublisher } from '../../lib';
+import { JetStreamPublisher, OUTBOX_EVENT_ID_HEADER } from '../../lib';
 import { startNats } from '../support/nats-server';
 import { serverOrSkip } from '../support/server-env';
 import { durableTransportScenarios, RestartableBroker } from './durable-kit';
@@ -44,5 +44,38 @@ describe('outbox → NATS JetStream → idempotent consumer (JetStreamServer)', 
     },
     setupMs: 60_000,
     testMs: 400_000,
+    more: () => {
+      const event = {
+        id: '0b5c6f0e-2f4e-4a51-9d0e-6c1c5a1f0001',
+        topic: 'order.created',
+        key: 'order-1',
+        payload: { orderId: 'order-1' },
+        headers: {},
+        occurredAt: 1_700_000_000_000,
+      };
+
+      it('stores the envelope with the event id as Nats-Msg-Id and header; JetStream drops a re-send', async () => {
+        const nc = connection as NatsConnection;
+        const manager = await nc.jetstreamManager();
+        for await (const stream of manager.streams.list()) await manager.streams.delete(stream.config.name);
+        await manager.streams.add({ name: 'dedup', subjects: ['order.created'], duplicate_window: nanos(120_000) });
+        const publish = JetStreamPublisher({ connection: nc });
+        await publish(event);
+        await publish(event);
+        expect((await manager.streams.info('dedup')).state.messages).toBe(1);
+        const stored = await manager.streams.getMessage('dedup', { seq: 1 });
+        expect(stored.header.get('Nats-Msg-Id')).toBe(event.id);
+        expect(stored.header.get(OUTBOX_EVENT_ID_HEADER)).toBe(event.id);
+        expect(JSON.parse(Buffer.from(stored.data).toString('utf8'))).toEqual({
+          pattern: 'order.created',
+          data: { outbox: 1, ...event },
+        });
+      });
+
+      it('fails a publish no stream stores', async () => {
+        const publish = JetStreamPublisher({ connection: connection as NatsConnection, subject: 'nowhere.at.all' });
+        await expect(publish(event)).rejects.toThrow(/503|no responders/i);
+      });
+    },
   });
 });
