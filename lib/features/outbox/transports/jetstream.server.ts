@@ -10,7 +10,7 @@ import {
   OptionReader,
 } from '../../../config/option-readers';
 import { loadOptionalPeer } from '../../../kernel/optional-peer';
-import { JETSTREAM_HANDLER_FAILED, JETSTREAM_NO_HANDLER } from './transport.messages';
+import { JETSTREAM_HANDLER_FAILED, JETSTREAM_NO_HANDLER, JETSTREAM_STOPPED } from './transport.messages';
 import { MICROSERVICES, NATS } from './transport.peers';
 
 /** Options of {@link JetStreamServer}. */
@@ -153,7 +153,9 @@ function jetStreamServerClass(): new (settings: JetStreamServerSettings) => JetS
       const { servers, stream, durable, ackWaitMs, prefetch } = this.settings;
       const connection = await nats.connect({ servers, maxReconnectAttempts: -1, name: `${stream}/${durable}` });
       this.connection = connection;
-      void this.watch(connection);
+      this.watch(connection).catch((error: unknown) => {
+        this.logger.error(JETSTREAM_STOPPED(errorText(error)));
+      });
       const manager = await connection.jetstreamManager();
       const ackWait = ackWaitMs * NANOS_PER_MS;
       const existing = await manager.consumers.info(stream, durable).catch((error: unknown) => {
@@ -173,7 +175,15 @@ function jetStreamServerClass(): new (settings: JetStreamServerSettings) => JetS
       const messages = await consumer.consume({ max_messages: prefetch });
       this.messages = messages;
       this._status$.next('connected');
-      this.consuming = this.consume(messages);
+      // Ends when close() stops it; anything else that ends it (the consumer deleted…) is said.
+      this.consuming = this.consume(messages).then(
+        () => {
+          if (this.messages === messages) this.logger.error(JETSTREAM_STOPPED('the consumer ended its messages'));
+        },
+        (error: unknown) => {
+          this.logger.error(JETSTREAM_STOPPED(errorText(error)));
+        },
+      );
     }
 
     private async consume(messages: ConsumerMessages): Promise<void> {

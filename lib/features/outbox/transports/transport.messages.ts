@@ -21,3 +21,6 @@ export const JETSTREAM_NO_HANDLER = (pattern: string, stream: string, durable: s
 
 export const JETSTREAM_HANDLER_FAILED = (pattern: string, cause: string): string =>
   `${PREFIX}: JetStreamServer: the handler of '${pattern}' failed, the message will be delivered again: ${cause}`;
+
+export const JETSTREAM_STOPPED = (cause: string): string =>
+  `${PREFIX}: JetStreamServer stopped consuming (restart the consumer to go on; unacknowledged messages wait in the stream): ${cause}`;
