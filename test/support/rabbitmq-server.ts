@@ -6,13 +6,19 @@ import { RunningBroker, ServerProcess } from './broker-process';
 /** RabbitMQ boots an Erlang node: tens of seconds on a busy machine. */
 const READY_TIMEOUT_MS = 120_000;
 
+/** A RabbitMQ node a suite started. */
+export interface RunningRabbitMq extends RunningBroker {
+  /** Stops the node and starts it again on the same ports and data directory (durable queues and persistent messages survive). */
+  restart(): Promise<void>;
+}
+
 /**
  * Starts `rabbitmq-server` (Debian's package; `RABBITMQ_SERVER_BIN` to use
  * another) as a node of its own under `root`: its own epmd on a free port,
  * the AMQP listener on a free port of 127.0.0.1, no plugins, its cookie in
  * `root`. Both run in their own process groups, which `stop` ends.
  */
-export async function startRabbitMq(root: string): Promise<RunningBroker> {
+export async function startRabbitMq(root: string): Promise<RunningRabbitMq> {
   const bin = process.env.RABBITMQ_SERVER_BIN ?? '/usr/lib/rabbitmq/bin/rabbitmq-server';
   const [port, distPort, epmdPort] = [await freePort(), await freePort(), await freePort()];
   const dir = join(root, `rabbitmq-${port}`);
@@ -35,7 +41,8 @@ export async function startRabbitMq(root: string): Promise<RunningBroker> {
   };
   const hint = 'install the rabbitmq-server package, or set RABBITMQ_SERVER_BIN';
   const epmd = new ServerProcess('epmd', ['-port', String(epmdPort)], { env, detached: true }, hint);
-  const server = new ServerProcess(bin, [], { env, cwd: dir, detached: true }, hint);
+  const launch = () => new ServerProcess(bin, [], { env, cwd: dir, detached: true }, hint);
+  let server = launch();
   const stop = async () => {
     await server.stop();
     await epmd.stop();
@@ -47,5 +54,10 @@ export async function startRabbitMq(root: string): Promise<RunningBroker> {
     await stop();
     throw error;
   }
-  return { port, stop };
+  const restart = async () => {
+    await server.stop();
+    server = launch();
+    await server.waitForPort(port, READY_TIMEOUT_MS, 'rabbitmq-server');
+  };
+  return { port, stop, restart };
 }

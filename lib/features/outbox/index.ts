@@ -23,3 +23,11 @@ export type {
 } from './outbox-store';
 export type { OutboxReplayOptions } from './outbox-replay';
 export type { SqlRunner } from '../transaction/sql-runner';
+export type { DurableOutboxPublisher } from './transports/delivery-guarantee';
+export type { OutboxEventTarget } from './transports/event-target';
+export { JetStreamPublisher } from './transports/jetstream.publisher';
+export type { JetStreamConnection, JetStreamPublisherOptions } from './transports/jetstream.publisher';
+export { JetStreamServer } from './transports/jetstream.server';
+export type { JetStreamServerOptions, JetStreamTransport } from './transports/jetstream.server';
+export { RabbitMqPublisher } from './transports/rabbitmq.publisher';
+export type { RabbitMqOutboxPublisher, RabbitMqPublisherOptions } from './transports/rabbitmq.publisher';
