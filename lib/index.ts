@@ -139,6 +139,8 @@ export { DEFAULT_IDEMPOTENCY_TABLE, PostgresIdempotencyStore } from './stores/po
 export type { RedisIdempotencyStoreOptions, RedisScriptClient } from './stores/redis-idempotency-store';
 export { DEFAULT_IDEMPOTENCY_REDIS_PREFIX, RedisIdempotencyStore } from './stores/redis-idempotency-store';
 export * from './features/outbox';
+export { RedisStreamsPublisher } from './stores/redis-streams-publisher';
+export type { RedisStreamsPublisherClient, RedisStreamsPublisherOptions } from './stores/redis-streams-publisher';
 export * from './observability';
 export { ResiliencePipeline } from './engine/resilience-pipeline';
 export type { PipelineFallback, PipelineOptions } from './registry/pipeline.options';
