@@ -29,7 +29,9 @@ describe('RedisStreamsPublisher', () => {
   });
 
   it('refuses bad options, naming the key', () => {
-    expect(() => new RedisStreamsPublisher({ client: {} as never })).toThrow(/option 'client' must be an ioredis client/);
+    expect(() => new RedisStreamsPublisher({ client: {} as never })).toThrow(
+      /option 'client' must be an ioredis client/,
+    );
     expect(() => new RedisStreamsPublisher({ client: client('1-0'), stream: '' })).toThrow(/option 'stream'/);
     expect(() => new RedisStreamsPublisher({ client: client('1-0'), maxLen: 0 })).toThrow(/option 'maxLen'.*got 0/);
   });

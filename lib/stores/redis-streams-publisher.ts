@@ -52,7 +52,9 @@ export class RedisStreamsPublisher implements OutboxPublisher {
       throw new Error(`${PREFIX}: ${PLACE}: options must be an object ({ client }), got ${describe(options)}`);
     const { client, stream, maxLen } = options;
     if (client === null || typeof client !== 'object' || typeof client.xadd !== 'function')
-      throw new Error(`${PREFIX}: ${PLACE}: option 'client' must be an ioredis client (with xadd), got ${describe(client)}`);
+      throw new Error(
+        `${PREFIX}: ${PLACE}: option 'client' must be an ioredis client (with xadd), got ${describe(client)}`,
+      );
     if (stream !== undefined && (typeof stream !== 'string' || stream === ''))
       throw new Error(`${PREFIX}: ${PLACE}: option 'stream' must be a non-empty string, got ${describe(stream)}`);
     if (maxLen !== undefined && !(Number.isSafeInteger(maxLen) && maxLen >= 1))

@@ -125,7 +125,9 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
     consumerState.shipments = tableName('shipments');
     consumerState.bodies = 0;
     executed = new Counter();
-    await pool.query(`CREATE TABLE ${consumerState.shipments} (id serial PRIMARY KEY, event_id text NOT NULL, order_id text NOT NULL)`);
+    await pool.query(
+      `CREATE TABLE ${consumerState.shipments} (id serial PRIMARY KEY, event_id text NOT NULL, order_id text NOT NULL)`,
+    );
     await admin.del(TOPIC);
     clock = new VirtualClock(Date.now());
     const store = new PostgresOutboxStore({ pool, table: outboxTable, clock });
@@ -136,7 +138,10 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
     const publisher = new RedisStreamsPublisher({ client: producerClient });
     @Module({
       imports: [
-        ResilienceModule.forRoot({ clock, outbox: { store, publisher, relay: { enabled: false }, createSchema: false } }),
+        ResilienceModule.forRoot({
+          clock,
+          outbox: { store, publisher, relay: { enabled: false }, createSchema: false },
+        }),
       ],
     })
     class ProducerModule {}
@@ -193,7 +198,13 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
     })
     class ConsumerModule {}
     consumer = await NestFactory.createMicroservice<MicroserviceOptions>(ConsumerModule, {
-      strategy: new RedisStreamsServer({ client: consumerClient, group: GROUP, consumer: name, claimIdle: '1m', clock }),
+      strategy: new RedisStreamsServer({
+        client: consumerClient,
+        group: GROUP,
+        consumer: name,
+        claimIdle: '1m',
+        clock,
+      }),
       logger: false,
     });
     consumer.get(IdempotencyRegistry).onOutcome((event) => {

@@ -27,7 +27,8 @@ export async function startRedis(root: string, options: RedisStartOptions = {}):
   const bin = process.env.REDIS_SERVER_BIN ?? 'redis-server';
   const dir = join(root, 'redis');
   await mkdir(dir, { recursive: true });
-  const appendOnly = options.appendOnly === true ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+  const appendOnly =
+    options.appendOnly === true ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await freePort());
     const log = new LogTail();

@@ -42,13 +42,24 @@ describe('outboxEventId', () => {
   });
 
   it('reads back, from a stream entry, the id, the topic and the envelope a publisher wrote', () => {
-    const event = { id: 'e-9', topic: 'order.created', key: 'k', payload: { n: 1 }, headers: { h: 'v' }, occurredAt: 5 };
+    const event = {
+      id: 'e-9',
+      topic: 'order.created',
+      key: 'k',
+      payload: { n: 1 },
+      headers: { h: 'v' },
+      occurredAt: 5,
+    };
     expect(readStreamEntry(streamEntryFields(event))).toEqual({
       eventId: 'e-9',
       topic: 'order.created',
       data: { outbox: 1, ...event },
     });
-    expect(readStreamEntry(['note', 'hello'])).toEqual({ eventId: undefined, topic: undefined, data: { note: 'hello' } });
+    expect(readStreamEntry(['note', 'hello'])).toEqual({
+      eventId: undefined,
+      topic: undefined,
+      data: { note: 'hello' },
+    });
   });
 
   it('falls back to the envelope when the context has no such header', () => {

@@ -106,6 +106,8 @@ describe('outbox options', () => {
     };
     await toPublishFunction(publisher)(event);
     expect(published).toEqual([event]);
-    await expect(toPublishFunction({ publish: () => Promise.reject(new Error('NOGROUP')) })(event)).rejects.toThrow('NOGROUP');
+    await expect(toPublishFunction({ publish: () => Promise.reject(new Error('NOGROUP')) })(event)).rejects.toThrow(
+      'NOGROUP',
+    );
   });
 });

@@ -43,7 +43,11 @@ export function readStreamEntry(fields: readonly string[]): StreamEntry {
     } catch {
       // Not JSON: the handler gets the string as written.
     }
-  return { eventId: values.get(STREAM_FIELD.id) || undefined, topic: values.get(STREAM_FIELD.topic) || undefined, data };
+  return {
+    eventId: values.get(STREAM_FIELD.id) || undefined,
+    topic: values.get(STREAM_FIELD.topic) || undefined,
+    data,
+  };
 }
 
 /**

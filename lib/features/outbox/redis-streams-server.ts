@@ -124,7 +124,7 @@ export class RedisStreamsServer extends Unlinked {
   private streams: readonly string[] = [];
   private closed = false;
   private failing = false;
-  private claimTimer: TimerHandle | undefined;
+  private claimTimer: TimerHandle;
   private pause: { timer: TimerHandle; resolve: () => void } | undefined;
   private running: Promise<void>[] = [];
 
@@ -199,7 +199,7 @@ export class RedisStreamsServer extends Unlinked {
   /** Stops reading and claiming, disconnects the reading connection and waits for the entry being handled. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.claimTimer !== undefined) this.clock.clearTimeout(this.claimTimer);
+    this.clock.clearTimeout(this.claimTimer);
     if (this.pause !== undefined) {
       this.clock.clearTimeout(this.pause.timer);
       this.pause.resolve();
@@ -380,7 +380,7 @@ function linkToNestServer(): void {
   if (Object.getPrototypeOf(RedisStreamsServer) !== Unlinked) return;
   const { Server } = loadOptionalPeer(MICROSERVICES, 'RedisStreamsServer');
   Object.setPrototypeOf(RedisStreamsServer, Server);
-  Object.setPrototypeOf(RedisStreamsServer.prototype, Server.prototype);
+  Object.setPrototypeOf(RedisStreamsServer.prototype, Server.prototype as object);
 }
 
 /** The `[stream, entries]` pairs of an `XREADGROUP` reply (`null` when the block timed out). */
