@@ -29,7 +29,7 @@ export interface RedisStreamsPublisherOptions {
  * envelope a `ClientProxy` publisher sends). A publish is done only when
  * Redis answered the entry's id; the entry then waits in the stream until
  * a consumer group acknowledges it, so consumers read through
- * {@link RedisStreamsServer} get every event at least once, also those
+ * `RedisStreamsServer` get every event at least once, also those
  * published while they were down.
  *
  * @example

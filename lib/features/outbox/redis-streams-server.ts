@@ -8,7 +8,7 @@ import { loadOptionalPeer, OptionalPeer } from '../../kernel/optional-peer';
 import { PREFIX } from '../../kernel/resilience.messages';
 import { readStreamEntry, RedisStreamsContext } from './redis-streams-message';
 
-/** The transport id of {@link RedisStreamsServer}, for `@EventPattern(pattern, REDIS_STREAMS_TRANSPORT)` in hybrid applications. */
+/** The transport id of `RedisStreamsServer`, for `@EventPattern(pattern, REDIS_STREAMS_TRANSPORT)` in hybrid applications. */
 export const REDIS_STREAMS_TRANSPORT: unique symbol = Symbol('REDIS_STREAMS_TRANSPORT');
 
 /** A connection as the server uses it; an `ioredis` `Redis` client provides it. */
@@ -25,7 +25,7 @@ export interface RedisStreamsServerClient extends RedisStreamsServerConnection {
   duplicate(): RedisStreamsServerConnection;
 }
 
-/** Options of {@link RedisStreamsServer}. */
+/** Options of `RedisStreamsServer`. */
 export interface RedisStreamsServerOptions {
   /** An `ioredis` client: acknowledgements and claims go through it, and its `duplicate()` blocks in `XREADGROUP`. It is not closed by the server. */
   readonly client: RedisStreamsServerClient;
@@ -47,24 +47,29 @@ export interface RedisStreamsServerOptions {
   readonly clock?: Clock;
 }
 
-/** A handler as Nest registers it on a server. */
-type EventHandler = ((data: unknown, context: unknown) => Promise<unknown>) & { isEventHandler?: boolean };
+/** A handler as Nest registers it on a server: called with the payload and the context. */
+export type RedisStreamsEventHandler = ((data: unknown, context: unknown) => Promise<unknown>) & {
+  isEventHandler?: boolean;
+};
 
-/** The part of Nest's `Server` the transport uses; typed here so the library loads without `@nestjs/microservices`. */
-interface NestServer {
-  getHandlers(): Map<string, EventHandler>;
-  getHandlerByPattern(pattern: string): EventHandler | null;
+/**
+ * The part of Nest's `Server` (of `@nestjs/microservices`) that
+ * `RedisStreamsServer` uses, typed here so the library loads without
+ * that package; at run time the class extends `Server` itself.
+ */
+export interface NestServerBase {
+  /** The handlers Nest registered, by pattern. */
+  getHandlers(): Map<string, RedisStreamsEventHandler>;
+  /** The handler of a pattern, or `null`. */
+  getHandlerByPattern(pattern: string): RedisStreamsEventHandler | null;
 }
 
-const MICROSERVICES: OptionalPeer<{ Server: abstract new () => NestServer }> = {
+const MICROSERVICES: OptionalPeer<{ Server: new () => NestServerBase }> = {
   name: '@nestjs/microservices',
   // Loaded when the first server is made, never imported: applications without microservices do not need it.
   // eslint-disable-next-line @typescript-eslint/no-require-imports, @typescript-eslint/no-unsafe-return
   load: () => require('@nestjs/microservices'),
 };
-
-/** Stands for Nest's `Server` until the first instance links the class to it (see {@link linkToNestServer}). */
-const Unlinked = class {} as unknown as abstract new () => NestServer;
 
 const PLACE = 'RedisStreamsServer options';
 const FAILED_READ_PAUSE_MS = 1000;
@@ -75,6 +80,13 @@ const nameOption: OptionReader<string> = (value, _place, key) => {
   if (typeof value === 'string' && value.trim() !== '') return value;
   throw new Error(`${PREFIX}: invalid ${PLACE}: key '${key}' must be a non-empty string, got ${describe(value)}`);
 };
+
+/**
+ * The members of Nest's `Server` that a `RedisStreamsServer` has: the
+ * class extends `Server` at run time, linked when the first instance is made.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface RedisStreamsServer extends NestServerBase {}
 
 /**
  * A Nest custom transport that consumes Redis streams through a consumer
@@ -104,7 +116,8 @@ const nameOption: OptionReader<string> = (value, _place, key) => {
  * });
  * ```
  */
-export class RedisStreamsServer extends Unlinked {
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export class RedisStreamsServer {
   /** Nest's transport id of this server. */
   readonly transportId: symbol = REDIS_STREAMS_TRANSPORT;
   private readonly client: RedisStreamsServerClient;
@@ -171,8 +184,9 @@ export class RedisStreamsServer extends Unlinked {
     const claimIntervalMs = given.read('claimInterval', positive) ?? claimIdleMs;
     const blockMs = given.read('block', positive) ?? 5_000;
     const count = given.read('count', integerOption(1, 10_000)) ?? 10;
-    linkToNestServer();
-    super();
+    const Server = linkToNestServer();
+    // What Nest's constructor sets up (its handler map, logger, status subject) becomes this instance's own.
+    Object.assign(this, Reflect.construct(Server, [], RedisStreamsServer) as object);
     this.client = client;
     this.group = group;
     this.consumer = consumer;
@@ -372,15 +386,17 @@ export class RedisStreamsServer extends Unlinked {
 }
 
 /**
- * Makes {@link RedisStreamsServer} a subclass of Nest's `Server`, once,
- * when the first instance is made: `super()` then runs Nest's constructor.
- * Loading `@nestjs/microservices` only here lets the library load without it.
+ * Makes `RedisStreamsServer` a subclass of Nest's `Server`, once,
+ * when the first instance is made, and answers `Server`. Loading
+ * `@nestjs/microservices` only here lets the library load without it.
  */
-function linkToNestServer(): void {
-  if (Object.getPrototypeOf(RedisStreamsServer) !== Unlinked) return;
+function linkToNestServer(): new () => NestServerBase {
   const { Server } = loadOptionalPeer(MICROSERVICES, 'RedisStreamsServer');
-  Object.setPrototypeOf(RedisStreamsServer, Server);
-  Object.setPrototypeOf(RedisStreamsServer.prototype, Server.prototype as object);
+  if (Object.getPrototypeOf(RedisStreamsServer.prototype) !== Server.prototype) {
+    Object.setPrototypeOf(RedisStreamsServer, Server);
+    Object.setPrototypeOf(RedisStreamsServer.prototype, Server.prototype as object);
+  }
+  return Server;
 }
 
 /** The `[stream, entries]` pairs of an `XREADGROUP` reply (`null` when the block timed out). */
