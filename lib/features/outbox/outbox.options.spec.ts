@@ -97,6 +97,19 @@ describe('outbox options', () => {
     await expect(down(event)).rejects.toThrow('ECONNREFUSED');
   });
 
+  it('emits through a ClientProxy, never calling the packet-level publish every ClientProxy has', async () => {
+    const emitted: string[] = [];
+    const event = { id: 'e1', topic: 'order.created', key: null, payload: 1, headers: {}, occurredAt: 5 };
+    const proxy = {
+      emit: (pattern: string) => (emitted.push(pattern), of(undefined)),
+      publish: () => {
+        throw new Error('ClientProxy.publish is for requests');
+      },
+    };
+    await toPublishFunction(proxy)(event);
+    expect(emitted).toEqual(['order.created']);
+  });
+
   it('publishes through a publisher object, settled by its publish promise', async () => {
     const published: unknown[] = [];
     const event = { id: 'e1', topic: 'order.created', key: null, payload: 1, headers: {}, occurredAt: 5 };

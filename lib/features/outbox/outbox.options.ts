@@ -151,14 +151,6 @@ export function toPublishFunction(publisher: unknown): OutboxPublishFunction {
   if (
     publisher !== null &&
     typeof publisher === 'object' &&
-    typeof (publisher as OutboxPublisher).publish === 'function'
-  ) {
-    const target = publisher as OutboxPublisher;
-    return (event) => target.publish(event);
-  }
-  if (
-    publisher !== null &&
-    typeof publisher === 'object' &&
     typeof (publisher as OutboxClientProxy).emit === 'function'
   ) {
     const client = publisher as OutboxClientProxy;
@@ -169,6 +161,15 @@ export function toPublishFunction(publisher: unknown): OutboxPublishFunction {
           .emit(event.topic, message({ outbox: 1, ...event }))
           .subscribe({ complete: () => resolve(), error: reject });
       });
+  }
+  // After emit: every ClientProxy also has a publish method, the packet-level one of requests.
+  if (
+    publisher !== null &&
+    typeof publisher === 'object' &&
+    typeof (publisher as OutboxPublisher).publish === 'function'
+  ) {
+    const target = publisher as OutboxPublisher;
+    return (event) => target.publish(event);
   }
   throw new Error(NOT_A_PUBLISHER(publisher));
 }
