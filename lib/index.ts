@@ -142,6 +142,8 @@ export { DEFAULT_OUTBOX_TABLE, PostgresOutboxStore } from './stores/postgres-out
 export type { PostgresOutboxStoreOptions } from './stores/postgres-outbox-store';
 export type { StoreWarn } from './stores/pool-errors';
 export * from './features/outbox';
+export { RedisStreamsPublisher } from './stores/redis-streams-publisher';
+export type { RedisStreamsPublisherClient, RedisStreamsPublisherOptions } from './stores/redis-streams-publisher';
 export * from './observability';
 export { ResiliencePipeline } from './engine/resilience-pipeline';
 export type { PipelineFallback, PipelineOptions } from './registry/pipeline.options';

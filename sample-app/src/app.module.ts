@@ -1,10 +1,11 @@
 import { HttpModule } from '@nestjs/axios';
 import { Module } from '@nestjs/common';
-import { ConfigModule, ConfigService } from '@nestjs/config';
+import { ConditionalModule, ConfigModule, ConfigService } from '@nestjs/config';
 import { TerminusModule } from '@nestjs/terminus';
 import {
   IdempotencyStore,
   PostgresOutboxStore,
+  RedisStreamsPublisher,
   ResilienceEndpointsModule,
   ResilienceModule,
   ResilienceModuleOptions,
@@ -12,8 +13,8 @@ import {
 import { loadResilienceYaml } from './config/load-config';
 import { Dependencies } from './downstream/dependencies';
 import { DownstreamModule } from './downstream/downstream.module';
-import { LocalEvents } from './events/local-events';
-import { FulfilmentService } from './fulfilment/fulfilment.service';
+import { SHOP_EVENTS, ShopEvents } from './events/shop-events';
+import { FulfilmentModule } from './fulfilment/fulfilment.module';
 import { InventoryClient } from './inventory/inventory.client';
 import { InventoryController } from './inventory/inventory.controller';
 import { LoadProbeController, QuoteService, StockPool } from './load-probe/load-probe.controller';
@@ -31,25 +32,39 @@ import { RecommendationsClient } from './recommendations/recommendations.client'
 
 /**
  * The shop's resilience options: the YAML's `resilience4j` block, with
- * idempotency keys in the chosen store and, when the shop has a database,
- * the outbox that publishes its events through the in-process transport.
+ * idempotency keys in the chosen store and, when the shop has a database
+ * and Redis, the outbox that adds its events to Redis streams.
  */
 export function shopResilienceOptions(
   config: ConfigService,
   dependencies: Dependencies,
   idempotency: { store: IdempotencyStore },
   database: ShopDatabase,
-  events: LocalEvents,
+  events: ShopEvents,
 ): ResilienceModuleOptions {
   const { pool } = database;
+  const { redis } = events;
   return {
     ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'),
     idempotency: {
       store: idempotency.store,
       reconciler: paymentReconciler(dependencies),
     },
-    ...(pool === undefined ? {} : { outbox: { store: new PostgresOutboxStore({ pool }), publisher: events } }),
+    ...(pool === undefined || redis === undefined
+      ? {}
+      : {
+          outbox: { store: new PostgresOutboxStore({ pool }), publisher: new RedisStreamsPublisher({ client: redis }) },
+        }),
   };
+}
+
+/**
+ * Whether the shop records payments and publishes `payment.captured`: it
+ * needs `DATABASE_URL` (the payments, the outbox, the fulfilment keys) and
+ * `REDIS_URL` (the streams).
+ */
+export function shopPublishesEvents(env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(env.DATABASE_URL && env.REDIS_URL);
 }
 
 @Module({
@@ -59,9 +74,10 @@ export function shopResilienceOptions(
     HttpModule,
     OpsModule,
     ResilienceModule.forRootAsync({
-      inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE, SHOP_DATABASE, LocalEvents],
+      inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE, SHOP_DATABASE, SHOP_EVENTS],
       useFactory: shopResilienceOptions,
     }),
+    ConditionalModule.registerWhen(FulfilmentModule, shopPublishesEvents, { debug: false }),
     ResilienceEndpointsModule.forRoot({
       metrics: true,
       status: { guards: [OperatorGuard], writable: { guards: [OperatorGuard] } },
@@ -73,7 +89,6 @@ export function shopResilienceOptions(
     InventoryClient,
     PaymentsClient,
     PaymentLedger,
-    FulfilmentService,
     ExchangeRatesClient,
     RecommendationsClient,
     QuoteService,

@@ -12,7 +12,7 @@ import {
 import { createPlatformApp, initPlatformApp, Platform } from '../../test/support/platforms';
 import { AppModule, shopResilienceOptions } from '../src/app.module';
 import { Dependencies } from '../src/downstream/dependencies';
-import { LocalEvents } from '../src/events/local-events';
+import { SHOP_EVENTS, ShopEvents } from '../src/events/shop-events';
 import { SHOP_IDEMPOTENCY_STORE } from '../src/ops/ops.module';
 import { SHOP_DATABASE, ShopDatabase } from '../src/ops/shop-database';
 import { ClockDriver } from './clock-driver';
@@ -38,6 +38,7 @@ export interface BootedSampleApp {
  * @param beforeInit - Configures the application before it is initialized (a middleware in front of every route, say).
  * @param options - Module options added to the shop's (e.g. `faultInjection` for a game day).
  * @param database - Makes the shop's database instead of the one from the environment.
+ * @param events - Makes the shop's event transport instead of the one from the environment.
  */
 export async function bootSampleApp(
   logger: NestApplicationOptions['logger'],
@@ -46,6 +47,7 @@ export async function bootSampleApp(
   beforeInit?: (app: INestApplication) => void,
   options: ResilienceModuleOptions = {},
   database?: () => ShopDatabase,
+  events?: () => ShopEvents,
 ): Promise<BootedSampleApp> {
   const clock = new VirtualClock();
   const storeIo = { inFlight: 0 };
@@ -59,18 +61,19 @@ export async function bootSampleApp(
     });
   }
   if (database !== undefined) builder = builder.overrideProvider(SHOP_DATABASE).useFactory({ factory: database });
+  if (events !== undefined) builder = builder.overrideProvider(SHOP_EVENTS).useFactory({ factory: events });
   const moduleRef = await builder
     .overrideProvider(RESILIENCE_MODULE_OPTIONS)
     .useFactory({
-      inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE, SHOP_DATABASE, LocalEvents],
+      inject: [ConfigService, Dependencies, SHOP_IDEMPOTENCY_STORE, SHOP_DATABASE, SHOP_EVENTS],
       factory: (
         config: ConfigService,
         dependencies: Dependencies,
         idempotency: { store: IdempotencyStore },
         shopDatabase: ShopDatabase,
-        events: LocalEvents,
+        shopEvents: ShopEvents,
       ) => ({
-        ...shopResilienceOptions(config, dependencies, idempotency, shopDatabase, events),
+        ...shopResilienceOptions(config, dependencies, idempotency, shopDatabase, shopEvents),
         clock,
         random: () => 0.5,
         ...options,

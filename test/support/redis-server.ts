@@ -10,20 +10,31 @@ const STOP_TIMEOUT_MS = 5_000;
 const POLL_MS = 50;
 const PORT_ATTEMPTS = 3;
 
+/** How a suite wants its own Redis: on a given port (to restart it there), with the append-only file. */
+export interface RedisStartOptions {
+  /** The port; default a free one. */
+  readonly port?: number;
+  /** Keep an append-only file in the working folder, so a restart finds the data again. Default false. */
+  readonly appendOnly?: boolean;
+}
+
 /**
  * Starts `redis-server` (from PATH, or `REDIS_SERVER_BIN`) on a free port of
- * 127.0.0.1, without persistence, its working folder under `root`.
+ * 127.0.0.1 (or `options.port`), without persistence unless
+ * `options.appendOnly`, its working folder under `root`.
  */
-export async function startRedis(root: string): Promise<RunningServer> {
+export async function startRedis(root: string, options: RedisStartOptions = {}): Promise<RunningServer> {
   const bin = process.env.REDIS_SERVER_BIN ?? 'redis-server';
   const dir = join(root, 'redis');
   await mkdir(dir, { recursive: true });
+  const appendOnly =
+    options.appendOnly === true ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = options.port ?? (await freePort());
     const log = new LogTail();
     const child = spawn(
       bin,
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...appendOnly, '--dir', dir],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
@@ -53,7 +64,7 @@ export async function startRedis(root: string): Promise<RunningServer> {
     if (outcome === undefined) return { url: `redis://127.0.0.1:${port}`, stop: () => stopChild(child) };
     await stopChild(child);
     const portTaken = log.includes('Address already in use');
-    if (!portTaken || attempt >= PORT_ATTEMPTS) throw new Error(log.explain(outcome));
+    if (!portTaken || attempt >= PORT_ATTEMPTS || options.port !== undefined) throw new Error(log.explain(outcome));
   }
 }
 

@@ -3,6 +3,7 @@ import { headers } from 'nats';
 import { outboxEventId } from './outbox-event-id';
 import { NO_EVENT_ID } from './outbox.messages';
 import { OUTBOX_EVENT_ID_HEADER } from './outbox-transport';
+import { readStreamEntry, RedisStreamsContext, streamEntryFields } from './redis-streams-message';
 
 const envelope = (id: string) => ({ outbox: 1, id, topic: 't', key: null, payload: {}, headers: {}, occurredAt: 0 });
 
@@ -30,6 +31,35 @@ describe('outboxEventId', () => {
     expect(outboxEventId(envelope('in-body'), rmqContext({ headers: { [OUTBOX_EVENT_ID_HEADER]: 'in-header' } }))).toBe(
       'in-header',
     );
+  });
+
+  it('reads the event id of a Redis Streams context, before the envelope', () => {
+    const context = new RedisStreamsContext('orders', '1-0', 'in-entry', 'order.created', false);
+    expect(outboxEventId(envelope('in-body'), context)).toBe('in-entry');
+    expect(outboxEventId(context)).toBe('in-entry');
+    const foreign = new RedisStreamsContext('orders', '1-0', undefined, 'order.created', false);
+    expect(outboxEventId(envelope('in-body'), foreign)).toBe('in-body');
+  });
+
+  it('reads back, from a stream entry, the id, the topic and the envelope a publisher wrote', () => {
+    const event = {
+      id: 'e-9',
+      topic: 'order.created',
+      key: 'k',
+      payload: { n: 1 },
+      headers: { h: 'v' },
+      occurredAt: 5,
+    };
+    expect(readStreamEntry(streamEntryFields(event))).toEqual({
+      eventId: 'e-9',
+      topic: 'order.created',
+      data: { outbox: 1, ...event },
+    });
+    expect(readStreamEntry(['note', 'hello'])).toEqual({
+      eventId: undefined,
+      topic: undefined,
+      data: { note: 'hello' },
+    });
   });
 
   it('falls back to the envelope when the context has no such header', () => {

@@ -1,6 +1,7 @@
 import { NO_EVENT_ID } from './outbox.messages';
 import { OutboxEnvelope } from './outbox.types';
 import { OUTBOX_EVENT_ID_HEADER } from './outbox-transport';
+import { RedisStreamsContext } from './redis-streams-message';
 
 /** Whether `value` is the data a `ClientProxy` publisher emitted: an {@link OutboxEnvelope}. */
 export function isOutboxEnvelope(value: unknown): value is OutboxEnvelope {
@@ -12,7 +13,8 @@ export function isOutboxEnvelope(value: unknown): value is OutboxEnvelope {
 /**
  * The outbox event id of a message a handler received: the
  * {@link OUTBOX_EVENT_ID_HEADER} transport header when the handler takes
- * its `NatsContext` or `RmqContext` (`@Ctx()`), else the `id` of the
+ * its `NatsContext` or `RmqContext` (`@Ctx()`), the entry's `id` field
+ * when it takes a {@link RedisStreamsContext}, else the `id` of the
  * {@link OutboxEnvelope} among its arguments (its `@Payload()`).
  * Written to take a handler's arguments as they are, so it is the whole
  * key function of an idempotent consumer: the relay may publish an event
@@ -43,8 +45,9 @@ interface TransportContext {
   getMessage?: () => { properties?: { headers?: Record<string, unknown> } } | undefined;
 }
 
-/** The event id header of a NATS or RabbitMQ context; `undefined` for anything else, or without the header. */
+/** The event id of a Redis Streams context, or the event id header of a NATS or RabbitMQ context; `undefined` for anything else, or without the header. */
 function headerOf(arg: unknown): string | undefined {
+  if (arg instanceof RedisStreamsContext) return arg.getOutboxEventId();
   if (arg === null || typeof arg !== 'object') return undefined;
   const context = arg as TransportContext;
   let id: unknown;

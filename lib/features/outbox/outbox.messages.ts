@@ -22,7 +22,7 @@ export const NOT_AN_OUTBOX_STORE = (value: unknown): string =>
   `${PREFIX}: invalid configuration of outbox options: key 'store' must be an outbox store (new PostgresOutboxStore({ pool })), got ${describe(value)}`;
 
 export const NOT_A_PUBLISHER = (value: unknown): string =>
-  `${PREFIX}: invalid configuration of outbox options: key 'publisher' must be a ClientProxy (with emit) or a function (event) => Promise<void>, got ${describe(value)}`;
+  `${PREFIX}: invalid configuration of outbox options: key 'publisher' must be a ClientProxy (with emit), a publisher (with publish(event), e.g. new RedisStreamsPublisher({ client })) or a function (event) => Promise<void>, got ${describe(value)}`;
 
 export const AT_MOST_ONCE_PUBLISHER = (client: string, why: string): string =>
   `${PREFIX}: invalid configuration of outbox options: key 'publisher' is a ${client}, which cannot confirm delivery: ${why}, ` +
@@ -40,7 +40,7 @@ export const LEASE_TOO_SHORT = (lease: number, poll: number): string =>
 
 export const NO_EVENT_ID = (args: readonly unknown[]): string =>
   `${PREFIX}: outboxEventId found no outbox event id among the handler's ${args.length} argument(s) (${args.map((a) => (a === null ? 'null' : typeof a)).join(', ')}): ` +
-  `no '${OUTBOX_EVENT_ID_HEADER}' header in a NATS or RabbitMQ context and no outbox envelope; the message was not published by the outbox relay`;
+  `no '${OUTBOX_EVENT_ID_HEADER}' header in a NATS or RabbitMQ context, no event id in a RedisStreamsContext and no outbox envelope; the message was not published by the outbox relay`;
 
 export const RELAY_PASS_FAILED = (error: string): string =>
   `${PREFIX}: outbox relay pass failed (retried at the next poll; not logged again until a pass succeeds): ${error}`;

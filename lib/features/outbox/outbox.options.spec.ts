@@ -60,7 +60,7 @@ describe('outbox options', () => {
     [
       'a publisher that is neither',
       { store, publisher: 42 },
-      /key 'publisher' must be a ClientProxy \(with emit\) or a function/,
+      /key 'publisher' must be a ClientProxy \(with emit\), a publisher \(with publish\(event\).*\) or a function/,
     ],
     [
       'batchSize 0',
@@ -109,6 +109,33 @@ describe('outbox options', () => {
     expect(emitted).toEqual([['order.created', { outbox: 1, ...event }]]);
     const down = toPublishFunction({ emit: () => throwError(() => new Error('ECONNREFUSED')) });
     await expect(down(event)).rejects.toThrow('ECONNREFUSED');
+  });
+
+  it('emits through a ClientProxy, never calling the packet-level publish every ClientProxy has', async () => {
+    const emitted: string[] = [];
+    const event = { id: 'e1', topic: 'order.created', key: null, payload: 1, headers: {}, occurredAt: 5 };
+    const proxy = {
+      emit: (pattern: string) => (emitted.push(pattern), of(undefined)),
+      publish: () => {
+        throw new Error('ClientProxy.publish is for requests');
+      },
+    };
+    await toPublishFunction(proxy)(event);
+    expect(emitted).toEqual(['order.created']);
+  });
+
+  it('publishes through a publisher object, settled by its publish promise', async () => {
+    const published: unknown[] = [];
+    const event = { id: 'e1', topic: 'order.created', key: null, payload: 1, headers: {}, occurredAt: 5 };
+    const publisher = {
+      deliveryGuarantee: 'at-least-once' as const,
+      publish: async (e: unknown) => void published.push(e),
+    };
+    await toPublishFunction(publisher)(event);
+    expect(published).toEqual([event]);
+    await expect(toPublishFunction({ publish: () => Promise.reject(new Error('NOGROUP')) })(event)).rejects.toThrow(
+      'NOGROUP',
+    );
   });
 });
 

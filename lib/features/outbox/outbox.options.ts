@@ -23,6 +23,25 @@ export interface OutboxClientProxy {
 /** A publisher as a plain function: resolve once the broker has the event, reject otherwise. */
 export type OutboxPublishFunction = (event: OutboxEvent) => Promise<void>;
 
+/**
+ * What a publisher promises about delivery: `'at-least-once'` when a
+ * publish resolves only after the broker durably accepted the event and
+ * keeps it until a consumer acknowledges it; `'at-most-once'` when an
+ * event can be dropped after a successful publish (nobody subscribed).
+ */
+export type OutboxDeliveryGuarantee = 'at-least-once' | 'at-most-once';
+
+/**
+ * A publisher object, such as `RedisStreamsPublisher`: the relay calls
+ * `publish(event)` and counts the event published when it resolves.
+ */
+export interface OutboxPublisher {
+  /** Sends one event; resolves once the broker has accepted it, rejects otherwise. */
+  publish(event: OutboxEvent): Promise<void>;
+  /** What the publisher promises about delivery (see {@link OutboxDeliveryGuarantee}). */
+  readonly deliveryGuarantee?: OutboxDeliveryGuarantee;
+}
+
 /** Module option `outbox.relay`. */
 export interface OutboxRelayOptions {
   /** Run the relay in this process. Default true. */
@@ -49,8 +68,8 @@ export interface OutboxRelayOptions {
 export interface OutboxModuleOptions {
   /** Where events are kept: `new PostgresOutboxStore({ pool })`. */
   store: OutboxStore;
-  /** Where events go: a Nest `ClientProxy` (events emitted as {@link OutboxEnvelope}s) or a function. */
-  publisher: OutboxClientProxy | OutboxPublishFunction;
+  /** Where events go: a publisher object (`RedisStreamsPublisher`), a Nest `ClientProxy` (events emitted as {@link OutboxEnvelope}s) or a function. */
+  publisher: OutboxPublisher | OutboxClientProxy | OutboxPublishFunction;
   /** The relay's settings. */
   relay?: OutboxRelayOptions;
   /** How long published events are kept before deletion. Default 7d. */
@@ -144,7 +163,7 @@ export function readOutboxOptions(raw: unknown): ResolvedOutboxOptions | undefin
 }
 
 /**
- * The publisher as a function. A `ClientProxy` gets `emit(topic,
+ * The publisher as a function. A publisher object gets `publish(event)`. A `ClientProxy` gets `emit(topic,
  * envelope)`, where the envelope carries the event id, key and headers
  * beside the payload (on NATS and RabbitMQ the event id is a transport
  * header too); the publish succeeds when the Observable completes.
@@ -164,6 +183,15 @@ export function toPublishFunction(publisher: unknown): OutboxPublishFunction {
           .emit(event.topic, message({ outbox: 1, ...event }))
           .subscribe({ complete: () => resolve(), error: reject });
       });
+  }
+  // After emit: every ClientProxy also has a publish method, the packet-level one of requests.
+  if (
+    publisher !== null &&
+    typeof publisher === 'object' &&
+    typeof (publisher as OutboxPublisher).publish === 'function'
+  ) {
+    const target = publisher as OutboxPublisher;
+    return (event) => target.publish(event);
   }
   throw new Error(NOT_A_PUBLISHER(publisher));
 }

@@ -21,10 +21,10 @@ export class PaymentLedger {
     private readonly outbox: Outbox,
   ) {}
 
-  /** Records the capture and adds its event; the event id, or `undefined` when the shop has no database. */
+  /** Records the capture and adds its event; the event id, or `undefined` when the shop has no database or no outbox. */
   async recordCapture(capture: PaymentCaptured): Promise<string | undefined> {
     const { pool } = this.database;
-    if (pool === undefined) return undefined;
+    if (pool === undefined || !this.outbox.configured) return undefined;
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
