@@ -185,8 +185,12 @@ export class RedisStreamsServer {
     const blockMs = given.read('block', positive) ?? 5_000;
     const count = given.read('count', integerOption(1, 10_000)) ?? 10;
     const Server = linkToNestServer();
-    // What Nest's constructor sets up (its handler map, logger, status subject) becomes this instance's own.
-    Object.assign(this, Reflect.construct(Server, [], RedisStreamsServer) as object);
+    // What Nest's constructor sets up (its handler map, logger, status subject) becomes this instance's own;
+    // a field NestJS 12 declares but leaves undefined (transportId) does not hide this class's value.
+    const base = Reflect.construct(Server, [], RedisStreamsServer) as unknown as Record<string, unknown>;
+    const own = this as unknown as Record<string, unknown>;
+    for (const [key, value] of Object.entries(base))
+      if (value !== undefined || own[key] === undefined) own[key] = value;
     this.client = client;
     this.group = group;
     this.consumer = consumer;
