@@ -76,8 +76,8 @@ describe('package.json peerDependencies', () => {
     expect(manifest.peerDependencies.nats).toBe('^2.0.0');
     for (const name of ['@nestjs/microservices', 'nats']) {
       const installed = // Read from node_modules: NestJS 12's microservices package exports no ./package.json.
-      (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
-        .version;
+        (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
+          .version;
       expect([name, majorsOf(manifest.peerDependencies[name])]).toEqual([
         name,
         expect.arrayContaining([Number(installed.split('.')[0])]),
