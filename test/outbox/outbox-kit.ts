@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Pool, PoolClient } from 'pg';
-import { OutboxEvent, OutboxPublishFunction, PostgresOutboxStore, ResilienceRegistry, VirtualClock } from '../../lib';
+import {
+  Outbox,
+  OutboxEvent,
+  OutboxPublishFunction,
+  PostgresOutboxStore,
+  ResilienceRegistry,
+  VirtualClock,
+} from '../../lib';
 import { readOutboxOptions } from '../../lib/features/outbox/outbox.options';
 import { OutboxRelay } from '../../lib/features/outbox/outbox-relay';
 import { OutboxRelayOptions } from '../../lib/features/outbox/outbox.options';
@@ -111,4 +118,26 @@ export async function settle<T>(clock: VirtualClock, promise: Promise<T>, maxTim
     if (!done) await clock.advance(step);
   }
   return promise;
+}
+
+/** What {@link freshOutbox} sets up. */
+export interface FreshOutbox {
+  readonly table: string;
+  readonly clock: VirtualClock;
+  readonly store: PostgresOutboxStore;
+  readonly publisher: RecordingPublisher;
+  readonly outbox: Outbox;
+}
+
+/** A table of its own on `pool`, its store on a virtual clock started at `start`, a recording publisher, and an `Outbox` with the relay off. */
+export async function freshOutbox(pool: Pool, start: number): Promise<FreshOutbox> {
+  const table = tableName();
+  const clock = new VirtualClock(start);
+  const store = new PostgresOutboxStore({ pool, table, clock });
+  await store.ensureSchema();
+  const publisher = new RecordingPublisher();
+  const outbox = new Outbox(
+    new ResilienceRegistry({ clock, outbox: { store, publisher: publisher.publish, relay: { enabled: false } } }),
+  );
+  return { table, clock, store, publisher, outbox };
 }

@@ -1,16 +1,9 @@
 import { Test } from '@nestjs/testing';
 import { Pool } from 'pg';
-import {
-  Outbox,
-  OutboxEvent,
-  PostgresOutboxStore,
-  ResilienceModule,
-  ResilienceRegistry,
-  VirtualClock,
-} from '../../lib';
+import { Outbox, OutboxEvent, PostgresOutboxStore, ResilienceModule, VirtualClock } from '../../lib';
 import { serverOrSkip } from '../support/server-env';
 import { withTimeout } from '../support/wait';
-import { eventually, inTransaction, makeRelay, RecordingPublisher, states, tableName } from './outbox-kit';
+import { eventually, freshOutbox, inTransaction, makeRelay, RecordingPublisher, states } from './outbox-kit';
 
 const START = Date.UTC(2026, 0, 1);
 
@@ -35,14 +28,7 @@ describe('a relay that no stuck publish can stop, and that says why publishes fa
 
   beforeEach(async () => {
     stuckCalls = 0;
-    table = tableName();
-    clock = new VirtualClock(START);
-    store = new PostgresOutboxStore({ pool, table, clock });
-    await store.ensureSchema();
-    recorder = new RecordingPublisher();
-    outbox = new Outbox(
-      new ResilienceRegistry({ clock, outbox: { store, publisher: recorder.publish, relay: { enabled: false } } }),
-    );
+    ({ table, clock, store, publisher: recorder, outbox } = await freshOutbox(pool, START));
   });
   afterEach(() => pool.query(`DROP TABLE IF EXISTS ${table}`));
 

@@ -1,7 +1,7 @@
 import { Pool } from 'pg';
 import { Outbox, OutboxNoTransactionError, PostgresOutboxStore, ResilienceRegistry, VirtualClock } from '../../lib';
 import { serverOrSkip } from '../support/server-env';
-import { inTransaction, makeRelay, PublishFailed, RecordingPublisher, settle, states, tableName } from './outbox-kit';
+import { freshOutbox, inTransaction, makeRelay, PublishFailed, RecordingPublisher, settle, states } from './outbox-kit';
 
 const START = Date.UTC(2026, 0, 1);
 
@@ -22,14 +22,7 @@ describe('the outbox on PostgreSQL', () => {
   afterAll(() => pool.end());
 
   beforeEach(async () => {
-    table = tableName();
-    clock = new VirtualClock(START);
-    store = new PostgresOutboxStore({ pool, table, clock });
-    await store.ensureSchema();
-    publisher = new RecordingPublisher();
-    outbox = new Outbox(
-      new ResilienceRegistry({ clock, outbox: { store, publisher: publisher.publish, relay: { enabled: false } } }),
-    );
+    ({ table, clock, store, publisher, outbox } = await freshOutbox(pool, START));
   });
   afterEach(() => pool.query(`DROP TABLE IF EXISTS ${table}`));
 
