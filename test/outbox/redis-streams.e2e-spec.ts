@@ -17,7 +17,6 @@ import {
   outboxEventId,
   PostgresIdempotencyStore,
   PostgresOutboxStore,
-  RedisStreamsContext,
   RedisStreamsPublisher,
   RedisStreamsServer,
   ResilienceModule,
@@ -59,10 +58,7 @@ const consumerState = { shipments: '', bodies: 0 };
 class Shipping {
   @EventPattern(TOPIC)
   @Idempotent({ key: outboxEventId, transactional: true })
-  async onOrderCreated(
-    @Payload() event: OutboxEnvelope<{ orderId: string }>,
-    @Ctx() _context: RedisStreamsContext,
-  ): Promise<void> {
+  async onOrderCreated(@Payload() event: OutboxEnvelope<{ orderId: string }>, @Ctx() _context: unknown): Promise<void> {
     consumerState.bodies++;
     await idempotencyTransaction().query(
       `INSERT INTO ${consumerState.shipments} (event_id, order_id) VALUES ($1, $2)`,

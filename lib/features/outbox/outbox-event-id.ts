@@ -25,7 +25,7 @@ export function isOutboxEnvelope(value: unknown): value is OutboxEnvelope {
  * ```ts
  * @EventPattern('payment.captured')
  * @Idempotent({ key: outboxEventId })
- * async onCaptured(@Payload() event: OutboxEnvelope<{ paymentId: string }>, @Ctx() context: NatsContext) { … }
+ * async onCaptured(@Payload() event: OutboxEnvelope<{ paymentId: string }>, @Ctx() context: unknown) { … }
  * ```
  */
 export function outboxEventId(...args: unknown[]): string {

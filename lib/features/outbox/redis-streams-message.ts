@@ -53,7 +53,9 @@ export function readStreamEntry(fields: readonly string[]): StreamEntry {
 /**
  * What a `RedisStreamsServer` handler gets as its context (`@Ctx()`): the
  * stream, the entry's id, the outbox event id and the pattern it was
- * routed by. `outboxEventId(context)` reads the event id from it.
+ * routed by. `outboxEventId(context)` reads the event id from it. NestJS 12
+ * types the handler's `@Ctx()` parameter `unknown`; narrow it with
+ * `context instanceof RedisStreamsContext`.
  */
 export class RedisStreamsContext {
   /** @internal */

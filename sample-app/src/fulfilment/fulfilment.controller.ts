@@ -1,12 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import {
-  Idempotent,
-  idempotencyTransaction,
-  OutboxEnvelope,
-  outboxEventId,
-  RedisStreamsContext,
-} from 'resilience4nest';
+import { Idempotent, idempotencyTransaction, OutboxEnvelope, outboxEventId } from 'resilience4nest';
 import { PaymentCaptured } from '../payments/payment-ledger';
 
 /**
@@ -21,10 +15,7 @@ import { PaymentCaptured } from '../payments/payment-ledger';
 export class FulfilmentController {
   @EventPattern('payment.captured')
   @Idempotent({ key: outboxEventId, transactional: true })
-  async onPaymentCaptured(
-    @Payload() event: OutboxEnvelope<PaymentCaptured>,
-    @Ctx() _context: RedisStreamsContext,
-  ): Promise<void> {
+  async onPaymentCaptured(@Payload() event: OutboxEnvelope<PaymentCaptured>, @Ctx() _context: unknown): Promise<void> {
     await idempotencyTransaction().query('INSERT INTO shop_shipments (payment_id) VALUES ($1)', [
       event.payload.paymentId,
     ]);
