@@ -1,8 +1,8 @@
 import { describe } from '../config/config.messages';
 import { PREFIX } from '../kernel/resilience.messages';
-import { OutboxDeliveryGuarantee, OutboxPublisher } from '../features/outbox/outbox.options';
 import { OutboxEvent } from '../features/outbox/outbox.types';
 import { streamEntryFields } from '../features/outbox/redis-streams-message';
+import { DurableOutboxPublisher, durablePublisher } from '../features/outbox/transports/delivery-guarantee';
 
 const PLACE = 'RedisStreamsPublisher';
 
@@ -32,43 +32,29 @@ export interface RedisStreamsPublisherOptions {
  * `RedisStreamsServer` get every event at least once, also those
  * published while they were down.
  *
+ * @throws Error when an option is invalid, naming it
  * @example
  * ```ts
- * outbox: { store: new PostgresOutboxStore({ pool }), publisher: new RedisStreamsPublisher({ client: new Redis(url) }) }
+ * outbox: { store: new PostgresOutboxStore({ pool }), publisher: RedisStreamsPublisher({ client: new Redis(url) }) }
  * ```
  */
-export class RedisStreamsPublisher implements OutboxPublisher {
-  /**
-   * The publisher's delivery guarantee, read by the outbox at startup:
-   * `'at-least-once'`, as a stream keeps an entry until it is acknowledged.
-   */
-  readonly deliveryGuarantee: OutboxDeliveryGuarantee = 'at-least-once';
-  private readonly client: RedisStreamsPublisherClient;
-  private readonly stream: string | undefined;
-  private readonly trim: readonly (string | number)[];
-
-  constructor(options: RedisStreamsPublisherOptions) {
-    if (options === null || typeof options !== 'object')
-      throw new Error(`${PREFIX}: ${PLACE}: options must be an object ({ client }), got ${describe(options)}`);
-    const { client, stream, maxLen } = options;
-    if (client === null || typeof client !== 'object' || typeof client.xadd !== 'function')
-      throw new Error(
-        `${PREFIX}: ${PLACE}: option 'client' must be an ioredis client (with xadd), got ${describe(client)}`,
-      );
-    if (stream !== undefined && (typeof stream !== 'string' || stream === ''))
-      throw new Error(`${PREFIX}: ${PLACE}: option 'stream' must be a non-empty string, got ${describe(stream)}`);
-    if (maxLen !== undefined && !(Number.isSafeInteger(maxLen) && maxLen >= 1))
-      throw new Error(`${PREFIX}: ${PLACE}: option 'maxLen' must be an integer of at least 1, got ${describe(maxLen)}`);
-    this.client = client;
-    this.stream = stream;
-    this.trim = maxLen === undefined ? [] : ['MAXLEN', '~', maxLen];
-  }
-
-  /** Adds the event to its stream; resolves once Redis answered the entry's id. */
-  async publish(event: OutboxEvent): Promise<void> {
-    const stream = this.stream ?? event.topic;
-    const id = await this.client.xadd(stream, ...this.trim, '*', ...streamEntryFields(event));
+export function RedisStreamsPublisher(options: RedisStreamsPublisherOptions): DurableOutboxPublisher {
+  if (options === null || typeof options !== 'object')
+    throw new Error(`${PREFIX}: ${PLACE}: options must be an object ({ client }), got ${describe(options)}`);
+  const { client, stream, maxLen } = options;
+  if (client === null || typeof client !== 'object' || typeof client.xadd !== 'function')
+    throw new Error(
+      `${PREFIX}: ${PLACE}: option 'client' must be an ioredis client (with xadd), got ${describe(client)}`,
+    );
+  if (stream !== undefined && (typeof stream !== 'string' || stream === ''))
+    throw new Error(`${PREFIX}: ${PLACE}: option 'stream' must be a non-empty string, got ${describe(stream)}`);
+  if (maxLen !== undefined && !(Number.isSafeInteger(maxLen) && maxLen >= 1))
+    throw new Error(`${PREFIX}: ${PLACE}: option 'maxLen' must be an integer of at least 1, got ${describe(maxLen)}`);
+  const trim = maxLen === undefined ? [] : ['MAXLEN', '~', maxLen];
+  return durablePublisher(async (event: OutboxEvent) => {
+    const target = stream ?? event.topic;
+    const id = await client.xadd(target, ...trim, '*', ...streamEntryFields(event));
     if (typeof id !== 'string' || id === '')
-      throw new Error(`${PREFIX}: ${PLACE}: XADD to stream '${stream}' answered no entry id for event ${event.id}`);
-  }
+      throw new Error(`${PREFIX}: ${PLACE}: XADD to stream '${target}' answered no entry id for event ${event.id}`);
+  }, {});
 }

@@ -53,7 +53,7 @@ export function shopResilienceOptions(
     ...(pool === undefined || redis === undefined
       ? {}
       : {
-          outbox: { store: new PostgresOutboxStore({ pool }), publisher: new RedisStreamsPublisher({ client: redis }) },
+          outbox: { store: new PostgresOutboxStore({ pool }), publisher: RedisStreamsPublisher({ client: redis }) },
         }),
   };
 }

@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import { Pool } from 'pg';
-import { Outbox, OutboxPublishFunction, PostgresOutboxStore, ResilienceModule } from '../../lib';
+import { DurableOutboxPublisher, Outbox, PostgresOutboxStore, ResilienceModule } from '../../lib';
 import { delay, withTimeout } from '../support/wait';
 import { inTransaction, states, tableName } from './outbox-kit';
 
@@ -91,7 +91,7 @@ export class Producer {
     private readonly pool: Pool,
   ) {}
 
-  static async start(pool: Pool, publisher: OutboxPublishFunction): Promise<Producer> {
+  static async start(pool: Pool, publisher: DurableOutboxPublisher): Promise<Producer> {
     const outboxTable = tableName();
     const store = new PostgresOutboxStore({ pool, table: outboxTable });
     @Module({
@@ -201,7 +201,7 @@ export interface RestartableBroker {
 
 /** Where one test's events go: its publisher and what its consumers are told. */
 export interface Destination {
-  readonly publisher: OutboxPublishFunction;
+  readonly publisher: DurableOutboxPublisher;
   readonly consumerEnv: Record<string, string>;
   close(): Promise<void>;
 }

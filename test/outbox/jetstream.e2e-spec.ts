@@ -59,9 +59,9 @@ describe('outbox → NATS JetStream → idempotent consumer (JetStreamServer)', 
         const manager = await nc.jetstreamManager();
         for await (const stream of manager.streams.list()) await manager.streams.delete(stream.config.name);
         await manager.streams.add({ name: 'dedup', subjects: ['order.created'], duplicate_window: nanos(120_000) });
-        const publish = JetStreamPublisher({ connection: nc });
-        await publish(event);
-        await publish(event);
+        const publisher = JetStreamPublisher({ connection: nc });
+        await publisher.publish(event);
+        await publisher.publish(event);
         expect((await manager.streams.info('dedup')).state.messages).toBe(1);
         const stored = await manager.streams.getMessage('dedup', { seq: 1 });
         expect(stored.header.get('Nats-Msg-Id')).toBe(event.id);
@@ -73,8 +73,8 @@ describe('outbox → NATS JetStream → idempotent consumer (JetStreamServer)', 
       });
 
       it('fails a publish no stream stores', async () => {
-        const publish = JetStreamPublisher({ connection: connection as NatsConnection, subject: 'nowhere.at.all' });
-        await expect(publish(event)).rejects.toThrow(/503|no responders/i);
+        const publisher = JetStreamPublisher({ connection: connection as NatsConnection, subject: 'nowhere.at.all' });
+        await expect(publisher.publish(event)).rejects.toThrow(/503|no responders/i);
       });
     },
   });

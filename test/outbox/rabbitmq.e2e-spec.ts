@@ -39,7 +39,7 @@ describe("outbox → RabbitMQ → idempotent consumer (Nest's Transport.RMQ, noA
         const publisher = RabbitMqPublisher({ url: amqpUrl(broker()), routingKey: queue });
         const connection = await connect(amqpUrl(broker()));
         try {
-          await publisher(event);
+          await publisher.publish(event);
           const channel = await connection.createChannel();
           const message = await channel.get(queue, { noAck: true });
           expect(message).not.toBe(false);
@@ -62,12 +62,12 @@ describe("outbox → RabbitMQ → idempotent consumer (Nest's Transport.RMQ, noA
       it('fails a publish no queue takes: the broker returned it', async () => {
         const publisher = RabbitMqPublisher({ url: amqpUrl(broker()), exchange: `nobody_${Date.now()}` });
         try {
-          await expect(publisher(event)).rejects.toThrow(
+          await expect(publisher.publish(event)).rejects.toThrow(
             /returned the event unrouted.*routing key 'order.created'.*NO_ROUTE/,
           );
           // Closed, it publishes nothing more.
           await publisher.close();
-          await expect(publisher(event)).rejects.toThrow(/was closed/);
+          await expect(publisher.publish(event)).rejects.toThrow(/was closed/);
         } finally {
           await publisher.close();
         }

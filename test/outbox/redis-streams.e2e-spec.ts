@@ -131,7 +131,7 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
     // Fails fast while Redis is down, so the relay counts the publish failed instead of queueing it.
     producerClient = new Redis(redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
     producerClient.on('error', () => undefined);
-    const publisher = new RedisStreamsPublisher({ client: producerClient });
+    const publisher = RedisStreamsPublisher({ client: producerClient });
     @Module({
       imports: [
         ResilienceModule.forRoot({
@@ -194,7 +194,7 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
     })
     class ConsumerModule {}
     consumer = await NestFactory.createMicroservice<MicroserviceOptions>(ConsumerModule, {
-      strategy: new RedisStreamsServer({
+      strategy: RedisStreamsServer({
         client: consumerClient,
         group: GROUP,
         consumer: name,

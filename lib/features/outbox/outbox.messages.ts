@@ -22,7 +22,7 @@ export const NOT_AN_OUTBOX_STORE = (value: unknown): string =>
   `${PREFIX}: invalid configuration of outbox options: key 'store' must be an outbox store (new PostgresOutboxStore({ pool })), got ${describe(value)}`;
 
 export const NOT_A_PUBLISHER = (value: unknown): string =>
-  `${PREFIX}: invalid configuration of outbox options: key 'publisher' must be a ClientProxy (with emit), a publisher (with publish(event), e.g. new RedisStreamsPublisher({ client })) or a function (event) => Promise<void>, got ${describe(value)}`;
+  `${PREFIX}: invalid configuration of outbox options: key 'publisher' must be a ClientProxy (with emit), a publisher (with publish(event), e.g. RedisStreamsPublisher({ client })) or a function (event) => Promise<void>, got ${describe(value)}`;
 
 export const AT_MOST_ONCE_PUBLISHER = (client: string, why: string): string =>
   `${PREFIX}: invalid configuration of outbox options: key 'publisher' is a ${client}, which cannot confirm delivery: ${why}, ` +

@@ -82,11 +82,26 @@ const nameOption: OptionReader<string> = (value, _place, key) => {
 };
 
 /**
- * The members of Nest's `Server` that a `RedisStreamsServer` has: the
- * class extends `Server` at run time, linked when the first instance is made.
+ * A Nest custom transport strategy that consumes Redis streams through a
+ * consumer group, made by `RedisStreamsServer(options)`. At run time it is a
+ * `Server` of `@nestjs/microservices`.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
-export interface RedisStreamsServer extends NestServerBase {}
+export interface RedisStreamsServer extends NestServerBase {
+  /** Nest's transport id of this server ({@link REDIS_STREAMS_TRANSPORT}). */
+  readonly transportId: symbol;
+  /**
+   * Creates the missing groups, takes over what is idle longer than
+   * `claimIdle`, and starts reading; calls `callback` once reading began,
+   * or with the error that prevented it.
+   */
+  listen(callback: (error?: unknown) => void): void;
+  /** Stops reading and claiming, disconnects the reading connection and waits for the entry being handled. */
+  close(): Promise<void>;
+  /** Registers a listener of `'error'`: a read, an acknowledgement or a claim that failed. */
+  on(event: string, callback: (error: unknown) => void): void;
+  /** The dedicated reading connection (after `listen`). */
+  unwrap<T>(): T;
+}
 
 /**
  * A Nest custom transport that consumes Redis streams through a consumer
@@ -109,16 +124,28 @@ export interface RedisStreamsServer extends NestServerBase {}
  * given client stays open. Only event handlers are served: streams carry
  * no replies.
  *
+ * @throws Error when an option is invalid, naming it, or when `@nestjs/microservices` is not installed
  * @example
  * ```ts
  * const app = await NestFactory.createMicroservice(ShippingModule, {
- *   strategy: new RedisStreamsServer({ client: new Redis(url), group: 'shipping', consumer: `shipping-${process.pid}` }),
+ *   strategy: RedisStreamsServer({ client: new Redis(url), group: 'shipping', consumer: `shipping-${process.pid}` }),
  * });
  * ```
  */
+export function RedisStreamsServer(options: RedisStreamsServerOptions): RedisStreamsServer {
+  return new StreamGroupServer(options);
+}
+
+/**
+ * The members of Nest's `Server` that a `StreamGroupServer` has: the
+ * class extends `Server` at run time, linked when the first instance is made.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+interface StreamGroupServer extends NestServerBase {}
+
+/** The server `RedisStreamsServer(options)` makes. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class RedisStreamsServer {
-  /** Nest's transport id of this server. */
+class StreamGroupServer implements RedisStreamsServer {
   readonly transportId: symbol = REDIS_STREAMS_TRANSPORT;
   private readonly client: RedisStreamsServerClient;
   private readonly group: string;
@@ -187,7 +214,7 @@ export class RedisStreamsServer {
     const Server = linkToNestServer();
     // What Nest's constructor sets up (its handler map, logger, status subject) becomes this instance's own;
     // a field NestJS 12 declares but leaves undefined (transportId) does not hide this class's value.
-    const base = Reflect.construct(Server, [], RedisStreamsServer) as unknown as Record<string, unknown>;
+    const base = Reflect.construct(Server, [], StreamGroupServer) as unknown as Record<string, unknown>;
     const own = this as unknown as Record<string, unknown>;
     for (const [key, value] of Object.entries(base))
       if (value !== undefined || own[key] === undefined) own[key] = value;
@@ -202,11 +229,6 @@ export class RedisStreamsServer {
     this.clock = clock ?? systemClock;
   }
 
-  /**
-   * Creates the missing groups, takes over what is idle longer than
-   * `claimIdle`, and starts reading; calls `callback` once reading began,
-   * or with the error that prevented it.
-   */
   listen(callback: (error?: unknown) => void): void {
     this.start().then(
       () => callback(),
@@ -214,7 +236,6 @@ export class RedisStreamsServer {
     );
   }
 
-  /** Stops reading and claiming, disconnects the reading connection and waits for the entry being handled. */
   async close(): Promise<void> {
     this.closed = true;
     this.clock.clearTimeout(this.claimTimer);
@@ -226,12 +247,10 @@ export class RedisStreamsServer {
     await Promise.all(this.running);
   }
 
-  /** Registers a listener of `'error'`: a read, an acknowledgement or a claim that failed. */
   on(event: string, callback: (error: unknown) => void): void {
     if (event === 'error') this.errorListeners.push(callback);
   }
 
-  /** The dedicated reading connection (after `listen`). */
   unwrap<T>(): T {
     return this.reader as T;
   }
@@ -390,15 +409,15 @@ export class RedisStreamsServer {
 }
 
 /**
- * Makes `RedisStreamsServer` a subclass of Nest's `Server`, once,
+ * Makes `StreamGroupServer` a subclass of Nest's `Server`, once,
  * when the first instance is made, and answers `Server`. Loading
  * `@nestjs/microservices` only here lets the library load without it.
  */
 function linkToNestServer(): new () => NestServerBase {
   const { Server } = loadOptionalPeer(MICROSERVICES, 'RedisStreamsServer');
-  if (Object.getPrototypeOf(RedisStreamsServer.prototype) !== Server.prototype) {
-    Object.setPrototypeOf(RedisStreamsServer, Server);
-    Object.setPrototypeOf(RedisStreamsServer.prototype, Server.prototype as object);
+  if (Object.getPrototypeOf(StreamGroupServer.prototype) !== Server.prototype) {
+    Object.setPrototypeOf(StreamGroupServer, Server);
+    Object.setPrototypeOf(StreamGroupServer.prototype, Server.prototype as object);
   }
   return Server;
 }

@@ -36,7 +36,7 @@ export async function startFulfilmentConsumer(
   app: INestApplication,
   options: FulfilmentConsumerOptions,
 ): Promise<void> {
-  const consumer = new RedisStreamsServer({ ...options, group: FULFILMENT_GROUP });
+  const consumer = RedisStreamsServer({ ...options, group: FULFILMENT_GROUP });
   app.get(FulfilmentModule).consumer = consumer;
   app.connectMicroservice<CustomStrategy>({ strategy: consumer });
   await app.startAllMicroservices();

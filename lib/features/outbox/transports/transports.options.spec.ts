@@ -29,9 +29,9 @@ describe('durable transports: their options', () => {
   });
 
   it('refuse a subject function that answers no subject, naming the topic', async () => {
-    const publish = JetStreamPublisher({ connection, subject: () => '' });
+    const publisher = JetStreamPublisher({ connection, subject: () => '' });
     await expect(
-      publish({ id: 'e1', topic: 'order.created', key: null, payload: {}, headers: {}, occurredAt: 0 }),
+      publisher.publish({ id: 'e1', topic: 'order.created', key: null, payload: {}, headers: {}, occurredAt: 0 }),
     ).rejects.toThrow(/option 'subject' gave no subject for topic 'order.created'/);
   });
 
