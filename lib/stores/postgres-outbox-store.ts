@@ -158,6 +158,14 @@ export class PostgresOutboxStore implements OutboxStore {
     return (rows as unknown as Row[]).map(toClaimed).sort((a, b) => compareSeq(a.seq, b.seq));
   }
 
+  /** Extends to `leaseMs` from now the lease of the `seqs` that `owner` still holds; returns how many. */
+  async extendLease(owner: string, seqs: readonly string[], leaseMs: number): Promise<number> {
+    if (seqs.length === 0) return 0;
+    const now = Math.floor(this.clock.now());
+    const result = await this.query(this.sql.extendLease, [seqs, owner, now + leaseMs]);
+    return result.rowCount ?? 0;
+  }
+
   /** Marks `seqs` sent, where `owner` still holds them; returns how many it marked. */
   async markSent(owner: string, seqs: readonly string[]): Promise<number> {
     if (seqs.length === 0) return 0;
@@ -169,7 +177,7 @@ export class PostgresOutboxStore implements OutboxStore {
   /**
    * Records a failed publish of `seq`: due again after `retryInMs`, or
    * parked once it has failed `maxAttempts` times. `error` is the error's
-   * class (never its message). `lost` when `owner` no longer holds the row.
+   * class and message (never the payload). `lost` when `owner` no longer holds the row.
    */
   async markFailed(
     owner: string,
@@ -324,6 +332,7 @@ function statements(table: string) {
       `ORDER BY o.seq LIMIT $2 FOR UPDATE SKIP LOCKED) ` +
       `UPDATE ${table} t SET available_at = $3, lease_owner = $4 FROM due WHERE t.seq = due.seq ` +
       `RETURNING t.seq, t.id, t.topic, t.key, t.payload, t.headers, t.occurred_at, t.attempts`,
+    extendLease: `UPDATE ${table} SET available_at = $3 WHERE seq = ANY($1::bigint[]) AND lease_owner = $2 AND state = 'pending'`,
     markSent:
       `UPDATE ${table} SET state = 'sent', sent_at = $3, lease_owner = NULL ` +
       `WHERE seq = ANY($1::bigint[]) AND lease_owner = $2 AND state = 'pending'`,

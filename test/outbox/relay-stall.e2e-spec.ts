@@ -105,6 +105,43 @@ describe('a relay that no stuck publish can stop, and that says why publishes fa
     await withTimeout(closing, 2000, 'app.close() after publishTimeout');
   });
 
+  it('holds the lease of a publish that outlives it: no other relay takes the event over and publishes it again', async () => {
+    let finish = (): void => undefined;
+    let slowCalls = 0;
+    const slow = (event: OutboxEvent) => {
+      slowCalls++;
+      return new Promise<void>((resolve) => (finish = resolve)).then(() => recorder.publish(event));
+    };
+    const options = { clock, relay: { pollInterval: 1000, lease: 10_000, publishTimeout: '60s' } };
+    const first = makeRelay(store, slow, options);
+    const second = makeRelay(store, recorder.publish, options);
+    const id = await add('slow', 'k');
+    first.relay.start();
+    try {
+      await eventually(() => slowCalls === 1, 'the publish in flight');
+      // For three leases the publish runs on, and its row stays leased all along.
+      const leasedUntil = async () => {
+        const { rows } = await pool.query(`SELECT available_at FROM ${table} WHERE id = $1`, [id]);
+        return Number(rows[0].available_at);
+      };
+      for (let step = 0; step < 30; step++) {
+        await clock.advance(1000);
+        await eventually(
+          async () => (await leasedUntil()) > clock.now(),
+          `the lease held at ${clock.now() - START} ms`,
+        );
+      }
+      expect(await second.relay.runOnce()).toMatchObject({ claimed: 0 });
+      expect(recorder.events).toHaveLength(0);
+      finish();
+      await eventually(async () => (await store.find(id))?.state === 'sent', 'the event sent');
+      expect(recorder.ids()).toEqual([id]);
+    } finally {
+      finish();
+      await first.relay.stop();
+    }
+  });
+
   it('logs the first failure of an episode with its message (never the payload), stores the message in last_error', async () => {
     let refusing = true;
     const { relay, warnings } = makeRelay(

@@ -84,6 +84,9 @@ export class OutboxRelay {
   private listening = false;
   /** Rows being published by the relay's own passes. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** The seqs of those rows: their leases are extended while they run, so no other relay takes one over. */
+  private readonly held = new Set<string>();
+  private renewTimer: TimerHandle = undefined;
   /** Aborted when `stop` has waited `publishTimeout`: retry waits end, publishes still in flight are given back. */
   private stopping = new AbortController();
   private sentMarks: SentMark[] = [];
@@ -133,6 +136,8 @@ export class OutboxRelay {
       await Promise.all(this.inFlight);
       clock.clearTimeout(deadline);
     }
+    clock.clearTimeout(this.renewTimer);
+    this.renewTimer = undefined;
     this.listener?.close();
     this.listener = undefined;
     this.onListener = undefined;
@@ -317,10 +322,40 @@ export class OutboxRelay {
       (error: unknown) => this.passFailed(error),
     );
     this.inFlight.add(task);
+    this.held.add(row.seq);
+    this.scheduleRenewal();
     void task.finally(() => {
       this.inFlight.delete(task);
+      this.held.delete(row.seq);
       this.wake();
     });
+  }
+
+  /**
+   * Extends the leases of the rows in flight every third of a lease: a
+   * publish that outlives its lease (retried, or slower than the lease)
+   * keeps its row, so no other relay publishes the event again meanwhile.
+   */
+  private scheduleRenewal(): void {
+    if (this.renewTimer !== undefined || this.held.size === 0) return;
+    const { leaseMs } = this.options.relay;
+    this.renewTimer = this.deps.clock.setTimeout(
+      () => {
+        this.renewTimer = undefined;
+        void this.renewLeases(leaseMs);
+      },
+      Math.ceil(leaseMs / 3),
+    );
+  }
+
+  private async renewLeases(leaseMs: number): Promise<void> {
+    if (this.held.size === 0) return;
+    try {
+      await this.table.extendLease(this.owner, [...this.held], leaseMs);
+    } catch (error) {
+      this.passFailed(error);
+    }
+    this.scheduleRenewal();
   }
 
   /** Logs a failed pass or mark once per episode: a broken schema or database does not flood the log. */

@@ -59,6 +59,8 @@ export interface OutboxStore {
   insert(run: SqlRunner, row: NewOutboxRow, notify: boolean): Promise<void>;
   /** Leases up to `limit` due rows (first of their ordering key) to `owner` for `leaseMs`. */
   claim(owner: string, limit: number, leaseMs: number): Promise<ClaimedRow[]>;
+  /** Extends to `leaseMs` from now the lease of the `seqs` that `owner` still holds; returns how many. */
+  extendLease(owner: string, seqs: readonly string[], leaseMs: number): Promise<number>;
   /** Marks `seqs` sent where `owner` still holds them; returns how many. */
   markSent(owner: string, seqs: readonly string[]): Promise<number>;
   /** Records a failed publish: due again after `retryInMs`, or parked after `maxAttempts`. */
@@ -91,7 +93,7 @@ export interface OutboxStore {
 export function isOutboxStore(value: unknown): value is OutboxStore {
   if (value === null || typeof value !== 'object') return false;
   const candidate = value as Record<string, unknown>;
-  return ['ensureSchema', 'insert', 'claim', 'markSent', 'markFailed', 'release', 'listen'].every(
+  return ['ensureSchema', 'insert', 'claim', 'extendLease', 'markSent', 'markFailed', 'release', 'listen'].every(
     (method) => typeof candidate[method] === 'function',
   );
 }
