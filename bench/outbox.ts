@@ -267,6 +267,22 @@ async function database(): Promise<{ url: string; stop: () => Promise<void> }> {
   };
 }
 
+/**
+ * Ends `pool` and waits until its connections have closed: `pool.end()`
+ * resolves once each was told to, and PostgreSQL stopped right after then
+ * terminates one still closing, which its stores report as a failure.
+ */
+async function closePool(pool: Pool): Promise<void> {
+  let open = pool.totalCount;
+  const closed = new Promise<void>((resolve) => {
+    pool.on('remove', () => {
+      if (--open <= 0) resolve();
+    });
+  });
+  await pool.end();
+  if (open > 0) await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+}
+
 /** Throughput and latency of `subject` with `relays` relays. */
 async function measure(pool: Pool, subject: Subject, relays: number): Promise<Figures> {
   process.stderr.write(`outbox bench: ${subject.name}, ${relays} relay(s): throughput…\n`);
@@ -349,7 +365,7 @@ export const outbox: BenchSection = {
         for (const relays of [1, 3]) rows.push(await measure(pool, subject, relays));
       for (const transport of DURABLE_TRANSPORTS) transports.push(await throughTransport(pool, transport));
     } finally {
-      await pool.end();
+      await closePool(pool);
       await db.stop();
     }
     printHeading('Outbox relay — throughput and commit-to-publish latency');
