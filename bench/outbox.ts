@@ -16,6 +16,7 @@ import { OutboxRelay } from '../lib/features/outbox/outbox-relay';
 import { RunningServer, startPostgres } from '../test/support/postgres-server';
 import { urlVariable } from '../test/support/server-env';
 import { printHeading, printTable } from './report';
+import { BENCH_TOPIC, DURABLE_TRANSPORTS, DurableTransport, missingServer, OpenTransport } from './outbox-transports';
 import { BenchSection } from './section';
 
 /** Events in the backlog each throughput run drains. */
@@ -26,6 +27,8 @@ const THROUGHPUT_LIMIT_MS = 60_000;
 const LATENCY_RATE = 200;
 const LATENCY_MS = 5_000;
 const BATCH = 100;
+/** Relays publishing through each durable transport: one, as the transport, not the relay, is what that table compares. */
+const TRANSPORT_RELAYS = 1;
 
 /** What one subject measured. */
 interface Figures {
@@ -53,7 +56,11 @@ interface Subject {
   reset(): Promise<void>;
 }
 
-function ours(pool: Pool): Subject {
+/**
+ * This module's relay. With `via`, it publishes there, and the consumer at
+ * the other end reports each event through the `published` of the run.
+ */
+function ours(pool: Pool, via?: { name: string; transport: OpenTransport; consumed: Sink }): Subject {
   const table = `bench_outbox_${process.pid}`;
   const store = new PostgresOutboxStore({ pool, table });
   const registry = new ResilienceRegistry({
@@ -62,13 +69,14 @@ function ours(pool: Pool): Subject {
   });
   const outbox = new Outbox(registry);
   return {
-    name: 'resilience4nest',
-    add: (client, n) => outbox.add('bench', { n }, { tx: client }),
+    name: via === undefined ? 'resilience4nest' : `resilience4nest → ${via.name}`,
+    add: (client, n) => outbox.add(BENCH_TOPIC, { n }, { tx: client }),
     start: async (relays, published) => {
+      if (via !== undefined) via.consumed.to = published;
       const running = Array.from({ length: relays }, () => {
         const settings = readOutboxOptions({
           store,
-          publisher: async (event: OutboxEvent) => published(event.id),
+          publisher: via?.transport.publisher ?? (async (event: OutboxEvent) => published(event.id)),
           relay: { batchSize: BATCH, pollInterval: '1s', notify: true },
         });
         const relay = new OutboxRelay(settings!, {
@@ -181,7 +189,7 @@ async function throughput(
   while (seen.size < BACKLOG && performance.now() - t0 < THROUGHPUT_LIMIT_MS) {
     await new Promise((resolve) => setTimeout(resolve, 50));
     if (Math.floor((performance.now() - t0) / 5000) !== Math.floor((performance.now() - t0 - 50) / 5000))
-      process.stderr.write(`outbox bench:   ${seen.size}/${BACKLOG} published\n`);
+      process.stderr.write(`outbox bench:   ${seen.size}/${BACKLOG} seen\n`);
   }
   await stop();
   return { eventsPerSecond: seen.size / ((last - t0) / 1000), drained: seen.size };
@@ -260,39 +268,104 @@ async function database(): Promise<{ url: string; stop: () => Promise<void> }> {
 }
 
 /**
+ * Ends `pool` and waits until its connections have closed: `pool.end()`
+ * resolves once each was told to, and PostgreSQL stopped right after then
+ * terminates one still closing, which its stores report as a failure.
+ */
+async function closePool(pool: Pool): Promise<void> {
+  let open = pool.totalCount;
+  const closed = new Promise<void>((resolve) => {
+    pool.on('remove', () => {
+      if (--open <= 0) resolve();
+    });
+  });
+  await pool.end();
+  if (open > 0) await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+}
+
+/** Throughput and latency of `subject` with `relays` relays. */
+async function measure(pool: Pool, subject: Subject, relays: number): Promise<Figures> {
+  process.stderr.write(`outbox bench: ${subject.name}, ${relays} relay(s): throughput…\n`);
+  const { eventsPerSecond, drained } = await throughput(pool, subject, relays);
+  process.stderr.write(`outbox bench: ${subject.name}, ${relays} relay(s): latency…\n`);
+  const { latencies, unpublished, loopDelayP99 } = await latency(pool, subject, relays);
+  return {
+    subject: subject.name,
+    relays,
+    eventsPerSecond,
+    drained,
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    unpublished,
+    loopDelayP99,
+  };
+}
+
+/** Where a consumer's deliveries go: the `published` of the run under way. */
+class Sink {
+  to: (id: string) => void = () => undefined;
+}
+
+/** A durable transport's figures, or why it was not measured. */
+type TransportRow = { readonly transport: string } & ({ readonly figures: Figures } | { readonly skipped: string });
+
+/**
+ * This module's relay publishing through `transport` to a consumer in this
+ * process, which acknowledges each event after its handler ran: events/s
+ * until the consumer has seen the whole backlog, and commit-to-consumer
+ * latency. A server that is not installed, or does not start, is a row
+ * saying so.
+ */
+async function throughTransport(pool: Pool, transport: DurableTransport): Promise<TransportRow> {
+  const missing = await missingServer(transport.bin);
+  if (missing !== undefined) {
+    process.stderr.write(`outbox bench: ${transport.name} skipped: ${missing}\n`);
+    return { transport: transport.name, skipped: `skipped: ${missing}` };
+  }
+  const root = await mkdtemp(join(tmpdir(), 'resilience4nest-bench-broker-'));
+  const consumed = new Sink();
+  let open: OpenTransport | undefined;
+  try {
+    process.stderr.write(`outbox bench: starting ${transport.name} and its consumer…\n`);
+    try {
+      open = await transport.open(root, (id) => consumed.to(id));
+    } catch (error) {
+      process.stderr.write(`outbox bench: ${transport.name} did not start: ${String(error)}\n`);
+      const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0];
+      return { transport: transport.name, skipped: `skipped: did not start (${reason})` };
+    }
+    const subject = ours(pool, { name: transport.name, transport: open, consumed });
+    return { transport: transport.name, figures: await measure(pool, subject, TRANSPORT_RELAYS) };
+  } finally {
+    await open?.close();
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+/**
  * Relay throughput (a committed backlog drained, events/s) and
  * commit-to-publish latency at a moderate rate (p50/p99), with 1 and 3
  * relays, for this module's relay (LISTEN/NOTIFY) and pg-transactional-outbox's
  * polling listener, on the same PostgreSQL, publishing to an in-process
- * broker so only the relays are measured.
+ * broker so only the relays are measured; then the same through each
+ * durable transport (Redis Streams, NATS JetStream, RabbitMQ) to a
+ * consumer, commit to consumer handler.
  */
 export const outbox: BenchSection = {
   name: 'outbox',
-  summary: 'outbox relay throughput and commit-to-publish latency, 1 and 3 relays, beside pg-transactional-outbox',
+  summary:
+    'outbox relay throughput and latency, 1 and 3 relays, beside pg-transactional-outbox; then through Redis Streams, JetStream, RabbitMQ to a consumer',
   run: async () => {
     const db = await database();
     const pool = new Pool({ connectionString: db.url, max: 20 });
     const rows: Figures[] = [];
+    const transports: TransportRow[] = [];
     try {
       for (const subject of [ours(pool), theirs(pool, db.url)])
-        for (const relays of [1, 3]) {
-          process.stderr.write(`outbox bench: ${subject.name}, ${relays} relay(s): throughput…\n`);
-          const { eventsPerSecond, drained } = await throughput(pool, subject, relays);
-          process.stderr.write(`outbox bench: ${subject.name}, ${relays} relay(s): latency…\n`);
-          const { latencies, unpublished, loopDelayP99 } = await latency(pool, subject, relays);
-          rows.push({
-            subject: subject.name,
-            relays,
-            eventsPerSecond,
-            drained,
-            p50: quantile(latencies, 0.5),
-            p99: quantile(latencies, 0.99),
-            unpublished,
-            loopDelayP99,
-          });
-        }
+        for (const relays of [1, 3]) rows.push(await measure(pool, subject, relays));
+      for (const transport of DURABLE_TRANSPORTS) transports.push(await throughTransport(pool, transport));
     } finally {
-      await pool.end();
+      await closePool(pool);
       await db.stop();
     }
     printHeading('Outbox relay — throughput and commit-to-publish latency');
@@ -317,6 +390,33 @@ export const outbox: BenchSection = {
         String(r.unpublished),
         r.loopDelayP99.toFixed(1),
       ]),
+    );
+    printHeading('Outbox through a durable transport — throughput and commit-to-consumer latency');
+    printTable(
+      [
+        { heading: 'transport', align: 'left' },
+        { heading: 'relays', align: 'right' },
+        { heading: `events/s (backlog ${BACKLOG})`, align: 'right' },
+        { heading: `p50 ms @ ${LATENCY_RATE}/s`, align: 'right' },
+        { heading: `p99 ms @ ${LATENCY_RATE}/s`, align: 'right' },
+        { heading: 'consumed', align: 'right' },
+        { heading: 'never consumed', align: 'right' },
+        { heading: 'event-loop delay p99 ms', align: 'right' },
+      ],
+      transports.map((t) =>
+        'skipped' in t
+          ? [t.transport, '', t.skipped, '', '', '', '', '']
+          : [
+              t.transport,
+              String(t.figures.relays),
+              Math.round(t.figures.eventsPerSecond).toLocaleString('en-US'),
+              t.figures.p50.toFixed(1),
+              t.figures.p99.toFixed(1),
+              `${t.figures.drained}/${BACKLOG}`,
+              String(t.figures.unpublished),
+              t.figures.loopDelayP99.toFixed(1),
+            ],
+      ),
     );
   },
 };

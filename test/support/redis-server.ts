@@ -16,6 +16,8 @@ export interface RedisStartOptions {
   readonly port?: number;
   /** Keep an append-only file in the working folder, so a restart finds the data again. Default false. */
   readonly appendOnly?: boolean;
+  /** With `appendOnly`, when Redis fsyncs the file: before answering each write (`always`, the default here) or once a second (`everysec`, Redis's own default). */
+  readonly appendFsync?: 'always' | 'everysec';
 }
 
 /**
@@ -28,7 +30,9 @@ export async function startRedis(root: string, options: RedisStartOptions = {}):
   const dir = join(root, 'redis');
   await mkdir(dir, { recursive: true });
   const appendOnly =
-    options.appendOnly === true ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+    options.appendOnly === true
+      ? ['--appendonly', 'yes', '--appendfsync', options.appendFsync ?? 'always']
+      : ['--appendonly', 'no'];
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await freePort());
     const log = new LogTail();
