@@ -84,10 +84,10 @@ const redisStreams: DurableTransport = {
     const producer = new Redis(server.url);
     const consumer = new Redis(server.url);
     const app = await listen(received, {
-      strategy: new RedisStreamsServer({ client: consumer, group: 'bench', consumer: 'bench-1', count: PREFETCH }),
+      strategy: RedisStreamsServer({ client: consumer, group: 'bench', consumer: 'bench-1', count: PREFETCH }),
     });
     return {
-      publisher: new RedisStreamsPublisher({ client: producer }),
+      publisher: RedisStreamsPublisher({ client: producer }),
       close: async () => {
         await app.close();
         producer.disconnect();
