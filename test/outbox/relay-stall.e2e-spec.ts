@@ -142,6 +142,24 @@ describe('a relay that no stuck publish can stop, and that says why publishes fa
     }
   });
 
+  it('publishes a whole batch at once without Node warning of a listener leak on its stop signal', async () => {
+    // Node prints the warning on the process's stderr: Jest's copy of `process` does not hear its 'warning' event.
+    const printed: string[] = [];
+    const write = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      printed.push(String(chunk));
+      return true;
+    });
+    const { relay } = makeRelay(store, recorder.publish, { clock, relay: { batchSize: 50, pollInterval: 1000 } });
+    try {
+      for (let n = 0; n < 40; n++) await add(`e${n}`, `key-${n}`);
+      expect(await relay.runOnce()).toMatchObject({ claimed: 40, published: 40 });
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      write.mockRestore();
+    }
+    expect(printed.join('')).not.toMatch(/MaxListenersExceededWarning/);
+  });
+
   it('logs the first failure of an episode with its message (never the payload), stores the message in last_error', async () => {
     let refusing = true;
     const { relay, warnings } = makeRelay(

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { CircuitBreakerPolicy } from '../../policies/circuit-breaker/circuit-breaker.policy';
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { CallNotPermittedError } from '../../kernel/errors';
@@ -88,7 +89,7 @@ export class OutboxRelay {
   private readonly held = new Set<string>();
   private renewTimer: TimerHandle = undefined;
   /** Aborted when `stop` has waited `publishTimeout`: retry waits end, publishes still in flight are given back. */
-  private stopping = new AbortController();
+  private stopping = stopSignal();
   private sentMarks: SentMark[] = [];
   private marking = false;
   /** Whether a failed publish was logged and no publish has succeeded since. */
@@ -112,7 +113,7 @@ export class OutboxRelay {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.stopping = new AbortController();
+    this.stopping = stopSignal();
     this.wake();
     this.sweep();
   }
@@ -399,6 +400,18 @@ export class OutboxRelay {
   private backoff(attempts: number): number {
     return Math.min(this.options.relay.pollIntervalMs * 2 ** Math.min(attempts - 1, 30), MAX_BACKOFF_MS);
   }
+}
+
+/**
+ * The controller whose signal ends the publishes in flight at stop. Each
+ * of them listens to it (up to `batchSize` at once, each listener removed
+ * when its publish ends), so Node's leak warning past ten listeners would
+ * be a false alarm.
+ */
+function stopSignal(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }
 
 /** `error` as an Error: a publisher may reject with anything. */
