@@ -159,7 +159,9 @@ export class FunctionHandlers {
   }
 
   // The function gets the method's arguments, then the error.
-  @Fallback(OutOfStockError, (sku: string, error: OutOfStockError) => Promise.resolve({ sku: error.sku + sku, level: 0 }))
+  @Fallback(OutOfStockError, (sku: string, error: OutOfStockError) =>
+    Promise.resolve({ sku: error.sku + sku, level: 0 }),
+  )
   async typed(sku: string): Promise<Stock> {
     return { sku, level: 1 };
   }
@@ -182,7 +184,10 @@ export class FunctionHandlers {
   }
 
   // @ts-expect-error the function needs a second argument that the method never gets
-  @Fallback(CallNotPermittedError, (sku: string, shelf: string, error: Error) => ({ sku: sku + shelf + error.name, level: 0 }))
+  @Fallback(CallNotPermittedError, (sku: string, shelf: string, error: Error) => ({
+    sku: sku + shelf + error.name,
+    level: 0,
+  }))
   async tooManyParameters(sku: string): Promise<Stock> {
     return { sku, level: 1 };
   }
