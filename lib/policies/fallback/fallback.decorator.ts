@@ -1,13 +1,8 @@
 import { ErrorClass } from '../../config/error-matcher';
 import { addLayer } from '../../decorators/metadata';
 import { FALLBACK_BAD_ERRORS, FALLBACK_BAD_HANDLER } from './fallback.messages';
-import type {
-  DecoratedMethod,
-  FallbackError,
-  FallbackErrors,
-  FallbackFunctionMismatch,
-  FallbackHandler,
-} from './fallback.handler';
+import type { DecoratedMethod } from '../../decorators/decorated-method';
+import type { FallbackError, FallbackErrors, FallbackFunctionMismatch, FallbackHandler } from './fallback.handler';
 
 /**
  * A fallback function: gets the method's original arguments, then the

@@ -1,5 +1,6 @@
 import type { Observable } from 'rxjs';
 import type { ErrorClass } from '../../config/error-matcher';
+import type { DecoratedMethod, ParametersOf } from '../../decorators/decorated-method';
 
 /** The error classes a `@Fallback` answers for: one class, or a non-empty list of them. */
 export type FallbackErrors = ErrorClass<Error> | readonly ErrorClass<Error>[];
@@ -22,12 +23,6 @@ export type FallbackError<Errors extends FallbackErrors> = Errors extends readon
  */
 export type FallbackAnswer<R> =
   R extends Observable<infer T> ? T | PromiseLike<T> | Observable<T> : Awaited<R> | PromiseLike<Awaited<R>>;
-
-/** A method a decorator may stand on, as `TypedPropertyDescriptor` gives it. */
-export type DecoratedMethod = (...args: never[]) => unknown;
-
-/** The parameters of a method, as a tuple. */
-type ParametersOf<M> = M extends (...args: infer P) => unknown ? P : never;
 
 /**
  * The type a handler must have to stand in for the method `M` on errors
