@@ -1,12 +1,12 @@
 import { UseInterceptors } from '@nestjs/common';
 import { addLayer } from '../../decorators/metadata';
 import { idempotentPlace } from './idempotency.messages';
-import type { DecoratedMethod, ParametersOf } from '../../decorators/decorated-method';
+import type { DecoratedMethod } from '../../decorators/decorated-method';
 import { checkIdempotentOptions, IdempotentFingerprint, IdempotentKey, IdempotentOptions } from './idempotency.options';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 
 /** A reader of the arguments of the method `M` (a `key` or `fingerprint`), answering `T`. */
-export type IdempotentArgumentReader<M extends DecoratedMethod, T> = (...args: ParametersOf<M>) => T;
+export type IdempotentArgumentReader<M extends DecoratedMethod, T> = (...args: Parameters<M>) => T;
 
 /**
  * What `tsc` names when a `key` or `fingerprint` of `@Idempotent` cannot

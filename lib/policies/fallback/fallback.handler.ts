@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs';
 import type { ErrorClass } from '../../config/error-matcher';
-import type { DecoratedMethod, ParametersOf } from '../../decorators/decorated-method';
+import type { DecoratedMethod } from '../../decorators/decorated-method';
 
 /** The error classes a `@Fallback` answers for: one class, or a non-empty list of them. */
 export type FallbackErrors = ErrorClass<Error> | readonly ErrorClass<Error>[];
@@ -31,8 +31,8 @@ export type FallbackAnswer<R> =
  * parameters (ignore the error, or everything).
  */
 export type FallbackHandler<M extends DecoratedMethod, E> = (
-  ...argsThenError: [...ParametersOf<M>, E]
-) => FallbackAnswer<M extends (...args: never[]) => infer R ? R : never>;
+  ...argsThenError: [...Parameters<M>, E]
+) => FallbackAnswer<ReturnType<M>>;
 
 /**
  * What `tsc` names when a fallback function does not fit the method it
