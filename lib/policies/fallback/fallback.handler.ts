@@ -5,16 +5,13 @@ import type { DecoratedMethod } from '../../decorators/decorated-method';
 /** The error classes a `@Fallback` answers for: one class, or a non-empty list of them. */
 export type FallbackErrors = ErrorClass<Error> | readonly ErrorClass<Error>[];
 
-/** An instance of the class `C`. */
-type InstanceOf<C> = C extends abstract new (...args: never[]) => infer I ? I : never;
-
 /**
  * The error a handler of `Errors` receives: an instance of one of the
  * listed classes (or of a subclass), since no other error reaches it.
  */
-export type FallbackError<Errors extends FallbackErrors> = Errors extends readonly (infer C)[]
-  ? InstanceOf<C>
-  : InstanceOf<Errors>;
+export type FallbackError<Errors extends FallbackErrors> = InstanceType<
+  Errors extends readonly (infer C extends ErrorClass<Error>)[] ? C : Exclude<Errors, readonly unknown[]>
+>;
 
 /**
  * What a handler may answer for a method that returns `R`: for an
