@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 /*
@@ -88,7 +88,8 @@ describe('type tests of test/types', () => {
 
   it.each(COMPILERS)(
     'TypeScript $major accepts what they accept and refuses each case on its line',
-    async ({ tsc }) => {
+    async ({ major, tsc }) => {
+      if (!existsSync(tsc)) throw new Error(`${tsc} is missing: \`npm ci\` installs it (dev dependency ts${major})`);
       const errors = errorLines(await runTsc(tsc, join(dir, 'tsconfig.json')));
       const strippedErrors = errors.filter((e) => e.file.includes('.stripped-'));
       // As written: no error anywhere (an unused directive would be one).
