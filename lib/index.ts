@@ -93,6 +93,14 @@ export type { FallbackHandlerSpec } from './policies/fallback/fallback.policy';
 export type { FallbackEvent } from './policies/fallback/fallback.events';
 export { Fallback } from './policies/fallback/fallback.decorator';
 export type { FallbackFn } from './policies/fallback/fallback.decorator';
+export type {
+  FallbackAnswer,
+  FallbackError,
+  FallbackErrors,
+  FallbackFunctionMismatch,
+  FallbackHandler,
+} from './policies/fallback/fallback.handler';
+export type { DecoratedMethod } from './decorators/decorated-method';
 export { ResilienceExceptionFilter } from './nest/filter/resilience-exception.filter';
 export {
   RESILIENCE_PROBLEMS,

@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import {
   CircuitBreaker,
   Idempotent,
+  PlatformRequest,
   RateLimiter,
   ResilienceEndpointsModule,
   ResilienceExceptionFilter,
@@ -39,7 +40,7 @@ let gate = new Gate();
 @Controller()
 class ShopController {
   @Post('pay')
-  @Idempotent({ principal: (req: { headers: Record<string, string | undefined> }) => req.headers['x-customer'] })
+  @Idempotent({ principal: (req: PlatformRequest) => req.headers['x-customer']?.toString() })
   async pay(@Body() body: { amount: number }): Promise<{ charged: number }> {
     if (body.amount === 1) await gate.hold();
     return { charged: body.amount };

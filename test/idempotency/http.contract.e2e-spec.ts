@@ -5,6 +5,7 @@ import {
   downstreamIdempotencyKey,
   Idempotent,
   IdempotencyReconciler,
+  PlatformRequest,
   RESILIENCE_PROBLEMS,
   StaleIdempotencyKey,
 } from '../../lib';
@@ -161,7 +162,7 @@ describe.each(
           lease: LEASE,
           ttl: TTL,
           // Requests without x-user are one test client's.
-          principal: (req: { headers: Record<string, string | undefined> }) => req.headers['x-user'] ?? 'tester',
+          principal: (req: PlatformRequest) => req.headers['x-user']?.toString() ?? 'tester',
           reconciler: (stale) => {
             staleSeen.push(stale);
             return reconciler === undefined ? { action: 'wait' } : reconciler(stale);

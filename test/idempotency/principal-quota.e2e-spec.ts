@@ -1,10 +1,10 @@
 import { Body, Controller, Post } from '@nestjs/common';
 import { VirtualClock } from '../../lib/kernel/clock';
-import { Idempotent, MemoryIdempotencyStore, RESILIENCE_PROBLEMS } from '../../lib';
+import { Idempotent, MemoryIdempotencyStore, PlatformRequest, RESILIENCE_PROBLEMS } from '../../lib';
 import { PLATFORMS } from '../support/platforms';
 import { json, RunningApp, send, startApp } from './http-kit';
 
-const byUser = (req: { headers: Record<string, string | undefined> }) => req.headers['x-user'];
+const byUser = (req: PlatformRequest) => req.headers['x-user']?.toString();
 
 @Controller()
 class ChargesController {

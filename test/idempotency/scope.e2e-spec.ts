@@ -1,11 +1,11 @@
 import { Body, Controller, Param, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { Idempotent, ResilienceModule } from '../../lib';
+import { Idempotent, PlatformRequest, ResilienceModule } from '../../lib';
 import { PRINCIPAL_MISSING, PRINCIPAL_REQUIRED } from '../../lib/features/idempotency/idempotency.messages';
 import { PLATFORMS } from '../support/platforms';
 import { json, RunningApp, send, startApp } from './http-kit';
 
-const byUser = (req: { headers: Record<string, string | undefined> }) => req.headers['x-user'];
+const byUser = (req: PlatformRequest) => req.headers['x-user']?.toString();
 
 @Controller()
 class ChargesController {

@@ -38,6 +38,7 @@ import { CapturedAnswer, HeldResponse, SubstituteAnswer, writeAnswer } from './h
 import { IdempotentMethod } from './idempotent-method';
 import { claimKey, IdempotentRun } from './idempotent-run';
 import { IdempotencyOutcome } from './idempotent-target';
+import type { PlatformRequest } from './platform-request';
 
 /** One request to a protected route, as the interceptor handles it. */
 interface Exchange {
@@ -73,7 +74,7 @@ const ANSWER_HEADERS = [
 ];
 
 /** Express's request (a Node `IncomingMessage`), or Fastify's, whose Node message is `raw`. */
-type HttpRequest = IncomingMessage & { originalUrl?: string; body?: unknown; raw?: IncomingMessage };
+type HttpRequest = IncomingMessage & PlatformRequest & { originalUrl?: string; raw?: IncomingMessage };
 
 /**
  * The HTTP side of `@Idempotent`, which attaches it to each decorated
@@ -166,7 +167,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     next: CallHandler,
   ): Promise<Observable<unknown>> {
     const { request, response, handled, path } = exchange;
-    const httpMethod = request.method as string;
+    const httpMethod = request.method;
     const route = matchedRoute(request, method.name);
     const resolve = method.settings.principal;
     const principal = typeof resolve === 'function' ? resolve(request) : undefined;

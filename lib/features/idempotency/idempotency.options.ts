@@ -23,6 +23,7 @@ import {
 } from './idempotency-store';
 import { IDEMPOTENCY_OPTIONS_PLACE, PRINCIPAL_EXPECTED, TTL_SHORTER_THAN_LEASE } from './idempotency.messages';
 import { MemoryIdempotencyStore } from './memory-idempotency-store';
+import type { PlatformRequest, PrincipalResolver } from './platform-request';
 
 /** Header read for the client's key when the `header` option is not given. */
 export const DEFAULT_IDEMPOTENCY_HEADER = 'Idempotency-Key';
@@ -63,7 +64,7 @@ export interface StaleIdempotencyKey {
    */
   downstreamKey(suffix?: string): string;
   /** The HTTP request retrying the operation (`transport: 'http'`). */
-  readonly request?: unknown;
+  readonly request?: PlatformRequest;
   /** The arguments of the call retrying the operation (`transport: 'call'`). */
   readonly args?: readonly unknown[];
 }
@@ -119,9 +120,7 @@ export type IdempotencyReconciler = (
  * after guards, so `req.user` is set) returning the client's identity, or
  * `'shared'` to let every client share one key space on purpose.
  */
-// The request is the platform's own (Express, Fastify or another adapter's), so it stays untyped here.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type IdempotencyPrincipal = ((request: any) => string | undefined) | 'shared';
+export type IdempotencyPrincipal = PrincipalResolver | 'shared';
 
 /** Module option `idempotency` of `ResilienceModule.forRoot`. */
 export interface IdempotencyModuleOptions {
@@ -160,8 +159,24 @@ export interface IdempotencyModuleOptions {
 /** What a finished request does to its key: store its answer, free the key, or keep it claimed. */
 export type IdempotencySettlement = 'store' | 'release' | 'keep';
 
-/** Options of one `@Idempotent`. */
-export interface IdempotentOptions {
+/** What `@Idempotent`'s `key` may be: a reader of the method's arguments. */
+// Any parameter list: `@Idempotent` checks it against the method it stands on.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type IdempotentKey = (...args: any[]) => string | undefined;
+
+/** What `@Idempotent`'s `fingerprint` may be: a reader of the method's arguments. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type IdempotentFingerprint = (...args: any[]) => unknown;
+
+/**
+ * Options of one `@Idempotent`. `Key` and `Fingerprint` are the types of
+ * the `key` and `fingerprint` given, which the decorator checks against
+ * the parameters of the method it stands on.
+ */
+export interface IdempotentOptions<
+  Key extends IdempotentKey = IdempotentKey,
+  Fingerprint extends IdempotentFingerprint = IdempotentFingerprint,
+> {
   /**
    * Refuse a request (call) without a key: 400 over HTTP, an
    * `IdempotencyKeyMissingError` otherwise. With false it runs unprotected.
@@ -171,20 +186,18 @@ export interface IdempotentOptions {
   /**
    * The key of a call that is not an HTTP request (a message handler),
    * from the method's arguments, e.g. `(message) => message.id`. Required
-   * on methods that are not routes; not allowed on routes.
+   * on methods that are not routes; not allowed on routes. It gets the
+   * method's arguments; `tsc` refuses one whose parameters do not take them.
    */
-  // Typed by the method it decorates, so any parameter list is accepted.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  key?: (...args: any[]) => string | undefined;
+  key?: Key;
   /**
    * What identifies a keyed call's payload: a second call with the same key
    * and another fingerprint is refused (`IdempotencyKeyReuseError`).
    * Default: the first argument. Give one when that argument carries
    * per-delivery data (attempt counters, timestamps). Not for routes, which
-   * fingerprint method, path, query and body.
+   * fingerprint method, path, query and body. Checked as `key` is.
    */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  fingerprint?: (...args: any[]) => unknown;
+  fingerprint?: Fingerprint;
   /** Who is asking, on this route; default the module's `principal` (routes only). */
   principal?: IdempotencyPrincipal;
   /** Record lifetime for this method; default the module's `ttl`. */

@@ -4,6 +4,7 @@ import { BulkheadFullError, CallNotPermittedError, RateLimitedError, ResilienceE
 import { IdempotencyStore, InProgressRecord, StoredResponse } from './idempotency-store';
 import { CheckedIdempotentOptions } from './idempotency.options';
 import { StoreCallBounds } from './store-call';
+import type { PlatformRequest } from './platform-request';
 
 /** What became of one request or call, as reported by `IdempotencyRegistry.onOutcome`. */
 export type IdempotencyOutcome =
@@ -40,7 +41,7 @@ export type IdempotencyTransport = 'http' | 'call';
 /** What the request or call that reached the method carries, for a reconciler. */
 export interface IdempotencyOrigin {
   readonly transport: IdempotencyTransport;
-  readonly request?: unknown;
+  readonly request?: PlatformRequest;
   readonly args?: readonly unknown[];
 }
 

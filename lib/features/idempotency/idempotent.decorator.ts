@@ -1,8 +1,22 @@
 import { UseInterceptors } from '@nestjs/common';
 import { addLayer } from '../../decorators/metadata';
 import { idempotentPlace } from './idempotency.messages';
-import { checkIdempotentOptions, IdempotentOptions } from './idempotency.options';
+import type { DecoratedMethod } from '../../decorators/decorated-method';
+import { checkIdempotentOptions, IdempotentFingerprint, IdempotentKey, IdempotentOptions } from './idempotency.options';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
+
+/** A reader of the arguments of the method `M` (a `key` or `fingerprint`), answering `T`. */
+export type IdempotentArgumentReader<M extends DecoratedMethod, T> = (...args: Parameters<M>) => T;
+
+/**
+ * What `tsc` names when a `key` or `fingerprint` of `@Idempotent` cannot
+ * read the arguments of the method it stands on: `Expected` is the reader
+ * type the method needs.
+ */
+export interface IdempotentReaderMismatch<Expected> {
+  /** The type `key` (and, answering anything, `fingerprint`) should have had. */
+  readonly 'key and fingerprint must be assignable to': Expected;
+}
 
 /**
  * Makes a method safe to retry: a repeated request (or call) with the same
@@ -29,6 +43,21 @@ import { IdempotencyInterceptor } from './idempotency.interceptor';
  * reserveStock(event: OrderCreated) { ... }
  * ```
  */
+export function Idempotent<
+  Key extends IdempotentKey = IdempotentKey,
+  Fingerprint extends IdempotentFingerprint = IdempotentFingerprint,
+>(
+  options?: IdempotentOptions<Key, Fingerprint>,
+): <M extends DecoratedMethod>(
+  target: [Key, Fingerprint] extends [
+    IdempotentArgumentReader<M, string | undefined>,
+    IdempotentArgumentReader<M, unknown>,
+  ]
+    ? object
+    : IdempotentReaderMismatch<IdempotentArgumentReader<M, string | undefined>>,
+  key: string | symbol,
+  descriptor: TypedPropertyDescriptor<M>,
+) => void;
 export function Idempotent(options?: IdempotentOptions): MethodDecorator {
   return (target, key, descriptor) => {
     const owner = typeof target === 'function' ? target.name : (target as object).constructor?.name;

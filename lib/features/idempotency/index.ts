@@ -35,9 +35,13 @@ export type {
   IdempotencyReconciler,
   IdempotencyReconciliation,
   IdempotencySettlement,
+  IdempotentFingerprint,
+  IdempotentKey,
   IdempotentOptions,
   ReconciledHttpAnswer,
   ReconciledResult,
   StaleIdempotencyKey,
 } from './idempotency.options';
+export type { PlatformRequest, PrincipalResolver } from './platform-request';
+export type { IdempotentArgumentReader, IdempotentReaderMismatch } from './idempotent.decorator';
 export { MAX_IDEMPOTENCY_KEY_LENGTH } from './idempotency-key';

@@ -1,6 +1,8 @@
 import { ErrorClass } from '../../config/error-matcher';
 import { addLayer } from '../../decorators/metadata';
 import { FALLBACK_BAD_ERRORS, FALLBACK_BAD_HANDLER } from './fallback.messages';
+import type { DecoratedMethod } from '../../decorators/decorated-method';
+import type { FallbackError, FallbackErrors, FallbackFunctionMismatch, FallbackHandler } from './fallback.handler';
 
 /**
  * A fallback function: gets the method's original arguments, then the
@@ -20,27 +22,55 @@ export interface FallbackLayerOptions {
  * Answers instead of the method when it fails with one of `errors` (or a
  * subclass). Several may stand on one method: the handler of the most
  * specific matching class wins; no match rethrows the original error.
- * `handler` is a method name on the same instance (checked at bootstrap)
- * or a function; either receives the original arguments, then the error.
+ * `handler` is the name of a public method of the same class (checked at
+ * bootstrap) or a function; either receives the original arguments, then
+ * the error.
+ *
+ * The compiler checks the handler against the method it stands on: a name
+ * must be a method of the class whose parameters take the method's
+ * arguments then the error (an instance of one of `errors`), and whose
+ * answer fits the method's ({@link FallbackAnswer}); a function is checked
+ * the same way, through its annotated parameters.
  *
  * @example
  * ```ts
  * @Fallback(CallNotPermittedError, 'rejectedNotCharged')
  * @Fallback(Error, 'pendingOutcomeUnknown')
  * @Retry('payments')
- * async charge(order: Order) { ... }
+ * async charge(order: Order): Promise<Outcome> { ... }
+ *
+ * rejectedNotCharged(order: Order, error: CallNotPermittedError): Outcome { ... }
  * ```
  */
-export function Fallback(errors: ErrorClass | readonly ErrorClass[], handler: string | FallbackFn): MethodDecorator {
+export function Fallback<Errors extends FallbackErrors, Handler extends string>(
+  errors: Errors,
+  handler: Handler,
+): <M extends DecoratedMethod>(
+  target: { readonly [Name in Handler]: FallbackHandler<M, FallbackError<Errors>> },
+  key: string | symbol,
+  descriptor: TypedPropertyDescriptor<M>,
+) => void;
+/** Answers with a function instead of the method: see the overload taking a method name. */
+export function Fallback<Errors extends FallbackErrors, Handler extends FallbackFn>(
+  errors: Errors,
+  handler: Handler,
+): <M extends DecoratedMethod>(
+  target: Handler extends FallbackHandler<M, FallbackError<Errors>>
+    ? object
+    : FallbackFunctionMismatch<FallbackHandler<M, FallbackError<Errors>>>,
+  key: string | symbol,
+  descriptor: TypedPropertyDescriptor<M>,
+) => void;
+export function Fallback(errors: FallbackErrors, handler: string | FallbackFn): MethodDecorator {
   return (target, key, descriptor) => {
     const where = `${(target as object).constructor?.name ?? 'anonymous'}.${String(key)}`;
-    const list = Array.isArray(errors) ? errors : [errors];
+    const list: readonly unknown[] = Array.isArray(errors) ? errors : [errors];
     if (list.length === 0 || list.some((e) => typeof e !== 'function'))
       throw new TypeError(FALLBACK_BAD_ERRORS(where, errors));
     if (!(typeof handler === 'function' || (typeof handler === 'string' && handler !== ''))) {
       throw new TypeError(FALLBACK_BAD_HANDLER(where, handler));
     }
-    const options: FallbackLayerOptions = { errors: list, handler };
+    const options: FallbackLayerOptions = { errors: list as readonly ErrorClass[], handler };
     addLayer(target, key, descriptor, { kind: 'fallback', options, decorator: 'Fallback' });
   };
 }
