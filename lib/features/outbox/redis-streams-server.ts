@@ -167,6 +167,8 @@ class StreamGroupServer implements RedisStreamsServer {
   private claimTimer: TimerHandle;
   private pause: { timer: TimerHandle; resolve: () => void } | undefined;
   private running: Promise<void>[] = [];
+  /** Acknowledgements sent and not yet answered: the next entry does not wait for them, `close` does. */
+  private readonly acking = new Set<Promise<void>>();
 
   constructor(options: RedisStreamsServerOptions) {
     const given = new GivenOptions(options, PLACE, [
@@ -245,6 +247,7 @@ class StreamGroupServer implements RedisStreamsServer {
     }
     this.reader?.disconnect();
     await Promise.all(this.running);
+    await Promise.all(this.acking);
   }
 
   on(event: string, callback: (error: unknown) => void): void {
@@ -341,7 +344,7 @@ class StreamGroupServer implements RedisStreamsServer {
         const [next, entries] = reply as [string, Array<[string, string[] | null]>];
         for (const [id, fields] of entries) {
           // An entry trimmed away while pending: nothing left to handle.
-          if (fields === null) await this.ack(stream, id);
+          if (fields === null) this.ack(stream, id);
           else await this.deliver(stream, id, fields, true);
         }
         if (next === '0-0') break;
@@ -377,16 +380,18 @@ class StreamGroupServer implements RedisStreamsServer {
     } finally {
       this.handling.delete(key);
     }
-    await this.ack(stream, id);
+    this.ack(stream, id);
   }
 
-  private async ack(stream: string, id: string): Promise<void> {
-    try {
-      await this.client.call('XACK', stream, this.group, id);
-    } catch (error) {
+  /** Sends `XACK` for the entry without holding up the next one: a round trip per entry would pace the consumer. */
+  private ack(stream: string, id: string): void {
+    const sent: Promise<void> = this.client.call('XACK', stream, this.group, id).then(
+      () => undefined,
       // Not acknowledged: the entry is claimed and handled again, and the idempotent handler absorbs it.
-      this.emitError(error);
-    }
+      (error: unknown) => this.emitError(error),
+    );
+    this.acking.add(sent);
+    void sent.finally(() => this.acking.delete(sent));
   }
 
   /** A failed read: groups recreated when Redis lost them, the first failure of an episode logged, then a pause. */
