@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { CallNotPermittedError, CircuitBreakerPolicy, ResilienceRegistry, VirtualClock } from '../../lib';
+import {
+  CallNotPermittedError,
+  CircuitBreakerPolicy,
+  fromSpringConfig,
+  ResilienceRegistry,
+  VirtualClock,
+} from '../../lib';
 import { SHARED_WITHOUT_STORE } from '../../lib/policies/circuit-breaker/circuit-breaker.messages';
 import { RedisCircuitBreakerStore } from '../../lib/stores/redis-circuit-breaker-store';
 import { serverOrSkip } from '../support/server-env';
@@ -188,6 +194,18 @@ describe('fleet-wide circuit breaker (real Redis)', () => {
 });
 
 describe('fleet-wide circuit breaker options', () => {
+  it('binds shared and shared.quorum from an application.yml, as Spring binds text', () => {
+    const store = new RedisCircuitBreakerStore({ client: {} as never });
+    const options = fromSpringConfig(
+      'resilience4j.circuitbreaker.instances.pay.shared.quorum=3\nresilience4j.circuitbreaker.instances.ship.shared=true\n',
+    );
+    const registry = new ResilienceRegistry({ ...options, circuitBreakerStore: store });
+    const sections = registry.options.sections.circuitBreaker.instances;
+    expect(sections.get('pay')?.shared).toEqual({ quorum: 3 });
+    expect(sections.get('ship')?.shared).toEqual({ quorum: 1 });
+    expect(() => new ResilienceRegistry(options)).toThrow(SHARED_WITHOUT_STORE("circuitBreaker instance 'pay'"));
+  });
+
   it('refuses shared: true without a circuitBreakerStore, naming the instance and the module option', () => {
     expect(() => new ResilienceRegistry({ circuitBreaker: { instances: { pay: { shared: true } } } })).toThrow(
       SHARED_WITHOUT_STORE("circuitBreaker instance 'pay'"),
