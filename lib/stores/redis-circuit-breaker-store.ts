@@ -130,11 +130,12 @@ function decode(text: string): FleetTransition {
  * Shares fleet-wide circuit breakers' transitions through Redis. Per
  * breaker, one hash holds the fleet's state (state, end of the OPEN wait on
  * Redis's clock, version), a sorted set the replicas reporting OPEN (each
- * until its wait ends), and one key the half-open probe lease (`SET NX
- * PX`). Every transition is published on one channel, heard on a second
- * connection (`client.duplicate()`). Each operation is one Lua script, so
- * a quorum is counted and the fleet opened in one atomic step. Keys of one
- * breaker share a hash tag, so the store also runs on a Redis Cluster.
+ * until its wait ends), and one key the half-open probe lease
+ * (`SET NX PX`). Every transition is published on one channel, heard on a
+ * second connection (`client.duplicate()`). Each operation is one Lua
+ * script, so a quorum is counted and the fleet opened in one atomic step.
+ * Keys of one breaker share a hash tag, so the store also runs on a Redis
+ * Cluster. Calls never wait on it: see docs/fleet-breaker.md.
  *
  * @example
  * ```ts
@@ -202,34 +203,42 @@ export class RedisCircuitBreakerStore implements CircuitBreakerStore {
     return typeof reply === 'string' ? decode(reply) : undefined;
   }
 
-  /** {@inheritDoc CircuitBreakerStore.listen} */
+  /**
+   * {@inheritDoc CircuitBreakerStore.listen}
+   * Never fails for Redis being down: the listener hears `disconnected`,
+   * and `reconnected` once the channel is subscribed again.
+   */
   async listen(listener: FleetListener): Promise<() => Promise<void>> {
     const subscriber = this.client.duplicate();
-    let connected = true;
+    let connected = false;
     let stopped = false;
-    subscriber.on('message', (channel: string, message: string) => {
-      if (channel === this.channel) listener.transition(decode(message));
-    });
-    subscriber.on('error', (error: unknown) => {
+    const lost = (error: unknown): void => {
       if (stopped || !connected) return;
       connected = false;
       listener.disconnected(error);
+    };
+    // Subscribed (again) on every connection, the first one included, before the listener hears it is back.
+    const subscribe = (): Promise<void> =>
+      subscriber.subscribe(this.channel).then(
+        () => {
+          if (stopped || connected) return;
+          connected = true;
+          listener.reconnected();
+        },
+        (error: unknown) => {
+          if (!stopped) listener.disconnected(error);
+        },
+      );
+    subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.channel) listener.transition(decode(message));
     });
-    subscriber.on('close', () => {
-      if (stopped || !connected) return;
-      connected = false;
-      listener.disconnected(new Error('connection to Redis closed'));
-    });
-    // ioredis subscribes again by itself before it reports the connection ready.
-    subscriber.on('ready', () => {
-      if (stopped || connected) return;
-      connected = true;
-      listener.reconnected();
-    });
-    await subscriber.subscribe(this.channel);
+    subscriber.on('error', lost);
+    subscriber.on('close', () => lost(new Error('connection to Redis closed')));
+    subscriber.on('ready', () => void subscribe());
+    await subscribe();
     return async () => {
       stopped = true;
-      await subscriber.quit();
+      await subscriber.quit().catch(() => undefined);
     };
   }
 

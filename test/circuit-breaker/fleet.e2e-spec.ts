@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Redis from 'ioredis';
 import {
   CallNotPermittedError,
@@ -9,7 +12,10 @@ import {
 } from '../../lib';
 import { SHARED_WITHOUT_STORE } from '../../lib/policies/circuit-breaker/circuit-breaker.messages';
 import { RedisCircuitBreakerStore } from '../../lib/stores/redis-circuit-breaker-store';
+import { RunningServer } from '../support/postgres-server';
+import { startRedis } from '../support/redis-server';
 import { serverOrSkip } from '../support/server-env';
+import { freePort } from '../support/wait';
 
 /** Failures in a row that open the breaker: a window of 4, all failed. */
 const BREAKER = {
@@ -190,6 +196,57 @@ describe('fleet-wide circuit breaker (real Redis)', () => {
     await quietFor(200);
     expect(seen).toEqual([]);
     monitoring.disconnect();
+  });
+});
+
+describe('fleet-wide circuit breaker whose Redis is down at startup', () => {
+  const url = serverOrSkip('redis');
+  if (url === undefined) return;
+
+  it('runs the breaker locally, logs once, and joins its fleet when Redis comes up', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'fleet-startup-'));
+    const port = await freePort();
+    const clock = new VirtualClock();
+    const clients: Redis[] = [];
+    const registries: ResilienceRegistry[] = [];
+    const logs: string[][] = [];
+    const replica = (): CircuitBreakerPolicy => {
+      const client = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+      client.on('error', () => undefined);
+      clients.push(client);
+      const lines: string[] = [];
+      logs.push(lines);
+      const registry = new ResilienceRegistry(
+        {
+          clock,
+          circuitBreakerStore: new RedisCircuitBreakerStore({ client, prefix: 'startup:' }),
+          circuitBreaker: { instances: { pay: { ...BREAKER, shared: true } } },
+        },
+        (line) => void lines.push(line),
+      );
+      registries.push(registry);
+      return registry.circuitBreaker('pay');
+    };
+    let redis: RunningServer | undefined;
+    try {
+      const a = replica();
+      await eventually('the outage logged', () => logs[0].length > 0);
+      expect(await a.execute(ok)).toBe('ok');
+      await failUntilOpen(a);
+      expect(logs[0]).toEqual([expect.stringContaining('circuit breaker store is unreachable')]);
+      redis = await startRedis(root, { port });
+      await eventually('a rejoined', () => logs[0].length === 2, 5000);
+      expect(logs[0][1]).toContain('reachable again; 1 fleet-wide circuit breaker(s) rejoined');
+      const b = replica();
+      await registries[1].fleetJoined();
+      b.transitionToForcedOpenState();
+      await eventually('a FORCED_OPEN', () => a.state === 'FORCED_OPEN');
+    } finally {
+      for (const registry of registries) registry.dispose();
+      await Promise.all(clients.map((c) => c.quit().catch(() => undefined)));
+      await redis?.stop();
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
 

@@ -61,7 +61,7 @@ export interface FleetListener {
   transition(transition: FleetTransition): void;
   /** The store's connection was lost; `error` says why. */
   disconnected(error: unknown): void;
-  /** The store's connection is back: read each breaker's state again, transitions may have been missed. */
+  /** The store is connected (again; the first connection may be told too): read each breaker's state again, transitions may have been missed. */
   reconnected(): void;
 }
 
