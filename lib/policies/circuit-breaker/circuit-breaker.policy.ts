@@ -123,6 +123,12 @@ function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): b
  * earlier state never counts as a half-open trial. A refusal's
  * `retryAfterMs` is the time left in OPEN; FORCED_OPEN and a busy HALF_OPEN
  * cannot know it and leave it undefined.
+ *
+ * A breaker with `shared` is fleet-wide (docs/fleet-breaker.md): it keeps
+ * its own window, but once `quorum` replicas have opened it follows the
+ * fleet into OPEN, stays OPEN after the wait until the replica holding the
+ * probe lease has its verdict, and publishes its transitions made by hand
+ * (`transitionToHalfOpenState()` aside). None of that touches a call.
  */
 export class CircuitBreakerPolicy {
   private currentState: CircuitBreakerState = 'CLOSED';
