@@ -2,11 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CanActivate } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
+import request from 'supertest';
 import {
   CallNotPermittedError,
   CircuitBreakerPolicy,
   fromSpringConfig,
+  ResilienceEndpointsModule,
+  ResilienceModule,
   ResilienceRegistry,
   VirtualClock,
 } from '../../lib';
@@ -16,6 +21,13 @@ import { RunningServer } from '../support/postgres-server';
 import { startRedis } from '../support/redis-server';
 import { serverOrSkip } from '../support/server-env';
 import { freePort } from '../support/wait';
+
+/** Lets every operator request through (the test's app has no users). */
+class Operator implements CanActivate {
+  canActivate(): boolean {
+    return true;
+  }
+}
 
 /** Failures in a row that open the breaker: a window of 4, all failed. */
 const BREAKER = {
@@ -172,6 +184,39 @@ describe('fleet-wide circuit breaker (real Redis)', () => {
     await eventually('b METRICS_ONLY', () => b.state === 'METRICS_ONLY');
     a.reset();
     await eventually('b CLOSED by a reset', () => b.state === 'CLOSED' && resets.length === 1);
+  });
+
+  it("the actuator's POST on one replica's application reaches the other replicas", async () => {
+    const client = new Redis(url as string, { maxRetriesPerRequest: 1 });
+    clients.push(client);
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ResilienceModule.forRoot({
+          clock,
+          circuitBreakerStore: new RedisCircuitBreakerStore({ client, prefix }),
+          circuitBreaker: { instances: { pay: { ...BREAKER, shared: true } } },
+        }),
+        ResilienceEndpointsModule.forRoot({ status: { public: true, writable: { guards: [Operator] } } }),
+      ],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    try {
+      await app.get(ResilienceRegistry).fleetJoined();
+      const other = await replica();
+      await request(app.getHttpServer())
+        .post('/actuator/circuitbreakers/pay')
+        .send({ updateState: 'FORCE_OPEN' })
+        .expect(200);
+      await eventually('the other replica FORCED_OPEN', () => other.state === 'FORCED_OPEN');
+      await request(app.getHttpServer())
+        .post('/actuator/circuitbreakers/pay')
+        .send({ updateState: 'CLOSE' })
+        .expect(200);
+      await eventually('the other replica CLOSED', () => other.state === 'CLOSED');
+    } finally {
+      await app.close();
+    }
   });
 
   it('a replica that starts while the fleet is OPEN starts OPEN for what is left of the wait', async () => {
