@@ -187,7 +187,7 @@ describe('fleet-wide circuit breaker (real Redis)', () => {
   });
 
   it("the actuator's POST on one replica's application reaches the other replicas", async () => {
-    const client = new Redis(url as string, { maxRetriesPerRequest: 1 });
+    const client = new Redis(url, { maxRetriesPerRequest: 1 });
     clients.push(client);
     const moduleRef = await Test.createTestingModule({
       imports: [
