@@ -204,7 +204,8 @@ export class RedisCircuitBreakerStore implements CircuitBreakerStore {
   }
 
   /**
-   * {@inheritDoc CircuitBreakerStore.listen}
+   * Starts listening on a second connection (`client.duplicate()`); resolves
+   * once the first subscription was answered, with the function that stops.
    * Never fails for Redis being down: the listener hears `disconnected`,
    * and `reconnected` once the channel is subscribed again.
    */
