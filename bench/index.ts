@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { allocation } from './allocation';
+import { breakerFleet } from './breaker-fleet';
 import { cancellation } from './cancellation';
 import { idempotency } from './idempotency';
 import { layers } from './layers';
@@ -28,6 +29,7 @@ const SECTIONS: readonly BenchSection[] = [
   shedding,
   observable,
   rateLimiterRedis,
+  breakerFleet,
   tracing,
   outbox,
 ];

@@ -51,9 +51,25 @@ export type {
   CircuitBreakerConfig,
   CircuitBreakerConfigInput,
   CircuitBreakerExceptionRules,
+  CircuitBreakerSharing,
   SlidingWindowType,
 } from './policies/circuit-breaker/circuit-breaker.config';
 export { CircuitBreaker } from './policies/circuit-breaker/circuit-breaker.decorator';
+export type {
+  CircuitBreakerStore,
+  FleetListener,
+  FleetOpenReport,
+  FleetProbeClaim,
+  FleetPublication,
+  FleetTransition,
+  FleetTransitionCause,
+} from './policies/circuit-breaker/circuit-breaker-store';
+export { DEFAULT_CIRCUIT_BREAKER_REDIS_PREFIX, RedisCircuitBreakerStore } from './stores/redis-circuit-breaker-store';
+export type {
+  RedisCircuitBreakerClient,
+  RedisCircuitBreakerStoreOptions,
+  RedisCircuitBreakerSubscriber,
+} from './stores/redis-circuit-breaker-store';
 export type { BulkheadConfig, BulkheadConfigInput } from './policies/bulkhead/bulkhead.config';
 export { BulkheadPolicy } from './policies/bulkhead/bulkhead.policy';
 export type { BulkheadMetrics } from './policies/bulkhead/bulkhead.policy';

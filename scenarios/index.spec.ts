@@ -9,6 +9,7 @@ describe('scenario CLI', () => {
       'retry-storm',
       'overcharge',
       'breaker',
+      'fleet',
       'bulkhead',
       'overload',
       'adaptive-defaults',

@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { breaker } from './breaker';
 import { bulkhead } from './bulkhead';
+import { fleet } from './fleet';
 import { hedging } from './hedging';
 import { ScenarioReport } from './kit';
 import { overcharge } from './overcharge';
@@ -41,6 +42,12 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
     name: 'breaker',
     summary: 'thread-seconds and calls reaching a dependency down for 30 s, without and with a breaker',
     run: breaker,
+  },
+  {
+    name: 'fleet',
+    summary:
+      '10 replicas behind a dependency failing for 60 s: local breakers versus a fleet breaker at quorum 1 and 3, and one replica with a broken network',
+    run: fleet,
   },
   {
     name: 'bulkhead',

@@ -7,6 +7,7 @@ import type { PolicySection } from '../config/schema';
 import type { FaultInjectionOptions } from '../features/fault-injection/fault-injection.options';
 import type { RateLimiterConfigInput } from '../policies/rate-limiter/rate-limiter.config';
 import type { RateLimiterStore } from '../policies/rate-limiter/rate-limiter-store';
+import type { CircuitBreakerStore } from '../policies/circuit-breaker/circuit-breaker-store';
 import type { PolicyKind } from '../kernel/resilience.constants';
 import type { RetryConfigInput } from '../policies/retry/retry.config';
 import type { TimeLimiterConfigInput } from '../policies/time-limiter/time-limiter.config';
@@ -92,6 +93,8 @@ export interface RegistryOptions {
   rateLimiter?: PolicySection<RateLimiterConfigInput>;
   /** Where rate limiters with `shared: true` keep their permits, e.g. `new RedisRateLimiterStore({ client })`. */
   rateLimiterStore?: RateLimiterStore;
+  /** Where circuit breakers with `shared` share their transitions with other replicas, e.g. `new RedisCircuitBreakerStore({ client })`. */
+  circuitBreakerStore?: CircuitBreakerStore;
   /** Resilience4j's thread-pool bulkheads, run as bulkheads (`@Bulkhead(name)`): `maxThreadPoolSize` calls at once, `queueCapacity` waiting. */
   threadPoolBulkhead?: PolicySection<ThreadPoolBulkheadConfigInput>;
   /** Latency, errors and substitute outcomes injected per instance name, for game days and tests. Off unless `enabled`; refused in production unless `allowInProduction`. */

@@ -6,6 +6,12 @@ import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from '
 import { EventStream } from '../kernel/events';
 import { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
+import { CircuitBreakerStore, isCircuitBreakerStore } from '../policies/circuit-breaker/circuit-breaker-store';
+import { CircuitBreakerFleet } from '../policies/circuit-breaker/circuit-breaker.fleet';
+import {
+  NOT_A_STORE as NOT_A_BREAKER_STORE,
+  SHARED_WITHOUT_STORE as BREAKER_SHARED_WITHOUT_STORE,
+} from '../policies/circuit-breaker/circuit-breaker.messages';
 import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
 import { isRateLimiterStore, RateLimiterStore } from '../policies/rate-limiter/rate-limiter-store';
 import { NOT_A_STORE, SHARED_WITHOUT_STORE } from '../policies/rate-limiter/rate-limiter.messages';
@@ -29,7 +35,11 @@ type Make<C, I> = (registry: ResilienceRegistry, name: string, config: C, place:
 /** How each policy's instances are made. */
 const POLICY_FACTORIES: { readonly [P in RegistryPolicy]: Make<PolicyConfigs[P], PolicyInstances[P]> } = {
   retry: (r, name, config) => new RetryPolicy(name, config, r.clock, r.random),
-  circuitBreaker: (r, name, config) => new CircuitBreakerPolicy(name, config, r.clock, r.random),
+  circuitBreaker: (r, name, config, place) => {
+    const breaker = new CircuitBreakerPolicy(name, config, r.clock, r.random);
+    if (config.shared) r.circuitBreakerFleet(place).join(breaker, config.shared.quorum);
+    return breaker;
+  },
   bulkhead: (r, name, config) => new BulkheadPolicy(name, config, r.clock),
   timeLimiter: (r, name, config) => new TimeLimiter(name, config, r.clock, r.options.deadline.attemptContext),
   rateLimiter: (r, name, config, place) => {
@@ -69,6 +79,9 @@ export class ResilienceRegistry {
   readonly faults: FaultInjector;
   /** Where shared rate limiters keep their permits (module option `rateLimiterStore`). */
   readonly rateLimiterStore: RateLimiterStore | undefined;
+  /** Where fleet-wide circuit breakers share their transitions (module option `circuitBreakerStore`). */
+  readonly circuitBreakerStore: CircuitBreakerStore | undefined;
+  private fleet: CircuitBreakerFleet | undefined;
   private readonly caches: { readonly [P in RegistryPolicy]: InstanceCache<PolicyConfigs[P], PolicyInstances[P]> };
   private readonly threadPoolBulkheads: InstanceCache<PolicyConfigs['bulkhead'], BulkheadPolicy>;
   private readonly hedging: InstanceCache<HedgeConfig, HedgePolicy>;
@@ -101,6 +114,7 @@ export class ResilienceRegistry {
   ) {
     this.options = resolveOptions(options, (m) => this.warnOnce(m));
     this.rateLimiterStore = readRateLimiterStore(this.options.extras.rateLimiterStore);
+    this.circuitBreakerStore = readCircuitBreakerStore(this.options.extras.circuitBreakerStore);
     this.faults = new FaultInjector(this.options.faultInjection, this.clock, this.random, process.env.NODE_ENV, (m) =>
       this.warnOnce(m),
     );
@@ -139,6 +153,27 @@ export class ResilienceRegistry {
       requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'config', 'default'));
     for (const [name, config] of limiters.instances)
       if (config.shared) requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'instance', name));
+    const breakers = sections.circuitBreaker;
+    if (breakers.defaultConfig.shared) this.circuitBreakerFleet(instancePlace('circuitBreaker', 'config', 'default'));
+    for (const [name, config] of breakers.instances)
+      if (config.shared) this.circuitBreakerFleet(instancePlace('circuitBreaker', 'instance', name));
+  }
+
+  /**
+   * Resolves once every fleet-wide breaker made so far listens to its
+   * fleet and has read the fleet's state (a replica starting while its
+   * fleet is OPEN is then OPEN). Calls never wait for it; it is for tests
+   * and for code that must not serve before it knows.
+   */
+  async fleetJoined(): Promise<void> {
+    await this.fleet?.joined();
+  }
+
+  /** @internal The fleet of this registry's shared breakers; throws, naming `place`, without a `circuitBreakerStore`. */
+  circuitBreakerFleet(place: string): CircuitBreakerFleet {
+    const store = this.circuitBreakerStore;
+    if (store === undefined) throw new Error(BREAKER_SHARED_WITHOUT_STORE(place));
+    return (this.fleet ??= new CircuitBreakerFleet(store, this.clock, (message) => this.warn(message)));
   }
 
   /** The clock every policy of this registry uses. */
@@ -299,6 +334,7 @@ export class ResilienceRegistry {
 
   /** Releases timers held by the instances (on application shutdown). */
   dispose(): void {
+    this.fleet?.dispose().catch(() => undefined);
     for (const limiter of this.all('timeLimiter')) limiter.dispose();
     for (const entry of this.derived) if (entry.instance instanceof TimeLimiter) entry.instance.dispose();
   }
@@ -361,6 +397,12 @@ export class ResilienceRegistry {
 function readRateLimiterStore(value: unknown): RateLimiterStore | undefined {
   if (value === undefined) return undefined;
   if (!isRateLimiterStore(value)) throw new Error(NOT_A_STORE(describe(value)));
+  return value;
+}
+
+function readCircuitBreakerStore(value: unknown): CircuitBreakerStore | undefined {
+  if (value === undefined) return undefined;
+  if (!isCircuitBreakerStore(value)) throw new Error(NOT_A_BREAKER_STORE(describe(value)));
   return value;
 }
 

@@ -120,6 +120,7 @@ const EXTRA_SECTIONS = [
   'logging',
   'loadShedding',
   'rateLimiterStore',
+  'circuitBreakerStore',
   'tracing',
   'outbox',
 ];

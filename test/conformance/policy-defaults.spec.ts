@@ -63,6 +63,8 @@ describe("each policy's defaults are Resilience4j's", () => {
       allowHealthIndicatorToFail: false,
       // CircuitBreakerConfig.DEFAULT_WRITABLE_STACK_TRACE_ENABLED
       writableStackTraceEnabled: true,
+      // This module's own: a breaker is fleet-wide only when asked to.
+      shared: false,
     });
   });
 

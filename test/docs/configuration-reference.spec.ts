@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import {
+  CircuitBreakerStore,
   DEFAULT_MAX_DEADLINE_BUDGET_MS,
   MemoryIdempotencyStore,
   parseDuration,
@@ -53,6 +54,15 @@ const POLICY_SECTIONS = ['retry', 'circuitBreaker', 'bulkhead', 'threadPoolBulkh
 /** A store for the `shared: true` example, which needs one; never called. */
 const unusedStore: RateLimiterStore = { acquire: () => Promise.reject(new Error('not called')) };
 
+/** A store for the `shared: { quorum }` example of a circuit breaker, which needs one; it never answers. */
+const unusedBreakerStore: CircuitBreakerStore = {
+  reportOpen: () => Promise.reject(new Error('not called')),
+  publish: () => Promise.reject(new Error('not called')),
+  claimProbe: () => Promise.reject(new Error('not called')),
+  read: () => new Promise(() => undefined),
+  listen: () => new Promise(() => undefined),
+};
+
 /** The module options as `forRoot` reads them (`ResilienceRegistry` validates them when built). */
 const resolveOptions = (options: ResilienceModuleOptions | undefined) =>
   new ResilienceRegistry(options, noWarnings).options;
@@ -60,7 +70,11 @@ const resolveOptions = (options: ResilienceModuleOptions | undefined) =>
 const policySection = (policy: string): Section => ({
   heading: policy,
   validate: (settings) =>
-    resolveOptions({ [policy]: { instances: { probe: settings } }, rateLimiterStore: unusedStore }),
+    resolveOptions({
+      [policy]: { instances: { probe: settings } },
+      rateLimiterStore: unusedStore,
+      circuitBreakerStore: unusedBreakerStore,
+    }),
   defaults: () => {
     const resolved = resolveOptions({
       [policy]: { instances: { probe: {} } },
@@ -243,8 +257,9 @@ function acceptedKeys(section: Section, prefix = '', depth = 0): string[] {
 function resolvedAt(section: Section, resolved: Settings, path: string): unknown {
   let value: unknown = resolved;
   for (const part of path.split('.')) {
-    const record = value as Settings | undefined;
-    if (record === undefined) return undefined;
+    // A value that is not an object (a breaker's `shared: false`) has no nested key.
+    if (value === null || typeof value !== 'object') return undefined;
+    const record = value as Settings;
     const alias = section.aliases?.[part];
     value = alias !== undefined ? record[alias] : part in record ? record[part] : record[`${part}Ms`];
   }

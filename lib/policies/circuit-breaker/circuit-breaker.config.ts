@@ -3,6 +3,8 @@ import { INVALID_VALUE } from '../../config/config.messages';
 import { Duration } from '../../config/duration';
 import { PolicySchema } from '../../config/schema';
 import { ErrorClassOrName } from '../../config/error-matcher';
+import { integerOption, invalidOption, objectOption, OptionReader } from '../../config/option-readers';
+import { SHARED_EXPECTED } from './circuit-breaker.messages';
 
 /**
  * Which errors a breaker counts as failures. `resilience4nest`: every error
@@ -15,6 +17,12 @@ export type CircuitBreakerExceptionRules = 'resilience4nest' | 'resilience4j';
 
 /** How the breaker's sliding window counts calls. */
 export type SlidingWindowType = 'COUNT_BASED' | 'TIME_BASED';
+
+/** How a fleet-wide breaker shares its transitions: `quorum` replicas reporting OPEN open every replica. */
+export interface CircuitBreakerSharing {
+  /** Replicas whose own window must open before the fleet opens (reports count for their open wait). */
+  readonly quorum: number;
+}
 
 /** Resolved settings of a circuit breaker (durations in ms), with Resilience4j's defaults. */
 export interface CircuitBreakerConfig {
@@ -70,6 +78,14 @@ export interface CircuitBreakerConfig {
    * refusal several times dearer than an admitted call. Default true.
    */
   writableStackTraceEnabled?: boolean;
+  /**
+   * Fleet-wide: share this breaker's transitions with every replica through
+   * the module's `circuitBreakerStore` (`true` is `{ quorum: 1 }`). Each
+   * replica keeps its own window; when `quorum` replicas open, all open for
+   * the same wait, one probes for all, and transitions made by hand reach
+   * all. Default false.
+   */
+  shared: CircuitBreakerSharing | false;
 }
 
 /** Circuit breaker settings as written in options. */
@@ -83,6 +99,7 @@ export type CircuitBreakerConfigInput = Partial<
     | 'slidingWindowType'
     | 'transitionToStateAfterWaitDuration'
     | 'initialState'
+    | 'shared'
   > & {
     slowCallDurationThreshold: Duration;
     maxWaitDurationInHalfOpenState: Duration;
@@ -91,8 +108,21 @@ export type CircuitBreakerConfigInput = Partial<
     slidingWindowType: SlidingWindowType | Lowercase<SlidingWindowType>;
     transitionToStateAfterWaitDuration: 'OPEN' | 'CLOSED' | 'open' | 'closed';
     initialState: CircuitBreakerState | Lowercase<CircuitBreakerState>;
+    shared: boolean | CircuitBreakerSharing;
   }
 >;
+
+const sharingObject = objectOption({ quorum: integerOption(1) });
+
+/** `shared`: true, false (also as text, as Spring binds it) or `{ quorum }`, resolved to the sharing or false. */
+const sharedOption: OptionReader<CircuitBreakerSharing | false> = (value, place, key) => {
+  const text = typeof value === 'string' ? value.trim().toLowerCase() : value;
+  if (text === true || text === 'true') return { quorum: 1 };
+  if (text === false || text === 'false') return false;
+  if (text !== null && typeof text === 'object' && !Array.isArray(text))
+    return sharingObject(text, place, key) as CircuitBreakerSharing;
+  return invalidOption(place, key, SHARED_EXPECTED, value);
+};
 
 export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
   policy: 'circuitBreaker',
@@ -122,6 +152,7 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     registerHealthIndicator: { kind: 'boolean' },
     allowHealthIndicatorToFail: { kind: 'boolean' },
     writableStackTraceEnabled: { kind: 'boolean' },
+    shared: { kind: 'custom', read: sharedOption },
   },
   defaults: {
     failureRateThreshold: 50,
@@ -148,6 +179,7 @@ export const CIRCUIT_BREAKER_SCHEMA: PolicySchema<CircuitBreakerConfig> = {
     registerHealthIndicator: false,
     allowHealthIndicatorToFail: false,
     writableStackTraceEnabled: true,
+    shared: false,
   },
   check(config, place) {
     if (config.enableExponentialBackoff && config.enableRandomizedWait) {

@@ -26,6 +26,7 @@ import {
   CircuitBreakerSuccessEvent,
 } from './circuit-breaker.events';
 import { GuardedObservable } from './circuit-breaker.operator';
+import { CircuitBreakerFleetHooks } from './circuit-breaker.fleet-hooks';
 import { IllegalStateTransitionError } from './illegal-state-transition.error';
 import { CountSlidingWindow, SlidingWindow, createSlidingWindow } from './sliding-window';
 
@@ -122,6 +123,12 @@ function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): b
  * earlier state never counts as a half-open trial. A refusal's
  * `retryAfterMs` is the time left in OPEN; FORCED_OPEN and a busy HALF_OPEN
  * cannot know it and leave it undefined.
+ *
+ * A breaker with `shared` is fleet-wide (docs/fleet-breaker.md): it keeps
+ * its own window, but once `quorum` replicas have opened it follows the
+ * fleet into OPEN, stays OPEN after the wait until the replica holding the
+ * probe lease has its verdict, and publishes its transitions made by hand
+ * (`transitionToHalfOpenState()` aside). None of that touches a call.
  */
 export class CircuitBreakerPolicy {
   private currentState: CircuitBreakerState = 'CLOSED';
@@ -158,6 +165,10 @@ export class CircuitBreakerPolicy {
   private failureRateEvents: EventStream<CircuitBreakerFailureRateExceededEvent> | undefined;
   private slowCallRateEvents: EventStream<CircuitBreakerSlowCallRateExceededEvent> | undefined;
   private resetEvents: EventStream<CircuitBreakerResetEvent> | undefined;
+  /** The fleet of a shared breaker: told of its transitions, asked before a probe. */
+  private fleet: CircuitBreakerFleetHooks | undefined;
+  /** The wait the fleet gave for the OPEN state being entered, in place of the breaker's own. */
+  private fleetWait: number | undefined;
   /** Where each recorded call's duration also goes, by outcome (the metrics' histograms): no event is built for them. */
   private durationSinks: readonly OutcomeHistograms[] = [];
 
@@ -404,7 +415,7 @@ export class CircuitBreakerPolicy {
       case 'DISABLED':
         return true;
       case 'OPEN':
-        if (this.clock.now() > this.openUntil) {
+        if (this.clock.now() > this.openUntil && (this.fleet === undefined || this.fleet.mayProbe())) {
           this.transition('HALF_OPEN');
           return this.tryAcquirePermission();
         }
@@ -496,6 +507,38 @@ export class CircuitBreakerPolicy {
 
   /** Returns to a fresh CLOSED state: empty window, no timers, counters at zero. */
   reset(): void {
+    this.resetHere();
+    this.fleet?.changedByHand('CLOSED', 0, true);
+  }
+
+  /**
+   * @internal Makes this breaker fleet-wide: `hooks` hear its transitions
+   * and decide whether it may probe once OPEN's wait is over.
+   */
+  joinFleet(hooks: CircuitBreakerFleetHooks): void {
+    this.fleet = hooks;
+  }
+
+  /**
+   * @internal Moves to `to` because the fleet did, without telling the
+   * fleet back: OPEN for the `remainingMs` left of the fleet's wait, a
+   * `reset` as {@link CircuitBreakerPolicy.reset}.
+   */
+  followFleet(to: CircuitBreakerState, remainingMs: number, reset: boolean): void {
+    if (reset) {
+      this.resetHere();
+      return;
+    }
+    if (to === 'OPEN') this.fleetWait = remainingMs;
+    this.transition(to);
+  }
+
+  /** @internal The fleet gave this replica the half-open probe: HALF_OPEN, if it is still OPEN. */
+  probe(): void {
+    if (this.currentState === 'OPEN') this.transition('HALF_OPEN');
+  }
+
+  private resetHere(): void {
     const from = this.currentState;
     this.enter('CLOSED');
     if (from !== 'CLOSED' && this.transitionEvents?.active)
@@ -563,15 +606,12 @@ export class CircuitBreakerPolicy {
         if (this.exceedsThresholds(window)) {
           this.publishExceeded(window);
           this.transition('OPEN');
+          this.fleet?.opened(this.openWait);
         }
         break;
       case 'HALF_OPEN':
         // As Resilience4j's HalfOpenState: the trials decide without a threshold-exceeded event.
-        if (this.exceedsThresholds(window)) {
-          this.transition('OPEN');
-        } else {
-          this.transition('CLOSED');
-        }
+        this.decide(this.exceedsThresholds(window) ? 'OPEN' : 'CLOSED');
         break;
       case 'METRICS_ONLY':
         // As Resilience4j: reported once per stay in METRICS_ONLY, not on every call above the threshold.
@@ -607,6 +647,18 @@ export class CircuitBreakerPolicy {
     const from = this.currentState;
     if (isIllegalTransition(from, to)) throw new IllegalStateTransitionError(this.name, from, to);
     this.transition(to);
+    this.fleet?.changedByHand(to, this.openWait, false);
+  }
+
+  /** Ends a half-open round in `to`, and tells the fleet. */
+  private decide(to: CircuitBreakerState): void {
+    this.transition(to);
+    this.fleet?.decided(to, this.openWait);
+  }
+
+  /** OPEN's wait is over (on its timer): HALF_OPEN, unless the fleet holds this replica OPEN. */
+  private afterOpenWait(): void {
+    if (this.fleet === undefined || this.fleet.mayProbe()) this.transition('HALF_OPEN');
   }
 
   /** Enters `to` afresh; a transition to the current state is internal and not published, as in Resilience4j. */
@@ -664,10 +716,12 @@ export class CircuitBreakerPolicy {
         break;
       case 'OPEN': {
         // The window it opened with stays readable, as in Resilience4j.
-        const wait = (this.openWait = this.nextOpenWait(++this.openAttempts));
+        const attempt = ++this.openAttempts;
+        const wait = (this.openWait = this.fleetWait ?? this.nextOpenWait(attempt));
+        this.fleetWait = undefined;
         this.openUntil = this.clock.now() + wait;
         if (settings.automaticTransitionFromOpenToHalfOpenEnabled) {
-          this.schedule(() => this.transition('HALF_OPEN'), wait);
+          this.schedule(() => this.afterOpenWait(), wait);
         }
         break;
       }
@@ -679,7 +733,7 @@ export class CircuitBreakerPolicy {
         this.halfOpenPermits = permitted;
         if (settings.maxWaitDurationInHalfOpenState > 0) {
           const next = settings.transitionToStateAfterWaitDuration;
-          this.schedule(() => this.transition(next), settings.maxWaitDurationInHalfOpenState);
+          this.schedule(() => this.decide(next), settings.maxWaitDurationInHalfOpenState);
         }
         break;
       }
