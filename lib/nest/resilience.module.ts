@@ -29,6 +29,8 @@ import {
 } from './resilience.module-definition';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { FaultInjector } from '../features/fault-injection/fault-injector';
+import { ConfigReloader } from '../registry/config-reloader';
+import { readReloadOptions } from '../registry/reload.options';
 
 /** The part of a Fastify instance the module uses. */
 interface FastifyHooks {
@@ -85,6 +87,15 @@ interface FastifyHooks {
       inject: [ResilienceRegistry],
       useFactory: (registry: ResilienceRegistry) => registry.faults,
     },
+    {
+      provide: ConfigReloader,
+      inject: [ResilienceRegistry],
+      useFactory: (registry: ResilienceRegistry) => {
+        const reload = registry.options.extras.reload;
+        const options = reload === undefined ? undefined : readReloadOptions(reload);
+        return new ConfigReloader(registry, options, new Logger('ResilienceModule'));
+      },
+    },
     ResilienceExplorer,
     Outbox,
     ...OBSERVABILITY_PROVIDERS,
@@ -110,6 +121,7 @@ export class ResilienceModule
     private readonly scanner: MetadataScanner,
     private readonly shedder: LoadShedder,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly reloader: ConfigReloader,
   ) {
     super();
   }
@@ -145,14 +157,16 @@ export class ResilienceModule
       .forRoutes('*');
   }
 
-  /** Starts the event-loop delay sampler. */
+  /** Starts the event-loop delay sampler and the options reload. */
   onApplicationBootstrap(): void {
     this.shedder.start();
+    this.reloader.start();
   }
 
-  /** Stops the event-loop delay sampler. */
+  /** Stops the event-loop delay sampler and the options reload. */
   onModuleDestroy(): void {
     this.shedder.stop();
+    this.reloader.stop();
   }
 
   /** Registers the module with static options (all optional). */

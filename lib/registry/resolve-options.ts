@@ -122,6 +122,7 @@ const EXTRA_SECTIONS = [
   'rateLimiterStore',
   'tracing',
   'outbox',
+  'reload',
 ];
 
 /** Sections of this module's own, read here with the same unknown-key rule as the policy sections. */
