@@ -58,6 +58,14 @@ export const UNKNOWN_STATUS_ROUTE = (resource: string, known: readonly string[])
 export const UNKNOWN_STATUS_INSTANCE = (policy: string, name: string): string =>
   `${PREFIX}: no ${policy} instance named '${name}'`;
 
+/** A config route names a resource that has no config to change. */
+export const UNKNOWN_CONFIG_ROUTE = (resource: string, known: readonly string[]): string =>
+  `${PREFIX}: no config route for '${resource}'; the routes are ${known.map((r) => `'${r}/{name}/config'`).join(', ')}`;
+
+/** The body of a config change is not an object of settings. */
+export const CONFIG_BODY_NOT_AN_OBJECT = (policy: string, name: string): string =>
+  `${PREFIX}: the body must be a JSON object of the ${policy} instance '${name}' settings to change, e.g. { "maxAttempts": 5 }`;
+
 /** The body of a breaker state change has no valid `updateState`. */
 export const INVALID_UPDATE_STATE = (value: unknown, allowed: readonly string[]): string =>
   `${PREFIX}: key 'updateState' must be one of ${allowed.map((s) => `'${s}'`).join(', ')}, got ${JSON.stringify(value) ?? 'undefined'}`;
