@@ -29,8 +29,7 @@ import {
 } from './resilience.module-definition';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { FaultInjector } from '../features/fault-injection/fault-injector';
-import { ConfigReloader } from '../registry/config-reloader';
-import { readReloadOptions } from '../registry/reload.options';
+import { ResilienceReload } from './resilience-reload';
 
 /** The part of a Fastify instance the module uses. */
 interface FastifyHooks {
@@ -87,15 +86,7 @@ interface FastifyHooks {
       inject: [ResilienceRegistry],
       useFactory: (registry: ResilienceRegistry) => registry.faults,
     },
-    {
-      provide: ConfigReloader,
-      inject: [ResilienceRegistry],
-      useFactory: (registry: ResilienceRegistry) => {
-        const reload = registry.options.extras.reload;
-        const options = reload === undefined ? undefined : readReloadOptions(reload);
-        return new ConfigReloader(registry, options, new Logger('ResilienceModule'));
-      },
-    },
+    ResilienceReload,
     ResilienceExplorer,
     Outbox,
     ...OBSERVABILITY_PROVIDERS,
@@ -121,7 +112,6 @@ export class ResilienceModule
     private readonly scanner: MetadataScanner,
     private readonly shedder: LoadShedder,
     private readonly adapterHost: HttpAdapterHost,
-    private readonly reloader: ConfigReloader,
   ) {
     super();
   }
@@ -157,16 +147,14 @@ export class ResilienceModule
       .forRoutes('*');
   }
 
-  /** Starts the event-loop delay sampler and the options reload. */
+  /** Starts the event-loop delay sampler. */
   onApplicationBootstrap(): void {
     this.shedder.start();
-    this.reloader.start();
   }
 
-  /** Stops the event-loop delay sampler and the options reload. */
+  /** Stops the event-loop delay sampler. */
   onModuleDestroy(): void {
     this.shedder.stop();
-    this.reloader.stop();
   }
 
   /** Registers the module with static options (all optional). */

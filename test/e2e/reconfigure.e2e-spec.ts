@@ -56,7 +56,7 @@ describe('a decorated method after its instance is reconfigured', () => {
 
     const events = registry.reconfigure('retry', 'inventory', { maxAttempts: 4 });
     registry.reconfigure('circuitBreaker', 'inventory', { minimumNumberOfCalls: 4 });
-    expect(events.map((e) => e.after.maxAttempts)).toEqual([4, 4]);
+    expect(events.map((e) => (e.after as { maxAttempts: number }).maxAttempts)).toEqual([4, 4]);
 
     inventory.calls = 0;
     await expect(inventory.own()).rejects.toBeInstanceOf(Unavailable);
