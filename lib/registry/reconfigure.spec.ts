@@ -242,6 +242,55 @@ describe('ResilienceRegistry.reconfigure', () => {
     expect(registry.retry('slow').metrics.failedCallsWithRetry).toBe(1);
   });
 
+  it('times a call out at a shortened limit while calls of the longer one are still waiting', async () => {
+    const timeClock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock: timeClock,
+      timeLimiter: { instances: { slow: { timeoutDuration: '1s' } } },
+    });
+    const limiter = registry.timeLimiter('slow');
+    const never = (): Promise<never> => new Promise<never>(() => undefined);
+    const ended: string[] = [];
+    const track = (label: string, call: Promise<unknown>): Promise<void> =>
+      call.then(
+        () => undefined,
+        (error: unknown) => {
+          ended.push(`${label} at ${timeClock.now()}ms: ${(error as TimeoutExceededError).timeoutMs}ms limit`);
+        },
+      );
+    const before = track('before', limiter.execute(never));
+
+    registry.reconfigure('timeLimiter', 'slow', { timeoutDuration: '100ms' });
+    const after = track('after', limiter.execute(never));
+
+    await timeClock.advance(100);
+    expect(ended).toEqual(['after at 100ms: 100ms limit']);
+    await timeClock.advance(900);
+    await Promise.all([before, after]);
+    expect(ended).toEqual(['after at 100ms: 100ms limit', 'before at 1000ms: 1000ms limit']);
+  });
+
+  it("keeps a retry budget's tokens when its settings change, for the hedges that draw from it too", async () => {
+    const registry = new ResilienceRegistry({
+      clock,
+      retry: { instances: { inventory: { maxAttempts: 2, waitDuration: 0, budget: { ratio: 0.5, maxTokens: 10 } } } },
+      hedging: { instances: { inventory: { delay: '10ms', budget: 'inventory', safe: true } } },
+    });
+    const retry = registry.retry('inventory');
+    const hedge = registry.hedge('inventory');
+    for (let i = 0; i < 4; i++) await retry.execute(() => 'ok');
+    expect(retry.budgetTokens).toBe(7);
+
+    registry.reconfigure('retry', 'inventory', { budget: { ratio: 0.1, maxTokens: 6 } });
+
+    expect(retry.budgetTokens).toBe(6);
+    expect(hedge.budgetTokens).toBe(6);
+    await retry.execute(() => 'ok');
+    expect(retry.budgetTokens).toBe(6);
+    await retry.execute(fail).catch(() => undefined);
+    expect([retry.budgetTokens, hedge.budgetTokens]).toEqual([5, 5]);
+  });
+
   it('offers outcomes to a drainPermissionsOnResult given after the pipeline was made', async () => {
     const limitClock = new VirtualClock();
     const registry = new ResilienceRegistry({

@@ -110,8 +110,8 @@ export class RetryPolicy {
   /**
    * @internal Runs with `config` from calls that start now on (a call
    * already retrying goes on under the settings it started with, read per
-   * attempt). The retry budget keeps its tokens unless its settings change,
-   * when a new budget starts half full. Publishes `CONFIG_CHANGED`; returns
+   * attempt). The retry budget keeps its tokens (down to a lower
+   * `maxTokens`); one given anew starts half full. Publishes `CONFIG_CHANGED`; returns
    * its event, or undefined when nothing differs.
    */
   reconfigure(config: RetryConfig): ConfigChangedEvent<RetryConfig> | undefined {
@@ -121,7 +121,10 @@ export class RetryPolicy {
     this.settings = config;
     this.retryMatcher = new ErrorMatcher(config.retryExceptions);
     this.ignoreMatcher = new ErrorMatcher(config.ignoreExceptions);
-    if (changed.includes('budget')) this.budget = config.budget ? new RetryBudget(config.budget) : undefined;
+    // The budget keeps its tokens, and stays the one object hedges sharing it draw from.
+    if (config.budget === undefined) this.budget = undefined;
+    else if (this.budget === undefined) this.budget = new RetryBudget(config.budget);
+    else this.budget.reconfigure(config.budget);
     const event = { policy: 'retry', name: this.name, before, after: config, changed } as const;
     if (this.configStream.active) this.configStream.emit(event);
     return event;
