@@ -32,8 +32,7 @@ export interface InstanceKind<C extends object, I> {
  * overrides), or any other state built from a name's config, which
  * {@link InstanceCache.follow} adds.
  */
-interface Reader<C, I> {
-  readonly instance: I;
+interface Reader<C> {
   /** Where its config was written, for errors. */
   readonly place: string;
   /** The config it was last given. */
@@ -42,9 +41,9 @@ interface Reader<C, I> {
   configFor(section: ResolvedSection<C>): C;
 }
 
-/** A change {@link InstanceCache.plan} found: a reader and its config under the new section, checked. */
-export interface PendingChange<C> {
-  readonly reader: object;
+/** A change {@link InstanceCache.plan} found: an instance and its config under the new section, checked. */
+export interface PendingChange<C, I> {
+  readonly instance: I;
   readonly config: C;
 }
 
@@ -67,7 +66,8 @@ export interface InstanceCacheHost {
  */
 export class InstanceCache<C extends object, I> {
   private readonly named = new Map<string, I>();
-  private readonly readers: Reader<C, I>[] = [];
+  /** Every instance that reads its config from the section, by instance. */
+  private readonly readers = new Map<I, Reader<C>>();
   private section: ResolvedSection<C>;
 
   constructor(
@@ -130,7 +130,7 @@ export class InstanceCache<C extends object, I> {
    * from a name's config is followed, so that a change to the name reaches all of them.
    */
   follow(instance: I, place: string, config: C, configFor: (section: ResolvedSection<C>) => C): void {
-    if (this.kind.reconfigure !== undefined) this.readers.push({ instance, place, given: config, configFor });
+    if (this.kind.reconfigure !== undefined) this.readers.set(instance, { place, given: config, configFor });
   }
 
   /**
@@ -153,25 +153,24 @@ export class InstanceCache<C extends object, I> {
    * differs from the one it was given, with its new config, checked.
    * Throws (naming where the bad value was written) before anything changes.
    */
-  plan(section: ResolvedSection<C>): PendingChange<C>[] {
-    const changes: PendingChange<C>[] = [];
-    for (const reader of this.readers) {
+  plan(section: ResolvedSection<C>): PendingChange<C, I>[] {
+    const changes: PendingChange<C, I>[] = [];
+    for (const [instance, reader] of this.readers) {
       const config = reader.configFor(section);
       if (sameSetting(config, reader.given)) continue;
       this.kind.check?.(config, reader.place);
-      changes.push({ reader, config });
+      changes.push({ instance, config });
     }
     return changes;
   }
 
   /** Moves to `section` and applies the `changes` {@link InstanceCache.plan} found for it; returns their events. */
-  commit(section: ResolvedSection<C>, changes: readonly PendingChange<C>[]): ConfigChangedEvent[] {
+  commit(section: ResolvedSection<C>, changes: readonly PendingChange<C, I>[]): ConfigChangedEvent[] {
     this.section = section;
     const events: ConfigChangedEvent[] = [];
-    for (const { reader, config } of changes) {
-      const following = reader as Reader<C, I>;
-      following.given = config;
-      const event = this.kind.reconfigure?.(following.instance, config);
+    for (const { instance, config } of changes) {
+      (this.readers.get(instance) as Reader<C>).given = config;
+      const event = this.kind.reconfigure?.(instance, config);
       if (event !== undefined) events.push(event);
     }
     return events;
