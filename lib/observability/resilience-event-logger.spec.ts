@@ -92,12 +92,25 @@ describe('ResilienceEventLogger', () => {
     expect(events).toHaveLength(2);
     expect(lines).toEqual([
       ['log', CONFIG_CHANGED(events[0])],
-      ['log', CONFIG_CHANGED({ ...events[0], policy: 'rateLimiter', name: 'api', before: { limitForPeriod: 50 }, after: { limitForPeriod: 7 }, changed: ['limitForPeriod'], windowReset: undefined })],
+      [
+        'log',
+        CONFIG_CHANGED({
+          ...events[0],
+          policy: 'rateLimiter',
+          name: 'api',
+          before: { limitForPeriod: 50 },
+          after: { limitForPeriod: 7 },
+          changed: ['limitForPeriod'],
+          windowReset: undefined,
+        }),
+      ],
     ]);
     expect(lines[0][1]).toBe(
       "circuitBreaker 'psp' reconfigured: failureRateThreshold 50 -> 80, slidingWindowSize 10 -> 20 (the sliding window starts empty); calls from now on use the new settings",
     );
-    expect(lines[1][1]).toBe("rateLimiter 'api' reconfigured: limitForPeriod 50 -> 7; calls from now on use the new settings");
+    expect(lines[1][1]).toBe(
+      "rateLimiter 'api' reconfigured: limitForPeriod 50 -> 7; calls from now on use the new settings",
+    );
     logger.onModuleDestroy();
   });
 
