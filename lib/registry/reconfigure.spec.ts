@@ -374,4 +374,21 @@ describe('ResilienceRegistry.applyOptions', () => {
     expect(made.map((instance, i) => instance.config === before[i])).toEqual([true, true, true]);
     expect(registry.bulkhead('db').config.maxConcurrentCalls).toBe(5);
   });
+
+  it('refuses a rate limiter made shared without the module store, as startup does, and changes nothing', () => {
+    const registry = new ResilienceRegistry(options);
+    const retry = registry.retry('payments');
+    const limiter = registry.rateLimiter('api');
+    const shared: RegistryOptions = {
+      ...options,
+      retry: { instances: { inventory: { maxAttempts: 3 }, payments: { maxAttempts: 9 } } },
+      rateLimiter: { instances: { api: { shared: true } } },
+    };
+
+    expect(() => registry.applyOptions(shared)).toThrow(startupError(shared));
+    expect(() => registry.reconfigure('rateLimiter', 'api', { shared: true })).toThrow(
+      startupError({ rateLimiter: { instances: { api: { shared: true } } } }),
+    );
+    expect([retry.config.maxAttempts, limiter.shared]).toEqual([2, false]);
+  });
 });
