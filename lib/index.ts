@@ -8,6 +8,9 @@ export type { Duration } from './config/duration';
 export { DEFAULT_ORDER } from './kernel/resilience.constants';
 export { fromSpringConfig } from './spring/spring-config';
 export type { SpringConfigOptions } from './spring/spring-config';
+export { watchSpringConfig } from './spring/watch-spring-config';
+export type { ReloadOptions } from './registry/reload.options';
+export type { ConfigChangedEvent, ReconfigurablePolicy } from './kernel/config-change';
 export type {
   ThreadPoolBulkheadConfig,
   ThreadPoolBulkheadConfigInput,

@@ -31,7 +31,8 @@ export interface BreakerLayer {
 /** A rate limiter's hooks: a permit now, or a wait for a reserved one; the outcome offered to `drainPermissionsOnResult`. */
 export interface RateLimiterLayer {
   readonly name: string;
-  readonly config: { readonly drainPermissionsOnResult?: unknown };
+  /** It has a `drainPermissionsOnResult` to offer each permitted attempt's outcome to (read per attempt: it may be reconfigured). */
+  readonly drains: boolean;
   /** Takes a free permit of the period `now` falls in, without waiting. */
   tryAcquire(now: number): boolean;
   /** Resolves once a reserved permit is granted; rejects with the refusal or the caller's cancellation. */

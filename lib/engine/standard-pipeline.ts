@@ -30,8 +30,6 @@ export class StandardPipeline {
   readonly retry?: RetryLayer;
   readonly breaker?: BreakerLayer;
   readonly rateLimiter?: RateLimiterLayer;
-  /** The rate limiter has a `drainPermissionsOnResult` to offer each permitted attempt's outcome to. */
-  readonly drains: boolean;
   readonly limiter?: TimeLimiterLayer;
   readonly bulkhead?: BulkheadLayer;
   /** @internal Attempts whose calls are over, for later calls to reuse. */
@@ -55,7 +53,6 @@ export class StandardPipeline {
     this.retry = layers.retry;
     this.breaker = layers.circuitBreaker;
     this.rateLimiter = layers.rateLimiter;
-    this.drains = layers.rateLimiter?.config.drainPermissionsOnResult !== undefined;
     this.limiter = layers.timeLimiter;
     this.bulkhead = layers.bulkhead;
   }
@@ -94,7 +91,7 @@ export class StandardPipeline {
       // No free permit this period: wait for a reserved one (or the refusal), then go on.
       if (!rateLimiter.tryAcquire(start)) return run.waitForPermission(rateLimiter);
       run.limited = true;
-      run.drains = this.drains;
+      run.drains = rateLimiter.drains;
     }
     return this.enter(run, args, breaker !== undefined || rateLimiter !== undefined ? start : undefined, caller);
   }
@@ -224,7 +221,7 @@ class Attempt extends TimedAttempt {
     return rateLimiter.waitForPermission().then(
       () => {
         this.limited = true;
-        this.drains = this.pipeline.drains;
+        this.drains = rateLimiter.drains;
         return this.pipeline.enter(this, this.args, undefined, contextStorage.getStore());
       },
       (refusal: unknown) => {

@@ -43,6 +43,8 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
   /** The attempt's own context; none when it runs outside every scope (`attemptContext: 'auto'`) until a policy asks. */
   scope: ResilienceContext | undefined = undefined;
   limit = 0;
+  /** The limit is the time left before the request deadline rather than the limiter's own `timeoutDuration`. */
+  cutShort = false;
   /** Runs a function in the async context of the attempt's call; only while a listener needs timeouts there. */
   context: ((fn: () => Error) => Error) | undefined = undefined;
   timer: TimerHandle = undefined;
@@ -214,7 +216,7 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
 
   /** Whether the attempt's limit was the time left before the request deadline rather than its own `timeoutDuration`. */
   private byDeadline(): boolean {
-    return this.limit < this.limiter!.config.timeoutDuration;
+    return this.cutShort;
   }
 
   private finish(): void {

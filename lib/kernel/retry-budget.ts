@@ -16,14 +16,24 @@ const MILLI = 1000;
  */
 export class RetryBudget {
   private milliTokens: number;
-  private readonly deposit: number;
-  private readonly capacity: number;
+  private deposit: number;
+  private capacity: number;
 
   /** @param config - the instance's budget settings */
   constructor(config: RetryBudgetConfig) {
     this.deposit = Math.round(config.ratio * MILLI);
     this.capacity = config.maxTokens * MILLI;
     this.milliTokens = Math.floor(this.capacity / 2);
+  }
+
+  /**
+   * @internal Deposits `config.ratio` per success and holds at most
+   * `config.maxTokens` from now on, keeping the tokens it has (down to the new most).
+   */
+  reconfigure(config: RetryBudgetConfig): void {
+    this.deposit = Math.round(config.ratio * MILLI);
+    this.capacity = config.maxTokens * MILLI;
+    if (this.milliTokens > this.capacity) this.milliTokens = this.capacity;
   }
 
   /** Tokens available now (fractional). */

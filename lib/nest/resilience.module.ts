@@ -29,6 +29,7 @@ import {
 } from './resilience.module-definition';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { FaultInjector } from '../features/fault-injection/fault-injector';
+import { ResilienceReload } from './resilience-reload';
 
 /** The part of a Fastify instance the module uses. */
 interface FastifyHooks {
@@ -85,6 +86,7 @@ interface FastifyHooks {
       inject: [ResilienceRegistry],
       useFactory: (registry: ResilienceRegistry) => registry.faults,
     },
+    ResilienceReload,
     ResilienceExplorer,
     Outbox,
     ...OBSERVABILITY_PROVIDERS,

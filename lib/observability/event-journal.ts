@@ -12,7 +12,7 @@ export type StatusPolicy = ObservedInstance['policy'];
 export interface RecordedEvent {
   /** The instance name. */
   readonly name: string;
-  /** e.g. `SUCCESS`, `ERROR`, `STATE_TRANSITION`, `NOT_PERMITTED`, `RETRY`, `CALL_REJECTED`, `TIMEOUT`, `FALLBACK`, `FAULT_INJECTED`. */
+  /** e.g. `SUCCESS`, `ERROR`, `STATE_TRANSITION`, `NOT_PERMITTED`, `RETRY`, `CALL_REJECTED`, `TIMEOUT`, `FALLBACK`, `FAULT_INJECTED`, `CONFIG_CHANGED`. */
   readonly type: string;
   /** When it happened (wall clock, ISO 8601). */
   readonly creationTime: string;

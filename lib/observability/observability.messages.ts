@@ -1,5 +1,6 @@
 import { formatMs } from '../kernel/format-ms';
 import { PREFIX } from '../kernel/resilience.messages';
+import type { ConfigChangedEvent } from '../kernel/config-change';
 import { CircuitBreakerMetrics } from '../policies/circuit-breaker/circuit-breaker.policy';
 import type { CircuitBreakerState } from '../policies/circuit-breaker/circuit-breaker.events';
 
@@ -12,6 +13,22 @@ export const FOREIGN_METRIC = (metric: string): string =>
 export const BUCKETS_DIFFER = (metric: string, registered: readonly number[], wanted: readonly number[]): string =>
   `${PREFIX}: metric '${metric}' is already registered in this prom-client registry by another application with buckets ` +
   `[${registered.join(', ')}], not [${wanted.join(', ')}]; give both applications the same 'metrics.buckets' or separate registries`;
+
+/** An instance's settings changed while it runs: one line per change, naming each key changed. */
+export const CONFIG_CHANGED = (event: ConfigChangedEvent): string => {
+  const before = event.before as Record<string, unknown>;
+  const after = event.after as Record<string, unknown>;
+  const keys = event.changed.map((k) => `${k} ${shownSetting(before[k])} -> ${shownSetting(after[k])}`).join(', ');
+  const window = event.windowReset === true ? ' (the sliding window starts empty)' : '';
+  return `${event.policy} '${event.name}' reconfigured: ${keys}${window}; calls from now on use the new settings`;
+};
+
+/** A setting as a log line shows it: functions and classes by name. */
+function shownSetting(value: unknown): string {
+  if (typeof value === 'function') return value.name || '(anonymous function)';
+  if (value === undefined) return 'unset';
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'function' ? v.name || '(anonymous function)' : v));
+}
 
 /** A feature needs the metrics registry, but metrics are off. */
 export const METRICS_DISABLED = (feature: string): string =>
@@ -40,6 +57,14 @@ export const UNKNOWN_STATUS_ROUTE = (resource: string, known: readonly string[])
 /** A status route names an instance that does not exist. */
 export const UNKNOWN_STATUS_INSTANCE = (policy: string, name: string): string =>
   `${PREFIX}: no ${policy} instance named '${name}'`;
+
+/** A config route names a resource that has no config to change. */
+export const UNKNOWN_CONFIG_ROUTE = (resource: string, known: readonly string[]): string =>
+  `${PREFIX}: no config route for '${resource}'; the routes are ${known.map((r) => `'${r}/{name}/config'`).join(', ')}`;
+
+/** The body of a config change is not an object of settings. */
+export const CONFIG_BODY_NOT_AN_OBJECT = (policy: string, name: string): string =>
+  `${PREFIX}: the body must be a JSON object of the ${policy} instance '${name}' settings to change, e.g. { "maxAttempts": 5 }`;
 
 /** The body of a breaker state change has no valid `updateState`. */
 export const INVALID_UPDATE_STATE = (value: unknown, allowed: readonly string[]): string =>

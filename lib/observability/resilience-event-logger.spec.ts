@@ -13,6 +13,7 @@ import {
   BULKHEAD_SATURATED,
   RATE_LIMITER_STORE_ANSWERING,
   RATE_LIMITER_STORE_FAILING,
+  CONFIG_CHANGED,
 } from './observability.messages';
 import { ResilienceEventLogger } from './resilience-event-logger';
 
@@ -73,6 +74,42 @@ describe('ResilienceEventLogger', () => {
     ]);
     expect(lines[0][1]).toBe(
       "circuit breaker 'psp' CLOSED -> OPEN (failure rate 50.0%, slow-call rate 0.0% over 4 calls); calls are refused for 10000 ms",
+    );
+    logger.onModuleDestroy();
+  });
+
+  it('logs each config change once, however many instances of the name follow it', () => {
+    const { registry, logger, lines } = start({
+      circuitBreaker: { instances: { psp: { slidingWindowSize: 10, minimumNumberOfCalls: 5 } } },
+    });
+    registry.circuitBreaker('psp');
+    registry.derive('circuitBreaker', 'psp', { slowCallRateThreshold: 50 }, 'a method', 'test');
+    registry.rateLimiter('api');
+
+    const events = registry.reconfigure('circuitBreaker', 'psp', { failureRateThreshold: 80, slidingWindowSize: 20 });
+    registry.rateLimiter('api').changeLimitForPeriod(7);
+
+    expect(events).toHaveLength(2);
+    expect(lines).toEqual([
+      ['log', CONFIG_CHANGED(events[0])],
+      [
+        'log',
+        CONFIG_CHANGED({
+          ...events[0],
+          policy: 'rateLimiter',
+          name: 'api',
+          before: { limitForPeriod: 50 },
+          after: { limitForPeriod: 7 },
+          changed: ['limitForPeriod'],
+          windowReset: undefined,
+        }),
+      ],
+    ]);
+    expect(lines[0][1]).toBe(
+      "circuitBreaker 'psp' reconfigured: failureRateThreshold 50 -> 80, slidingWindowSize 10 -> 20 (the sliding window starts empty); calls from now on use the new settings",
+    );
+    expect(lines[1][1]).toBe(
+      "rateLimiter 'api' reconfigured: limitForPeriod 50 -> 7; calls from now on use the new settings",
     );
     logger.onModuleDestroy();
   });

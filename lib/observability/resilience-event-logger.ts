@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
 import type { CircuitBreakerStateTransitionEvent } from '../policies/circuit-breaker/circuit-breaker.events';
 import { Clock } from '../kernel/clock';
+import type { ConfigChangedEvent } from '../kernel/config-change';
 import { IdempotencyStoreUnavailableError } from '../kernel/errors';
 import { EventSubscriber, Unsubscribe } from '../kernel/events';
 import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
@@ -13,6 +14,7 @@ import {
   BUDGET_RECOVERED,
   BULKHEAD_RECOVERED,
   BULKHEAD_SATURATED,
+  CONFIG_CHANGED,
   IDEMPOTENCY_STORE_ANSWERING,
   IDEMPOTENCY_STORE_FAILING,
   RATE_LIMITER_STORE_ANSWERING,
@@ -66,7 +68,8 @@ class Episode<T> {
 
 /**
  * Logs, through Nest's `Logger`, what an operator needs to see as it
- * happens, never once per call: every circuit breaker transition, and the
+ * happens, never once per call: every circuit breaker transition, every
+ * change of an instance's settings (one line naming the keys), and the
  * start and end of each episode of retry-budget denials, of bulkhead
  * saturation and of store failures (a shared rate limiter's, the
  * idempotency store's), with the instance name. A store's own error text is
@@ -103,6 +106,11 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
   }
 
   private bind(observed: ObservedInstance): void {
+    // A method's own instances follow their name's change: the name's shared instance logs it, once.
+    if (observed.policy !== 'fallback' && !observed.derived)
+      this.subscriptions.push(
+        observed.instance.onConfigChanged((event: ConfigChangedEvent) => this.logger.log(CONFIG_CHANGED(event))),
+      );
     const clock = this.catalog.registry.clock;
     const quiet = this.options.quietPeriodMs;
     switch (observed.policy) {

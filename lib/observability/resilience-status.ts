@@ -3,6 +3,7 @@ import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
 import type { CircuitBreakerState } from '../policies/circuit-breaker/circuit-breaker.events';
 import { Unsubscribe } from '../kernel/events';
+import type { ReconfigurablePolicy } from '../kernel/config-change';
 import { EventJournal, RecordedEvent, StatusPolicy } from './event-journal';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
 import { ResolvedEndpointsOptions } from './observability.options';
@@ -83,6 +84,16 @@ export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy
   /** The recorded `FAULT_INJECTED` events (of instance name `name`, if given), oldest first. */
   faultEvents(name?: string): RecordedEvent[] {
     return this.journal.faultEvents(name);
+  }
+
+  /**
+   * Changes the settings of instance `name` of `policy` by `patch` (see
+   * `ResilienceRegistry.reconfigure`); returns its instances with their new
+   * settings. Throws the startup message for a bad value, changing nothing.
+   */
+  reconfigure(policy: ReconfigurablePolicy, name: string, patch: object): InstanceStatus[] {
+    this.catalog.registry.reconfigure(policy, name, patch);
+    return this.list(policy, name);
   }
 
   /** Moves every breaker named `name` by `update`; returns them, empty when there is none. */

@@ -1,11 +1,31 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Type, UseFilters, UseGuards } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Patch,
+  Post,
+  Type,
+  UseFilters,
+  UseGuards,
+} from '@nestjs/common';
 import { ActiveFault, FaultInjector } from '../features/fault-injection/fault-injector';
 import { FaultSpec } from '../features/fault-injection/fault-injection.options';
 import { LoadShedder, SHED_REASONS, ShedReason } from '../features/load-shedding/load-shedder';
 import { Priority, PRIORITY_LEVELS, PriorityLevel } from '../features/load-shedding/priority.decorator';
 import { RecordedEvent, StatusPolicy } from './event-journal';
 import { FAULTS_DISABLED } from '../features/fault-injection/fault-injection.messages';
-import { INVALID_UPDATE_STATE, UNKNOWN_STATUS_INSTANCE, UNKNOWN_STATUS_ROUTE } from './observability.messages';
+import {
+  CONFIG_BODY_NOT_AN_OBJECT,
+  INVALID_UPDATE_STATE,
+  UNKNOWN_CONFIG_ROUTE,
+  UNKNOWN_STATUS_INSTANCE,
+  UNKNOWN_STATUS_ROUTE,
+} from './observability.messages';
+import type { ReconfigurablePolicy } from '../kernel/config-change';
+import { isPlainObject } from '../config/plain-object';
 import { OperatorRouteError, OperatorRouteFilter } from './operator-problem';
 import { GuardLike } from './observability.options';
 import { BREAKER_UPDATES, BreakerUpdate, InstanceStatus, ResilienceStatus } from './resilience-status';
@@ -34,6 +54,15 @@ const RESOURCES: Readonly<Record<string, Resource>> = {
 };
 
 const LISTS = Object.values(RESOURCES).filter((r) => !r.events);
+
+/** The routes whose instances take a config change (`PATCH <resource>/:name/config`), as the status routes name them. */
+const CONFIG_RESOURCES: Readonly<Record<string, { readonly policy: ReconfigurablePolicy; readonly key: string }>> = {
+  circuitbreakers: { policy: 'circuitBreaker', key: 'circuitBreakers' },
+  retries: { policy: 'retry', key: 'retries' },
+  bulkheads: { policy: 'bulkhead', key: 'bulkheads' },
+  ratelimiters: { policy: 'rateLimiter', key: 'rateLimiters' },
+  timelimiters: { policy: 'timeLimiter', key: 'timeLimiters' },
+};
 
 /** What `GET <status path>/loadshedding` answers. */
 export interface LoadSheddingStatus {
@@ -157,6 +186,8 @@ export function createStatusController(path: string, guards: readonly GuardLike[
 /**
  * The state-changing status routes at `path`, behind `guards`:
  * `POST /circuitbreakers/:name` with `{ "updateState": "FORCE_OPEN" | "CLOSE" | "DISABLE" | "METRICS_ONLY" }`;
+ * `PATCH /{circuitbreakers|retries|bulkheads|ratelimiters|timelimiters}/:name/config` with the settings to
+ * change (`{ "failureRateThreshold": 30 }`, checked as at startup: a bad one is a 400 naming the key);
  * `POST /faults/:name` with a fault (`{ "error": { "rate": 1, "error": 503 }, "for": "5m" }`),
  * `DELETE /faults/:name` and `DELETE /faults` (fault injection must be enabled).
  */
@@ -197,6 +228,27 @@ export function createStatusAdminController(path: string, guards: readonly Guard
     clearFaults(): FaultsStatus {
       this.faults.clear();
       return faultsStatus(this.faults);
+    }
+
+    @Patch(':resource/:name/config')
+    @HttpCode(200)
+    reconfigure(
+      @Param('resource') resource: string,
+      @Param('name') name: string,
+      @Body() body: unknown,
+    ): Record<string, InstanceStatus[]> {
+      const found = Object.hasOwn(CONFIG_RESOURCES, resource) ? CONFIG_RESOURCES[resource] : undefined;
+      if (found === undefined)
+        throw new OperatorRouteError(404, UNKNOWN_CONFIG_ROUTE(resource, Object.keys(CONFIG_RESOURCES)));
+      const { policy, key } = found;
+      if (this.status.list(policy, name).length === 0)
+        throw new OperatorRouteError(404, UNKNOWN_STATUS_INSTANCE(policy, name));
+      if (!isPlainObject(body)) throw new OperatorRouteError(400, CONFIG_BODY_NOT_AN_OBJECT(policy, name));
+      try {
+        return { [key]: this.status.reconfigure(policy, name, body) };
+      } catch (error) {
+        throw new OperatorRouteError(400, (error as Error).message);
+      }
     }
 
     @Post('circuitbreakers/:name')

@@ -4,6 +4,7 @@ import type { OutboxModuleOptions } from '../features/outbox/outbox.options';
 import type { HealthOptions, LoggingOptions, MetricsOptions } from '../observability/observability.options';
 import type { TracingOptions } from '../observability/tracing/tracing.options';
 import type { RegistryOptions } from '../registry/registry.options';
+import type { ReloadOptions } from '../registry/reload.options';
 
 /**
  * Options of `ResilienceModule.forRoot`. Each policy section is shaped like
@@ -29,4 +30,6 @@ export interface ResilienceModuleOptions extends RegistryOptions {
   tracing?: TracingOptions | boolean;
   /** The transactional outbox: its PostgreSQL store, its publisher and the relay's settings. Default off. */
   outbox?: OutboxModuleOptions;
+  /** Live reconfiguration from a source read every `interval` (or on change, with `watchSpringConfig(path)`). Default off. */
+  reload?: ReloadOptions;
 }

@@ -115,4 +115,6 @@ export interface RegistryOptions {
   tracing?: unknown;
   /** The transactional outbox: read by the module (see `ResilienceModuleOptions`), not by the registry. */
   outbox?: unknown;
+  /** Reloading the options while the application runs: read by the module (see `ResilienceModuleOptions`), not by the registry. */
+  reload?: unknown;
 }

@@ -6,6 +6,7 @@ import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from '
 import { EventStream } from '../kernel/events';
 import { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
+import { CircuitBreakerConfig } from '../policies/circuit-breaker/circuit-breaker.config';
 import { CircuitBreakerStore, isCircuitBreakerStore } from '../policies/circuit-breaker/circuit-breaker-store';
 import { CircuitBreakerFleet } from '../policies/circuit-breaker/circuit-breaker.fleet';
 import {
@@ -28,9 +29,37 @@ import { HedgePolicy } from '../policies/hedge/hedge.policy';
 import { HedgeConfig, HEDGE_SCHEMA } from '../policies/hedge/hedge.config';
 import { HEDGE_BUDGET_WITHOUT_RETRY_BUDGET } from '../policies/hedge/hedge.messages';
 import { RetryBudget } from '../kernel/retry-budget';
+import { ConfigChangedEvent, ReconfigurablePolicy } from '../kernel/config-change';
+import { ResolvedSection } from '../config/schema';
+import { BulkheadConfig } from '../policies/bulkhead/bulkhead.config';
+import { RateLimiterConfig } from '../policies/rate-limiter/rate-limiter.config';
+
+/** The policies whose instances follow a change of their options. */
+const RECONFIGURABLE: readonly ReconfigurablePolicy[] = [
+  'retry',
+  'circuitBreaker',
+  'bulkhead',
+  'timeLimiter',
+  'rateLimiter',
+];
 
 /** How one kind of instance is made, from the registry and the instance's name, config and place (for errors). */
 type Make<C, I> = (registry: ResilienceRegistry, name: string, config: C, place: string) => I;
+
+/** How each policy's instances run with a new config, keeping their state. */
+const POLICY_RECONFIGURERS: {
+  readonly [P in RegistryPolicy]: (
+    registry: ResilienceRegistry,
+    instance: PolicyInstances[P],
+    config: PolicyConfigs[P],
+  ) => ConfigChangedEvent | undefined;
+} = {
+  retry: (_r, instance, config) => instance.reconfigure(config),
+  circuitBreaker: (_r, instance, config) => instance.reconfigure(config),
+  bulkhead: (_r, instance, config) => instance.reconfigure(config),
+  timeLimiter: (_r, instance, config) => instance.reconfigure(config),
+  rateLimiter: (r, instance, config) => instance.reconfigure(config, r.rateLimiterStore),
+};
 
 /** How each policy's instances are made. */
 const POLICY_FACTORIES: { readonly [P in RegistryPolicy]: Make<PolicyConfigs[P], PolicyInstances[P]> } = {
@@ -69,12 +98,7 @@ const makeHedge: Make<HedgeConfig, HedgePolicy> = (r, name, config, place) => {
  * its factory, pipelines to the pipeline builder.
  */
 export class ResilienceRegistry {
-  /**
-   * The validated options.
-   *
-   * @internal
-   */
-  readonly options: ResolvedOptions;
+  private resolved: ResolvedOptions;
   /** The faults injected per instance name (module option `faultInjection`; off unless enabled). */
   readonly faults: FaultInjector;
   /** Where shared rate limiters keep their permits (module option `rateLimiterStore`). */
@@ -112,7 +136,7 @@ export class ResilienceRegistry {
     options: RegistryOptions = {},
     private readonly warn: (message: string) => void = () => undefined,
   ) {
-    this.options = resolveOptions(options, (m) => this.warnOnce(m));
+    this.resolved = resolveOptions(options, (m) => this.warnOnce(m));
     this.rateLimiterStore = readRateLimiterStore(this.options.extras.rateLimiterStore);
     this.circuitBreakerStore = readCircuitBreakerStore(this.options.extras.circuitBreakerStore);
     this.faults = new FaultInjector(this.options.faultInjection, this.clock, this.random, process.env.NODE_ENV, (m) =>
@@ -133,6 +157,7 @@ export class ResilienceRegistry {
         schema: POLICY_SCHEMAS.bulkhead,
         warnsCloseName: false,
         make: (name, config, place) => makeThreadPoolBulkhead(this, name, config, place),
+        reconfigure: (instance, config) => instance.reconfigure(config),
       },
       (name) => this.countUndeclared('bulkhead', name),
       (name, instance, derived) => this.announce('bulkhead', name, instance, derived),
@@ -148,15 +173,7 @@ export class ResilienceRegistry {
       () => undefined,
       (_name, instance) => this.hedgeList.push(instance),
     );
-    const limiters = sections.rateLimiter;
-    if (limiters.defaultConfig.shared)
-      requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'config', 'default'));
-    for (const [name, config] of limiters.instances)
-      if (config.shared) requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'instance', name));
-    const breakers = sections.circuitBreaker;
-    if (breakers.defaultConfig.shared) this.circuitBreakerFleet(instancePlace('circuitBreaker', 'config', 'default'));
-    for (const [name, config] of breakers.instances)
-      if (config.shared) this.circuitBreakerFleet(instancePlace('circuitBreaker', 'instance', name));
+    this.checkStores(sections.rateLimiter, sections.circuitBreaker);
   }
 
   /**
@@ -174,6 +191,76 @@ export class ResilienceRegistry {
     const store = this.circuitBreakerStore;
     if (store === undefined) throw new Error(BREAKER_SHARED_WITHOUT_STORE(place));
     return (this.fleet ??= new CircuitBreakerFleet(store, this.clock, (message) => this.warn(message)));
+  }
+
+  /**
+   * The validated options: those given at startup, with the policy
+   * sections in force (changed by {@link ResilienceRegistry.reconfigure}
+   * and {@link ResilienceRegistry.applyOptions}).
+   *
+   * @internal
+   */
+  get options(): ResolvedOptions {
+    return this.resolved;
+  }
+
+  /**
+   * Changes the settings of instance `name` of `policy` while it runs:
+   * `patch` holds the keys to change, written as in the options and checked
+   * as at startup (a bad value throws the startup message and changes
+   * nothing). Calls that start after it use the new settings; the instance
+   * keeps its state (a breaker its state and window, a bulkhead its calls
+   * in flight, a rate limiter its current period). A method's own instance
+   * made from `name` with decorator overrides changes with it. An
+   * undeclared name is declared with its `configs.default` patched (in
+   * strict mode it throws). Each instance that changes publishes
+   * `CONFIG_CHANGED`; returns those events.
+   *
+   * @example
+   * ```ts
+   * registry.reconfigure('circuitBreaker', 'payments', { failureRateThreshold: 30, waitDurationInOpenState: '30s' });
+   * ```
+   */
+  reconfigure(policy: ReconfigurablePolicy, name: string, patch: object): ConfigChangedEvent[] {
+    const cache = (policy === 'bulkhead' && this.onlyThreadPool(name)
+      ? this.threadPoolBulkheads
+      : this.caches[policy]) as unknown as InstanceCache<object, unknown>;
+    const section = cache.patched(name, patch, 'ResilienceRegistry.reconfigure');
+    const events = cache.commit(section, cache.plan(section));
+    this.resolved =
+      cache === (this.threadPoolBulkheads as unknown)
+        ? { ...this.resolved, threadPoolBulkhead: section as ResolvedSection<BulkheadConfig> }
+        : { ...this.resolved, sections: { ...this.resolved.sections, [policy]: section } };
+    return events;
+  }
+
+  /**
+   * Moves to the policy sections of `options` (a whole module options
+   * object, e.g. a reloaded application.yml): every instance whose
+   * settings differ between the options in force and these is
+   * reconfigured as by {@link ResilienceRegistry.reconfigure}; the others
+   * are left as they are. The options are checked as at startup, all of
+   * them before anything changes: an invalid value throws the startup
+   * message and changes nothing anywhere. Other module options (clock,
+   * order, deadline, hedging, metrics…) are read at startup only. Returns
+   * the `CONFIG_CHANGED` events, one per instance changed.
+   */
+  applyOptions(options: RegistryOptions): ConfigChangedEvent[] {
+    const next = resolveOptions(options, (m) => this.warnOnce(m));
+    this.checkStores(next.sections.rateLimiter, next.sections.circuitBreaker);
+    const moves: Array<() => ConfigChangedEvent[]> = [];
+    const stage = <C extends object>(cache: InstanceCache<C, unknown>, section: ResolvedSection<C>): void => {
+      const changes = cache.plan(section);
+      moves.push(() => cache.commit(section, changes));
+    };
+    for (const policy of RECONFIGURABLE)
+      stage(
+        this.caches[policy] as unknown as InstanceCache<object, unknown>,
+        next.sections[policy] as ResolvedSection<object>,
+      );
+    stage(this.threadPoolBulkheads, next.threadPoolBulkhead);
+    this.resolved = { ...this.resolved, sections: next.sections, threadPoolBulkhead: next.threadPoolBulkhead };
+    return moves.flatMap((move) => move());
   }
 
   /** The clock every policy of this registry uses. */
@@ -349,6 +436,11 @@ export class ResilienceRegistry {
   /** The cache of `policy`'s instances: its section of the options, its factory, its count of undeclared names. */
   private policyCache<P extends RegistryPolicy>(policy: P): InstanceCache<PolicyConfigs[P], PolicyInstances[P]> {
     const make: Make<PolicyConfigs[P], PolicyInstances[P]> = POLICY_FACTORIES[policy];
+    const reconfigure = POLICY_RECONFIGURERS[policy] as (
+      registry: ResilienceRegistry,
+      instance: PolicyInstances[P],
+      config: PolicyConfigs[P],
+    ) => ConfigChangedEvent | undefined;
     return this.cache(
       {
         section: policy,
@@ -356,10 +448,30 @@ export class ResilienceRegistry {
         schema: POLICY_SCHEMAS[policy],
         warnsCloseName: true,
         make: (name, config, place) => make(this, name, config, place),
+        check: (config, place) => {
+          if (policy === 'rateLimiter' && (config as RateLimiterConfig).shared)
+            requireStore(this.rateLimiterStore, place);
+        },
+        reconfigure: (instance, config) => reconfigure(this, instance, config),
       },
       (name) => this.countUndeclared(policy, name),
       (name, instance, derived) => this.announce(policy, name, instance, derived),
     );
+  }
+
+  /** Shared rate limiters need the module's store: checked at startup and before options are applied. */
+  /** Throws, naming the instance, when a shared rate limiter or circuit breaker has no store to share through. */
+  private checkStores(
+    limiters: ResolvedSection<RateLimiterConfig>,
+    breakers: ResolvedSection<CircuitBreakerConfig>,
+  ): void {
+    if (limiters.defaultConfig.shared)
+      requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'config', 'default'));
+    for (const [name, config] of limiters.instances)
+      if (config.shared) requireStore(this.rateLimiterStore, instancePlace('rateLimiter', 'instance', name));
+    if (breakers.defaultConfig.shared) this.circuitBreakerFleet(instancePlace('circuitBreaker', 'config', 'default'));
+    for (const [name, config] of breakers.instances)
+      if (config.shared) this.circuitBreakerFleet(instancePlace('circuitBreaker', 'instance', name));
   }
 
   private cache<C extends object, I>(

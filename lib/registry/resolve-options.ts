@@ -123,6 +123,7 @@ const EXTRA_SECTIONS = [
   'circuitBreakerStore',
   'tracing',
   'outbox',
+  'reload',
 ];
 
 /** Sections of this module's own, read here with the same unknown-key rule as the policy sections. */

@@ -4,6 +4,7 @@ import { Clock, TimerHandle } from '../../kernel/clock';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../../kernel/errors';
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
+import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
@@ -61,6 +62,7 @@ export class BulkheadPolicy {
   private readonly rejectedEvents = new EventStream<BulkheadCallRejectedEvent>();
   private readonly finishedEvents = new EventStream<BulkheadCallFinishedEvent>();
   private readonly waitedEvents = new EventStream<BulkheadCallWaitedEvent>();
+  private readonly configEvents = new EventStream<ConfigChangedEvent<BulkheadConfig>>();
 
   /** Fires when a call gets a permit. */
   readonly onCallPermitted: EventSubscriber<BulkheadCallPermittedEvent> = this.permittedEvents.subscribe;
@@ -72,10 +74,12 @@ export class BulkheadPolicy {
   readonly onCallFinished: EventSubscriber<BulkheadCallFinishedEvent> = this.finishedEvents.subscribe;
   /** Fires when a call that waited in the queue gets its permit, in that call's own async context. */
   readonly onCallWaited: EventSubscriber<BulkheadCallWaitedEvent> = this.waitedEvents.subscribe;
+  /** Fires when its settings change (`CONFIG_CHANGED`). */
+  readonly onConfigChanged: EventSubscriber<ConfigChangedEvent<BulkheadConfig>> = this.configEvents.subscribe;
 
-  private readonly settings: Readonly<BulkheadConfig>;
-  private readonly queueCapacity: number;
-  private readonly retryAfterMs: number | undefined;
+  private settings: Readonly<BulkheadConfig>;
+  private queueCapacity = 0;
+  private retryAfterMs: number | undefined;
   private readonly permittedEvent: BulkheadCallPermittedEvent;
   private available: number;
   private head: Waiter | undefined;
@@ -93,14 +97,41 @@ export class BulkheadPolicy {
     config: BulkheadConfig,
     private readonly clock: Clock,
   ) {
-    this.settings = Object.freeze({ ...config });
+    this.settings = this.adopt(config);
     this.available = config.maxConcurrentCalls;
+    this.permittedEvent = Object.freeze({ name });
+  }
+
+  /**
+   * @internal Runs with `config` from calls that start now on. The calls in
+   * flight keep their permits and count against the new limit (none is
+   * admitted until they are under it); a larger limit hands its new permits
+   * to the calls waiting first. Publishes `CONFIG_CHANGED`; returns its
+   * event, or undefined when nothing differs.
+   */
+  reconfigure(config: BulkheadConfig): ConfigChangedEvent<BulkheadConfig> | undefined {
+    const before = this.settings;
+    const changed = changedSettings(before, config);
+    if (changed.length === 0) return undefined;
+    this.settings = this.adopt(config);
+    this.available += config.maxConcurrentCalls - before.maxConcurrentCalls;
+    while (this.available > 0 && this.head !== undefined) {
+      this.available--;
+      this.release();
+    }
+    const event = { policy: 'bulkhead', name: this.name, before, after: this.settings, changed } as const;
+    if (this.configEvents.active) this.configEvents.emit(event);
+    return event;
+  }
+
+  /** Freezes `config` and derives the queue's capacity and the refusal's retry hint from it. */
+  private adopt(config: BulkheadConfig): Readonly<BulkheadConfig> {
     // With no permit at all, waiting could only end in a refusal: refuse at once.
     const waits = config.maxWaitDuration > 0 && config.maxConcurrentCalls > 0;
     this.queueCapacity = waits ? (config.queueCapacity ?? config.maxConcurrentCalls) : 0;
     // Every current waiter is served or gone within maxWaitDuration, so that is when room is likely again.
     this.retryAfterMs = config.maxWaitDuration > 0 ? config.maxWaitDuration : undefined;
-    this.permittedEvent = Object.freeze({ name });
+    return Object.freeze({ ...config });
   }
 
   /** The settings this bulkhead runs with. */
@@ -111,7 +142,7 @@ export class BulkheadPolicy {
   /** Free permits, the permit limit and the number of waiting calls. */
   get metrics(): BulkheadMetrics {
     return {
-      availableConcurrentCalls: this.available,
+      availableConcurrentCalls: Math.max(this.available, 0),
       maxAllowedConcurrentCalls: this.settings.maxConcurrentCalls,
       queueDepth: this.depth,
     };
@@ -123,6 +154,7 @@ export class BulkheadPolicy {
     tapStream(into, tap, 'CALL_PERMITTED', this.onCallPermitted);
     tapStream(into, tap, 'CALL_REJECTED', this.onCallRejected);
     tapStream(into, tap, 'CALL_FINISHED', this.onCallFinished);
+    tapStream(into, tap, 'CONFIG_CHANGED', this.onConfigChanged);
     return into;
   }
 
@@ -179,7 +211,8 @@ export class BulkheadPolicy {
    * `NO_PERMIT` when every permit is taken (nothing was taken then).
    */
   tryEnter(): number {
-    if (this.available === 0) return NO_PERMIT;
+    // Below zero after the limit was lowered under the calls in flight.
+    if (this.available <= 0) return NO_PERMIT;
     this.available--;
     return this.entered();
   }
@@ -262,7 +295,7 @@ export class BulkheadPolicy {
 
   private release(): void {
     const waiter = this.head;
-    if (waiter === undefined) {
+    if (waiter === undefined || this.available < 0) {
       this.available++;
       return;
     }

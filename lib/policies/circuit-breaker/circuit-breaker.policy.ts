@@ -5,6 +5,7 @@ import { ErrorMatcher } from '../../config/error-matcher';
 import { httpStatusOf } from '../../kernel/error-status';
 import { BulkheadFullError, CallNotPermittedError, refusalError } from '../../kernel/errors';
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
+import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
 import { exponentialInterval, randomizedInterval } from '../../kernel/interval-function';
 import { javaException } from '../../config/java-exceptions';
 import { AttemptFunction } from '../../kernel/policy';
@@ -137,8 +138,8 @@ export class CircuitBreakerPolicy {
   /** The window of the current state; OPEN keeps the one it was opened with, DISABLED and FORCED_OPEN have none. */
   private window: SlidingWindow | undefined;
   private minimumCalls: number;
-  private readonly closedWindow: SlidingWindow;
-  private readonly closedMinimumCalls: number;
+  private closedWindow!: SlidingWindow;
+  private closedMinimumCalls!: number;
   private halfOpenWindow: CountSlidingWindow | undefined;
   private notPermittedCalls = 0;
   private halfOpenPermits = 0;
@@ -146,15 +147,15 @@ export class CircuitBreakerPolicy {
   private openWait: number;
   /** Consecutive OPEN (and FORCED_OPEN) entries since the breaker last closed: the attempt of the open-state interval. */
   private openAttempts = 0;
-  private readonly halfOpenMinimumCalls: number;
+  private halfOpenMinimumCalls!: number;
   // undefined while no state timer is set (TimerHandle admits it).
   private timer: TimerHandle;
   // Stryker disable next-line BooleanLiteral: entering METRICS_ONLY, the only state that reads it, sets it to false
   private thresholdsReported = false;
-  private readonly settings: CircuitBreakerConfig;
-  private readonly ignoreExceptions: ErrorMatcher;
-  private readonly recordExceptions: ErrorMatcher;
-  private readonly recordsBulkheadFull: boolean;
+  private settings: CircuitBreakerConfig;
+  private ignoreExceptions!: ErrorMatcher;
+  private recordExceptions!: ErrorMatcher;
+  private recordsBulkheadFull!: boolean;
 
   // Streams are made on first subscription: an unobserved breaker carries no listener state.
   private transitionEvents: EventStream<CircuitBreakerStateTransitionEvent> | undefined;
@@ -169,6 +170,7 @@ export class CircuitBreakerPolicy {
   private fleet: CircuitBreakerFleetHooks | undefined;
   /** The wait the fleet gave for the OPEN state being entered, in place of the breaker's own. */
   private fleetWait: number | undefined;
+  private configEvents: EventStream<ConfigChangedEvent<CircuitBreakerConfig>> | undefined;
   /** Where each recorded call's duration also goes, by outcome (the metrics' histograms): no event is built for them. */
   private durationSinks: readonly OutcomeHistograms[] = [];
 
@@ -186,22 +188,61 @@ export class CircuitBreakerPolicy {
     readonly clock: Clock,
     private readonly random: () => number = Math.random,
   ) {
+    this.settings = this.adopt(settings);
+    this.openWait = this.settings.waitDurationInOpenState;
+    this.window = this.closedWindow;
+    this.minimumCalls = this.closedMinimumCalls;
+    // Stryker disable next-line ConditionalExpression: starting in CLOSED again only clears the empty window
+    if (settings.initialState !== 'CLOSED') this.startIn(settings.initialState);
+  }
+
+  /**
+   * @internal Runs with `settings` from calls that start now on, keeping its
+   * state, its open wait and its window; a window of another type or size
+   * starts empty. New thresholds are applied when the next call is recorded.
+   * Publishes `CONFIG_CHANGED`; returns its event, or undefined when nothing differs.
+   */
+  reconfigure(settings: CircuitBreakerConfig): ConfigChangedEvent<CircuitBreakerConfig> | undefined {
+    const before = this.settings;
+    const oldWindow = this.closedWindow;
+    const after = this.adopt(settings, before);
+    const changed = changedSettings(before, after);
+    if (changed.length === 0) return undefined;
+    this.settings = after;
+    const windowReset = this.closedWindow !== oldWindow;
+    if (this.window === oldWindow) this.useWindow(this.closedWindow, this.closedMinimumCalls, false);
+    else if (this.window !== undefined && this.window === this.halfOpenWindow)
+      this.minimumCalls = this.halfOpenMinimumCalls;
+    // The next half-open round gets a window of the new size.
+    if (before.permittedNumberOfCallsInHalfOpenState !== after.permittedNumberOfCallsInHalfOpenState)
+      this.halfOpenWindow = undefined;
+    const event = { policy: 'circuitBreaker', name: this.name, before, after, changed, windowReset } as const;
+    if (this.configEvents?.active) this.configEvents.emit(event);
+    return event;
+  }
+
+  /**
+   * Normalizes `settings` and derives what calls read from them (window,
+   * minimums, exception matchers); keeps the window of `previous` when its
+   * type and size are the same. Returns the normalized settings.
+   */
+  private adopt(settings: CircuitBreakerConfig, previous?: CircuitBreakerConfig): CircuitBreakerConfig {
     // Half-open trials count against the minimum as written, as Resilience4j's forHalfOpen metrics read it.
     this.halfOpenMinimumCalls = Math.min(settings.minimumNumberOfCalls, settings.permittedNumberOfCallsInHalfOpenState);
     // As Resilience4j's CircuitBreakerConfig: a count-based window can never hold more calls than its size, and the config says so.
     if (settings.slidingWindowType === 'COUNT_BASED' && settings.minimumNumberOfCalls > settings.slidingWindowSize)
       settings = Object.freeze({ ...settings, minimumNumberOfCalls: settings.slidingWindowSize });
-    this.settings = settings;
-    this.closedWindow = createSlidingWindow(settings.slidingWindowType, settings.slidingWindowSize);
+    if (
+      previous === undefined ||
+      previous.slidingWindowType !== settings.slidingWindowType ||
+      previous.slidingWindowSize !== settings.slidingWindowSize
+    )
+      this.closedWindow = createSlidingWindow(settings.slidingWindowType, settings.slidingWindowSize);
     this.closedMinimumCalls = settings.minimumNumberOfCalls;
-    this.openWait = settings.waitDurationInOpenState;
-    this.window = this.closedWindow;
-    this.minimumCalls = this.closedMinimumCalls;
     this.ignoreExceptions = matcherOf(settings.ignoreExceptions);
     this.recordExceptions = matcherOf(settings.recordExceptions);
     this.recordsBulkheadFull = namesBulkheadFull(settings.recordExceptions);
-    // Stryker disable next-line ConditionalExpression: starting in CLOSED again only clears the empty window
-    if (settings.initialState !== 'CLOSED') this.startIn(settings.initialState);
+    return settings;
   }
 
   /** The settings this breaker runs with. */
@@ -290,6 +331,11 @@ export class CircuitBreakerPolicy {
     return (this.slowCallRateEvents ??= new EventStream()).subscribe;
   }
 
+  /** Subscribes to changes of its settings (`CONFIG_CHANGED`); returns the unsubscribe function. */
+  get onConfigChanged(): EventSubscriber<ConfigChangedEvent<CircuitBreakerConfig>> {
+    return (this.configEvents ??= new EventStream()).subscribe;
+  }
+
   /** Subscribes to {@link CircuitBreakerPolicy.reset}; returns the unsubscribe function. */
   get onReset(): EventSubscriber<CircuitBreakerResetEvent> {
     return (this.resetEvents ??= new EventStream()).subscribe;
@@ -318,6 +364,7 @@ export class CircuitBreakerPolicy {
     tapStream(into, tap, 'RESET', this.onReset);
     tapStream(into, tap, 'FAILURE_RATE_EXCEEDED', this.onFailureRateExceeded);
     tapStream(into, tap, 'SLOW_CALL_RATE_EXCEEDED', this.onSlowCallRateExceeded);
+    tapStream(into, tap, 'CONFIG_CHANGED', this.onConfigChanged);
     return into;
   }
 
@@ -748,10 +795,10 @@ export class CircuitBreakerPolicy {
     }
   }
 
-  private useWindow(window: SlidingWindow | undefined, minimumCalls: number): void {
+  private useWindow(window: SlidingWindow | undefined, minimumCalls: number, newMetrics = true): void {
     this.window = window;
     this.minimumCalls = minimumCalls;
-    this.notPermittedCalls = 0;
+    if (newMetrics) this.notPermittedCalls = 0;
   }
 
   private schedule(callback: () => void, ms: number): void {

@@ -1,7 +1,7 @@
 import { Clock } from '../../kernel/clock';
 import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
-import { INVALID_VALUE, instancePlace } from '../../config/config.messages';
-import { Duration, parseDuration } from '../../config/duration';
+import { instancePlace } from '../../config/config.messages';
+import { Duration } from '../../config/duration';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
 import { DeadlineExceededError, RateLimitedError, refusalError } from '../../kernel/errors';
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
@@ -10,7 +10,9 @@ import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
 import { ExecuteOptions, callerAbortError, callerCancellation } from '../../kernel/cancellation';
 import { refusal } from '../../kernel/refusal';
-import { MAX_RATE_LIMITER_WAIT_MS, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
+import { RATE_LIMITER_SCHEMA, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
+import { applyOverrides } from '../../config/schema';
+import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
 import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
 import { RateLimiterStore, RateLimiterStoreAnswer } from './rate-limiter-store';
 import type {
@@ -81,6 +83,7 @@ export class RateLimiterPolicy {
   private readonly refusedEvents = new EventStream<RateLimiterRefusedEvent>();
   private readonly drainedEvents = new EventStream<RateLimiterDrainedEvent>();
   private readonly storeFailureEvents = new EventStream<RateLimiterStoreFailureEvent>();
+  private readonly configEvents = new EventStream<ConfigChangedEvent<RateLimiterConfig>>();
 
   /** Fires when a caller gets its permits (after any wait). */
   readonly onSuccess: EventSubscriber<RateLimiterAcquiredEvent> = this.acquiredEvents.subscribe;
@@ -94,12 +97,14 @@ export class RateLimiterPolicy {
   readonly onDrained: EventSubscriber<RateLimiterDrainedEvent> = this.drainedEvents.subscribe;
   /** Fires when a shared instance's store fails or does not answer in time (the module logs it). */
   readonly onStoreFailure: EventSubscriber<RateLimiterStoreFailureEvent> = this.storeFailureEvents.subscribe;
+  /** Fires when its settings change (`CONFIG_CHANGED`), `changeLimitForPeriod` and `changeTimeoutDuration` included. */
+  readonly onConfigChanged: EventSubscriber<ConfigChangedEvent<RateLimiterConfig>> = this.configEvents.subscribe;
 
   private settings: Readonly<RateLimiterConfig>;
   private limit: number;
   private timeoutNs: number;
-  private readonly periodNs: number;
-  private readonly origin: number;
+  private periodNs: number;
+  private origin: number;
   private readonly singlePermit: RateLimiterAcquiredEvent;
   private cycle = 0;
   private permits: number;
@@ -119,7 +124,7 @@ export class RateLimiterPolicy {
     readonly name: string,
     config: RateLimiterConfig,
     private readonly clock: Clock,
-    private readonly store?: RateLimiterStore,
+    private store?: RateLimiterStore,
   ) {
     this.settings = Object.freeze({ ...config });
     this.limit = config.limitForPeriod;
@@ -134,6 +139,11 @@ export class RateLimiterPolicy {
   /** The settings this rate limiter runs with (a new object after each change). */
   get config(): Readonly<RateLimiterConfig> {
     return this.settings;
+  }
+
+  /** @internal True when it has a `drainPermissionsOnResult` to offer each permitted call's outcome to. */
+  get drains(): boolean {
+    return this.settings.drainPermissionsOnResult !== undefined;
   }
 
   /** True when the permits are kept in the module's `rateLimiterStore`. */
@@ -176,35 +186,49 @@ export class RateLimiterPolicy {
 
   /** Sets `limitForPeriod`; the current period keeps its permits, later ones get the new limit (as Resilience4j). */
   changeLimitForPeriod(limitForPeriod: number): void {
-    if (!Number.isInteger(limitForPeriod) || limitForPeriod < 1) {
-      throw new Error(
-        INVALID_VALUE(
-          instancePlace('rateLimiter', 'instance', this.name),
-          'limitForPeriod',
-          'an integer >= 1',
-          limitForPeriod,
-        ),
-      );
-    }
-    this.limit = limitForPeriod;
-    this.settings = Object.freeze({ ...this.settings, limitForPeriod });
+    this.change({ limitForPeriod });
   }
 
   /** Sets `timeoutDuration` (ms or a duration string) for callers from now on. */
   changeTimeoutDuration(timeoutDuration: Duration): void {
-    const ms = parseDuration(timeoutDuration);
-    if (ms === undefined || ms > MAX_RATE_LIMITER_WAIT_MS) {
-      throw new Error(
-        INVALID_VALUE(
-          instancePlace('rateLimiter', 'instance', this.name),
-          'timeoutDuration',
-          `a non-negative duration of at most ${MAX_RATE_LIMITER_WAIT_MS}ms`,
-          timeoutDuration,
-        ),
-      );
+    this.change({ timeoutDuration });
+  }
+
+  /**
+   * @internal Runs with `config` from calls that start now on. The current
+   * period keeps its permits and its end; the periods after it have the new
+   * limit and length. `store` is where a `shared` config keeps its permits.
+   * Publishes `CONFIG_CHANGED`; returns its event, or undefined when nothing differs.
+   */
+  reconfigure(
+    config: RateLimiterConfig,
+    store: RateLimiterStore | undefined = this.store,
+  ): ConfigChangedEvent<RateLimiterConfig> | undefined {
+    const before = this.settings;
+    const changed = changedSettings(before, config);
+    if (changed.length === 0) return undefined;
+    const periodNs = Math.round(config.limitRefreshPeriod * NANOS_PER_MS);
+    if (periodNs !== this.periodNs) {
+      const cycle = Math.floor(this.nanos() / this.periodNs);
+      if (cycle !== this.cycle) this.refresh(cycle);
+      // Periods of the new length count from the end of the current one, which is cycle -1 until then.
+      this.origin += ((cycle + 1) * this.periodNs) / NANOS_PER_MS;
+      this.cycle = -1;
+      this.periodNs = periodNs;
     }
-    this.timeoutNs = Math.round(ms * NANOS_PER_MS);
-    this.settings = Object.freeze({ ...this.settings, timeoutDuration: ms });
+    this.settings = Object.freeze({ ...config });
+    this.limit = config.limitForPeriod;
+    this.timeoutNs = Math.round(config.timeoutDuration * NANOS_PER_MS);
+    this.store = config.shared ? store : undefined;
+    const event = { policy: 'rateLimiter', name: this.name, before, after: this.settings, changed } as const;
+    if (this.configEvents.active) this.configEvents.emit(event);
+    return event;
+  }
+
+  /** Applies `patch` to its settings, checked as the options are. */
+  private change(patch: object): void {
+    const place = instancePlace('rateLimiter', 'instance', this.name);
+    this.reconfigure(applyOverrides(RATE_LIMITER_SCHEMA, this.settings, patch, place, () => undefined));
   }
 
   /** @internal Its events on the telemetry channel, under Resilience4j's event type names. */
@@ -213,6 +237,7 @@ export class RateLimiterPolicy {
     tapStream(into, tap, 'SUCCESSFUL_ACQUIRE', this.onSuccess);
     tapStream(into, tap, 'FAILED_ACQUIRE', this.onFailure);
     tapStream(into, tap, 'DRAINED', this.onDrained);
+    tapStream(into, tap, 'CONFIG_CHANGED', this.onConfigChanged);
     return into;
   }
 

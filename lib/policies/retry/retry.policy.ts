@@ -5,7 +5,8 @@ import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { ErrorMatcher } from '../../config/error-matcher';
 import { retryAfterOf } from '../../kernel/error-status';
 import { MaxRetriesExceededError } from '../../kernel/errors';
-import { EventStream, Unsubscribe } from '../../kernel/events';
+import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
+import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
@@ -47,9 +48,10 @@ const NOTHING_REACHED = Symbol('nothing reached');
  * original error propagates, not a wrapper.
  */
 export class RetryPolicy {
-  private readonly retryMatcher: ErrorMatcher;
-  private readonly ignoreMatcher: ErrorMatcher;
-  private readonly budget?: RetryBudget;
+  private settings: RetryConfig;
+  private retryMatcher: ErrorMatcher;
+  private ignoreMatcher: ErrorMatcher;
+  private budget?: RetryBudget;
   private readonly counters: RetryMetrics = {
     successfulCallsWithoutRetry: 0,
     successfulCallsWithRetry: 0,
@@ -62,6 +64,7 @@ export class RetryPolicy {
   private readonly errorStream = new EventStream<RetryOutcomeEvent>();
   private readonly stoppedStream = new EventStream<RetryStoppedEvent>();
   private readonly attemptStream = new EventStream<RetryAttemptEvent>();
+  private readonly configStream = new EventStream<ConfigChangedEvent<RetryConfig>>();
 
   /** Before each retry's wait. */
   readonly onRetry = this.retryStream.subscribe;
@@ -76,6 +79,8 @@ export class RetryPolicy {
   readonly onRetryStopped = this.stoppedStream.subscribe;
   /** A retry's attempt starts, after its wait. */
   readonly onAttempt = this.attemptStream.subscribe;
+  /** Fires when its settings change (`CONFIG_CHANGED`). */
+  readonly onConfigChanged: EventSubscriber<ConfigChangedEvent<RetryConfig>> = this.configStream.subscribe;
 
   /**
    * @param name - instance name
@@ -86,15 +91,43 @@ export class RetryPolicy {
   constructor(
     /** The instance's name, as configured. */
     readonly name: string,
-    /** The resolved settings (durations in ms). */
-    readonly config: RetryConfig,
+    config: RetryConfig,
     /** The time source for waits and deadlines. */
     readonly clock: Clock,
     private readonly random: () => number = Math.random,
   ) {
+    this.settings = config;
     this.retryMatcher = new ErrorMatcher(config.retryExceptions);
     this.ignoreMatcher = new ErrorMatcher(config.ignoreExceptions);
     this.budget = config.budget ? new RetryBudget(config.budget) : undefined;
+  }
+
+  /** The resolved settings (durations in ms). */
+  get config(): RetryConfig {
+    return this.settings;
+  }
+
+  /**
+   * @internal Runs with `config` from calls that start now on (a call
+   * already retrying goes on under the settings it started with, read per
+   * attempt). The retry budget keeps its tokens (down to a lower
+   * `maxTokens`); one given anew starts half full. Publishes `CONFIG_CHANGED`; returns
+   * its event, or undefined when nothing differs.
+   */
+  reconfigure(config: RetryConfig): ConfigChangedEvent<RetryConfig> | undefined {
+    const before = this.settings;
+    const changed = changedSettings(before, config);
+    if (changed.length === 0) return undefined;
+    this.settings = config;
+    this.retryMatcher = new ErrorMatcher(config.retryExceptions);
+    this.ignoreMatcher = new ErrorMatcher(config.ignoreExceptions);
+    // The budget keeps its tokens, and stays the one object hedges sharing it draw from.
+    if (config.budget === undefined) this.budget = undefined;
+    else if (this.budget === undefined) this.budget = new RetryBudget(config.budget);
+    else this.budget.reconfigure(config.budget);
+    const event = { policy: 'retry', name: this.name, before, after: config, changed } as const;
+    if (this.configStream.active) this.configStream.emit(event);
+    return event;
   }
 
   /** A snapshot of the counters. */
@@ -126,6 +159,7 @@ export class RetryPolicy {
     tapStream(into, tap, 'RETRY', this.onRetry);
     tapStream(into, tap, 'SUCCESS', this.onSuccess);
     tapStream(into, tap, 'ERROR', this.onError);
+    tapStream(into, tap, 'CONFIG_CHANGED', this.onConfigChanged);
     const stopped = tap('RETRY_STOPPED');
     // Running out of attempts is followed by ERROR anyway; the other reasons say why a retry did not happen.
     if (stopped !== undefined)

@@ -11,6 +11,7 @@ export interface TimeLimitedSource {
   readonly clock: Clock;
   attemptLimit(parent: ResilienceContext | undefined, now: number): number;
   enqueue(entry: TimedEntry, limit: number): void;
+  timesApart(limit: number, deadline: number): boolean;
   settled(): void;
   timedOut(byDeadline: boolean, limit: number): Error;
   finished(error: unknown, failed: boolean): void;
@@ -70,7 +71,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     this.scope = scope;
     this.deadline = scope.deadline;
     this.gapStart = now;
-    if (limit < limiter.config.timeoutDuration) this.arm(limit);
+    if (limiter.timesApart(limit, now + limit)) this.arm(limit);
     else {
       // Stryker disable next-line BooleanLiteral: trimming the queue only frees memory
       this.queued = true;

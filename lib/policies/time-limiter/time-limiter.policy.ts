@@ -3,7 +3,8 @@ import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { policyScope, ResilienceContext } from '../../kernel/context';
 import { DeadlineExceededError, TimeoutExceededError } from '../../kernel/errors';
-import { EventStream, Unsubscribe } from '../../kernel/events';
+import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
+import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
@@ -36,6 +37,10 @@ export class TimeLimiter {
   private readonly successStream = new EventStream<TimeLimiterEvent>();
   private readonly errorStream = new EventStream<TimeLimiterEvent>();
   private readonly timeoutStream = new EventStream<TimeLimiterEvent>();
+  private readonly configStream = new EventStream<ConfigChangedEvent<TimeLimiterConfig>>();
+  private settings: TimeLimiterConfig;
+  /** The latest deadline in the shared queue: an attempt due before it cannot wait its turn there. */
+  private lastQueuedDeadline = Number.NEGATIVE_INFINITY;
   private readonly queue = new ExpiryQueue();
   /** The one event every call that finished in time publishes: it never varies, so it is built once. */
   private readonly successEvent: TimeLimiterEvent;
@@ -48,6 +53,8 @@ export class TimeLimiter {
   readonly onError = this.errorStream.subscribe;
   /** A call ran out of time (its own limit or the deadline). */
   readonly onTimeout = this.timeoutStream.subscribe;
+  /** Its settings changed (`CONFIG_CHANGED`). */
+  readonly onConfigChanged: EventSubscriber<ConfigChangedEvent<TimeLimiterConfig>> = this.configStream.subscribe;
 
   private callContextListeners = 0;
 
@@ -85,8 +92,7 @@ export class TimeLimiter {
   constructor(
     /** The instance's name, as configured. */
     readonly name: string,
-    /** The resolved settings (durations in ms). */
-    readonly config: TimeLimiterConfig,
+    config: TimeLimiterConfig,
     /** The time source for limits and deadlines, also used by its attempts. */
     readonly clock: Clock,
     /**
@@ -97,7 +103,28 @@ export class TimeLimiter {
      */
     readonly attemptContext: AttemptContextMode = 'auto',
   ) {
+    this.settings = config;
     this.successEvent = Object.freeze({ name, kind: 'successful' });
+  }
+
+  /** The resolved settings (durations in ms). */
+  get config(): TimeLimiterConfig {
+    return this.settings;
+  }
+
+  /**
+   * @internal Runs with `config` from calls that start now on; a call
+   * already running keeps the limit it started with. Publishes
+   * `CONFIG_CHANGED`; returns its event, or undefined when nothing differs.
+   */
+  reconfigure(config: TimeLimiterConfig): ConfigChangedEvent<TimeLimiterConfig> | undefined {
+    const before = this.settings;
+    const changed = changedSettings(before, config);
+    if (changed.length === 0) return undefined;
+    this.settings = config;
+    const event = { policy: 'timeLimiter', name: this.name, before, after: config, changed } as const;
+    if (this.configStream.active) this.configStream.emit(event);
+    return event;
   }
 
   /** @internal Its events on the telemetry channel, under Resilience4j's event type names. */
@@ -106,6 +133,7 @@ export class TimeLimiter {
     tapStream(into, tap, 'SUCCESS', this.onSuccess);
     tapStream(into, tap, 'ERROR', this.onError);
     tapStream(into, tap, 'TIMEOUT', this.onTimeout);
+    tapStream(into, tap, 'CONFIG_CHANGED', this.onConfigChanged);
     return into;
   }
 
@@ -152,8 +180,8 @@ export class TimeLimiter {
     attempt.limit = limit;
     // A listener of timeouts hears each in the context of its call, not of whoever armed the shared timer.
     if (this.callContextListeners > 0) attempt.context = AsyncLocalStorage.snapshot();
-    // A limit cut short by the request deadline is out of the queue's order: it gets a timer of its own.
-    if (limit < this.config.timeoutDuration) {
+    attempt.cutShort = limit < this.settings.timeoutDuration;
+    if (this.timesApart(limit, now + limit)) {
       attempt.armTimer(limit);
     } else {
       attempt.queued = true;
@@ -190,12 +218,23 @@ export class TimeLimiter {
   }
 
   /**
+   * @internal True when an entry of `limit`, due at `deadline`, is out of the
+   * shared queue's order and gets a timer of its own: a limit cut short by
+   * the request deadline, or one due before an entry already queued (after
+   * `timeoutDuration` was shortened).
+   */
+  timesApart(limit: number, deadline: number): boolean {
+    return limit < this.settings.timeoutDuration || deadline < this.lastQueuedDeadline;
+  }
+
+  /**
    * Expires `entry` on the shared timer, `limit` (the full `timeoutDuration`) from now.
    *
    * @internal
    */
   enqueue(entry: TimedEntry, limit: number): void {
     this.queue.push(entry);
+    this.lastQueuedDeadline = entry.deadline;
     if (this.queueTimer === undefined) this.queueTimer = this.clock.setTimeout(this.onQueueTimer, limit);
   }
 
