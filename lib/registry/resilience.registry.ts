@@ -22,6 +22,8 @@ import { HedgePolicy } from '../policies/hedge/hedge.policy';
 import { HedgeConfig, HEDGE_SCHEMA } from '../policies/hedge/hedge.config';
 import { HEDGE_BUDGET_WITHOUT_RETRY_BUDGET } from '../policies/hedge/hedge.messages';
 import { RetryBudget } from '../kernel/retry-budget';
+import { CachePolicy } from '../policies/cache/cache.policy';
+import { CACHE_SCHEMA, CacheConfig } from '../policies/cache/cache.config';
 
 /** How one kind of instance is made, from the registry and the instance's name, config and place (for errors). */
 type Make<C, I> = (registry: ResilienceRegistry, name: string, config: C, place: string) => I;
@@ -69,13 +71,18 @@ export class ResilienceRegistry {
   readonly faults: FaultInjector;
   /** Where shared rate limiters keep their permits (module option `rateLimiterStore`). */
   readonly rateLimiterStore: RateLimiterStore | undefined;
-  private readonly caches: { readonly [P in RegistryPolicy]: InstanceCache<PolicyConfigs[P], PolicyInstances[P]> };
+  private readonly instanceCaches: {
+    readonly [P in RegistryPolicy]: InstanceCache<PolicyConfigs[P], PolicyInstances[P]>;
+  };
   private readonly threadPoolBulkheads: InstanceCache<PolicyConfigs['bulkhead'], BulkheadPolicy>;
   private readonly hedging: InstanceCache<HedgeConfig, HedgePolicy>;
   private readonly derived: InstanceCreatedEvent[] = [];
   private readonly fallbackPolicies: FallbackPolicy[] = [];
   private readonly fallbackStream = new EventStream<FallbackPolicy>();
   private readonly hedgeList: HedgePolicy[] = [];
+  private readonly caching: InstanceCache<CacheConfig, CachePolicy>;
+  private readonly cacheList: CachePolicy[] = [];
+  private readonly cacheStream = new EventStream<CachePolicy>();
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
   private readonly warned = new Set<string>();
   private readonly undeclared: { [P in RegistryPolicy]: number } = {
@@ -105,14 +112,14 @@ export class ResilienceRegistry {
       this.warnOnce(m),
     );
     const sections = this.options.sections;
-    this.caches = {
+    this.instanceCaches = {
       retry: this.policyCache('retry'),
       circuitBreaker: this.policyCache('circuitBreaker'),
       bulkhead: this.policyCache('bulkhead'),
       timeLimiter: this.policyCache('timeLimiter'),
       rateLimiter: this.policyCache('rateLimiter'),
     };
-    this.threadPoolBulkheads = this.cache(
+    this.threadPoolBulkheads = this.instanceCache(
       {
         section: 'threadPoolBulkhead',
         configs: this.options.threadPoolBulkhead,
@@ -123,7 +130,7 @@ export class ResilienceRegistry {
       (name) => this.countUndeclared('bulkhead', name),
       (name, instance, derived) => this.announce('bulkhead', name, instance, derived),
     );
-    this.hedging = this.cache(
+    this.hedging = this.instanceCache(
       {
         section: 'hedging',
         configs: this.options.hedging,
@@ -133,6 +140,20 @@ export class ResilienceRegistry {
       },
       () => undefined,
       (_name, instance) => this.hedgeList.push(instance),
+    );
+    this.caching = this.instanceCache(
+      {
+        section: 'cache',
+        configs: this.options.cache,
+        schema: CACHE_SCHEMA,
+        warnsCloseName: true,
+        make: (name, config) => new CachePolicy(name, config, this.clock, (message) => this.warn(message)),
+      },
+      () => undefined,
+      (_name, instance) => {
+        this.cacheList.push(instance);
+        if (this.cacheStream.active) this.cacheStream.emit(instance);
+      },
     );
     const limiters = sections.rateLimiter;
     if (limiters.defaultConfig.shared)
@@ -220,9 +241,39 @@ export class ResilienceRegistry {
     return this.hedgeList;
   }
 
+  /**
+   * The cache instance `name` (section `cache`), created on first use from
+   * its declaration or `configs.default`; in strict mode an undeclared name
+   * throws. One instance is one key space: methods that name it share its answers.
+   */
+  cache(name: string, where = 'ResilienceRegistry'): CachePolicy {
+    return this.caching.get(name, where);
+  }
+
+  /**
+   * @internal A private cache instance for one decorated method or pipeline: the
+   * named instance's config (or `configs.default` when `anonymous`) with `overrides` applied.
+   */
+  deriveCache(name: string, overrides: object, place: string, where: string, anonymous = false): CachePolicy {
+    return this.caching.derive(name, overrides, place, where, anonymous);
+  }
+
+  /** @internal True when the `cache` section declares `name`. */
+  declaresCache(name: string): boolean {
+    return this.caching.declares(name);
+  }
+
+  /** Every cache instance created so far, the private ones of decorated methods and pipelines included. */
+  get caches(): readonly CachePolicy[] {
+    return this.cacheList;
+  }
+
+  /** @internal Each cache instance made from now on. */
+  readonly onCacheCreated = this.cacheStream.subscribe;
+
   /** Every instance of `policy` created so far. */
   all<P extends RegistryPolicy>(policy: P): PolicyInstances[P][] {
-    return (this.caches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).all();
+    return (this.instanceCaches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).all();
   }
 
   /**
@@ -232,7 +283,7 @@ export class ResilienceRegistry {
   get<P extends RegistryPolicy>(policy: P, name: string, where = 'ResilienceRegistry'): PolicyInstances[P] {
     if (policy === 'bulkhead' && this.onlyThreadPool(name))
       return this.threadPoolBulkhead(name, where) as PolicyInstances[P];
-    return (this.caches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).get(name, where);
+    return (this.instanceCaches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).get(name, where);
   }
 
   /**
@@ -250,7 +301,7 @@ export class ResilienceRegistry {
   ): PolicyInstances[P] {
     if (policy === 'bulkhead' && !anonymous && this.onlyThreadPool(name))
       return this.deriveThreadPoolBulkhead(name, overrides, place, where) as PolicyInstances[P];
-    return (this.caches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).derive(
+    return (this.instanceCaches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).derive(
       name,
       overrides,
       place,
@@ -313,7 +364,7 @@ export class ResilienceRegistry {
   /** The cache of `policy`'s instances: its section of the options, its factory, its count of undeclared names. */
   private policyCache<P extends RegistryPolicy>(policy: P): InstanceCache<PolicyConfigs[P], PolicyInstances[P]> {
     const make: Make<PolicyConfigs[P], PolicyInstances[P]> = POLICY_FACTORIES[policy];
-    return this.cache(
+    return this.instanceCache(
       {
         section: policy,
         configs: this.options.sections[policy],
@@ -326,7 +377,7 @@ export class ResilienceRegistry {
     );
   }
 
-  private cache<C extends object, I>(
+  private instanceCache<C extends object, I>(
     kind: InstanceKind<C, I>,
     countUndeclared: (name: string) => void,
     made: (name: string, instance: I, derived: boolean) => void,
@@ -348,7 +399,7 @@ export class ResilienceRegistry {
 
   /** True when `name` is a thread-pool bulkhead and no semaphore bulkhead: `@Bulkhead(name)` then uses it, as it did before both could share a name. */
   private onlyThreadPool(name: string): boolean {
-    return this.threadPoolBulkheads.declares(name) && !this.caches.bulkhead.declares(name);
+    return this.threadPoolBulkheads.declares(name) && !this.instanceCaches.bulkhead.declares(name);
   }
 
   private countUndeclared(policy: RegistryPolicy, name: string): void {
