@@ -283,3 +283,80 @@ describe('CachePolicy', () => {
     );
   });
 });
+
+describe('cache in a pipeline: outside the retry, inside the fallback', () => {
+  function shop(clock: VirtualClock) {
+    const registry = new ResilienceRegistry({
+      clock,
+      retry: {
+        instances: { rates: { maxAttempts: 3, waitDuration: 100, jitter: 'none', retryExceptions: [Unavailable] } },
+      },
+      circuitBreaker: { instances: { rates: { minimumNumberOfCalls: 100 } } },
+      cache: {
+        instances: { rates: { staleIfError: '10m', mark: (v: string, { ageMs }) => `${v} (${ageMs} ms old)` } },
+      },
+    });
+    const fallbacks: unknown[] = [];
+    const pipeline = registry.pipeline({
+      name: 'rates',
+      retry: 'rates',
+      circuitBreaker: 'rates',
+      cache: 'rates',
+      fallback: {
+        errors: Error,
+        handler: (error) => {
+          fallbacks.push(error);
+          return 'no rate';
+        },
+      },
+    });
+    return { registry, pipeline, fallbacks };
+  }
+
+  it('lists the cache right outside the retry', () => {
+    const { pipeline } = shop(new VirtualClock());
+    expect(pipeline.layers.map(([kind]) => kind)).toEqual(['fallback', 'cache', 'retry', 'circuitBreaker']);
+  });
+
+  it('answers stale only once the retry has given up, and the fallback never sees the failure', async () => {
+    const clock = new VirtualClock();
+    const { pipeline, fallbacks, registry } = shop(clock);
+    let calls = 0;
+    let down = false;
+    const rate = (): Promise<string> => {
+      calls++;
+      return down ? Promise.reject(new Unavailable('down')) : Promise.resolve(`rate:${calls}`);
+    };
+    expect(await pipeline.execute(rate)).toBe('rate:1');
+    down = true;
+    const answer = settle(clock, pipeline.execute(rate), 200);
+    expect(await answer).toEqual({ status: 'fulfilled', value: 'rate:1 (200 ms old)' });
+    expect(calls).toBe(4);
+    expect(fallbacks).toEqual([]);
+    expect(registry.cache('rates').metrics).toMatchObject({ miss: 1, stale: 1 });
+  });
+
+  it('answers stale when the breaker is open, and the fallback only past the shelf life', async () => {
+    const clock = new VirtualClock();
+    const { pipeline, fallbacks, registry } = shop(clock);
+    let calls = 0;
+    const rate = (): Promise<string> => Promise.resolve(`rate:${++calls}`);
+    await pipeline.execute(rate);
+    registry.circuitBreaker('rates').transitionToForcedOpenState();
+    expect(await pipeline.execute(rate)).toBe('rate:1 (0 ms old)');
+    await clock.advance(600_001);
+    expect(await pipeline.execute(rate)).toBe('no rate');
+    expect(fallbacks).toHaveLength(1);
+    expect(fallbacks[0]).toBeInstanceOf(CallNotPermittedError);
+    expect(calls).toBe(1);
+  });
+
+  it('lets the fallback answer a cold start, which the cache never stores', async () => {
+    const clock = new VirtualClock();
+    const { pipeline, fallbacks } = shop(clock);
+    const failing = (): Promise<string> => Promise.reject(new TypeError('bad body'));
+    expect(await pipeline.execute(failing)).toBe('no rate');
+    expect(await pipeline.execute(() => Promise.resolve('rate'))).toBe('rate');
+    expect(fallbacks).toHaveLength(1);
+  });
+});
