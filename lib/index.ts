@@ -169,3 +169,9 @@ export type { CacheResult, CacheResultEvent } from './policies/cache/cache.event
 export type { CacheConfig, CacheConfigInput, CacheStaleInfo } from './policies/cache/cache.config';
 export { MemoryCacheStore } from './policies/cache/cache-store';
 export type { CacheEntry, CacheStore } from './policies/cache/cache-store';
+export {
+  DEFAULT_CACHE_REDIS_PREFIX,
+  DEFAULT_CACHE_REDIS_TIMEOUT_MS,
+  RedisCacheStore,
+} from './stores/redis-cache-store';
+export type { RedisCacheClient, RedisCacheStoreOptions } from './stores/redis-cache-store';
