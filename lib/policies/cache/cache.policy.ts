@@ -112,7 +112,12 @@ export class CachePolicy {
 
   /** @internal See {@link CachePolicy.tapEvents}. */
   snapshot(): InstanceSnapshot {
-    return { config: this.config, metrics: this.metrics };
+    const store = this.config.store;
+    // The store by its class name: it holds a client, which is no setting to show.
+    return {
+      config: { ...this.config, store: store === undefined ? 'memory' : (store.constructor?.name ?? 'custom') },
+      metrics: { ...this.metrics, inFlight: this.inflight.size },
+    };
   }
 
   /** @internal Runs `next(args)` under the cache, keyed by `args` (a decorated method's arguments). */
