@@ -89,8 +89,8 @@ describe('a cache seen from outside: metrics, fallback share, /actuator, span ev
     expect([value('hit'), value('miss'), value('stale'), value('coalesced')]).toEqual([1, 1, 2, 0]);
   });
 
-  it('counts stale answers in the fallback share, which takes the check down', async () => {
-    const check = await app.get(ResilienceHealthIndicator).checkFallbacks();
+  it('counts stale answers in the fallback share, which takes the check down', () => {
+    const check = app.get(ResilienceHealthIndicator).checkFallbacks();
     const data = Object.values(check)[0] as { status: string; calls: number; fallbacks: number; share: number };
     expect(data).toMatchObject({ status: 'down', calls: 4, fallbacks: 2, share: 50 });
   });
