@@ -94,19 +94,20 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const single = layers.filter((l) => l.kind !== 'fallback');
     if (fallbacks.length > 0) single.push(fallbacks[0]);
     const sorted = innermostFirst(single, order);
+    const fallback = fallbacks.length > 0 ? this.fallbackFor(instance, info, fallbacks) : undefined;
     const policies = sorted.map(
       (layer) =>
         ({
           kind: layer.kind,
           policy:
             layer.kind === 'fallback'
-              ? this.fallbackFor(instance, info, fallbacks)
+              ? fallback
               : layer.kind === 'idempotent'
                 ? this.idempotency.policyFor(info, layer.options as CheckedIdempotentOptions, method)
                 : layer.kind === 'hedge'
                   ? this.hedgeFor(layer, info, layers)
                   : layer.kind === 'cache'
-                    ? this.cacheFor(layer, info)
+                    ? this.cacheFor(layer, info).layer(false, fallback && (() => fallback.countStaleAnswer()))
                     : this.policyFor(layer, info),
         }) as ComposedLayer,
     );
@@ -118,7 +119,6 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const innermost = this.registry.faults.enabled ? this.withFaults(info, layers, plain) : plain;
     const call: Pipeline = this.tracing.attemptSpans(innermost, info.target);
     const pipeline = composeLayers(info.kind, call, policies, this.registry.clock);
-    const fallback = policies.find((layer) => layer.kind === 'fallback')?.policy as FallbackPolicy | undefined;
     if (fallback === undefined) return pipeline;
     return (args) => {
       fallback.countCall();

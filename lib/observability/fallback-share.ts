@@ -92,9 +92,11 @@ export class FallbackShare {
     const window = new WindowCounts(this.clock, this.windowMs / SLOTS);
     this.tracked.set(policy, window);
     const stopFallbacks = policy.onFallback(() => window.addFallback());
+    const stopStale = policy.onStaleAnswer(() => window.addFallback());
     const stopCalls = countCalls(() => window.addCall());
     return () => {
       stopFallbacks();
+      stopStale();
       stopCalls();
       this.tracked.delete(policy);
     };
@@ -102,13 +104,16 @@ export class FallbackShare {
 
   /**
    * Starts counting the calls through `cache` and its stale answers, which
-   * are degraded answers as a fallback's are (under the cache's name); the
+   * are degraded answers as a fallback's are (under the cache's name). A
+   * call of a method or pipeline with a fallback is left to the fallback's
+   * count, its stale answer too ({@link FallbackPolicy.onStaleAnswer}). The
    * returned function stops it.
    */
   trackCache(cache: CachePolicy): Unsubscribe {
     const window = new WindowCounts(this.clock, this.windowMs / SLOTS);
     this.tracked.set(cache, window);
-    const stop = cache.onResult(({ result }) => {
+    const stop = cache.onResult(({ result, guarded }) => {
+      if (guarded) return;
       window.addCall();
       if (result === 'stale') window.addFallback();
     });

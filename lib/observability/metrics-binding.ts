@@ -324,6 +324,10 @@ export class ResilienceMetricsBinding {
             series.byKind.set(kind, (series.byKind.get(kind) ?? 0) + 1);
           }),
         );
+        // A cache inside the method answered with its last known good: a degraded answer of the method too.
+        subscribe(
+          observed.instance.onStaleAnswer(() => void series.byKind.set('stale', (series.byKind.get('stale') ?? 0) + 1)),
+        );
         this.fallbacks.push(series);
         break;
       }

@@ -91,17 +91,17 @@ export function buildPipeline(registry: PipelineSource, nameOrOptions: string | 
   else if (hedge !== undefined && hedge !== null && typeof hedge === 'object' && !Array.isArray(hedge))
     layers.push(hedgeLayer(name, registry.deriveHedge(name, hedge, `hedge options of ${where}`, where, true)));
   else if (hedge !== undefined) throw new Error(PIPELINE_BAD_LAYER(name, 'hedge', hedge));
-  const cache: unknown = options.cache;
-  if (typeof cache === 'string') layers.push(cacheLayer(registry.cache(cache, where)));
-  else if (cache !== undefined && cache !== null && typeof cache === 'object' && !Array.isArray(cache))
-    layers.push(cacheLayer(registry.deriveCache(name, cache, `cache options of ${where}`, where, true)));
-  else if (cache !== undefined) throw new Error(PIPELINE_BAD_LAYER(name, 'cache', cache));
   let fallback: FallbackPolicy | undefined;
   if (options.fallback !== undefined) {
     fallback = new FallbackPolicy(name, pipelineFallbacks(name, options.fallback));
     layers.push({ kind: 'fallback', policy: fallback });
     registry.trackFallback(fallback);
   }
+  const cache: unknown = options.cache;
+  if (typeof cache === 'string') layers.push(cacheLayer(registry.cache(cache, where), fallback));
+  else if (cache !== undefined && cache !== null && typeof cache === 'object' && !Array.isArray(cache))
+    layers.push(cacheLayer(registry.deriveCache(name, cache, `cache options of ${where}`, where, true), fallback));
+  else if (cache !== undefined) throw new Error(PIPELINE_BAD_LAYER(name, 'cache', cache));
   return compose(registry, name, layers, fallback);
 }
 
@@ -112,7 +112,7 @@ function namedPipeline(registry: PipelineSource, name: string): ResiliencePipeli
     registry.options.sections[policy].instances.has(name),
   ).map((policy) => ({ kind: policy, policy: registry.get(policy, name, where) }));
   if (registry.declaresHedge(name)) layers.push(hedgeLayer(name, registry.hedge(name, where)));
-  if (registry.declaresCache(name)) layers.push(cacheLayer(registry.cache(name, where)));
+  if (registry.declaresCache(name)) layers.push(cacheLayer(registry.cache(name, where), undefined));
   if (layers.length === 0) throw new Error(PIPELINE_NAMES_NOTHING(name));
   return compose(registry, name, layers, undefined);
 }
@@ -125,17 +125,11 @@ function hedgeLayer(pipeline: string, hedge: HedgePolicy): ComposedLayer {
 
 /**
  * A pipeline's cache layer. A pipeline runs functions without arguments, so
- * the key is the cache's `key()` (by default one key for the pipeline).
+ * the key is the cache's `key()` (by default one key for the pipeline); its
+ * stale answers count in the share of the pipeline's fallback, when it has one.
  */
-function cacheLayer(cache: CachePolicy): ComposedLayer {
-  return {
-    kind: 'cache',
-    policy: {
-      name: cache.name,
-      call: (next, arg) => cache.callWithoutArgs(next, arg),
-      observe: (source, args) => cache.observe(source, args),
-    },
-  };
+function cacheLayer(cache: CachePolicy, fallback: FallbackPolicy | undefined): ComposedLayer {
+  return { kind: 'cache', policy: cache.layer(true, fallback && (() => fallback.countStaleAnswer())) };
 }
 
 /** The pipeline over `layers`, with the faults injected under its instances' names and its own when injection is on. */

@@ -94,8 +94,6 @@ export const SHOP_OPTIONS: ResilienceModuleOptions = {
   retry: { instances: { inventory: { maxAttempts: 3, waitDuration: 0, budget: { ratio: 0.1, maxTokens: 2 } } } },
   bulkhead: { instances: { pool: { maxConcurrentCalls: 1 } } },
   timeLimiter: { instances: { slow: { timeoutDuration: '100ms' } } },
-  // Declared, so its series exist from the start, as every declared instance's do.
-  cache: { instances: { fx: { ttl: '1m', staleIfError: '6h' } } },
 };
 
 /** Boots an HTTP app with `Shop` on a virtual clock, on `platform` (Express by default). */

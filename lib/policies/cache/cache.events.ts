@@ -14,4 +14,6 @@ export interface CacheResultEvent {
   readonly result: CacheResult;
   /** For `hit` and `stale`: how old the stored answer was, in ms. */
   readonly ageMs?: number;
+  /** The call is one of a method or pipeline with a fallback, which counts it (and a stale answer) in its fallback share. */
+  readonly guarded: boolean;
 }

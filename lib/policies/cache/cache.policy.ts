@@ -3,6 +3,7 @@ import { Clock, systemClock } from '../../kernel/clock';
 import { isCancellation } from '../../kernel/cancellation';
 import { EventStream } from '../../kernel/events';
 import { EventTap, InstanceSnapshot } from '../../kernel/telemetry';
+import { Policy } from '../../kernel/policy';
 import { Unsubscribe } from '../../kernel/events';
 import { isThenable } from '../../kernel/thenable';
 import { CacheConfig } from './cache.config';
@@ -122,32 +123,51 @@ export class CachePolicy {
 
   /** @internal Runs `next(args)` under the cache, keyed by `args` (a decorated method's arguments). */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, args: A): Promise<R> {
-    return this.lookup(next, args, args as unknown as unknown[]);
-  }
-
-  /** @internal Runs `next(arg)` under the cache, keyed by the key function of no arguments: a code pipeline's. */
-  callWithoutArgs<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A): Promise<R> {
-    return this.lookup(next, arg, NO_ARGS);
+    return this.lookup(next, args, args as unknown as unknown[], undefined);
   }
 
   /** @internal Each subscription of `source` under the cache, keyed by `args`: its last value is the answer stored. */
   observe<T>(source: Observable<T>, args: unknown[]): Observable<T> {
+    return this.observeUnder(source, args, undefined);
+  }
+
+  /**
+   * @internal The cache as one method's or pipeline's layer: keyed by the
+   * method's arguments, or by `key()` for a pipeline (`withoutArgs`), its
+   * function taking none. Under a fallback (`onStale` given) the fallback
+   * counts the calls, and each stale answer is reported to it.
+   */
+  layer(withoutArgs: boolean, onStale: (() => void) | undefined): Policy {
+    return {
+      name: this.name,
+      call: (next, arg) => this.lookup(next, arg, withoutArgs ? NO_ARGS : (arg as unknown[]), onStale),
+      observe: (source, args) => this.observeUnder(source, withoutArgs ? NO_ARGS : args, onStale),
+    };
+  }
+
+  private observeUnder<T>(source: Observable<T>, args: unknown[], onStale: (() => void) | undefined): Observable<T> {
     return new Observable<T>((subscriber) =>
-      from(this.lookup(lastOf, source, args) as Promise<T>).subscribe(subscriber),
+      from(this.lookup(lastOf, source, args, onStale) as Promise<T>).subscribe(subscriber),
     );
   }
 
-  private lookup<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, keyArgs: unknown[]): Promise<R> {
+  private lookup<A, R>(
+    next: (arg: A) => R | PromiseLike<R>,
+    arg: A,
+    keyArgs: unknown[],
+    onStale: (() => void) | undefined,
+  ): Promise<R> {
     let key: string;
     try {
       key = this.prefix + this.keyOf(...keyArgs);
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.config.ttl <= 0) return this.miss(next, arg, key);
+    if (this.config.ttl <= 0) return this.miss(next, arg, key, onStale);
     const stored = this.read(key);
-    if (isThenable(stored)) return Promise.resolve(stored).then((entry) => this.fromEntry(next, arg, key, entry));
-    return this.fromEntry(next, arg, key, stored);
+    if (isThenable(stored))
+      return Promise.resolve(stored).then((entry) => this.fromEntry(next, arg, key, entry, onStale));
+    return this.fromEntry(next, arg, key, stored, onStale);
   }
 
   private fromEntry<A, R>(
@@ -155,28 +175,34 @@ export class CachePolicy {
     arg: A,
     key: string,
     entry: CacheEntry | undefined,
+    onStale: (() => void) | undefined,
   ): Promise<R> {
     if (entry !== undefined) {
       const ageMs = this.now() - entry.asOf;
       if (ageMs < this.config.ttl) {
-        this.count('hit', ageMs);
+        this.count('hit', onStale, ageMs);
         return Promise.resolve(entry.value as R);
       }
     }
-    return this.miss(next, arg, key);
+    return this.miss(next, arg, key, onStale);
   }
 
   /** Calls through (or joins the call in flight for `key`, when coalescing); stores a success, answers stale on a failure. */
-  private miss<A, R>(next: (arg: A) => R | PromiseLike<R>, arg: A, key: string): Promise<R> {
+  private miss<A, R>(
+    next: (arg: A) => R | PromiseLike<R>,
+    arg: A,
+    key: string,
+    onStale: (() => void) | undefined,
+  ): Promise<R> {
     if (this.config.coalesce) {
       const shared = this.inflight.get(key) as Promise<R> | undefined;
       if (shared !== undefined)
         return shared.then(
           (value) => {
-            this.count('coalesced');
+            this.count('coalesced', onStale);
             return value;
           },
-          (error: unknown) => this.failed(key, error, 'coalesced'),
+          (error: unknown) => this.failed(key, error, 'coalesced', onStale),
         );
     }
     let pending: R | PromiseLike<R>;
@@ -198,30 +224,36 @@ export class CachePolicy {
     }
     return outcome.then(
       (value) => {
-        this.count('miss');
+        this.count('miss', onStale);
         return value;
       },
-      (error: unknown) => this.failed(key, error, 'miss'),
+      (error: unknown) => this.failed(key, error, 'miss', onStale),
     );
   }
 
   /** A call failed with `error`: the last known good when one is young enough, else the error. */
-  private failed<R>(key: string, error: unknown, otherwise: CacheResult): Promise<R> {
+  private failed<R>(
+    key: string,
+    error: unknown,
+    otherwise: CacheResult,
+    onStale: (() => void) | undefined,
+  ): Promise<R> {
     const shelfLife = this.config.staleIfError;
     if (shelfLife === undefined || isCancellation(error)) {
-      this.count(otherwise);
+      this.count(otherwise, onStale);
       return Promise.reject(error);
     }
     const stored = this.read(key);
     const answer = (entry: CacheEntry | undefined): R => {
       const ageMs = entry === undefined ? Infinity : this.now() - entry.asOf;
       if (ageMs > shelfLife) {
-        this.count(otherwise);
+        this.count(otherwise, onStale);
         throw error;
       }
       const mark = this.config.mark;
       const value = mark === undefined ? entry!.value : mark(entry!.value, { asOf: entry!.asOf, ageMs });
-      this.count('stale', ageMs);
+      this.count('stale', onStale, ageMs);
+      onStale?.();
       return value as R;
     };
     if (isThenable(stored)) return Promise.resolve(stored).then(answer);
@@ -291,9 +323,9 @@ export class CachePolicy {
     return this.wallOffset + this.clock.now();
   }
 
-  private count(result: CacheResult, ageMs?: number): void {
+  private count(result: CacheResult, onStale: (() => void) | undefined, ageMs?: number): void {
     this.counters[result]++;
-    if (this.results.active) this.results.emit({ name: this.name, result, ageMs });
+    if (this.results.active) this.results.emit({ name: this.name, result, ageMs, guarded: onStale !== undefined });
   }
 }
 
