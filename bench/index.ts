@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { allocation } from './allocation';
+import { cache } from './cache';
 import { cancellation } from './cancellation';
 import { idempotency } from './idempotency';
 import { layers } from './layers';
@@ -30,6 +31,7 @@ const SECTIONS: readonly BenchSection[] = [
   rateLimiterRedis,
   tracing,
   outbox,
+  cache,
 ];
 
 /**

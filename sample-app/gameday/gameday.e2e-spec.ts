@@ -12,13 +12,14 @@ const BASELINE: PhaseRow = {
   fallbackCheck: 'up',
   fallbackShare: 0,
   fallbackAnswers: 0,
+  staleAnswers: 0,
   injectedFaults: 0,
   ratesBreaker: 'closed',
 };
 
 /** The game days of docs/fault-injection.md: what users see, and that the alert signals move. */
 describe('game days on the sample shop', () => {
-  it('dependency down: stale prices, never a guess; the fallback share and the breaker move, /health stays up', async () => {
+  it('dependency down: the last known rate within its shelf life, marked not fresh; the fallback share and the breaker move', async () => {
     expect(await runGameDay(scenario('dependency-down'))).toEqual([
       BASELINE,
       {
@@ -32,20 +33,41 @@ describe('game days on the sample shop', () => {
         fallbackCheck: 'up',
         fallbackShare: 25,
         fallbackAnswers: 30,
+        staleAnswers: 30,
         injectedFaults: 10,
         ratesBreaker: 'open',
       },
     ]);
   }, 120_000);
 
-  it('dependency and its cache down: honest 503s once the last rate is too old', async () => {
+  it('dependency and its cache store down together: honest 503s, the failing store never fails a call itself', async () => {
     const rows = await runGameDay(scenario('dependency-and-cache-down'));
     expect(
-      rows.map((r) => [r.phase, r.full, r.stalePrice, r.errors, r.fallbackShare, r.fallbackAnswers, r.ratesBreaker]),
+      rows.map((r) => [
+        r.phase,
+        r.full,
+        r.stalePrice,
+        r.staleAnswers,
+        r.errors,
+        r.fallbackShare,
+        r.fallbackAnswers,
+        r.ratesBreaker,
+      ]),
     ).toEqual([
-      ['baseline', 10, 0, 0, 0, 0, 'closed'],
-      ['rates down', 0, 10, 0, 17, 10, 'open'],
-      ['rates and cache down', 0, 0, 30, 33, 30, 'open'],
+      ['baseline', 10, 0, 0, 0, 0, 0, 'closed'],
+      ['rates down', 0, 10, 10, 0, 17, 10, 'open'],
+      ['rates and cache store down', 0, 0, 0, 30, 27, 30, 'open'],
+    ]);
+  }, 120_000);
+
+  it('last rate past its shelf life: honest 503s, never a rate older than the limit', async () => {
+    const rows = await runGameDay(scenario('cache-too-old'));
+    expect(
+      rows.map((r) => [r.phase, r.full, r.stalePrice, r.staleAnswers, r.errors, r.fallbackShare, r.fallbackAnswers]),
+    ).toEqual([
+      ['baseline', 10, 0, 0, 0, 0, 0],
+      ['rates down', 0, 10, 10, 0, 17, 10],
+      ['last rate too old', 0, 0, 0, 30, 33, 30],
     ]);
   }, 120_000);
 
@@ -54,6 +76,7 @@ describe('game days on the sample shop', () => {
     expect(row).toMatchObject({
       full: 0,
       stalePrice: 0,
+      staleAnswers: 0,
       errors: 30,
       health: 200,
       fallbackShare: 33,
@@ -76,7 +99,8 @@ describe('game days on the sample shop', () => {
       fallbackCheck: 'down',
       fallbackShare: 67,
       fallbackAnswers: 90,
-      injectedFaults: 50,
+      staleAnswers: 30,
+      injectedFaults: 38,
       ratesBreaker: 'open',
     });
   }, 120_000);
