@@ -33,8 +33,17 @@ const EVENT_TYPES: Readonly<Record<CacheResult, string>> = {
 
 const NO_ARGS: unknown[] = [];
 
-/** The default key: the JSON of the arguments. */
+/**
+ * The default key: the JSON of the arguments. A single string or number
+ * argument, the common case, is keyed without `JSON.stringify` (a tagged
+ * copy, which no JSON array can equal), since the key is made on every call.
+ */
 function jsonKey(...args: unknown[]): string {
+  if (args.length === 1) {
+    const only = args[0];
+    if (typeof only === 'string') return `s:${only}`;
+    if (typeof only === 'number') return `n:${only}`;
+  }
   return JSON.stringify(args);
 }
 

@@ -207,6 +207,10 @@ describe('CachePolicy', () => {
     await byJson.call(dep.call, ['EUR', { side: 'buy' }]);
     await byJson.call(dep.call, ['EUR', { side: 'sell' }]);
     expect(dep.state.calls).toBe(2);
+    for (const one of [1, '1', '[1]', 1, '1', '[1]']) await byJson.call(dep.call, [one]);
+    await byJson.call(dep.call, [[1]]);
+    expect(dep.state.calls).toBe(6);
+    dep.state.calls = 2;
     const byCurrency = cacheOf(clock, { ttl: '1h', key: (currency: string) => currency });
     await byCurrency.call(dep.call, ['EUR', { side: 'buy' }]);
     await byCurrency.call(dep.call, ['EUR', { side: 'sell' }]);
