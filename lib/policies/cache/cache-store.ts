@@ -44,6 +44,7 @@ export class MemoryCacheStore implements CacheStore {
     return this.entries.size;
   }
 
+  /** The entry under `key`, now the most recently used. */
   get(key: string): CacheEntry | undefined {
     const entry = this.entries.get(key);
     if (entry !== undefined && this.entries.size > 1) {
@@ -54,6 +55,7 @@ export class MemoryCacheStore implements CacheStore {
     return entry;
   }
 
+  /** Stores `entry` under `key` as the most recently used, evicting the least recently used past `maxEntries`. */
   set(key: string, entry: CacheEntry): void {
     this.entries.delete(key);
     this.entries.set(key, entry);

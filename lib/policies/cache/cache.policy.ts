@@ -147,6 +147,7 @@ export class CachePolicy {
    * counts the calls, and each stale answer is reported to it.
    */
   layer(withoutArgs: boolean, onStale: (() => void) | undefined): Policy {
+    if (!withoutArgs && onStale === undefined) return this;
     return {
       name: this.name,
       call: (next, arg) => this.lookup(next, arg, withoutArgs ? NO_ARGS : (arg as unknown[]), onStale),
