@@ -88,7 +88,8 @@ describe('game days on the sample shop', () => {
 
   it('many at once: every page degraded but answered, and the fallback-share check takes /health down', async () => {
     const rows = await runGameDay(scenario('many-at-once'));
-    expect(rows[2]).toEqual({
+    const { injectedFaults, ...seen } = rows[2];
+    expect(seen).toEqual({
       phase: 'rates, inventory, recommendations down',
       requests: 30,
       full: 0,
@@ -100,8 +101,11 @@ describe('game days on the sample shop', () => {
       fallbackShare: 67,
       fallbackAnswers: 90,
       staleAnswers: 30,
-      injectedFaults: 38,
       ratesBreaker: 'open',
     });
+    // Concurrent views share a recommendations call while it is in flight; how many arrive while one is
+    // depends on the real interleaving of the 30 requests. Without coalescing the wave made 50 calls.
+    expect(injectedFaults).toBeGreaterThanOrEqual(30);
+    expect(injectedFaults).toBeLessThan(50);
   }, 120_000);
 });
