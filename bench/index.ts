@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { allocation } from './allocation';
 import { breakerFleet } from './breaker-fleet';
+import { cache } from './cache';
 import { cancellation } from './cancellation';
 import { idempotency } from './idempotency';
 import { layers } from './layers';
@@ -32,6 +33,7 @@ const SECTIONS: readonly BenchSection[] = [
   breakerFleet,
   tracing,
   outbox,
+  cache,
 ];
 
 /**

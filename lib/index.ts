@@ -189,3 +189,16 @@ export { HedgePolicy } from './policies/hedge/hedge.policy';
 export type { HedgeMetrics } from './policies/hedge/hedge.policy';
 export type { HedgeBudgetDeniedEvent, HedgeEvent, HedgeWinnerEvent } from './policies/hedge/hedge.events';
 export type { HedgeConfig, HedgeConfigInput, LatencyPercentile } from './policies/hedge/hedge.config';
+export { Cache } from './policies/cache/cache.decorator';
+export { CachePolicy } from './policies/cache/cache.policy';
+export type { CacheMetrics } from './policies/cache/cache.policy';
+export type { CacheResult, CacheResultEvent } from './policies/cache/cache.events';
+export type { CacheConfig, CacheConfigInput, CacheStaleInfo } from './policies/cache/cache.config';
+export { MemoryCacheStore } from './policies/cache/cache-store';
+export type { CacheEntry, CacheStore } from './policies/cache/cache-store';
+export {
+  DEFAULT_CACHE_REDIS_PREFIX,
+  DEFAULT_CACHE_REDIS_TIMEOUT_MS,
+  RedisCacheStore,
+} from './stores/redis-cache-store';
+export type { RedisCacheClient, RedisCacheStoreOptions } from './stores/redis-cache-store';

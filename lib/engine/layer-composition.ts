@@ -28,7 +28,7 @@ function isStandard(layer: ComposedLayer): layer is Extract<ComposedLayer, { kin
 /**
  * The runs of standard layers the engine fuses, innermost first: each run
  * is the longest stretch of consecutive standard layers that nest in the
- * engine's order; a wrapping layer (a hedge, an idempotency key) or a
+ * engine's order; a wrapping layer (a hedge, a cache, an idempotency key) or a
  * layer out of that order starts a new one.
  */
 export function fusedRuns<L extends { readonly kind: LayerKind }>(layers: readonly L[]): L[][] {
@@ -53,9 +53,11 @@ export function fusedRuns<L extends { readonly kind: LayerKind }>(layers: readon
   return runs;
 }
 
-/** Where a layer sits in `order` (higher is further in); a hedge sits right inside the retry. */
+/** Where a layer sits in `order` (higher is further in); a hedge sits right inside the retry, a cache right outside it. */
 function rankOf(kind: LayerKind, order: readonly PolicyKind[]): number {
-  return kind === 'hedge' ? order.indexOf('retry') + 0.5 : order.indexOf(kind);
+  if (kind === 'hedge') return order.indexOf('retry') + 0.5;
+  if (kind === 'cache') return order.indexOf('retry') - 0.5;
+  return order.indexOf(kind);
 }
 
 /** `layers` sorted innermost first under `order` (outermost first), as the decorators compose them. */

@@ -15,5 +15,8 @@ export const DEFAULT_ORDER = [
 /** One layer of a method pipeline. */
 export type PolicyKind = (typeof DEFAULT_ORDER)[number];
 
-/** One layer a decorator may declare: a policy of the order, or a hedge (always right inside the retry). */
-export type LayerKind = PolicyKind | 'hedge';
+/**
+ * One layer a decorator may declare: a policy of the order, a hedge (always
+ * right inside the retry) or a cache (always right outside the retry).
+ */
+export type LayerKind = PolicyKind | 'hedge' | 'cache';

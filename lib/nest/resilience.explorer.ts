@@ -26,6 +26,7 @@ import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from '../kernel/resilience.
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
 import { HEDGE_KEY_OPTIONAL, HEDGE_NOT_SAFE, HEDGE_ON_TRANSACTION } from '../policies/hedge/hedge.messages';
 import { ResilienceTracing } from '../observability/tracing/resilience-tracing';
+import { CachePolicy } from '../policies/cache/cache.policy';
 
 /** A provider or controller as DiscoveryService lists it (typed without importing Nest's internal InstanceWrapper). */
 type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
@@ -93,18 +94,21 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const single = layers.filter((l) => l.kind !== 'fallback');
     if (fallbacks.length > 0) single.push(fallbacks[0]);
     const sorted = innermostFirst(single, order);
+    const fallback = fallbacks.length > 0 ? this.fallbackFor(instance, info, fallbacks) : undefined;
     const policies = sorted.map(
       (layer) =>
         ({
           kind: layer.kind,
           policy:
             layer.kind === 'fallback'
-              ? this.fallbackFor(instance, info, fallbacks)
+              ? fallback
               : layer.kind === 'idempotent'
                 ? this.idempotency.policyFor(info, layer.options as CheckedIdempotentOptions, method)
                 : layer.kind === 'hedge'
                   ? this.hedgeFor(layer, info, layers)
-                  : this.policyFor(layer, info),
+                  : layer.kind === 'cache'
+                    ? this.cacheFor(layer, info).layer(false, fallback && (() => fallback.countStaleAnswer()))
+                    : this.policyFor(layer, info),
         }) as ComposedLayer,
     );
     this.checkTimeoutsRecorded(sorted, policies, info);
@@ -115,7 +119,6 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const innermost = this.registry.faults.enabled ? this.withFaults(info, layers, plain) : plain;
     const call: Pipeline = this.tracing.attemptSpans(innermost, info.target);
     const pipeline = composeLayers(info.kind, call, policies, this.registry.clock);
-    const fallback = policies.find((layer) => layer.kind === 'fallback')?.policy as FallbackPolicy | undefined;
     if (fallback === undefined) return pipeline;
     return (args) => {
       fallback.countCall();
@@ -174,6 +177,20 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     if (!(idempotent.options as CheckedIdempotentOptions).required)
       throw new Error(HEDGE_KEY_OPTIONAL(info.target, name));
     return hedge;
+  }
+
+  /** The method's cache: the named instance, or a private one when the decorator gives no name or overrides. */
+  private cacheFor(layer: LayerSpec, info: TrampolineInfo): CachePolicy {
+    const where = `@Cache on ${info.target}`;
+    if (layer.name !== undefined && layer.overrides === undefined) return this.registry.cache(layer.name, where);
+    const name = layer.name ?? info.target;
+    return this.registry.deriveCache(
+      name,
+      layer.overrides ?? {},
+      overridePlace('cache', 'Cache', name, info.target),
+      where,
+      layer.name === undefined,
+    );
   }
 
   private policyFor(layer: LayerSpec, info: TrampolineInfo): PolicyInstances[RegistryPolicy] {

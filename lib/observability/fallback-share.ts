@@ -1,6 +1,7 @@
 import { Clock } from '../kernel/clock';
 import { Unsubscribe } from '../kernel/events';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
+import { CachePolicy } from '../policies/cache/cache.policy';
 
 const SLOTS = 10;
 
@@ -69,12 +70,13 @@ const counts = (calls: number, fallbacks: number): FallbackShareCounts => ({
 });
 
 /**
- * Counts calls to `@Fallback` methods and the answers their fallbacks gave,
+ * Counts calls to `@Fallback` methods and the answers their fallbacks gave
+ * (and calls through caches and their stale answers),
  * over a sliding window of `windowMs` (kept in ten slots, so the window
  * reaches back between 90 % and 100 % of it).
  */
 export class FallbackShare {
-  private readonly tracked = new Map<FallbackPolicy, WindowCounts>();
+  private readonly tracked = new Map<{ readonly name: string }, WindowCounts>();
 
   constructor(
     private readonly clock: Clock,
@@ -90,15 +92,38 @@ export class FallbackShare {
     const window = new WindowCounts(this.clock, this.windowMs / SLOTS);
     this.tracked.set(policy, window);
     const stopFallbacks = policy.onFallback(() => window.addFallback());
+    const stopStale = policy.onStaleAnswer(() => window.addFallback());
     const stopCalls = countCalls(() => window.addCall());
     return () => {
       stopFallbacks();
+      stopStale();
       stopCalls();
       this.tracked.delete(policy);
     };
   }
 
-  /** The counts now, overall and by method (`Class.method`). */
+  /**
+   * Starts counting the calls through `cache` and its stale answers, which
+   * are degraded answers as a fallback's are (under the cache's name). A
+   * call of a method or pipeline with a fallback is left to the fallback's
+   * count, its stale answer too ({@link FallbackPolicy.onStaleAnswer}). The
+   * returned function stops it.
+   */
+  trackCache(cache: CachePolicy): Unsubscribe {
+    const window = new WindowCounts(this.clock, this.windowMs / SLOTS);
+    this.tracked.set(cache, window);
+    const stop = cache.onResult(({ result, guarded }) => {
+      if (guarded) return;
+      window.addCall();
+      if (result === 'stale') window.addFallback();
+    });
+    return () => {
+      stop();
+      this.tracked.delete(cache);
+    };
+  }
+
+  /** The counts now, overall and by method (`Class.method`) or cache instance. */
   snapshot(): FallbackShareSnapshot {
     let calls = 0;
     let fallbacks = 0;

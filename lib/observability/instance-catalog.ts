@@ -3,6 +3,7 @@ import { Unsubscribe } from '../kernel/events';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { InstanceCreatedEvent, RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
+import { CachePolicy } from '../policies/cache/cache.policy';
 
 /** A method's fallback policy, in the shape of the registry's instances. */
 export interface ObservedFallback {
@@ -13,13 +14,22 @@ export interface ObservedFallback {
   readonly derived: false;
 }
 
-/** An instance observability reports on: one of the registry's, or a method's fallback policy. */
-export type ObservedInstance = { [P in RegistryPolicy]: InstanceCreatedEvent<P> }[RegistryPolicy] | ObservedFallback;
+/** A cache instance, named or private to one decorated method or pipeline. */
+export interface ObservedCache {
+  readonly policy: 'cache';
+  readonly name: string;
+  readonly instance: CachePolicy;
+  readonly derived: false;
+}
+
+/** An instance observability reports on: one of the registry's, a cache, or a method's fallback policy. */
+export type ObservedInstance =
+  { [P in RegistryPolicy]: InstanceCreatedEvent<P> }[RegistryPolicy] | ObservedFallback | ObservedCache;
 
 const POLICIES: readonly RegistryPolicy[] = ['retry', 'circuitBreaker', 'bulkhead', 'timeLimiter', 'rateLimiter'];
 
 /**
- * Calls `visit` once for every instance of `registry` and every fallback
+ * Calls `visit` once for every instance of `registry` (its caches included) and every fallback
  * policy (of decorated methods and of the registry's pipelines): the declared instances (created now, as Resilience4j creates its
  * configured instances at startup, so their series exist before the first
  * call), those made so far, and each one made later. Returns the function
@@ -41,6 +51,9 @@ export function watchInstances(
   const visitFallback = (instance: FallbackPolicy): void =>
     once({ policy: 'fallback', name: instance.name, instance, derived: false });
   const unsubscribePipelines = registry.onFallbackCreated(visitFallback);
+  const visitCache = (instance: CachePolicy): void =>
+    once({ policy: 'cache', name: instance.name, instance, derived: false });
+  const unsubscribeCaches = registry.onCacheCreated(visitCache);
   for (const policy of POLICIES) {
     for (const name of registry.options.sections[policy].instances.keys()) registry.get(policy, name);
     for (const instance of registry.all(policy))
@@ -49,9 +62,12 @@ export function watchInstances(
   for (const name of registry.options.threadPoolBulkhead.instances.keys()) registry.threadPoolBulkhead(name);
   for (const event of registry.derivedInstances) once(event as ObservedInstance);
   for (const instance of [...fallbacks, ...registry.fallbacks]) visitFallback(instance);
+  for (const name of registry.options.cache.instances.keys()) registry.cache(name);
+  for (const instance of registry.caches) visitCache(instance);
   return () => {
     unsubscribe();
     unsubscribePipelines();
+    unsubscribeCaches();
   };
 }
 

@@ -1,4 +1,5 @@
 import { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
+import { CachePolicy } from '../policies/cache/cache.policy';
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
 import type { CircuitBreakerState } from '../policies/circuit-breaker/circuit-breaker.events';
 import { Unsubscribe } from '../kernel/events';
@@ -128,6 +129,11 @@ export const METRIC_FAMILIES = {
     'counter',
     'Requests with an idempotency key, by outcome',
   ),
+  cacheCalls: family(
+    'resilience4nest_cache_calls_total',
+    'counter',
+    'Calls through a cache, by how they were answered: hit (stored, not called), miss (called), stale (the last known good after a failure), coalesced (shared a concurrent call)',
+  ),
   hedgeCalls: family(
     'resilience4nest_hedge_calls_total',
     'counter',
@@ -146,6 +152,7 @@ const STATES: readonly CircuitBreakerState[] = [
 // Resilience4j's Micrometer binding labels states with the enum name in lower case.
 const STATE_LABELS = STATES.map((s) => s.toLowerCase());
 const CALL_KINDS = ['successful', 'failed', 'ignored'] as const;
+const CACHE_RESULTS = ['hit', 'miss', 'stale', 'coalesced'] as const;
 
 /** Options of {@link ResilienceMetricsBinding}. */
 export interface MetricsBindingOptions {
@@ -221,6 +228,7 @@ export class ResilienceMetricsBinding {
   private readonly faults: ResilienceRegistry['faults'];
   private readonly detach: () => void;
   private readonly hedges: ResilienceRegistry['hedges'];
+  private readonly caches: CachePolicy[] = [];
   private closed = false;
 
   /**
@@ -316,9 +324,16 @@ export class ResilienceMetricsBinding {
             series.byKind.set(kind, (series.byKind.get(kind) ?? 0) + 1);
           }),
         );
+        // A cache inside the method answered with its last known good: a degraded answer of the method too.
+        subscribe(
+          observed.instance.onStaleAnswer(() => void series.byKind.set('stale', (series.byKind.get('stale') ?? 0) + 1)),
+        );
         this.fallbacks.push(series);
         break;
       }
+      case 'cache':
+        this.caches.push(observed.instance);
+        break;
     }
   }
 
@@ -478,6 +493,15 @@ export class ResilienceMetricsBinding {
             emit({ name: hedge.name, kind: 'hedged' }, m.hedged);
             emit({ name: hedge.name, kind: 'winner' }, m.winner);
             emit({ name: hedge.name, kind: 'cancelled' }, m.cancelled);
+          }
+        },
+      ],
+      [
+        f.cacheCalls,
+        (emit) => {
+          for (const cache of this.caches) {
+            const m = cache.metrics;
+            for (const result of CACHE_RESULTS) emit({ name: cache.name, result }, m[result]);
           }
         },
       ],

@@ -106,8 +106,8 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
   }
 
   private bind(observed: ObservedInstance): void {
-    // A method's own instances follow their name's change: the name's shared instance logs it, once.
-    if (observed.policy !== 'fallback' && !observed.derived)
+    // A method's own instances follow their name's change: the name's shared instance logs it, once. Caches are not reconfigured.
+    if (observed.policy !== 'fallback' && observed.policy !== 'cache' && !observed.derived)
       this.subscriptions.push(
         observed.instance.onConfigChanged((event: ConfigChangedEvent) => this.logger.log(CONFIG_CHANGED(event))),
       );

@@ -168,6 +168,8 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
         else if (observed.policy === 'rateLimiter') this.rateLimiters.push(observed.instance);
         else if (observed.policy === 'fallback' && share !== undefined)
           this.subscriptions.push(share.track(observed.instance, observed.instance.onCall));
+        else if (observed.policy === 'cache' && share !== undefined)
+          this.subscriptions.push(share.trackCache(observed.instance));
       }),
     );
   }

@@ -51,6 +51,8 @@ const RESOURCES: Readonly<Record<string, Resource>> = {
   ratelimiterevents: { policy: 'rateLimiter', key: 'rateLimiterEvents', events: true },
   fallbacks: { policy: 'fallback', key: 'fallbacks', events: false },
   fallbackevents: { policy: 'fallback', key: 'fallbackEvents', events: true },
+  caches: { policy: 'cache', key: 'caches', events: false },
+  cacheevents: { policy: 'cache', key: 'cacheEvents', events: true },
 };
 
 const LISTS = Object.values(RESOURCES).filter((r) => !r.events);

@@ -3,6 +3,7 @@ import { ComposedLayer, innermostFirst } from '../engine/layer-composition';
 import { ResiliencePipeline } from '../engine/resilience-pipeline';
 import { FallbackHandlerSpec, FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
+import { CachePolicy } from '../policies/cache/cache.policy';
 import {
   PIPELINE_BAD_ARGUMENT,
   PIPELINE_BAD_FALLBACK,
@@ -41,6 +42,9 @@ export interface PipelineSource {
   hedge(name: string, where?: string): HedgePolicy;
   deriveHedge(name: string, overrides: object, place: string, where: string, anonymous?: boolean): HedgePolicy;
   declaresHedge(name: string): boolean;
+  cache(name: string, where?: string): CachePolicy;
+  deriveCache(name: string, overrides: object, place: string, where: string, anonymous?: boolean): CachePolicy;
+  declaresCache(name: string): boolean;
   trackFallback(policy: FallbackPolicy): void;
 }
 
@@ -52,7 +56,7 @@ const PIPELINE_POLICIES: readonly RegistryPolicy[] = [
   'timeLimiter',
   'bulkhead',
 ];
-const PIPELINE_KEYS = ['name', ...PIPELINE_POLICIES, 'hedge', 'fallback'];
+const PIPELINE_KEYS = ['name', ...PIPELINE_POLICIES, 'hedge', 'cache', 'fallback'];
 
 /**
  * The pipeline `registry.pipeline(nameOrOptions)` answers: every policy
@@ -93,6 +97,11 @@ export function buildPipeline(registry: PipelineSource, nameOrOptions: string | 
     layers.push({ kind: 'fallback', policy: fallback });
     registry.trackFallback(fallback);
   }
+  const cache: unknown = options.cache;
+  if (typeof cache === 'string') layers.push(cacheLayer(registry.cache(cache, where), fallback));
+  else if (cache !== undefined && cache !== null && typeof cache === 'object' && !Array.isArray(cache))
+    layers.push(cacheLayer(registry.deriveCache(name, cache, `cache options of ${where}`, where, true), fallback));
+  else if (cache !== undefined) throw new Error(PIPELINE_BAD_LAYER(name, 'cache', cache));
   return compose(registry, name, layers, fallback);
 }
 
@@ -103,6 +112,7 @@ function namedPipeline(registry: PipelineSource, name: string): ResiliencePipeli
     registry.options.sections[policy].instances.has(name),
   ).map((policy) => ({ kind: policy, policy: registry.get(policy, name, where) }));
   if (registry.declaresHedge(name)) layers.push(hedgeLayer(name, registry.hedge(name, where)));
+  if (registry.declaresCache(name)) layers.push(cacheLayer(registry.cache(name, where), undefined));
   if (layers.length === 0) throw new Error(PIPELINE_NAMES_NOTHING(name));
   return compose(registry, name, layers, undefined);
 }
@@ -111,6 +121,15 @@ function namedPipeline(registry: PipelineSource, name: string): ResiliencePipeli
 function hedgeLayer(pipeline: string, hedge: HedgePolicy): ComposedLayer {
   if (!hedge.config.safe) throw new Error(PIPELINE_HEDGE_NOT_SAFE(pipeline, hedge.name));
   return { kind: 'hedge', policy: hedge };
+}
+
+/**
+ * A pipeline's cache layer. A pipeline runs functions without arguments, so
+ * the key is the cache's `key()` (by default one key for the pipeline); its
+ * stale answers count in the share of the pipeline's fallback, when it has one.
+ */
+function cacheLayer(cache: CachePolicy, fallback: FallbackPolicy | undefined): ComposedLayer {
+  return { kind: 'cache', policy: cache.layer(true, fallback && (() => fallback.countStaleAnswer())) };
 }
 
 /** The pipeline over `layers`, with the faults injected under its instances' names and its own when injection is on. */

@@ -2,6 +2,7 @@ import type { BulkheadConfigInput } from '../policies/bulkhead/bulkhead.config';
 import type { CircuitBreakerConfigInput } from '../policies/circuit-breaker/circuit-breaker.config';
 import type { ErrorClass } from '../config/error-matcher';
 import type { HedgeConfigInput } from '../policies/hedge/hedge.config';
+import type { CacheConfigInput } from '../policies/cache/cache.config';
 import type { RateLimiterConfigInput } from '../policies/rate-limiter/rate-limiter.config';
 import type { RetryConfigInput } from '../policies/retry/retry.config';
 import type { TimeLimiterConfigInput } from '../policies/time-limiter/time-limiter.config';
@@ -40,6 +41,13 @@ export interface PipelineOptions {
    * must be declared `safe: true` (running the function twice at once is harmless).
    */
   readonly hedge?: string | HedgeConfigInput;
+  /**
+   * A cache instance name, or inline options; it sits right outside the
+   * retry, as `@Cache` does. A pipeline's function takes no arguments, so
+   * its answers are kept under `key()`: one key for the pipeline unless
+   * `key` reads something else.
+   */
+  readonly cache?: string | CacheConfigInput;
   /** Typed fallbacks: the most specific declared class of the error answers, as with `@Fallback`. */
   readonly fallback?: PipelineFallback | readonly PipelineFallback[];
 }

@@ -12,6 +12,7 @@ import type { PolicyKind } from '../kernel/resilience.constants';
 import type { RetryConfigInput } from '../policies/retry/retry.config';
 import type { TimeLimiterConfigInput } from '../policies/time-limiter/time-limiter.config';
 import type { HedgeConfigInput } from '../policies/hedge/hedge.config';
+import type { CacheConfigInput } from '../policies/cache/cache.config';
 
 /**
  * How inbound deadlines are read. Giving the module a `deadline` key (`{}`
@@ -101,6 +102,11 @@ export interface RegistryOptions {
   faultInjection?: FaultInjectionOptions;
   /** Hedge configs and instances for `@Hedge`: `delay`, `maxHedgedAttempts`, `budget`, `safe`, `latencyWindowSize`. */
   hedging?: PolicySection<HedgeConfigInput>;
+  /**
+   * Cache configs and instances for `@Cache`: `key`, `ttl`, `staleIfError`
+   * (the last known good's shelf life), `coalesce`, `maxEntries`, `store`, `mark`.
+   */
+  cache?: PolicySection<CacheConfigInput>;
   /** Idempotency keys: read by the module (see `ResilienceModuleOptions`), not by the registry. */
   idempotency?: unknown;
   /** Prometheus series: read by the module (see `ResilienceModuleOptions`), not by the registry. */

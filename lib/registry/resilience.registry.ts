@@ -42,6 +42,8 @@ const RECONFIGURABLE: readonly ReconfigurablePolicy[] = [
   'timeLimiter',
   'rateLimiter',
 ];
+import { CachePolicy } from '../policies/cache/cache.policy';
+import { CACHE_SCHEMA, CacheConfig } from '../policies/cache/cache.config';
 
 /** How one kind of instance is made, from the registry and the instance's name, config and place (for errors). */
 type Make<C, I> = (registry: ResilienceRegistry, name: string, config: C, place: string) => I;
@@ -106,13 +108,18 @@ export class ResilienceRegistry {
   /** Where fleet-wide circuit breakers share their transitions (module option `circuitBreakerStore`). */
   readonly circuitBreakerStore: CircuitBreakerStore | undefined;
   private fleet: CircuitBreakerFleet | undefined;
-  private readonly caches: { readonly [P in RegistryPolicy]: InstanceCache<PolicyConfigs[P], PolicyInstances[P]> };
+  private readonly instanceCaches: {
+    readonly [P in RegistryPolicy]: InstanceCache<PolicyConfigs[P], PolicyInstances[P]>;
+  };
   private readonly threadPoolBulkheads: InstanceCache<PolicyConfigs['bulkhead'], BulkheadPolicy>;
   private readonly hedging: InstanceCache<HedgeConfig, HedgePolicy>;
   private readonly derived: InstanceCreatedEvent[] = [];
   private readonly fallbackPolicies: FallbackPolicy[] = [];
   private readonly fallbackStream = new EventStream<FallbackPolicy>();
   private readonly hedgeList: HedgePolicy[] = [];
+  private readonly caching: InstanceCache<CacheConfig, CachePolicy>;
+  private readonly cacheList: CachePolicy[] = [];
+  private readonly cacheStream = new EventStream<CachePolicy>();
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
   private readonly warned = new Set<string>();
   private readonly undeclared: { [P in RegistryPolicy]: number } = {
@@ -143,14 +150,14 @@ export class ResilienceRegistry {
       this.warnOnce(m),
     );
     const sections = this.options.sections;
-    this.caches = {
+    this.instanceCaches = {
       retry: this.policyCache('retry'),
       circuitBreaker: this.policyCache('circuitBreaker'),
       bulkhead: this.policyCache('bulkhead'),
       timeLimiter: this.policyCache('timeLimiter'),
       rateLimiter: this.policyCache('rateLimiter'),
     };
-    this.threadPoolBulkheads = this.cache(
+    this.threadPoolBulkheads = this.instanceCache(
       {
         section: 'threadPoolBulkhead',
         configs: this.options.threadPoolBulkhead,
@@ -162,7 +169,7 @@ export class ResilienceRegistry {
       (name) => this.countUndeclared('bulkhead', name),
       (name, instance, derived) => this.announce('bulkhead', name, instance, derived),
     );
-    this.hedging = this.cache(
+    this.hedging = this.instanceCache(
       {
         section: 'hedging',
         configs: this.options.hedging,
@@ -172,6 +179,20 @@ export class ResilienceRegistry {
       },
       () => undefined,
       (_name, instance) => this.hedgeList.push(instance),
+    );
+    this.caching = this.instanceCache(
+      {
+        section: 'cache',
+        configs: this.options.cache,
+        schema: CACHE_SCHEMA,
+        warnsCloseName: true,
+        make: (name, config) => new CachePolicy(name, config, this.clock, (message) => this.warn(message)),
+      },
+      () => undefined,
+      (_name, instance) => {
+        this.cacheList.push(instance);
+        if (this.cacheStream.active) this.cacheStream.emit(instance);
+      },
     );
     this.checkStores(sections.rateLimiter, sections.circuitBreaker);
   }
@@ -224,7 +245,7 @@ export class ResilienceRegistry {
   reconfigure(policy: ReconfigurablePolicy, name: string, patch: object): ConfigChangedEvent[] {
     const cache = (policy === 'bulkhead' && this.onlyThreadPool(name)
       ? this.threadPoolBulkheads
-      : this.caches[policy]) as unknown as InstanceCache<object, unknown>;
+      : this.instanceCaches[policy]) as unknown as InstanceCache<object, unknown>;
     const section = cache.patched(name, patch, 'ResilienceRegistry.reconfigure');
     const events = cache.commit(section, cache.plan(section));
     this.resolved =
@@ -255,7 +276,7 @@ export class ResilienceRegistry {
     };
     for (const policy of RECONFIGURABLE)
       stage(
-        this.caches[policy] as unknown as InstanceCache<object, unknown>,
+        this.instanceCaches[policy] as unknown as InstanceCache<object, unknown>,
         next.sections[policy] as ResolvedSection<object>,
       );
     stage(this.threadPoolBulkheads, next.threadPoolBulkhead);
@@ -342,9 +363,39 @@ export class ResilienceRegistry {
     return this.hedgeList;
   }
 
+  /**
+   * The cache instance `name` (section `cache`), created on first use from
+   * its declaration or `configs.default`; in strict mode an undeclared name
+   * throws. One instance is one key space: methods that name it share its answers.
+   */
+  cache(name: string, where = 'ResilienceRegistry'): CachePolicy {
+    return this.caching.get(name, where);
+  }
+
+  /**
+   * @internal A private cache instance for one decorated method or pipeline: the
+   * named instance's config (or `configs.default` when `anonymous`) with `overrides` applied.
+   */
+  deriveCache(name: string, overrides: object, place: string, where: string, anonymous = false): CachePolicy {
+    return this.caching.derive(name, overrides, place, where, anonymous);
+  }
+
+  /** @internal True when the `cache` section declares `name`. */
+  declaresCache(name: string): boolean {
+    return this.caching.declares(name);
+  }
+
+  /** Every cache instance created so far, the private ones of decorated methods and pipelines included. */
+  get caches(): readonly CachePolicy[] {
+    return this.cacheList;
+  }
+
+  /** @internal Each cache instance made from now on. */
+  readonly onCacheCreated = this.cacheStream.subscribe;
+
   /** Every instance of `policy` created so far. */
   all<P extends RegistryPolicy>(policy: P): PolicyInstances[P][] {
-    return (this.caches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).all();
+    return (this.instanceCaches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).all();
   }
 
   /**
@@ -354,7 +405,7 @@ export class ResilienceRegistry {
   get<P extends RegistryPolicy>(policy: P, name: string, where = 'ResilienceRegistry'): PolicyInstances[P] {
     if (policy === 'bulkhead' && this.onlyThreadPool(name))
       return this.threadPoolBulkhead(name, where) as PolicyInstances[P];
-    return (this.caches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).get(name, where);
+    return (this.instanceCaches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).get(name, where);
   }
 
   /**
@@ -372,7 +423,7 @@ export class ResilienceRegistry {
   ): PolicyInstances[P] {
     if (policy === 'bulkhead' && !anonymous && this.onlyThreadPool(name))
       return this.deriveThreadPoolBulkhead(name, overrides, place, where) as PolicyInstances[P];
-    return (this.caches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).derive(
+    return (this.instanceCaches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).derive(
       name,
       overrides,
       place,
@@ -441,7 +492,7 @@ export class ResilienceRegistry {
       instance: PolicyInstances[P],
       config: PolicyConfigs[P],
     ) => ConfigChangedEvent | undefined;
-    return this.cache(
+    return this.instanceCache(
       {
         section: policy,
         configs: this.options.sections[policy],
@@ -459,7 +510,6 @@ export class ResilienceRegistry {
     );
   }
 
-  /** Shared rate limiters need the module's store: checked at startup and before options are applied. */
   /** Throws, naming the instance, when a shared rate limiter or circuit breaker has no store to share through. */
   private checkStores(
     limiters: ResolvedSection<RateLimiterConfig>,
@@ -474,7 +524,7 @@ export class ResilienceRegistry {
       if (config.shared) this.circuitBreakerFleet(instancePlace('circuitBreaker', 'instance', name));
   }
 
-  private cache<C extends object, I>(
+  private instanceCache<C extends object, I>(
     kind: InstanceKind<C, I>,
     countUndeclared: (name: string) => void,
     made: (name: string, instance: I, derived: boolean) => void,
@@ -496,7 +546,7 @@ export class ResilienceRegistry {
 
   /** True when `name` is a thread-pool bulkhead and no semaphore bulkhead: `@Bulkhead(name)` then uses it, as it did before both could share a name. */
   private onlyThreadPool(name: string): boolean {
-    return this.threadPoolBulkheads.declares(name) && !this.caches.bulkhead.declares(name);
+    return this.threadPoolBulkheads.declares(name) && !this.instanceCaches.bulkhead.declares(name);
   }
 
   private countUndeclared(policy: RegistryPolicy, name: string): void {

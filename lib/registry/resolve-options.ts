@@ -39,6 +39,7 @@ import { DEFAULT_ORDER, PolicyKind } from '../kernel/resilience.constants';
 import { RegistryOptions } from './registry.options';
 import { RETRY_SCHEMA, RetryConfig } from '../policies/retry/retry.config';
 import { HEDGE_SCHEMA, HedgeConfig } from '../policies/hedge/hedge.config';
+import { CACHE_SCHEMA, CacheConfig } from '../policies/cache/cache.config';
 import { readFaultInjectionOptions, ResolvedFaultInjection } from '../features/fault-injection/fault-injection.options';
 import { TIME_LIMITER_SCHEMA, TimeLimiterConfig } from '../policies/time-limiter/time-limiter.config';
 
@@ -83,6 +84,8 @@ export interface ResolvedOptions {
   readonly threadPoolBulkhead: ResolvedSection<BulkheadConfig>;
   /** The hedge instances and configs (section `hedging`). */
   readonly hedging: ResolvedSection<HedgeConfig>;
+  /** The cache instances and configs (section `cache`). */
+  readonly cache: ResolvedSection<CacheConfig>;
   /** The faults configured, and whether fault injection is on (section `faultInjection`). */
   readonly faultInjection: ResolvedFaultInjection;
   /** How the options were bound: `native` (forRoot's own options) or `spring` (an application.yml, see fromSpringConfig). */
@@ -127,7 +130,7 @@ const EXTRA_SECTIONS = [
 ];
 
 /** Sections of this module's own, read here with the same unknown-key rule as the policy sections. */
-const MODULE_SECTIONS = ['hedging', 'faultInjection'];
+const MODULE_SECTIONS = ['hedging', 'cache', 'faultInjection'];
 
 /**
  * Parses and validates module options. Throws one error naming the policy,
@@ -202,6 +205,7 @@ export function resolveOptions(options: RegistryOptions | undefined, warn: (mess
     warn,
   );
   const hedging = resolveSection(HEDGE_SCHEMA, moduleSections.hedging, warn, sectionBinding);
+  const cache = resolveSection(CACHE_SCHEMA, moduleSections.cache, warn, sectionBinding);
   const faultInjection = readFaultInjectionOptions(moduleSections.faultInjection, { rule: unknownKeys, warn });
   const order = readOrder(plain.order);
   const spring = orderFromAspectOrders(sectionsRaw, order);
@@ -219,6 +223,7 @@ export function resolveOptions(options: RegistryOptions | undefined, warn: (mess
     sections,
     threadPoolBulkhead,
     hedging,
+    cache,
     faultInjection,
     binding,
     unknownKeys,

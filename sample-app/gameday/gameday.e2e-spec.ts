@@ -12,13 +12,14 @@ const BASELINE: PhaseRow = {
   fallbackCheck: 'up',
   fallbackShare: 0,
   fallbackAnswers: 0,
+  staleAnswers: 0,
   injectedFaults: 0,
   ratesBreaker: 'closed',
 };
 
 /** The game days of docs/fault-injection.md: what users see, and that the alert signals move. */
 describe('game days on the sample shop', () => {
-  it('dependency down: stale prices, never a guess; the fallback share and the breaker move, /health stays up', async () => {
+  it('dependency down: the last known rate within its shelf life, marked not fresh; the fallback share and the breaker move', async () => {
     expect(await runGameDay(scenario('dependency-down'))).toEqual([
       BASELINE,
       {
@@ -32,20 +33,41 @@ describe('game days on the sample shop', () => {
         fallbackCheck: 'up',
         fallbackShare: 25,
         fallbackAnswers: 30,
+        staleAnswers: 30,
         injectedFaults: 10,
         ratesBreaker: 'open',
       },
     ]);
   }, 120_000);
 
-  it('dependency and its cache down: honest 503s once the last rate is too old', async () => {
+  it('dependency and its cache store down together: honest 503s, the failing store never fails a call itself', async () => {
     const rows = await runGameDay(scenario('dependency-and-cache-down'));
     expect(
-      rows.map((r) => [r.phase, r.full, r.stalePrice, r.errors, r.fallbackShare, r.fallbackAnswers, r.ratesBreaker]),
+      rows.map((r) => [
+        r.phase,
+        r.full,
+        r.stalePrice,
+        r.staleAnswers,
+        r.errors,
+        r.fallbackShare,
+        r.fallbackAnswers,
+        r.ratesBreaker,
+      ]),
     ).toEqual([
-      ['baseline', 10, 0, 0, 0, 0, 'closed'],
-      ['rates down', 0, 10, 0, 17, 10, 'open'],
-      ['rates and cache down', 0, 0, 30, 33, 30, 'open'],
+      ['baseline', 10, 0, 0, 0, 0, 0, 'closed'],
+      ['rates down', 0, 10, 10, 0, 17, 10, 'open'],
+      ['rates and cache store down', 0, 0, 0, 30, 27, 30, 'open'],
+    ]);
+  }, 120_000);
+
+  it('last rate past its shelf life: honest 503s, never a rate older than the limit', async () => {
+    const rows = await runGameDay(scenario('cache-too-old'));
+    expect(
+      rows.map((r) => [r.phase, r.full, r.stalePrice, r.staleAnswers, r.errors, r.fallbackShare, r.fallbackAnswers]),
+    ).toEqual([
+      ['baseline', 10, 0, 0, 0, 0, 0],
+      ['rates down', 0, 10, 10, 0, 17, 10],
+      ['last rate too old', 0, 0, 0, 30, 33, 30],
     ]);
   }, 120_000);
 
@@ -54,6 +76,7 @@ describe('game days on the sample shop', () => {
     expect(row).toMatchObject({
       full: 0,
       stalePrice: 0,
+      staleAnswers: 0,
       errors: 30,
       health: 200,
       fallbackShare: 33,
@@ -65,7 +88,8 @@ describe('game days on the sample shop', () => {
 
   it('many at once: every page degraded but answered, and the fallback-share check takes /health down', async () => {
     const rows = await runGameDay(scenario('many-at-once'));
-    expect(rows[2]).toEqual({
+    const { injectedFaults, ...seen } = rows[2];
+    expect(seen).toEqual({
       phase: 'rates, inventory, recommendations down',
       requests: 30,
       full: 0,
@@ -76,8 +100,12 @@ describe('game days on the sample shop', () => {
       fallbackCheck: 'down',
       fallbackShare: 67,
       fallbackAnswers: 90,
-      injectedFaults: 50,
+      staleAnswers: 30,
       ratesBreaker: 'open',
     });
+    // Concurrent views share a recommendations call while it is in flight; how many arrive while one is
+    // depends on the real interleaving of the 30 requests. Without coalescing the wave made 50 calls.
+    expect(injectedFaults).toBeGreaterThanOrEqual(30);
+    expect(injectedFaults).toBeLessThan(50);
   }, 120_000);
 });

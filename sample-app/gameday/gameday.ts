@@ -1,7 +1,15 @@
 import { AxiosError } from 'axios';
+import Redis from 'ioredis';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import request from 'supertest';
 import { App } from 'supertest/types';
-import { FaultInjector, FaultSpec } from 'resilience4nest';
+import { FaultInjector, FaultSpec, RedisCacheStore, ResilienceModuleOptions } from 'resilience4nest';
+import { RunningServer } from '../../test/support/postgres-server';
+import { startRedis } from '../../test/support/redis-server';
+import { loadResilienceYaml } from '../src/config/load-config';
+import { ratesCache } from '../src/rates/exchange-rates.client';
 import { bootSampleApp, BootedSampleApp } from '../test/boot';
 
 /** One phase of a game day: faults switched on (or none), then a wave of product page requests. */
@@ -11,6 +19,8 @@ interface Phase {
   readonly faults: Readonly<Record<string, FaultSpec>>;
   /** Virtual time passed before the wave (e.g. to let the last known rate grow too old). */
   readonly waitMs?: number;
+  /** Stops the rates cache's Redis before the wave (the scenario's `ratesStore` must be `'redis'`). */
+  readonly storeDown?: boolean;
   readonly requests: number;
 }
 
@@ -20,6 +30,8 @@ export interface Scenario {
   readonly summary: string;
   /** Whether a healthy wave warms the shop's caches before the faults (false: a cold start). */
   readonly warm: boolean;
+  /** Where the rates cache keeps the last known rates: process memory (the shop's default), or a Redis of its own. */
+  readonly ratesStore?: 'memory' | 'redis';
   readonly phases: readonly Phase[];
 }
 
@@ -38,11 +50,21 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: 'dependency-and-cache-down',
-    summary: 'the exchange-rate API is down and its cache can no longer answer (the last rate is too old)',
+    summary: 'the exchange-rate API and the Redis its rates cache is kept in go down together',
+    warm: true,
+    ratesStore: 'redis',
+    phases: [
+      { name: 'rates down', faults: { rates: FETCH_DOWN }, requests: 10 },
+      { name: 'rates and cache store down', faults: { rates: FETCH_DOWN }, storeDown: true, requests: 30 },
+    ],
+  },
+  {
+    name: 'cache-too-old',
+    summary: 'the exchange-rate API stays down past the shelf life of the last known rate',
     warm: true,
     phases: [
       { name: 'rates down', faults: { rates: FETCH_DOWN }, requests: 10 },
-      { name: 'rates and cache down', faults: { rates: FETCH_DOWN }, waitMs: CACHE_TOO_OLD_MS, requests: 30 },
+      { name: 'last rate too old', faults: { rates: FETCH_DOWN }, waitMs: CACHE_TOO_OLD_MS, requests: 30 },
     ],
   },
   {
@@ -86,6 +108,8 @@ export interface PhaseRow {
   readonly fallbackShare: number;
   /** Fallback answers counted on `resilience4nest_fallback_calls_total` during the wave. */
   readonly fallbackAnswers: number;
+  /** Last known rates the rates cache answered with, counted on `resilience4nest_cache_calls_total{result="stale"}`. */
+  readonly staleAnswers: number;
   /** Faults counted on `resilience4nest_injected_faults_total` during the wave. */
   readonly injectedFaults: number;
   /** `resilience4j_circuitbreaker_state{name="rates"}` after the wave. */
@@ -147,6 +171,43 @@ async function wave(booted: BootedSampleApp, count: number) {
   return { full, stalePrice, degradedParts, errors };
 }
 
+const RATES_STALE = 'name="rates",result="stale"';
+
+/** A Redis of the game day's own for the rates cache, and the shop's cache options that keep the rates in it. */
+async function ratesRedis(): Promise<{
+  options: ResilienceModuleOptions;
+  server: RunningServer;
+  close(): Promise<void>;
+}> {
+  const root = await mkdtemp(join(tmpdir(), 'gameday-rates-cache-'));
+  const server = await startRedis(root);
+  const client = new Redis(server.url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => 100,
+  });
+  client.on('error', () => undefined);
+  await new Promise((resolve) => client.once('ready', resolve));
+  const yaml = loadResilienceYaml() as { shop?: { rates?: Record<string, string> } };
+  const maxStaleness = yaml.shop?.rates?.['max-staleness'] ?? '10m';
+  return {
+    options: {
+      cache: {
+        instances: {
+          rates: { ...ratesCache(maxStaleness), store: new RedisCacheStore({ client }) },
+          recommendations: { coalesce: true },
+        },
+      },
+    },
+    server,
+    close: async () => {
+      client.disconnect();
+      await server.stop();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
 /**
  * Runs one scenario against the sample shop booted in this process (its
  * real loopback dependencies, its YAML settings, fault injection on) and
@@ -157,7 +218,11 @@ export async function runGameDay(
   scenario: Scenario,
   progress: (line: string) => void = () => undefined,
 ): Promise<PhaseRow[]> {
-  const booted = await bootSampleApp(false, 'express', undefined, undefined, { faultInjection: { enabled: true } });
+  const redis = scenario.ratesStore === 'redis' ? await ratesRedis() : undefined;
+  const booted = await bootSampleApp(false, 'express', undefined, undefined, {
+    faultInjection: { enabled: true },
+    ...redis?.options,
+  });
   const faults = booted.app.get(FaultInjector);
   const rows: PhaseRow[] = [];
   const phases: Phase[] = [
@@ -170,6 +235,7 @@ export async function runGameDay(
       faults.clear();
       for (const [name, fault] of Object.entries(phase.faults)) faults.inject(name, fault);
       if (phase.waitMs !== undefined) await booted.clock.advance(phase.waitMs);
+      if (phase.storeDown === true) await redis!.server.stop();
       const before = await signals(booted);
       const seen = await wave(booted, phase.requests);
       const after = await signals(booted);
@@ -188,6 +254,9 @@ export async function runGameDay(
         fallbackAnswers:
           metricSum(after.metrics, 'resilience4nest_fallback_calls_total') -
           metricSum(before.metrics, 'resilience4nest_fallback_calls_total'),
+        staleAnswers:
+          metricSum(after.metrics, 'resilience4nest_cache_calls_total', RATES_STALE) -
+          metricSum(before.metrics, 'resilience4nest_cache_calls_total', RATES_STALE),
         injectedFaults:
           metricSum(after.metrics, 'resilience4nest_injected_faults_total') -
           metricSum(before.metrics, 'resilience4nest_injected_faults_total'),
@@ -198,6 +267,7 @@ export async function runGameDay(
     faults.clear();
     booted.driver.restore();
     await booted.app.close();
+    await redis?.close();
   }
   return rows;
 }

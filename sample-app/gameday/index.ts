@@ -12,6 +12,7 @@ const COLUMNS: ReadonlyArray<readonly [string, (row: PhaseRow) => string | numbe
   ['fallback check', (r) => r.fallbackCheck],
   ['fallback share %', (r) => r.fallbackShare],
   ['fallback answers', (r) => r.fallbackAnswers],
+  ['stale answers', (r) => r.staleAnswers],
   ['injected faults', (r) => r.injectedFaults],
   ['rates breaker', (r) => r.ratesBreaker],
 ];

@@ -5,6 +5,7 @@ import { TerminusModule } from '@nestjs/terminus';
 import {
   IdempotencyStore,
   PostgresOutboxStore,
+  RedisCacheStore,
   RedisStreamsPublisher,
   ResilienceEndpointsModule,
   ResilienceModule,
@@ -27,11 +28,12 @@ import { paymentReconciler } from './payments/payment-reconciler';
 import { PaymentsClient } from './payments/payments.client';
 import { PaymentsController } from './payments/payments.controller';
 import { ProductsController } from './products/products.controller';
-import { ExchangeRatesClient } from './rates/exchange-rates.client';
+import { ExchangeRatesClient, ratesCache } from './rates/exchange-rates.client';
 import { RecommendationsClient } from './recommendations/recommendations.client';
 
 /**
  * The shop's resilience options: the YAML's `resilience4j` block, with
+ * the rates and recommendations caches (functions, which YAML cannot hold),
  * idempotency keys in the chosen store and, when the shop has a database
  * and Redis, the outbox that adds its events to Redis streams.
  */
@@ -46,6 +48,16 @@ export function shopResilienceOptions(
   const { redis } = events;
   return {
     ...config.getOrThrow<ResilienceModuleOptions>('resilience4j'),
+    cache: {
+      instances: {
+        // With Redis, a new pod starts with the last known rates (a warm start); without, in memory.
+        rates: {
+          ...ratesCache(config.get<string | number>('shop.rates.max-staleness') ?? '10m'),
+          ...(redis === undefined ? {} : { store: new RedisCacheStore({ client: redis }) }),
+        },
+        recommendations: { coalesce: true },
+      },
+    },
     idempotency: {
       store: idempotency.store,
       reconciler: paymentReconciler(dependencies),

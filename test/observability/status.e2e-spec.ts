@@ -46,6 +46,7 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
       'timeLimiters',
       'rateLimiters',
       'fallbacks',
+      'caches',
     ]);
     expect(body.circuitBreakers).toEqual([
       expect.objectContaining({

@@ -29,6 +29,10 @@ export const RESILIENCE_SPAN_EVENTS = {
   idempotencyReplayed: 'resilience.idempotency.replayed',
   /** A hedge started, or a hedged call got its answer. */
   hedge: 'resilience.hedge',
+  /** A cache answered with a stored answer younger than its `ttl`, without calling. */
+  cacheHit: 'resilience.cache.hit',
+  /** The call failed and a cache answered with the last known good (a degraded answer). */
+  cacheStale: 'resilience.cache.stale',
   /** Fault injection slowed, failed or answered the call on purpose (with `resilience.fault.injected`). */
   fault: 'resilience.fault',
 } as const;
@@ -37,7 +41,7 @@ export const RESILIENCE_SPAN_EVENTS = {
 export const RESILIENCE_SPAN_ATTRIBUTES = {
   /** The policy instance's name (Polly: `strategy.name`). */
   instance: 'resilience.instance',
-  /** The policy: `retry`, `circuit_breaker`, `bulkhead`, `time_limiter`, `rate_limiter`, `fallback`, `idempotency`, `hedge`, `fault_injection`. */
+  /** The policy: `retry`, `circuit_breaker`, `bulkhead`, `time_limiter`, `rate_limiter`, `fallback`, `idempotency`, `hedge`, `cache`, `fault_injection`. */
   policy: 'resilience.policy',
   /** The attempt, 1-based (Polly: `attempt.number`, which is 0-based). */
   attemptNumber: 'resilience.attempt.number',
@@ -61,6 +65,10 @@ export const RESILIENCE_SPAN_ATTRIBUTES = {
   hedgeKind: 'resilience.hedge.kind',
   /** Attempts cancelled when a hedged call got its answer. */
   hedgeCancelled: 'resilience.hedge.cancelled',
+  /** How a cache answered: `hit` or `stale`. */
+  cacheResult: 'resilience.cache.result',
+  /** How old the cache's answer was, in ms. */
+  cacheAgeMs: 'resilience.cache.age_ms',
   /** The failed attempt's error code: its `code` property (`ECONNREFUSED`, `card_declined`), on the attempt span's exception. */
   errorCode: 'resilience.error.code',
   /** The HTTP status the failed attempt's error carries, on the attempt span's exception. */

@@ -129,6 +129,19 @@ export class ResilienceSpanEvents {
           ),
         );
         break;
+      case 'cache':
+        on(
+          observed.instance.onResult(({ name, result, ageMs }) => {
+            if (result !== 'hit' && result !== 'stale') return;
+            this.record(result === 'hit' ? E.cacheHit : E.cacheStale, {
+              [A.policy]: 'cache',
+              [A.instance]: name,
+              [A.cacheResult]: result,
+              [A.cacheAgeMs]: ageMs,
+            });
+          }),
+        );
+        break;
     }
   }
 

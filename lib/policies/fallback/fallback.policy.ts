@@ -44,6 +44,15 @@ export class FallbackPolicy {
    */
   readonly onCall: EventSubscriber<void> = this.calls.subscribe;
 
+  private readonly staleAnswers = new EventStream<void>();
+
+  /**
+   * Fires each time a cache inside this policy answered a failed call with
+   * its last known good: a degraded answer of the method, counted in its
+   * fallback share as a handler's answer is.
+   */
+  readonly onStaleAnswer: EventSubscriber<void> = this.staleAnswers.subscribe;
+
   /** @internal Calls reported through {@link FallbackPolicy.countCall} since the policy was made: what metrics read. */
   reportedCalls = 0;
 
@@ -88,6 +97,11 @@ export class FallbackPolicy {
   countCall(): void {
     this.reportedCalls++;
     if (this.calls.active) this.calls.emit();
+  }
+
+  /** @internal Reports a stale answer of a cache inside this policy to {@link FallbackPolicy.onStaleAnswer}. */
+  countStaleAnswer(): void {
+    if (this.staleAnswers.active) this.staleAnswers.emit();
   }
 
   /**

@@ -1,14 +1,5 @@
 import { BadRequestException, Injectable, ServiceUnavailableException } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
-import {
-  CircuitBreaker,
-  Fallback,
-  parseDuration,
-  ResilienceError,
-  ResilienceRegistry,
-  Retry,
-  Timeout,
-} from 'resilience4nest';
+import { Cache, CacheConfigInput, CircuitBreaker, Fallback, ResilienceError, Retry, Timeout } from 'resilience4nest';
 import { Dependencies } from '../downstream/dependencies';
 import { DownstreamHttpError, fetchJson } from '../downstream/http-client';
 
@@ -20,24 +11,25 @@ export interface ExchangeRate {
   ageMs: number;
 }
 
+/**
+ * The rates cache: no stored rate is quoted while the API answers (`ttl` 0);
+ * when it cannot, the last rate it gave stands in, flagged not fresh, while
+ * it is no older than `maxStaleness` (`shop.rates.max-staleness`).
+ */
+export function ratesCache(maxStaleness: string | number): CacheConfigInput {
+  return {
+    staleIfError: maxStaleness,
+    key: (currency: string) => currency,
+    mark: (rate: ExchangeRate, { ageMs }) => ({ ...rate, fresh: false, ageMs }),
+  };
+}
+
 @Injectable()
 export class ExchangeRatesClient {
-  private readonly lastKnownGood = new Map<string, { rate: number; at: number }>();
-  private readonly maxStalenessMs: number;
+  constructor(private readonly dependencies: Dependencies) {}
 
-  constructor(
-    private readonly dependencies: Dependencies,
-    private readonly registry: ResilienceRegistry,
-    config: ConfigService,
-  ) {
-    const configured = config.get<string | number>('shop.rates.max-staleness') ?? '10m';
-    const ms = parseDuration(configured);
-    if (ms === undefined)
-      throw new Error(`shop.rates.max-staleness must be a duration such as "10m", got ${JSON.stringify(configured)}`);
-    this.maxStalenessMs = ms;
-  }
-
-  @Fallback([ResilienceError, DownstreamHttpError, TypeError], 'lastKnownGoodRate')
+  @Fallback([ResilienceError, DownstreamHttpError, TypeError], 'rateUnavailable')
+  @Cache('rates')
   @Retry('rates')
   @CircuitBreaker('rates')
   @Timeout('rates')
@@ -47,7 +39,6 @@ export class ExchangeRatesClient {
         'rates',
         `${this.dependencies.rates.url}/rates/${encodeURIComponent(currency)}`,
       );
-      this.lastKnownGood.set(currency, { rate, at: this.registry.clock.now() });
       return { currency, rate, fresh: true, ageMs: 0 };
     } catch (error) {
       if (error instanceof DownstreamHttpError && error.status === 404)
@@ -57,21 +48,13 @@ export class ExchangeRatesClient {
   }
 
   /**
-   * The rates API could not answer: use the last rate it gave, flagged as not
-   * fresh, but only while it is young enough to quote a price on.
+   * The rates API could not answer and the cache had no rate young enough
+   * to quote a price on (none yet, or past its shelf life): an explicit 503,
+   * never a guessed rate.
    */
-  lastKnownGoodRate(currency: string): ExchangeRate {
-    const known = this.lastKnownGood.get(currency);
-    if (known === undefined)
-      throw new ServiceUnavailableException(
-        `no exchange rate for ${currency}: the rates API is unavailable and no earlier rate is known`,
-      );
-    const ageMs = this.registry.clock.now() - known.at;
-    if (ageMs > this.maxStalenessMs) {
-      throw new ServiceUnavailableException(
-        `no exchange rate for ${currency}: the rates API is unavailable and the last known rate is ${Math.round(ageMs / 1000)} s old, past the ${Math.round(this.maxStalenessMs / 1000)} s limit`,
-      );
-    }
-    return { currency, rate: known.rate, fresh: false, ageMs };
+  rateUnavailable(currency: string): never {
+    throw new ServiceUnavailableException(
+      `no exchange rate for ${currency}: the rates API is unavailable and no rate young enough to quote on is known`,
+    );
   }
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Bulkhead, CircuitBreaker, Fallback, Timeout } from 'resilience4nest';
+import { Bulkhead, Cache, CircuitBreaker, Fallback, Timeout } from 'resilience4nest';
 import { Dependencies } from '../downstream/dependencies';
 import { fetchJson } from '../downstream/http-client';
 
@@ -7,8 +7,13 @@ import { fetchJson } from '../downstream/http-client';
 export class RecommendationsClient {
   constructor(private readonly dependencies: Dependencies) {}
 
-  /** Products bought together with `sku`; `undefined` when the service cannot answer (the page goes without). */
+  /**
+   * Products bought together with `sku`; `undefined` when the service cannot
+   * answer (the page goes without). Concurrent page views of one product
+   * share one call (cache `recommendations`: `coalesce: true`).
+   */
   @Fallback(Error, 'withoutRecommendations')
+  @Cache('recommendations')
   @CircuitBreaker('recommendations')
   @Timeout('recommendations')
   @Bulkhead('recommendations')
