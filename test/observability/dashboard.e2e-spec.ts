@@ -53,6 +53,7 @@ describe('docs/grafana-dashboard.json against a scrape', () => {
         'Retry budget denials',
         'Bulkhead saturation',
         'Fallback share by method',
+        'Cache answers by result',
         'Load shed by reason and class',
         'Concurrency limit and in flight',
         'Event-loop delay',

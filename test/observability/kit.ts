@@ -2,6 +2,7 @@ import { INestApplication, Injectable, ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   Bulkhead,
+  Cache,
   CallNotPermittedError,
   CircuitBreaker,
   Fallback,
@@ -33,6 +34,7 @@ export class Gate {
 @Injectable()
 export class Shop {
   inventoryCalls = 0;
+  rateCalls = 0;
 
   constructor(private readonly clock: VirtualClock) {}
 
@@ -76,6 +78,13 @@ export class Shop {
     return 'late';
   }
 
+  /** A rate, kept for a minute: the second ask is answered from the cache. */
+  @Cache('rates')
+  async rate(currency: string): Promise<number> {
+    this.rateCalls++;
+    return currency === 'EUR' ? 1 : 1.1;
+  }
+
   /** Runs once per order id; a repeated id gets the stored answer. */
   @Idempotent({ key: (id: string) => id })
   async order(id: string): Promise<string> {
@@ -94,6 +103,7 @@ export const SHOP_OPTIONS: ResilienceModuleOptions = {
   retry: { instances: { inventory: { maxAttempts: 3, waitDuration: 0, budget: { ratio: 0.1, maxTokens: 2 } } } },
   bulkhead: { instances: { pool: { maxConcurrentCalls: 1 } } },
   timeLimiter: { instances: { slow: { timeoutDuration: '100ms' } } },
+  cache: { instances: { rates: { ttl: '1m' } } },
 };
 
 /** Boots an HTTP app with `Shop` on a virtual clock, on `platform` (Express by default). */
@@ -120,7 +130,7 @@ export async function bootApp(
  * 20 ms and a failure of 30 ms open the breaker, a refused quote is answered
  * by its fallback, a retry budget denies the second retry, a bulkhead of one
  * rejects a second caller, a call runs past its time limit, and an order is
- * executed once and replayed once.
+ * executed once and replayed once, and a rate is asked twice and called once.
  */
 export async function driveTraffic(clock: VirtualClock, shop: Shop): Promise<void> {
   const charged = shop.charge(20, false);
@@ -148,6 +158,10 @@ export async function driveTraffic(clock: VirtualClock, shop: Shop): Promise<voi
 
   await expect(shop.order('o-1')).resolves.toBe('order o-1');
   await expect(shop.order('o-1')).resolves.toBe('order o-1');
+
+  await expect(shop.rate('USD')).resolves.toBe(1.1);
+  await expect(shop.rate('USD')).resolves.toBe(1.1);
+  expect(shop.rateCalls).toBe(1);
 }
 
 /** One sample line of a Prometheus text exposition. */

@@ -104,8 +104,8 @@ describe.each(PLATFORMS)('/metrics after traffic through every policy (%s)', (pl
     const labelNames = new Set(
       samples.filter((s) => s.name.startsWith('resilience4')).flatMap((s) => Object.keys(s.labels)),
     );
-    expect([...labelNames].sort()).toEqual(['kind', 'le', 'name', 'outcome', 'state']);
+    expect([...labelNames].sort()).toEqual(['kind', 'le', 'name', 'outcome', 'result', 'state']);
     const names = new Set(samples.filter((s) => 'name' in s.labels).map((s) => s.labels.name));
-    expect([...names].sort()).toEqual(['Shop.quote', 'inventory', 'pool', 'psp', 'slow']);
+    expect([...names].sort()).toEqual(['Shop.quote', 'inventory', 'pool', 'psp', 'rates', 'slow']);
   });
 });
