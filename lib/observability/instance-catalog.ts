@@ -16,6 +16,14 @@ export interface ObservedFallback {
 /** An instance observability reports on: one of the registry's, or a method's fallback policy. */
 export type ObservedInstance = { [P in RegistryPolicy]: InstanceCreatedEvent<P> }[RegistryPolicy] | ObservedFallback;
 
+/** What a watcher of instances takes besides the new ones. */
+export interface WatchOptions {
+  /** Also visit the instance of each key of an instance used per key (off: only named and derived instances). */
+  readonly keys?: boolean;
+  /** Told of each instance visited that the registry evicts (an idle key, an undeclared name). */
+  readonly evicted?: (observed: ObservedInstance) => void;
+}
+
 const POLICIES: readonly RegistryPolicy[] = ['retry', 'circuitBreaker', 'bulkhead', 'timeLimiter', 'rateLimiter'];
 
 /**
@@ -29,15 +37,22 @@ export function watchInstances(
   registry: ResilienceRegistry,
   fallbacks: readonly FallbackPolicy[],
   visit: (observed: ObservedInstance) => void,
+  options: WatchOptions = {},
 ): Unsubscribe {
   const seen = new Set<object>();
   const once = (observed: ObservedInstance): void => {
     if (seen.has(observed.instance)) return;
+    if (observed.policy !== 'fallback' && observed.key !== undefined && options.keys !== true) return;
     seen.add(observed.instance);
     visit(observed);
   };
   // Subscribed first, so an instance made while the existing ones are visited is not missed.
   const unsubscribe = registry.onInstanceCreated((event) => once(event as ObservedInstance));
+  // An evicted instance is forgotten, so that a watcher holds no instance the registry let go.
+  const unsubscribeEvicted = registry.onInstanceEvicted((event) => {
+    if (!seen.delete(event.instance)) return;
+    options.evicted?.({ ...event, derived: false } as ObservedInstance);
+  });
   const visitFallback = (instance: FallbackPolicy): void =>
     once({ policy: 'fallback', name: instance.name, instance, derived: false });
   const unsubscribePipelines = registry.onFallbackCreated(visitFallback);
@@ -45,12 +60,16 @@ export function watchInstances(
     for (const name of registry.options.sections[policy].instances.keys()) registry.get(policy, name);
     for (const instance of registry.all(policy))
       once({ policy, name: instance.name, instance, derived: false } as ObservedInstance);
+    if (options.keys === true)
+      for (const { key, instance } of registry.allKeys(policy))
+        once({ policy, name: instance.name, instance, derived: false, key } as ObservedInstance);
   }
   for (const name of registry.options.threadPoolBulkhead.instances.keys()) registry.threadPoolBulkhead(name);
   for (const event of registry.derivedInstances) once(event as ObservedInstance);
   for (const instance of [...fallbacks, ...registry.fallbacks]) visitFallback(instance);
   return () => {
     unsubscribe();
+    unsubscribeEvicted();
     unsubscribePipelines();
   };
 }

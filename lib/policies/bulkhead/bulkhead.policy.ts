@@ -92,6 +92,8 @@ export class BulkheadPolicy {
     readonly name: string,
     config: BulkheadConfig,
     private readonly clock: Clock,
+    /** The key this instance serves, for an instance used per key (`key` on a decorator, `{ key }` on a registry getter); else undefined. */
+    readonly key?: string,
   ) {
     this.settings = Object.freeze({ ...config });
     this.available = config.maxConcurrentCalls;
@@ -100,7 +102,7 @@ export class BulkheadPolicy {
     this.queueCapacity = waits ? (config.queueCapacity ?? config.maxConcurrentCalls) : 0;
     // Every current waiter is served or gone within maxWaitDuration, so that is when room is likely again.
     this.retryAfterMs = config.maxWaitDuration > 0 ? config.maxWaitDuration : undefined;
-    this.permittedEvent = Object.freeze({ name });
+    this.permittedEvent = Object.freeze({ name, key });
   }
 
   /** The settings this bulkhead runs with. */
@@ -188,7 +190,7 @@ export class BulkheadPolicy {
   exit(started: number): void {
     this.release();
     if (this.finishedEvents.active && !Number.isNaN(started)) {
-      this.finishedEvents.emit({ name: this.name, durationMs: this.clock.now() - started });
+      this.finishedEvents.emit({ name: this.name, key: this.key, durationMs: this.clock.now() - started });
     }
   }
 
@@ -270,7 +272,9 @@ export class BulkheadPolicy {
     const waited = waiter.waited;
     // Told in the waiting call's context: the permit is handed over from whichever call released it.
     if (waited !== undefined)
-      waited.context(() => this.waitedEvents.emit({ name: this.name, waitMs: this.clock.now() - waited.since }));
+      waited.context(() =>
+        this.waitedEvents.emit({ name: this.name, key: this.key, waitMs: this.clock.now() - waited.since }),
+      );
     waiter.grant();
   }
 
@@ -326,7 +330,8 @@ export class BulkheadPolicy {
    */
   cancelled(error: DOMException): DOMException {
     // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
-    if (this.rejectedEvents.active) this.rejectedEvents.emit({ name: this.name, reason: 'aborted', error });
+    if (this.rejectedEvents.active)
+      this.rejectedEvents.emit({ name: this.name, key: this.key, reason: 'aborted', error });
     return error;
   }
 
@@ -339,7 +344,7 @@ export class BulkheadPolicy {
     // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
     if (this.rejectedEvents.active) {
       const reason = error instanceof BulkheadFullError ? error.reason : 'deadline';
-      this.rejectedEvents.emit({ name: this.name, reason, error });
+      this.rejectedEvents.emit({ name: this.name, key: this.key, reason, error });
     }
     return error;
   }

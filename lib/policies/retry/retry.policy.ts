@@ -91,6 +91,8 @@ export class RetryPolicy {
     /** The time source for waits and deadlines. */
     readonly clock: Clock,
     private readonly random: () => number = Math.random,
+    /** The key this instance serves, for an instance used per key (`key` on a decorator, `{ key }` on a registry getter); else undefined. */
+    readonly key?: string,
   ) {
     this.retryMatcher = new ErrorMatcher(config.retryExceptions);
     this.ignoreMatcher = new ErrorMatcher(config.ignoreExceptions);
@@ -206,7 +208,7 @@ export class RetryPolicy {
       // The caller cancelled during the wait: no attempt follows.
       if (scope?.aborted === true) throw this.cancelled(attempt - 1, reached, reachedResult);
       // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
-      if (this.attemptStream.active) this.attemptStream.emit({ name: this.name, attempt });
+      if (this.attemptStream.active) this.attemptStream.emit({ name: this.name, key: this.key, attempt });
       let result: R;
       try {
         result = await next(arg);
@@ -300,7 +302,7 @@ export class RetryPolicy {
     if (attempts === 1) this.counters.successfulCallsWithoutRetry++;
     else this.counters.successfulCallsWithRetry++;
     // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
-    if (this.successStream.active) this.successStream.emit({ name: this.name, attempts });
+    if (this.successStream.active) this.successStream.emit({ name: this.name, key: this.key, attempts });
     return result;
   }
 
@@ -309,7 +311,7 @@ export class RetryPolicy {
     if (attempts === 1) this.counters.failedCallsWithoutRetry++;
     else this.counters.failedCallsWithRetry++;
     // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
-    if (this.errorStream.active) this.errorStream.emit({ name: this.name, attempts, error });
+    if (this.errorStream.active) this.errorStream.emit({ name: this.name, key: this.key, attempts, error });
     return error;
   }
 
@@ -340,13 +342,14 @@ export class RetryPolicy {
       return this.stop('budget', attempt, error);
     }
     // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
-    if (this.retryStream.active) this.retryStream.emit({ name: this.name, attempt, waitMs: wait, error });
+    if (this.retryStream.active)
+      this.retryStream.emit({ name: this.name, key: this.key, attempt, waitMs: wait, error });
     return wait;
   }
 
   private stop(reason: RetryStopReason, attempt: number, error: unknown): number {
     // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
-    if (this.stoppedStream.active) this.stoppedStream.emit({ name: this.name, attempt, reason, error });
+    if (this.stoppedStream.active) this.stoppedStream.emit({ name: this.name, key: this.key, attempt, reason, error });
     return NO_RETRY;
   }
 

@@ -96,8 +96,10 @@ export class TimeLimiter {
      * `'always'` for every attempt.
      */
     readonly attemptContext: AttemptContextMode = 'auto',
+    /** The key this instance serves, for an instance used per key (`key` on a decorator, `{ key }` on a registry getter); else undefined. */
+    readonly key?: string,
   ) {
-    this.successEvent = Object.freeze({ name, kind: 'successful' });
+    this.successEvent = Object.freeze({ name, key, kind: 'successful' });
   }
 
   /** @internal Its events on the telemetry channel, under Resilience4j's event type names. */
@@ -241,7 +243,7 @@ export class TimeLimiter {
       : new TimeoutExceededError(this.name, limit);
     this.timedOutCalls++;
     // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
-    if (this.timeoutStream.active) this.timeoutStream.emit({ name: this.name, kind: 'timeout', error });
+    if (this.timeoutStream.active) this.timeoutStream.emit({ name: this.name, key: this.key, kind: 'timeout', error });
     return error;
   }
 
@@ -259,7 +261,7 @@ export class TimeLimiter {
     if (failed) {
       this.failedCalls++;
       // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
-      if (this.errorStream.active) this.errorStream.emit({ name: this.name, kind: 'failed', error });
+      if (this.errorStream.active) this.errorStream.emit({ name: this.name, key: this.key, kind: 'failed', error });
     } else {
       this.successfulCalls++;
       if (this.successStream.active) this.successStream.emit(this.successEvent);
