@@ -1,0 +1,117 @@
+import { throwError } from 'rxjs';
+import type { Pipeline, ReturnKind } from '../decorators/return-kind';
+import type { ComposedLayer } from '../engine/layer-composition';
+import { KEY_NOT_A_STRING } from '../kernel/resilience.messages';
+import { previewValue } from '../config/value-preview';
+import type { KeyedInstances } from './keyed-instances';
+import type { LruEntry } from './instance-lru';
+
+/** A layer used per key: the keys of its instance, and how a call's key is read from its arguments. */
+export interface KeyedLayer {
+  readonly kind: ComposedLayer['kind'];
+  readonly keys: KeyedInstances<ComposedLayer['policy']>;
+  readonly keyOf: (...args: unknown[]) => unknown;
+}
+
+/** A layer of a composition: one instance for every call, or one per key. */
+export type LayerChoice = ComposedLayer | KeyedLayer;
+
+function isKeyed(layer: LayerChoice): layer is KeyedLayer {
+  return 'keyOf' in layer;
+}
+
+/** The pipeline built over the instances of one combination of keys, and their entries. */
+interface Slot {
+  readonly run: Pipeline;
+  readonly entries: readonly LruEntry<ComposedLayer['policy']>[];
+}
+
+/**
+ * The pipeline of a composition with layers used per key: each call reads
+ * its keys from its arguments and runs through the pipeline built over
+ * those keys' instances, built once per combination and kept while the
+ * keys are. A call whose keys are kept costs the key function, one Map
+ * lookup and one clock reading more than an unkeyed call. A key that cannot
+ * be made (`TooManyInstancesError`), or a key function that throws or
+ * answers no string, refuses the call as the method's kind refuses: a
+ * rejected Promise, or an Observable that errors on subscribe.
+ *
+ * @param kind - what the method returns
+ * @param layers - the layers, innermost first, some per key
+ * @param build - composes the pipeline over one instance per layer
+ * @param where - the method or pipeline, for messages
+ */
+export function keyedPipeline(
+  kind: ReturnKind,
+  layers: readonly LayerChoice[],
+  build: (layers: ComposedLayer[]) => Pipeline,
+  where: string,
+): Pipeline {
+  const dispatch = new KeyedDispatch(layers, build, where);
+  return (args) => {
+    let slot: Slot;
+    try {
+      slot = dispatch.slotFor(args);
+    } catch (error) {
+      return kind === 'observable' ? throwError(() => error) : Promise.reject(error);
+    }
+    return slot.run(args);
+  };
+}
+
+class KeyedDispatch {
+  private readonly slots = new Map<string, Slot>();
+  private readonly keyed: readonly KeyedLayer[];
+
+  constructor(
+    private readonly layers: readonly LayerChoice[],
+    private readonly build: (layers: ComposedLayer[]) => Pipeline,
+    private readonly where: string,
+  ) {
+    this.keyed = layers.filter(isKeyed);
+    // A slot over an evicted key goes with it: the method holds no instance the registry let go.
+    for (const { keys } of this.keyed) keys.onEvicted((entry) => this.forget(entry));
+  }
+
+  /** The slot of the keys `args` give, built when they have none (or one of its keys was evicted). */
+  slotFor(args: unknown[]): Slot {
+    const keyed = this.keyed;
+    if (keyed.length === 1) {
+      const key = this.keyFrom(keyed[0], args);
+      const slot = this.slots.get(key);
+      if (slot !== undefined && keyed[0].keys.touch(slot.entries[0])) return slot;
+      return this.make(key, [key]);
+    }
+    const keys = keyed.map((layer) => this.keyFrom(layer, args));
+    const id = keys.join('\u0000');
+    const slot = this.slots.get(id);
+    if (slot !== undefined && keyed.every((layer, i) => layer.keys.touch(slot.entries[i]))) return slot;
+    return this.make(id, keys);
+  }
+
+  private keyFrom(layer: KeyedLayer, args: unknown[]): string {
+    const key = args.length === 1 ? layer.keyOf(args[0]) : layer.keyOf(...args);
+    if (typeof key !== 'string') throw new TypeError(KEY_NOT_A_STRING(this.where, previewValue(key)));
+    return key;
+  }
+
+  private make(id: string, keys: readonly string[]): Slot {
+    const entries = this.keyed.map((layer, i) => layer.keys.entry(keys[i]));
+    let next = 0;
+    const policies = this.layers.map((layer): ComposedLayer => {
+      if (!isKeyed(layer)) return layer;
+      return { kind: layer.kind, policy: entries[next++].instance } as ComposedLayer;
+    });
+    const slot: Slot = { run: this.build(policies), entries };
+    this.slots.set(id, slot);
+    return slot;
+  }
+
+  private forget(entry: LruEntry<ComposedLayer['policy']>): void {
+    if (this.keyed.length === 1) {
+      if (this.slots.get(entry.key)?.entries[0] === entry) this.slots.delete(entry.key);
+      return;
+    }
+    for (const [id, slot] of this.slots) if (slot.entries.includes(entry)) this.slots.delete(id);
+  }
+}
