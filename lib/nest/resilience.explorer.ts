@@ -22,7 +22,7 @@ import { IdempotencyRegistry } from '../features/idempotency/idempotency.registr
 import { ComposedLayer, composeLayers, innermostFirst } from '../engine/layer-composition';
 import { PolicyInstances, RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
-import { keyedPipeline, LayerChoice } from '../registry/keyed-pipeline';
+import { keyedPipeline, LayerChoice } from '../engine/keyed-pipeline';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from '../kernel/resilience.messages';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
 import { HEDGE_KEY_OPTIONAL, HEDGE_NOT_SAFE, HEDGE_ON_TRANSACTION } from '../policies/hedge/hedge.messages';

@@ -1,15 +1,30 @@
 import { throwError } from 'rxjs';
 import type { Pipeline, ReturnKind } from '../decorators/return-kind';
-import type { ComposedLayer } from '../engine/layer-composition';
+import type { ComposedLayer } from './layer-composition';
 import { KEY_NOT_A_STRING } from '../kernel/resilience.messages';
 import { previewValue } from '../config/value-preview';
-import type { KeyedInstances } from './keyed-instances';
-import type { LruEntry } from './instance-lru';
+import type { Unsubscribe } from '../kernel/events';
+
+/** The instance of one key, as the keys of an instance keep it. */
+export interface KeyEntry<I> {
+  readonly key: string;
+  readonly instance: I;
+}
+
+/** What a keyed layer asks of the keys of its instance (the registry's `KeyedInstances`). */
+export interface InstanceKeys<I> {
+  /** The entry of `key`, used now: kept, or made; throws when it cannot be made. */
+  entry(key: string): KeyEntry<I>;
+  /** Marks `entry` used now; false when it has been evicted. */
+  touch(entry: KeyEntry<I>): boolean;
+  /** Each key evicted from now on. */
+  onEvicted(listener: (entry: KeyEntry<I>) => void): Unsubscribe;
+}
 
 /** A layer used per key: the keys of its instance, and how a call's key is read from its arguments. */
 export interface KeyedLayer {
   readonly kind: ComposedLayer['kind'];
-  readonly keys: KeyedInstances<ComposedLayer['policy']>;
+  readonly keys: InstanceKeys<ComposedLayer['policy']>;
   readonly keyOf: (...args: unknown[]) => unknown;
 }
 
@@ -23,7 +38,7 @@ function isKeyed(layer: LayerChoice): layer is KeyedLayer {
 /** The pipeline built over the instances of one combination of keys, and their entries. */
 interface Slot {
   readonly run: Pipeline;
-  readonly entries: readonly LruEntry<ComposedLayer['policy']>[];
+  readonly entries: readonly KeyEntry<ComposedLayer['policy']>[];
 }
 
 /**
@@ -107,7 +122,7 @@ class KeyedDispatch {
     return slot;
   }
 
-  private forget(entry: LruEntry<ComposedLayer['policy']>): void {
+  private forget(entry: KeyEntry<ComposedLayer['policy']>): void {
     if (this.keyed.length === 1) {
       if (this.slots.get(entry.key)?.entries[0] === entry) this.slots.delete(entry.key);
       return;
