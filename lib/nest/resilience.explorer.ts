@@ -137,7 +137,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       const { kind, policy } = policies[i];
       if (layer.key === undefined) return policies[i];
       const keys = this.registry.keysOf(kind as RegistryPolicy, policy as PolicyInstances[RegistryPolicy]);
-      return { kind, keys, keyOf: layer.key as (...args: unknown[]) => unknown } as unknown as LayerChoice;
+      return { kind, keys, keyOf: layer.key as (...args: unknown[]) => unknown };
     });
     return keyedPipeline(info.kind, choices, (layers) => composeLayers(info.kind, call, layers, clock), info.target);
   }
