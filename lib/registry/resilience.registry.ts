@@ -256,7 +256,7 @@ export class ResilienceRegistry {
   }
 
   /** @internal The instance of every key kept now, of every instance of `policy` (thread-pool bulkheads included). */
-  allKeys<P extends RegistryPolicy>(policy: P): { readonly key: string; readonly instance: PolicyInstances[P] }[] {
+  allKeys<P extends RegistryPolicy>(policy: P): readonly LruEntry<PolicyInstances[P]>[] {
     const cache = this.caches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>;
     const threadPool = policy === 'bulkhead' ? this.threadPoolBulkheads.allKeys() : [];
     return [...cache.allKeys(), ...(threadPool as unknown as LruEntry<PolicyInstances[P]>[])];
