@@ -147,7 +147,7 @@ export { RedisStreamsPublisher } from './stores/redis-streams-publisher';
 export type { RedisStreamsPublisherClient, RedisStreamsPublisherOptions } from './stores/redis-streams-publisher';
 export * from './observability';
 export { ResiliencePipeline } from './engine/resilience-pipeline';
-export type { PipelineFallback, PipelineOptions } from './registry/pipeline.options';
+export type { PipelineFallback, PipelineKeyOptions, PipelineOptions } from './registry/pipeline.options';
 export { FaultInjector } from './features/fault-injection/fault-injector';
 export type { ActiveFault, FaultInjectedEvent, FaultKind } from './features/fault-injection/fault-injector';
 export type {

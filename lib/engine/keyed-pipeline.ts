@@ -38,6 +38,8 @@ function isKeyed(layer: LayerChoice): layer is KeyedLayer {
 /** The pipeline built over the instances of one combination of keys, and their entries. */
 interface Slot {
   readonly run: Pipeline;
+  /** The layers it was built over, one instance each. */
+  readonly layers: readonly ComposedLayer[];
   readonly entries: readonly KeyEntry<ComposedLayer['policy']>[];
 }
 
@@ -63,20 +65,37 @@ export function keyedPipeline(
   where: string,
 ): Pipeline {
   const dispatch = new KeyedDispatch(layers, build, where);
+  return refusingAs(kind, (args) => dispatch.slotFor(args).run(args));
+}
+
+/**
+ * The layers, one instance each, of the keys `args` give, for a caller
+ * that composes them itself (a pipeline's `observe`).
+ */
+export function keyedLayers(
+  layers: readonly LayerChoice[],
+  where: string,
+): (args: unknown[]) => readonly ComposedLayer[] {
+  const dispatch = new KeyedDispatch(layers, () => () => undefined, where);
+  return (args) => dispatch.slotFor(args).layers;
+}
+
+/** `run`, whose synchronous throw is answered as the method's kind refuses. */
+function refusingAs(kind: ReturnKind, run: Pipeline): Pipeline {
   return (args) => {
-    let slot: Slot;
     try {
-      slot = dispatch.slotFor(args);
+      return run(args);
     } catch (error) {
       return kind === 'observable' ? throwError(() => error) : Promise.reject(error);
     }
-    return slot.run(args);
   };
 }
 
 class KeyedDispatch {
   private readonly slots = new Map<string, Slot>();
   private readonly keyed: readonly KeyedLayer[];
+  /** Every keyed layer reads its key with the same function: one key per call, not a combination. */
+  private readonly oneKey: boolean;
 
   constructor(
     private readonly layers: readonly LayerChoice[],
@@ -84,6 +103,7 @@ class KeyedDispatch {
     private readonly where: string,
   ) {
     this.keyed = layers.filter(isKeyed);
+    this.oneKey = this.keyed.every((layer) => layer.keyOf === this.keyed[0].keyOf);
     // A slot over an evicted key goes with it: the method holds no instance the registry let go.
     for (const { keys } of this.keyed) keys.onEvicted((entry) => this.forget(entry));
   }
@@ -91,17 +111,27 @@ class KeyedDispatch {
   /** The slot of the keys `args` give, built when they have none (or one of its keys was evicted). */
   slotFor(args: unknown[]): Slot {
     const keyed = this.keyed;
-    if (keyed.length === 1) {
+    if (this.oneKey) {
       const key = this.keyFrom(keyed[0], args);
       const slot = this.slots.get(key);
-      if (slot !== undefined && keyed[0].keys.touch(slot.entries[0])) return slot;
-      return this.make(key, [key]);
+      if (slot !== undefined && this.touched(slot)) return slot;
+      return this.make(
+        key,
+        keyed.map(() => key),
+      );
     }
     const keys = keyed.map((layer) => this.keyFrom(layer, args));
     const id = keys.join('\u0000');
     const slot = this.slots.get(id);
-    if (slot !== undefined && keyed.every((layer, i) => layer.keys.touch(slot.entries[i]))) return slot;
+    if (slot !== undefined && this.touched(slot)) return slot;
     return this.make(id, keys);
+  }
+
+  /** Marks the keys of `slot` used now; false when one of them has been evicted. */
+  private touched(slot: Slot): boolean {
+    const keyed = this.keyed;
+    for (let i = 0; i < keyed.length; i++) if (!keyed[i].keys.touch(slot.entries[i])) return false;
+    return true;
   }
 
   private keyFrom(layer: KeyedLayer, args: unknown[]): string {
@@ -117,14 +147,14 @@ class KeyedDispatch {
       if (!isKeyed(layer)) return layer;
       return { kind: layer.kind, policy: entries[next++].instance } as ComposedLayer;
     });
-    const slot: Slot = { run: this.build(policies), entries };
+    const slot: Slot = { run: this.build(policies), layers: policies, entries };
     this.slots.set(id, slot);
     return slot;
   }
 
   private forget(entry: KeyEntry<ComposedLayer['policy']>): void {
-    if (this.keyed.length === 1) {
-      if (this.slots.get(entry.key)?.entries[0] === entry) this.slots.delete(entry.key);
+    if (this.oneKey) {
+      if (this.slots.get(entry.key)?.entries.includes(entry) === true) this.slots.delete(entry.key);
       return;
     }
     for (const [id, slot] of this.slots) if (slot.entries.includes(entry)) this.slots.delete(id);

@@ -11,7 +11,8 @@ import {
   PIPELINE_NAMES_NOTHING,
   PIPELINE_UNKNOWN_KEY,
 } from './pipeline.messages';
-import { PipelineFallback, PipelineOptions } from './pipeline.options';
+import { PipelineFallback, PipelineKeyOptions, PipelineOptions } from './pipeline.options';
+import type { InstanceKeys, LayerChoice } from '../engine/keyed-pipeline';
 import type { Clock } from '../kernel/clock';
 import { checkInstanceName } from '../kernel/instance-name';
 import type { FaultInjector } from '../features/fault-injection/fault-injector';
@@ -42,6 +43,7 @@ export interface PipelineSource {
   deriveHedge(name: string, overrides: object, place: string, where: string, anonymous?: boolean): HedgePolicy;
   declaresHedge(name: string): boolean;
   trackFallback(policy: FallbackPolicy): void;
+  keysOf<P extends RegistryPolicy>(policy: P, instance: PolicyInstances[P]): InstanceKeys<ComposedLayer['policy']>;
 }
 
 /** The registry's policies a pipeline's options may name. */
@@ -59,8 +61,13 @@ const PIPELINE_KEYS = ['name', ...PIPELINE_POLICIES, 'hedge', 'fallback'];
  * declared under a name, or the instances (named or inline) and fallbacks
  * the options give, composed in the decorators' order.
  */
-export function buildPipeline(registry: PipelineSource, nameOrOptions: string | PipelineOptions): ResiliencePipeline {
-  if (typeof nameOrOptions === 'string') return namedPipeline(registry, nameOrOptions);
+export function buildPipeline(
+  registry: PipelineSource,
+  nameOrOptions: string | PipelineOptions,
+  keyOptions?: PipelineKeyOptions,
+): ResiliencePipeline {
+  const keyOf = readKey(keyOptions, typeof nameOrOptions === 'string' ? nameOrOptions : nameOrOptions?.name);
+  if (typeof nameOrOptions === 'string') return namedPipeline(registry, nameOrOptions, keyOf);
   if (nameOrOptions === null || typeof nameOrOptions !== 'object' || Array.isArray(nameOrOptions))
     throw new Error(PIPELINE_BAD_ARGUMENT(nameOrOptions));
   const options = nameOrOptions;
@@ -93,10 +100,30 @@ export function buildPipeline(registry: PipelineSource, nameOrOptions: string | 
     layers.push({ kind: 'fallback', policy: fallback });
     registry.trackFallback(fallback);
   }
-  return compose(registry, name, layers, fallback);
+  return compose(registry, name, layers, fallback, keyOf);
 }
 
-function namedPipeline(registry: PipelineSource, name: string): ResiliencePipeline {
+/** The key function of `options`: a fixed key, or one read from `execute`'s `args`; undefined for a pipeline not used per key. */
+function readKey(
+  options: PipelineKeyOptions | undefined,
+  name: string | undefined,
+): ((...args: unknown[]) => unknown) | undefined {
+  if (options === undefined) return undefined;
+  const key: unknown = (options as { key?: unknown } | null)?.key;
+  if (typeof key === 'string') return () => key;
+  if (typeof key === 'function') {
+    const fn = key as (...args: unknown[]) => unknown;
+    // The first argument is the function run, which `execute` puts before its `args`.
+    return (_fn: unknown, ...args: unknown[]) => fn(...args);
+  }
+  throw new Error(PIPELINE_BAD_LAYER(name ?? 'pipeline', 'key', key));
+}
+
+function namedPipeline(
+  registry: PipelineSource,
+  name: string,
+  keyOf: ((...args: unknown[]) => unknown) | undefined,
+): ResiliencePipeline {
   checkInstanceName(name, 'ResilienceRegistry.pipeline');
   const where = `pipeline '${name}'`;
   const layers: ComposedLayer[] = PIPELINE_POLICIES.filter((policy) =>
@@ -104,7 +131,7 @@ function namedPipeline(registry: PipelineSource, name: string): ResiliencePipeli
   ).map((policy) => ({ kind: policy, policy: registry.get(policy, name, where) }));
   if (registry.declaresHedge(name)) layers.push(hedgeLayer(name, registry.hedge(name, where)));
   if (layers.length === 0) throw new Error(PIPELINE_NAMES_NOTHING(name));
-  return compose(registry, name, layers, undefined);
+  return compose(registry, name, layers, undefined, keyOf);
 }
 
 /** A pipeline's hedge layer; refused unless the instance is declared safe to repeat. */
@@ -119,17 +146,28 @@ function compose(
   name: string,
   layers: ComposedLayer[],
   fallback: FallbackPolicy | undefined,
+  keyOf: ((...args: unknown[]) => unknown) | undefined,
 ): ResiliencePipeline {
   const faults = registry.faults;
   const names = [...new Set([...layers.filter((l) => l.kind !== 'fallback').map((l) => l.policy.name), name])];
+  const sorted = innermostFirst(layers, registry.options.order);
+  const keyed =
+    keyOf === undefined
+      ? undefined
+      : sorted.map((layer): LayerChoice => {
+          if (!PIPELINE_POLICIES.includes(layer.kind as RegistryPolicy)) return layer;
+          const kind = layer.kind as RegistryPolicy;
+          return { kind, keys: registry.keysOf(kind, layer.policy as PolicyInstances[RegistryPolicy]), keyOf };
+        });
   return new ResiliencePipeline(
     name,
-    innermostFirst(layers, registry.options.order),
+    sorted,
     registry.clock,
     fallback,
     faults.enabled
       ? { wrapCall: (call) => faults.wrapCall(names, call), observe: (source) => faults.observe(names, source) }
       : undefined,
+    keyed,
   );
 }
 

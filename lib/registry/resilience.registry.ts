@@ -12,7 +12,7 @@ import { RetryPolicy } from '../policies/retry/retry.policy';
 import { TimeLimiter } from '../policies/time-limiter/time-limiter.policy';
 import { ResiliencePipeline } from '../engine/resilience-pipeline';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
-import { PipelineOptions } from './pipeline.options';
+import { PipelineKeyOptions, PipelineOptions } from './pipeline.options';
 import { buildPipeline } from './pipeline-builder';
 import { InstanceCache, InstanceKind } from './instance-cache';
 import { KeyedInstances } from './keyed-instances';
@@ -359,10 +359,13 @@ export class ResilienceRegistry {
    * ```ts
    * const stock = registry.pipeline('inventory');
    * await stock.execute((signal) => fetchStock(sku, signal));
+   * // one breaker and limiter per host, the host read from execute's args
+   * const perHost = registry.pipeline('payments', { key: (host: string) => host });
+   * await perHost.execute((signal) => charge(host, signal), { args: [host] });
    * ```
    */
-  pipeline(nameOrOptions: string | PipelineOptions): ResiliencePipeline {
-    return buildPipeline(this, nameOrOptions);
+  pipeline(nameOrOptions: string | PipelineOptions, keyOptions?: PipelineKeyOptions): ResiliencePipeline {
+    return buildPipeline(this, nameOrOptions, keyOptions);
   }
 
   /** @internal The fallback policies of the pipelines and decorated methods made so far. */
