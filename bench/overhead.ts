@@ -162,14 +162,19 @@ export const overhead: BenchSection = {
 
     printHeading('Instances per key: the full stack with its breaker and bulkhead per host (16 hosts, all kept)');
     const keyed = get(inProcess, OURS.keyed);
-    printTable(columns, [...bareRows, { m: full, process: 'this' }, { m: keyed, process: 'this' }].map(line));
+    const keyedRows: Row[] = [...bareRows, { m: full, process: 'this' }, { m: keyed, process: 'this' }];
+    printTable(columns, keyedRows.map(line));
     const keyedAdded = keyed.nsPerCall - full.nsPerCall;
     console.log('');
     console.log(
       `  ratio to the bare call (this process): unkeyed ${times(full.nsPerCall / hereBare.nsPerCall)}, keyed ${times(keyed.nsPerCall / hereBare.nsPerCall)}`,
     );
     console.log(
-      verdict(`a kept key adds ≤ ${KEYED_ADDED_NS} ns to the unkeyed stack`, `${ns(keyedAdded)} ns`, keyedAdded <= KEYED_ADDED_NS),
+      verdict(
+        `a kept key adds ≤ ${KEYED_ADDED_NS} ns to the unkeyed stack`,
+        `${ns(keyedAdded)} ns`,
+        keyedAdded <= KEYED_ADDED_NS,
+      ),
     );
 
     printHeading(

@@ -83,14 +83,24 @@ export async function keys(distinct: number): Promise<void> {
     ]),
   ];
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  console.log(`\n${distinct.toLocaleString('en-US')} distinct keys, ${CALLS_PER_KEY} calls each, through a per-key breaker (keys.max ${MAX_KEYS}, metrics.perKey)`);
+  console.log(
+    `\n${distinct.toLocaleString('en-US')} distinct keys, ${CALLS_PER_KEY} calls each, through a per-key breaker (keys.max ${MAX_KEYS}, metrics.perKey)`,
+  );
   for (const [i, row] of rows.entries()) {
     console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '));
     if (i === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   }
   console.log('');
-  console.log(`bytes per kept key (heap at ${atMax.keysDriven.toLocaleString('en-US')} keys over baseline / keys kept): ${Math.round(perKey).toLocaleString('en-US')}`);
-  console.log(`heap growth from ${atMax.keysDriven.toLocaleString('en-US')} to ${last.keysDriven.toLocaleString('en-US')} keys: ${((last.heapBytes - atMax.heapBytes) / 1e6).toFixed(1)} MB`);
-  console.log(`metrics size from ${atMax.keysDriven.toLocaleString('en-US')} to ${last.keysDriven.toLocaleString('en-US')} keys: ${(atMax.metricsBytes / 1e3).toFixed(1)} → ${(last.metricsBytes / 1e3).toFixed(1)} kB`);
-  console.log(`${Math.round((distinct * CALLS_PER_KEY) / seconds).toLocaleString('en-US')} calls/s, ${seconds.toFixed(1)} s`);
+  console.log(
+    `bytes per kept key (heap at ${atMax.keysDriven.toLocaleString('en-US')} keys over baseline / keys kept): ${Math.round(perKey).toLocaleString('en-US')}`,
+  );
+  console.log(
+    `heap growth from ${atMax.keysDriven.toLocaleString('en-US')} to ${last.keysDriven.toLocaleString('en-US')} keys: ${((last.heapBytes - atMax.heapBytes) / 1e6).toFixed(1)} MB`,
+  );
+  console.log(
+    `metrics size from ${atMax.keysDriven.toLocaleString('en-US')} to ${last.keysDriven.toLocaleString('en-US')} keys: ${(atMax.metricsBytes / 1e3).toFixed(1)} → ${(last.metricsBytes / 1e3).toFixed(1)} kB`,
+  );
+  console.log(
+    `${Math.round((distinct * CALLS_PER_KEY) / seconds).toLocaleString('en-US')} calls/s, ${seconds.toFixed(1)} s`,
+  );
 }

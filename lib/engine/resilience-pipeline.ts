@@ -65,7 +65,12 @@ export class ResiliencePipeline {
       this.observed = observableComposition(policies, clock);
       return;
     }
-    this.run = keyedPipeline('promise', keyed, (layers) => promiseComposition(layers, clock)(call), `pipeline '${name}'`);
+    this.run = keyedPipeline(
+      'promise',
+      keyed,
+      (layers) => promiseComposition(layers, clock)(call),
+      `pipeline '${name}'`,
+    );
     const layersFor = keyedLayers(keyed, `pipeline '${name}'`);
     this.observed = (source, args) =>
       defer(() => observableComposition(layersFor([undefined, ...args]), clock)(source, args));
