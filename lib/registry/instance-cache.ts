@@ -94,18 +94,17 @@ export class InstanceCache<C extends object, I extends object> {
     checkInstanceName(name, `${where}, ${this.kind.section} instance`);
     const declared = this.kind.configs.instances.get(name);
     const config = declared ?? this.undeclaredConfig(name, where);
-    if (declared === undefined && !this.undeclared.hasRoom())
-      throw new TooManyInstancesError(this.host.policy, name, this.host.maxUndeclared);
     const place = instancePlace(
       this.kind.section,
       declared === undefined ? 'config' : 'instance',
       declared === undefined ? 'default' : name,
     );
-    const instance = this.kind.make(name, config, place);
+    const make = (): I => this.kind.make(name, config, place);
+    const instance = declared === undefined ? this.undeclared.add(name, make)?.instance : make();
+    if (instance === undefined) throw new TooManyInstancesError(this.host.policy, name, this.host.maxUndeclared);
+    if (declared !== undefined) this.named.set(name, instance);
     this.origins.set(instance, { name, config, place });
     if (pin) this.pinned.add(instance);
-    if (declared === undefined) this.undeclared.add(name, instance);
-    else this.named.set(name, instance);
     this.host.made(name, instance, false);
     return instance;
   }

@@ -68,30 +68,20 @@ export class InstanceLru<I> {
   }
 
   /**
-   * Keeps `instance` under `key`, used now, evicting the least recently
-   * used evictable entry when `max` are kept. Returns undefined, keeping
-   * nothing, when every entry holds state.
+   * Keeps the instance `make` makes under `key`, used now, evicting the
+   * least recently used evictable entry first when `max` are kept. Returns
+   * undefined, making and keeping nothing, when every entry holds state.
    */
-  add(key: string, instance: I): LruEntry<I> | undefined {
-    const now = this.clock.now();
+  add(key: string, make: () => I): LruEntry<I> | undefined {
     if (this.entries.size >= this.limits.max) {
-      this.sweep(now);
-      if (this.entries.size >= this.limits.max) {
-        const victim = this.leastRecentlyUsed();
-        if (victim === undefined) return undefined;
-        this.evict(victim);
-      }
+      const victim = this.leastRecentlyUsed();
+      if (victim === undefined) return undefined;
+      this.evict(victim);
     }
-    const entry: LruEntry<I> = { key, instance, lastUsed: now, uses: 1, evicted: false };
+    const instance = make();
+    const entry: LruEntry<I> = { key, instance, lastUsed: this.clock.now(), uses: 1, evicted: false };
     this.entries.set(key, entry);
     return entry;
-  }
-
-  /** True when there is room for one more entry, or one can be evicted to make it. */
-  hasRoom(): boolean {
-    if (this.entries.size < this.limits.max) return true;
-    this.sweep(this.clock.now());
-    return this.entries.size < this.limits.max || this.leastRecentlyUsed() !== undefined;
   }
 
   /** The entries kept now, idle ones evicted first. */

@@ -56,7 +56,7 @@ export class KeyedInstances<I> {
   entry(key: string): LruEntry<I> {
     const kept = this.lru.use(key);
     if (kept !== undefined) return kept;
-    const made = this.lru.hasRoom() ? this.lru.add(key, this.make(key)) : undefined;
+    const made = this.lru.add(key, () => this.make(key));
     if (made === undefined) throw new TooManyInstancesError(this.policy, this.name, this.limits.max, key);
     return made;
   }
