@@ -88,9 +88,9 @@ export class InstanceCatalog {
     readonly registry: ResilienceRegistry,
   ) {}
 
-  /** See {@link watchInstances}. */
-  watch(visit: (observed: ObservedInstance) => void): Unsubscribe {
-    return watchInstances(this.registry, [], visit);
+  /** See {@link watchInstances}; `evicted` is told of each instance visited that the registry evicts (an undeclared name). */
+  watch(visit: (observed: ObservedInstance) => void, evicted?: (observed: ObservedInstance) => void): Unsubscribe {
+    return watchInstances(this.registry, [], visit, { evicted });
   }
 
   /** The fallback policies of the decorated methods and pipelines. */
