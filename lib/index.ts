@@ -4,6 +4,7 @@ export type { EventSubscriber, Unsubscribe } from './kernel/events';
 export type { ErrorClass, ErrorClassOrName } from './config/error-matcher';
 export { parseDuration } from './config/duration';
 export type { KeysOptions, PolicySection } from './config/schema';
+export type { KeyFunction, KeyOption } from './decorators/metadata';
 export type { Duration } from './config/duration';
 export { DEFAULT_ORDER } from './kernel/resilience.constants';
 export { fromSpringConfig } from './spring/spring-config';
