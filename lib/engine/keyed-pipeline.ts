@@ -15,8 +15,10 @@ export interface KeyEntry<I> {
 export interface InstanceKeys<I> {
   /** The entry of `key`, used now: kept, or made; throws when it cannot be made. */
   entry(key: string): KeyEntry<I>;
-  /** Marks `entry` used now; false when it has been evicted. */
-  touch(entry: KeyEntry<I>): boolean;
+  /** Marks `entry` used at `now` (default: the clock's reading); false when it has been evicted. */
+  touch(entry: KeyEntry<I>, now?: number): boolean;
+  /** The clock reading keys are marked used at. */
+  now(): number;
   /** Each key evicted from now on. */
   onEvicted(listener: (entry: KeyEntry<I>) => void): Unsubscribe;
 }
@@ -130,12 +132,21 @@ class KeyedDispatch {
   /** Marks the keys of `slot` used now; false when one of them has been evicted. */
   private touched(slot: Slot): boolean {
     const keyed = this.keyed;
-    for (let i = 0; i < keyed.length; i++) if (!keyed[i].keys.touch(slot.entries[i])) return false;
+    if (keyed.length === 1) return keyed[0].keys.touch(slot.entries[0]);
+    // One clock reading marks every key of the call.
+    const now = keyed[0].keys.now();
+    for (let i = 0; i < keyed.length; i++) if (!keyed[i].keys.touch(slot.entries[i], now)) return false;
     return true;
   }
 
   private keyFrom(layer: KeyedLayer, args: unknown[]): string {
-    const key = args.length === 1 ? layer.keyOf(args[0]) : layer.keyOf(...args);
+    // Spelled out for the usual one or two arguments: cheaper than spreading the array.
+    const key =
+      args.length === 1
+        ? layer.keyOf(args[0])
+        : args.length === 2
+          ? layer.keyOf(args[0], args[1])
+          : layer.keyOf(...args);
     if (typeof key !== 'string') throw new TypeError(KEY_NOT_A_STRING(this.where, previewValue(key)));
     return key;
   }

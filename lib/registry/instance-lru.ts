@@ -53,9 +53,8 @@ export class InstanceLru<I> {
     return this.touch(entry) ? entry : undefined;
   }
 
-  /** Marks `entry` used now; false when it is gone (evicted now as idle, or earlier). */
-  touch(entry: LruEntry<I>): boolean {
-    const now = this.clock.now();
+  /** Marks `entry` used at `now`; false when it is gone (evicted now as idle, or earlier). */
+  touch(entry: LruEntry<I>, now = this.clock.now()): boolean {
     if (now >= this.nextSweep) this.sweep(now);
     if (entry.evicted) return false;
     if (now - entry.lastUsed >= this.limits.idleTimeoutMs && !this.holdsState(entry.instance)) {
