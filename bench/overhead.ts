@@ -22,7 +22,13 @@ const OURS = {
   rateLimited: 'full stack + @RateLimiter',
   registry: 'full stack (registry execute)',
   pipeline: 'full stack (registry.pipeline)',
+  keyed: 'full stack, breaker + bulkhead per key',
 } as const;
+
+/** Hosts the keyed stack cycles through: every key is kept, so each call finds its key. */
+const HOSTS = Array.from({ length: 16 }, (_, i) => `host-${i}.example`);
+/** A keyed call may cost at most this much more than the same stack unkeyed. */
+const KEYED_ADDED_NS = 150;
 
 /** Where a figure was measured: a fresh process that never loaded this module, or this one after ours ran. */
 type Process = 'fresh' | 'this';
@@ -154,6 +160,23 @@ export const overhead: BenchSection = {
       ),
     );
 
+    printHeading('Instances per key: the full stack with its breaker and bulkhead per host (16 hosts, all kept)');
+    const keyed = get(inProcess, OURS.keyed);
+    const keyedRows: Row[] = [...bareRows, { m: full, process: 'this' }, { m: keyed, process: 'this' }];
+    printTable(columns, keyedRows.map(line));
+    const keyedAdded = keyed.nsPerCall - full.nsPerCall;
+    console.log('');
+    console.log(
+      `  ratio to the bare call (this process): unkeyed ${times(full.nsPerCall / hereBare.nsPerCall)}, keyed ${times(keyed.nsPerCall / hereBare.nsPerCall)}`,
+    );
+    console.log(
+      verdict(
+        `a kept key adds ≤ ${KEYED_ADDED_NS} ns to the unkeyed stack`,
+        `${ns(keyedAdded)} ns`,
+        keyedAdded <= KEYED_ADDED_NS,
+      ),
+    );
+
     printHeading(
       `No tax on the process: the same calls before and after ${DECORATED_CALLS.toLocaleString('en-US')} decorated calls`,
     );
@@ -224,6 +247,7 @@ async function measureWithResilience(): Promise<Measurement[]> {
   const bulkhead = registry.bulkhead('bench');
   const pipeline = benchPipeline(registry, service);
   const peerSet = peers(bare);
+  let next = 0;
   try {
     const results = await measure([
       { label: OURS.bare, call: bare, expect: 2 },
@@ -240,6 +264,7 @@ async function measureWithResilience(): Promise<Measurement[]> {
         expect: 2,
       },
       { label: OURS.pipeline, call: () => pipeline.execute(bare), expect: 2 },
+      { label: OURS.keyed, call: () => service.fullStackKeyed(1, HOSTS[next++ & 15]), expect: 2 },
       ...peerSet.candidates,
     ]);
     // Every path must have stayed on the happy path, or the figures mean something else.

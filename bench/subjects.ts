@@ -38,6 +38,9 @@ export const BENCH_OPTIONS: ResilienceModuleOptions = {
   rateLimiter: { instances: { bench: { limitForPeriod: 50, limitRefreshPeriod: '500ns', timeoutDuration: '5s' } } },
 };
 
+/** The key of the keyed stack: the host, its second argument (one function, so a call reads one key). */
+const byHost = (_x: number, host: string): string => host;
+
 /**
  * One provider, one trivial async body, several decorations of it. `bare`
  * is the baseline: the same body on the same instance with no decorator.
@@ -73,6 +76,15 @@ export class BenchService {
   @Timeout('bench')
   @Bulkhead('bench')
   async fullStackRateLimited(x: number): Promise<number> {
+    return x + 1;
+  }
+
+  @Fallback(Error, 'fallback')
+  @Retry('bench')
+  @CircuitBreaker('bench', { key: byHost })
+  @Timeout('bench')
+  @Bulkhead('bench', { key: byHost })
+  async fullStackKeyed(x: number, _host: string): Promise<number> {
     return x + 1;
   }
 

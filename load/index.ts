@@ -2,6 +2,7 @@ import autocannon from 'autocannon';
 import { freePort, startApp } from './app';
 import { overload } from './overload';
 import { tax } from './tax';
+import { keys } from './keys';
 
 /*
  * npm run load [-- seconds]: starts the sample app in a child process on a
@@ -18,7 +19,8 @@ import { tax } from './tax';
 
 const USAGE = `usage: npm run load [-- <seconds per run>]   bare route, full stack and an open breaker (default 8 s)
        npm run load -- overload [<seconds>]   a pool-bound route offered 3× its capacity: without shedding, fixed caps, adaptive defaults, the sample's (default 10 s)
-       npm run load -- tax [<seconds>]   a trivial route of an app without the module, with it, and with deadline: {}, Express and Fastify (default 5 s)`;
+       npm run load -- tax [<seconds>]   a trivial route of an app without the module, with it, and with deadline: {}, Express and Fastify (default 5 s)
+       npm run load -- keys [<distinct keys>]   distinct keys through a per-key breaker at full speed: heap per key and metrics size stay bounded by keys.max (default 10000)`;
 
 const SECONDS = Number(process.argv[2] ?? 8);
 const CONNECTIONS = 10;
@@ -139,6 +141,7 @@ function main(args: readonly string[]): Promise<void> {
   const [first, second] = args;
   if (first === 'overload') return overload(second === undefined ? 10 : positiveSeconds(second));
   if (first === 'tax') return tax(second === undefined ? 5 : positiveSeconds(second));
+  if (first === 'keys') return keys(second === undefined ? 10_000 : Math.round(positiveSeconds(second)));
   if (first !== undefined && (first.startsWith('-') || !(Number(first) > 0))) {
     console.log(USAGE);
     if (first !== '--help' && first !== '-h') process.exitCode = 2;

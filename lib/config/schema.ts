@@ -1,4 +1,5 @@
 import { ErrorClassOrName } from './error-matcher';
+import type { Duration } from './duration';
 import { checkInstanceName } from '../kernel/instance-name';
 import { isForeignJavaName } from './java-exceptions';
 import {
@@ -72,12 +73,33 @@ export interface PolicySection<I> {
   configs?: Record<string, I & { baseConfig?: string }>;
   /** Named instances; `baseConfig` picks a config other than `default`. */
   instances?: Record<string, I & { baseConfig?: string }>;
+  /** Bounds on the keys of each instance used per key (`key` on a decorator, `{ key }` on a getter). */
+  keys?: KeysOptions;
 }
+
+/** Section option `keys`: how many keys one instance keeps, and how long an unused one is kept. */
+export interface KeysOptions {
+  /** Most keys per instance; past it the least recently used evictable key goes. Default 1000. */
+  max?: number;
+  /** A key unused this long is evicted (unless it holds state a restart would lose). Default `'10m'`. */
+  idleTimeout?: Duration;
+}
+
+/** Section option `keys` after validation (durations in ms). */
+export interface ResolvedKeys {
+  readonly max: number;
+  readonly idleTimeoutMs: number;
+}
+
+/** The bounds of `keys` when a section does not give them. */
+export const DEFAULT_KEYS: ResolvedKeys = Object.freeze({ max: 1000, idleTimeoutMs: 600_000 });
 
 /** The resolved configs and instances of one policy. */
 export interface ResolvedSection<T> {
   readonly defaultConfig: T;
   readonly instances: ReadonlyMap<string, T>;
+  /** The bounds on each instance's keys (section option `keys`). */
+  readonly keys: ResolvedKeys;
 }
 
 const BASE_CONFIG = 'baseConfig';
@@ -279,7 +301,20 @@ function readerOf(spec: FieldSpec): OptionReader<unknown> {
 }
 
 /** Keys of a policy section; `backends` and `limiters` are Resilience4j's older names of `instances`. */
-const SECTION_KEYS = ['configs', 'instances', 'backends', 'limiters'];
+const SECTION_KEYS = ['configs', 'instances', 'backends', 'limiters', 'keys'];
+
+const readKeysMax = integerOption(1);
+const readIdleTimeout = durationOption({ positive: true, expected: 'a positive duration' });
+
+/** Section option `keys`, validated: errors name the section's `keys` and the key. */
+function readKeys(policy: string, raw: unknown): ResolvedKeys {
+  if (raw === undefined || raw === null) return DEFAULT_KEYS;
+  const given = new GivenOptions(raw, `${policy}.keys`, ['max', 'idleTimeout']);
+  return Object.freeze({
+    max: given.read('max', readKeysMax) ?? DEFAULT_KEYS.max,
+    idleTimeoutMs: given.read('idleTimeout', readIdleTimeout) ?? DEFAULT_KEYS.idleTimeoutMs,
+  });
+}
 
 /**
  * Resolves a policy section: `configs.default` (or `baseConfig`) is merged
@@ -299,6 +334,7 @@ export function resolveSection<T extends object>(
   const configsRaw = new Map<string, unknown>();
   const instancesRaw = new Map<string, unknown>();
   // The map each name was bound in and the keys that bound to it: Spring merges the keys of one map that bind to one name.
+  let keys = DEFAULT_KEYS;
   const boundIn = new Map<Map<string, unknown>, Map<string, { readonly rawKey: string; readonly written: string[] }>>([
     [configsRaw, new Map()],
     [instancesRaw, new Map()],
@@ -309,8 +345,12 @@ export function resolveSection<T extends object>(
       if (handleResilience4jKey(schema.policy, rawKey, schema.policy, warn, binding, IGNORED_SECTION_PROPERTIES))
         continue;
       if (binding.unknownKeys === 'error')
-        throw new Error(UNKNOWN_KEY(schema.policy, rawKey, ['configs', 'instances']));
-      warn(IGNORED_UNKNOWN_KEY(schema.policy, rawKey, ['configs', 'instances']));
+        throw new Error(UNKNOWN_KEY(schema.policy, rawKey, ['configs', 'instances', 'keys']));
+      warn(IGNORED_UNKNOWN_KEY(schema.policy, rawKey, ['configs', 'instances', 'keys']));
+      continue;
+    }
+    if (key === 'keys') {
+      keys = readKeys(schema.policy, value);
       continue;
     }
     const target = key === 'configs' ? configsRaw : instancesRaw;
@@ -394,7 +434,7 @@ export function resolveSection<T extends object>(
     schema.check?.(merged, place);
     instances.set(name, merged);
   }
-  return { defaultConfig, instances };
+  return { defaultConfig, instances, keys };
 }
 
 /** Applies decorator overrides to an instance config, checked like the config itself. */

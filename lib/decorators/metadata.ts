@@ -1,5 +1,6 @@
 import {
   CALLED_BEFORE_BOOTSTRAP,
+  DECORATOR_BAD_KEY,
   DECORATOR_BAD_NAME,
   DECORATOR_ON_NON_METHOD,
   DECORATOR_ON_PLAIN_VALUE,
@@ -13,11 +14,41 @@ import { previewValue } from '../config/value-preview';
 import { LayerKind, RESILIENCE_LAYERS } from '../kernel/resilience.constants';
 import { Logger } from '@nestjs/common';
 
+/**
+ * Picks a call's key from the method's arguments (a host, a tenant): the
+ * call runs through that key's own instance of the named policy.
+ */
+export type KeyFunction = (...args: never[]) => string;
+
+/** The `key` option every policy decorator takes beside its settings. */
+export interface KeyOption {
+  /**
+   * One instance per key: the call's key from the method's arguments
+   * (`(host: string) => host`); each key gets its own state made from the
+   * instance's config, within the section's `keys` bounds.
+   */
+  key?: KeyFunction;
+}
+
+/** A decorator's second argument split into its `key` and its setting overrides (none when only `key` was given). */
+export function splitKey<O extends object>(
+  options: (O & KeyOption) | undefined,
+): {
+  key?: KeyFunction;
+  overrides?: O;
+} {
+  if (options === undefined || options === null || !Object.hasOwn(options, 'key')) return { overrides: options };
+  const { key, ...overrides } = options;
+  return { key, overrides: Object.keys(overrides).length === 0 ? undefined : (overrides as O) };
+}
+
 /** One layer declared by a decorator on a method. */
 export interface LayerSpec {
   readonly kind: LayerKind;
   /** Instance name (named policies). */
   readonly name?: string;
+  /** Picks each call's key, for a layer used per key. */
+  readonly key?: KeyFunction;
   /** Per-method overrides of the named instance's settings. */
   readonly overrides?: object;
   /** Decorator-specific payload (fallback handlers, idempotency options). */
@@ -86,6 +117,8 @@ export function addLayer(
     throw new TypeError(DECORATOR_BAD_NAME(layer.decorator, place, previewValue(layer.name)));
   }
   if (layer.name !== undefined) checkInstanceName(layer.name, `@${layer.decorator} on ${place}`);
+  if (layer.key !== undefined && typeof layer.key !== 'function')
+    throw new TypeError(DECORATOR_BAD_KEY(layer.decorator, place, previewValue(layer.key)));
   const declared: unknown = Reflect.getMetadata('design:returntype', target, key);
   const plain = plainReturnType(declared);
   if (plain !== undefined) throw new TypeError(DECORATOR_ON_PLAIN_VALUE(layer.decorator, place, plain));

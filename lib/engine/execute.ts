@@ -27,6 +27,8 @@ export function executeThrough<R>(
   options: ExecuteOptions | undefined,
 ): Promise<R> {
   const signal = options?.signal;
-  if (signal === undefined) return run([fn]) as Promise<R>;
-  return underCallerSignal(clock, signal, run as (args: unknown[]) => Promise<R>, [fn]);
+  // A pipeline used per key reads its keys from what follows the function; every layer calls only the function.
+  const args = options?.args === undefined ? [fn] : [fn, ...options.args];
+  if (signal === undefined) return run(args) as Promise<R>;
+  return underCallerSignal(clock, signal, run as (args: unknown[]) => Promise<R>, args);
 }

@@ -1,4 +1,4 @@
-import { Observable } from 'rxjs';
+import { defer, Observable } from 'rxjs';
 import { Clock } from '../kernel/clock';
 import { ExecuteOptions } from '../kernel/cancellation';
 import { ComposedLayer, observableComposition, promiseComposition } from './layer-composition';
@@ -7,6 +7,7 @@ import { ObservablePipeline } from './method-pipeline';
 import { AttemptFunction } from '../kernel/policy';
 import { executeThrough, invokeCall } from './execute';
 import { FallbackLayer } from './layers';
+import { keyedLayers, keyedPipeline, LayerChoice } from './keyed-pipeline';
 
 /** No arguments: what an Observable's policies pass to a fallback handler. */
 const NO_ARGS: unknown[] = [];
@@ -46,6 +47,7 @@ export class ResiliencePipeline {
    * @param clock - the registry's clock
    * @param fallback - its fallback policy, which counts each call for the fallback share
    * @param faults - weaves injected faults into the innermost call, when fault injection is on
+   * @param keyed - the layers with those used per key, when the pipeline is (`policies` then names their instances)
    */
   constructor(
     /** The pipeline's name: the instance name it was built from, or its `name` option. */
@@ -54,11 +56,24 @@ export class ResiliencePipeline {
     private readonly clock: Clock,
     private readonly fallback: FallbackLayer | undefined,
     private readonly faults?: InjectedFaults,
+    keyed?: readonly LayerChoice[],
   ) {
     this.layers = [...policies].reverse().map(({ kind, policy }) => [kind, policy.name] as const);
     const call = faults === undefined ? invokeCall : faults.wrapCall(invokeCall);
-    this.run = promiseComposition(policies, clock)(call);
-    this.observed = observableComposition(policies, clock);
+    if (keyed === undefined) {
+      this.run = promiseComposition(policies, clock)(call);
+      this.observed = observableComposition(policies, clock);
+      return;
+    }
+    this.run = keyedPipeline(
+      'promise',
+      keyed,
+      (layers) => promiseComposition(layers, clock)(call),
+      `pipeline '${name}'`,
+    );
+    const layersFor = keyedLayers(keyed, `pipeline '${name}'`);
+    this.observed = (source, args) =>
+      defer(() => observableComposition(layersFor([undefined, ...args]), clock)(source, args));
   }
 
   /**
@@ -76,11 +91,12 @@ export class ResiliencePipeline {
    * `source` with each subscription run through every layer, as a decorated
    * Observable-returning method's: retry re-subscribes, the time limit
    * applies per emitted value, refusals arrive as errors on subscribe.
+   * A pipeline used per key reads its keys from `options.args` at each subscription.
    */
-  observe<T>(source: Observable<T>): Observable<T> {
+  observe<T>(source: Observable<T>, options?: Pick<ExecuteOptions, 'args'>): Observable<T> {
     this.fallback?.countCall();
     const faults = this.faults;
     const injected = faults === undefined ? source : faults.observe(source);
-    return this.observed(injected, NO_ARGS) as Observable<T>;
+    return this.observed(injected, options?.args === undefined ? NO_ARGS : [...options.args]) as Observable<T>;
   }
 }

@@ -13,6 +13,12 @@ export interface ExecuteOptions {
    * applies as well.
    */
   readonly signal?: AbortSignal;
+  /**
+   * The arguments of the call, for a pipeline used per key
+   * (`registry.pipeline(name, { key: (...args) => string })`): its key
+   * function reads them to pick the keys' instances. Ignored elsewhere.
+   */
+  readonly args?: readonly unknown[];
 }
 
 /** Errors that end an attempt with no outcome: the caller's cancellation, or an attempt that did not start. */

@@ -10,6 +10,8 @@ export interface ConfigChangedEvent<C extends object = object> {
   readonly policy: ReconfigurablePolicy;
   /** The instance's name. */
   readonly name: string;
+  /** The key of an instance used per key (the name's change reaches every key); else undefined. */
+  readonly key?: string;
   /** The settings before the change (durations in ms). */
   readonly before: Readonly<C>;
   /** The settings from now on (durations in ms). */

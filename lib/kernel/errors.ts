@@ -1,5 +1,5 @@
 import { formatMs } from './format-ms';
-import { TOO_MANY_UNDECLARED_INSTANCES } from './resilience.messages';
+import { TOO_MANY_KEYS, TOO_MANY_UNDECLARED_INSTANCES } from './resilience.messages';
 
 /**
  * @internal Marks `error` as a refusal. A private field rather than a
@@ -317,10 +317,12 @@ export class IdempotencyKeyQuotaExceededError extends ResilienceError {
 }
 
 /**
- * The registry was asked for an instance of a policy under a name that is
- * not declared, and `maxUndeclaredInstances` such instances exist already:
- * names built from request data would otherwise add instances and metric
- * series without end. Nothing ran. `instance` is the name asked for.
+ * The registry was asked for an instance it cannot make room for: an
+ * undeclared name past `maxUndeclaredInstances`, or a new key of an
+ * instance used per key past its section's `keys.max`, while every
+ * existing one holds state a restart would lose (an OPEN breaker, a
+ * bulkhead with calls in flight, a rate limiter with waiters) and so
+ * cannot be evicted. Nothing ran. `instance` is the name asked for.
  */
 export class TooManyInstancesError extends ResilienceError {
   /** Always `'TOO_MANY_INSTANCES'`. */
@@ -328,16 +330,22 @@ export class TooManyInstancesError extends ResilienceError {
 
   /**
    * @param policy - the policy section, e.g. `circuitBreaker`
-   * @param instance - the undeclared name asked for
-   * @param max - the module option `maxUndeclaredInstances`
+   * @param instance - the name asked for
+   * @param max - the cap reached: `maxUndeclaredInstances`, or the section's `keys.max` when `key` is given
+   * @param key - the new key refused, for an instance used per key
    */
   constructor(
     /** The policy section the name was asked of, e.g. `circuitBreaker`. */
     readonly policy: string,
     instance: string,
-    /** The cap reached: the module option `maxUndeclaredInstances`. */
+    /** The cap reached: the module option `maxUndeclaredInstances`, or the section's `keys.max`. */
     readonly max: number,
+    /** The key refused, when the instance is used per key (kept out of the message, which may reach a client); else undefined. */
+    readonly key?: string,
   ) {
-    super(instance, TOO_MANY_UNDECLARED_INSTANCES(policy, instance, max));
+    super(
+      instance,
+      key === undefined ? TOO_MANY_UNDECLARED_INSTANCES(policy, instance, max) : TOO_MANY_KEYS(policy, instance, max),
+    );
   }
 }

@@ -14,6 +14,12 @@ export const DECORATOR_ON_NON_METHOD = (decorator: string, target: string): stri
 export const DECORATOR_BAD_NAME = (decorator: string, target: string, shown: string): string =>
   `${PREFIX}: @${decorator} on ${target} needs an instance name (a non-empty string), got ${shown}`;
 
+export const DECORATOR_BAD_KEY = (decorator: string, target: string, shown: string): string =>
+  `${PREFIX}: @${decorator} on ${target}: option 'key' must be a function of the method's arguments returning a string, got ${shown}`;
+
+export const KEY_NOT_A_STRING = (target: string, shown: string): string =>
+  `${PREFIX}: ${target}: the key function must return a string, got ${shown}`;
+
 export const DECORATOR_TWICE = (decorator: string, target: string): string =>
   `${PREFIX}: @${decorator} appears twice on ${target}; a method has one ${decorator} layer`;
 
@@ -41,5 +47,10 @@ export const DECORATOR_ON_PLAIN_VALUE = (decorator: string, target: string, type
   `${PREFIX}: @${decorator} on ${target}: the method is declared to return ${type}, a plain value; decorated methods return a Promise or an Observable (make it async, or return an Observable)`;
 
 export const TOO_MANY_UNDECLARED_INSTANCES = (policy: string, name: string, max: number): string =>
-  `${PREFIX}: ${policy} instance '${name}' is not declared, and ${max} undeclared ${policy} instances exist already (module option 'maxUndeclaredInstances'); ` +
-  `names built from request data would add instances and metric series without end: declare the instances, or raise the option`;
+  `${PREFIX}: ${policy} instance '${name}' is not declared, and ${max} undeclared ${policy} instances exist already (module option 'maxUndeclaredInstances'), ` +
+  `none of which can be evicted (each holds state a restart would lose); names built from request data would add instances and metric series without end: declare the instances, or raise the option`;
+
+// The key is request data (a tenant, a host): the message, which reaches HTTP answers, leaves it out.
+export const TOO_MANY_KEYS = (policy: string, name: string, max: number): string =>
+  `${PREFIX}: ${policy} instance '${name}' has ${max} keys already (section option '${policy}.keys.max'), none of which can be evicted ` +
+  `(each holds state a restart would lose: an OPEN breaker, a bulkhead with calls in flight, a rate limiter with waiters); a new key is refused: raise the option`;

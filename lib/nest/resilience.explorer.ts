@@ -22,6 +22,7 @@ import { IdempotencyRegistry } from '../features/idempotency/idempotency.registr
 import { ComposedLayer, composeLayers, innermostFirst } from '../engine/layer-composition';
 import { PolicyInstances, RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
+import { keyedPipeline, LayerChoice } from '../engine/keyed-pipeline';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from '../kernel/resilience.messages';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
 import { HEDGE_KEY_OPTIONAL, HEDGE_NOT_SAFE, HEDGE_ON_TRANSACTION } from '../policies/hedge/hedge.messages';
@@ -118,12 +119,30 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
       args.length === 1 ? original.call(instance, args[0]) : original.apply(instance, args);
     const innermost = this.registry.faults.enabled ? this.withFaults(info, layers, plain) : plain;
     const call: Pipeline = this.tracing.attemptSpans(innermost, info.target);
-    const pipeline = composeLayers(info.kind, call, policies, this.registry.clock);
+    const pipeline = this.keyedOrNot(info, sorted, policies, call);
     if (fallback === undefined) return pipeline;
     return (args) => {
       fallback.countCall();
       return pipeline(args);
     };
+  }
+
+  /** The method's pipeline; with layers used per key, one per combination of keys, picked per call. */
+  private keyedOrNot(
+    info: TrampolineInfo,
+    sorted: readonly LayerSpec[],
+    policies: readonly ComposedLayer[],
+    call: Pipeline,
+  ): Pipeline {
+    const clock = this.registry.clock;
+    if (sorted.every((layer) => layer.key === undefined)) return composeLayers(info.kind, call, policies, clock);
+    const choices = sorted.map((layer, i): LayerChoice => {
+      const { kind, policy } = policies[i];
+      if (layer.key === undefined) return policies[i];
+      const keys = this.registry.keysOf(kind as RegistryPolicy, policy as PolicyInstances[RegistryPolicy]);
+      return { kind, keys, keyOf: layer.key as (...args: unknown[]) => unknown };
+    });
+    return keyedPipeline(info.kind, choices, (layers) => composeLayers(info.kind, call, layers, clock), info.target);
   }
 
   private fallbackFor(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): FallbackPolicy {

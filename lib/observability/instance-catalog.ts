@@ -26,6 +26,14 @@ export interface ObservedCache {
 export type ObservedInstance =
   { [P in RegistryPolicy]: InstanceCreatedEvent<P> }[RegistryPolicy] | ObservedFallback | ObservedCache;
 
+/** What a watcher of instances takes besides the new ones. */
+export interface WatchOptions {
+  /** Also visit the instance of each key of an instance used per key (off: only named and derived instances). */
+  readonly keys?: boolean;
+  /** Told of each instance visited that the registry evicts (an idle key, an undeclared name). */
+  readonly evicted?: (observed: ObservedInstance) => void;
+}
+
 const POLICIES: readonly RegistryPolicy[] = ['retry', 'circuitBreaker', 'bulkhead', 'timeLimiter', 'rateLimiter'];
 
 /**
@@ -39,15 +47,28 @@ export function watchInstances(
   registry: ResilienceRegistry,
   fallbacks: readonly FallbackPolicy[],
   visit: (observed: ObservedInstance) => void,
+  options: WatchOptions = {},
 ): Unsubscribe {
   const seen = new Set<object>();
   const once = (observed: ObservedInstance): void => {
     if (seen.has(observed.instance)) return;
+    if (
+      observed.policy !== 'fallback' &&
+      observed.policy !== 'cache' &&
+      observed.key !== undefined &&
+      options.keys !== true
+    )
+      return;
     seen.add(observed.instance);
     visit(observed);
   };
   // Subscribed first, so an instance made while the existing ones are visited is not missed.
   const unsubscribe = registry.onInstanceCreated((event) => once(event as ObservedInstance));
+  // An evicted instance is forgotten, so that a watcher holds no instance the registry let go.
+  const unsubscribeEvicted = registry.onInstanceEvicted((event) => {
+    if (!seen.delete(event.instance)) return;
+    options.evicted?.({ ...event, derived: false } as ObservedInstance);
+  });
   const visitFallback = (instance: FallbackPolicy): void =>
     once({ policy: 'fallback', name: instance.name, instance, derived: false });
   const unsubscribePipelines = registry.onFallbackCreated(visitFallback);
@@ -58,6 +79,9 @@ export function watchInstances(
     for (const name of registry.options.sections[policy].instances.keys()) registry.get(policy, name);
     for (const instance of registry.all(policy))
       once({ policy, name: instance.name, instance, derived: false } as ObservedInstance);
+    if (options.keys === true)
+      for (const { key, instance } of registry.allKeys(policy))
+        once({ policy, name: instance.name, instance, derived: false, key } as ObservedInstance);
   }
   for (const name of registry.options.threadPoolBulkhead.instances.keys()) registry.threadPoolBulkhead(name);
   for (const event of registry.derivedInstances) once(event as ObservedInstance);
@@ -66,6 +90,7 @@ export function watchInstances(
   for (const instance of registry.caches) visitCache(instance);
   return () => {
     unsubscribe();
+    unsubscribeEvicted();
     unsubscribePipelines();
     unsubscribeCaches();
   };
@@ -85,9 +110,9 @@ export class InstanceCatalog {
     readonly registry: ResilienceRegistry,
   ) {}
 
-  /** See {@link watchInstances}. */
-  watch(visit: (observed: ObservedInstance) => void): Unsubscribe {
-    return watchInstances(this.registry, [], visit);
+  /** See {@link watchInstances}; `evicted` is told of each instance visited that the registry evicts (an undeclared name). */
+  watch(visit: (observed: ObservedInstance) => void, evicted?: (observed: ObservedInstance) => void): Unsubscribe {
+    return watchInstances(this.registry, [], visit, { evicted });
   }
 
   /** The fallback policies of the decorated methods and pipelines. */

@@ -11,8 +11,9 @@ import { RetryPolicy } from '../policies/retry/retry.policy';
 import { TimeLimiter } from '../policies/time-limiter/time-limiter.policy';
 import { DurationHistogram, OutcomeHistograms } from '../kernel/duration-histogram';
 import { ObservedInstance, watchInstances } from './instance-catalog';
+import type { RegistryPolicy } from '../registry/policy-instances';
 import { attachCollectors, Collector, Emit, FamilyDefinition } from './metric-family';
-import { DEFAULT_BUCKETS, MetricsRegistry } from './observability.options';
+import { DEFAULT_BUCKETS, DEFAULT_PER_KEY_SERIES, MetricsRegistry } from './observability.options';
 
 const family = (
   name: string,
@@ -166,6 +167,33 @@ export interface MetricsBindingOptions {
   readonly countCalls?: (policy: FallbackPolicy, onCall: () => void) => Unsubscribe;
   /** Where outcomes of `@Idempotent` methods are announced (the module passes its `IdempotencyRegistry`). */
   readonly idempotency?: Pick<IdempotencyRegistry, 'onOutcome'>;
+  /**
+   * Besides the series of each instance name (every key added in), series
+   * labelled `key` for the `perKeySeries` most used keys of each name and
+   * `key="other"` for the rest, so their number stays bounded. Default false.
+   */
+  readonly perKey?: boolean;
+  /** How many keys of each name get series of their own with `perKey`. Default 20. */
+  readonly perKeySeries?: number;
+}
+
+/** No key is shown on its own without `perKey`. */
+const NO_KEYS: ReadonlySet<string> = new Set();
+
+/** The `key` label of the keys of a name that have no series of their own. */
+const OTHER_KEYS = 'other';
+
+/** The counts of the evicted keys (and undeclared names) of one name, kept so that no counter goes down. */
+interface RetiredCounts {
+  readonly policy: string;
+  readonly name: string;
+  /** The `key` label they are shown under with `perKey` (none for an evicted undeclared name). */
+  readonly keyed: boolean;
+  readonly calls: OutcomeHistograms;
+  notPermitted: number;
+  readonly retry: [number, number, number, number, number];
+  bulkheadRejected: number;
+  readonly timeLimiter: [number, number, number];
 }
 
 interface BreakerSeries {
@@ -214,11 +242,18 @@ interface FallbackSeries {
  * ```
  */
 export class ResilienceMetricsBinding {
-  private readonly breakers: BreakerSeries[] = [];
-  private readonly retries: RetryPolicy[] = [];
-  private readonly bulkheads: BulkheadSeries[] = [];
-  private readonly limiters: TimeLimiterSeries[] = [];
-  private readonly rateLimiters: RateLimiterPolicy[] = [];
+  private readonly breakers = new Map<CircuitBreakerPolicy, BreakerSeries>();
+  private readonly retries = new Set<RetryPolicy>();
+  private readonly bulkheads = new Map<BulkheadPolicy, BulkheadSeries>();
+  private readonly limiters = new Map<TimeLimiter, TimeLimiterSeries>();
+  private readonly rateLimiters = new Set<RateLimiterPolicy>();
+  /** Counts of evicted instances, by policy and name. */
+  private readonly retired = new Map<string, RetiredCounts>();
+  /** Each instance's subscriptions, dropped when it is evicted. */
+  private readonly own = new Map<object, Unsubscribe[]>();
+  private readonly registry: ResilienceRegistry;
+  private readonly perKey: boolean;
+  private readonly perKeySeries: number;
   private readonly fallbacks: FallbackSeries[] = [];
   private readonly idempotency = new Map<string, number>();
   private readonly subscriptions: Unsubscribe[] = [];
@@ -243,9 +278,17 @@ export class ResilienceMetricsBinding {
     this.countCalls = options.countCalls;
     this.faults = registry.faults;
     this.hedges = registry.hedges;
+    this.registry = registry;
+    this.perKey = options.perKey ?? false;
+    this.perKeySeries = options.perKeySeries ?? DEFAULT_PER_KEY_SERIES;
     // Attached before subscribing, so a name clash leaves nothing subscribed.
     this.detach = attachCollectors(options.registry, this.collectors(), buckets);
-    this.subscriptions.push(watchInstances(registry, options.fallbacks ?? [], (observed) => this.bind(observed)));
+    this.subscriptions.push(
+      watchInstances(registry, options.fallbacks ?? [], (observed) => this.bind(observed), {
+        keys: true,
+        evicted: (observed) => this.unbind(observed),
+      }),
+    );
     if (options.idempotency !== undefined) {
       // Counted by outcome only, a fixed set of values: never by key or method, so the series stay few.
       this.subscriptions.push(
@@ -262,12 +305,146 @@ export class ResilienceMetricsBinding {
     this.closed = true;
     for (const unsubscribe of this.subscriptions) unsubscribe();
     this.subscriptions.length = 0;
+    for (const unsubscribes of this.own.values()) for (const unsubscribe of unsubscribes) unsubscribe();
+    this.own.clear();
     this.detach();
+  }
+
+  /** An evicted instance: its counters are added to its name's retired counts, its gauges dropped. */
+  private unbind(observed: ObservedInstance): void {
+    if (observed.policy === 'fallback' || observed.policy === 'cache') return;
+    for (const unsubscribe of this.own.get(observed.instance) ?? []) unsubscribe();
+    this.own.delete(observed.instance);
+    const retired = this.retiredOf(observed.policy, observed.instance.name, observed.key !== undefined);
+    switch (observed.policy) {
+      case 'circuitBreaker': {
+        const series = this.breakers.get(observed.instance);
+        if (series === undefined) return;
+        this.breakers.delete(observed.instance);
+        retired.notPermitted += series.notPermitted;
+        for (let k = 0; k < CALL_KINDS.length; k++) addHistogram(retired.calls[k], series.calls[k]);
+        return;
+      }
+      case 'retry': {
+        if (!this.retries.delete(observed.instance)) return;
+        const m = observed.instance.metrics;
+        const counts = [
+          m.successfulCallsWithoutRetry,
+          m.successfulCallsWithRetry,
+          m.failedCallsWithoutRetry,
+          m.failedCallsWithRetry,
+          m.budgetDenied,
+        ];
+        for (let i = 0; i < counts.length; i++) retired.retry[i] += counts[i];
+        return;
+      }
+      case 'bulkhead': {
+        const series = this.bulkheads.get(observed.instance);
+        if (series === undefined) return;
+        this.bulkheads.delete(observed.instance);
+        retired.bulkheadRejected += series.rejected;
+        return;
+      }
+      case 'timeLimiter': {
+        const series = this.limiters.get(observed.instance);
+        if (series === undefined) return;
+        this.limiters.delete(observed.instance);
+        const limiter = series.limiter;
+        retired.timeLimiter[0] += limiter.successfulCalls - series.successful;
+        retired.timeLimiter[1] += limiter.failedCalls - series.failed;
+        retired.timeLimiter[2] += limiter.timedOutCalls - series.timeout;
+        return;
+      }
+      case 'rateLimiter':
+        this.rateLimiters.delete(observed.instance);
+        return;
+    }
+  }
+
+  private retiredOf(policy: string, name: string, keyed: boolean): RetiredCounts {
+    const id = `${policy}\u0000${name}\u0000${keyed}`;
+    let retired = this.retired.get(id);
+    if (retired === undefined) {
+      retired = {
+        policy,
+        name,
+        keyed,
+        calls: [
+          new DurationHistogram(this.boundsMs),
+          new DurationHistogram(this.boundsMs),
+          new DurationHistogram(this.boundsMs),
+        ],
+        notPermitted: 0,
+        retry: [0, 0, 0, 0, 0],
+        bulkheadRejected: 0,
+        timeLimiter: [0, 0, 0],
+      };
+      this.retired.set(id, retired);
+    }
+    return retired;
+  }
+
+  /** The retired counts of `policy`. */
+  private retiredFor(policy: string): RetiredCounts[] {
+    return [...this.retired.values()].filter((r) => r.policy === policy);
+  }
+
+  /**
+   * Emits to `emit` under `labels` and, for a key of an instance with
+   * `perKey`, again with its `key` label: the key itself when among the
+   * most used `perKeySeries` keys of its name (`shown`), else `other`.
+   */
+  private keyedEmit(
+    emit: Emit,
+    instance: { readonly name: string; readonly key?: string },
+    shown: ReadonlySet<string>,
+  ): Emit {
+    const key = instance.key;
+    if (!this.perKey || key === undefined) return emit;
+    const label = shown.has(`${instance.name}\u0000${key}`) ? key : OTHER_KEYS;
+    return (labels, value, suffix) => {
+      emit(labels, value, suffix);
+      emit({ ...labels, key: label }, value, suffix);
+    };
+  }
+
+  /** The most used `perKeySeries` keys of each name of `policy`, as `name\0key`; empty without `perKey`. */
+  private shownKeys(policy: RegistryPolicy): ReadonlySet<string> {
+    if (!this.perKey) return NO_KEYS;
+    const byName = new Map<string, { name: string; key: string; uses: number }[]>();
+    for (const entry of this.registry.allKeys(policy)) {
+      const name = entry.instance.name;
+      let list = byName.get(name);
+      if (list === undefined) byName.set(name, (list = []));
+      list.push({ name, key: entry.key, uses: entry.uses });
+    }
+    const shown = new Set<string>();
+    for (const list of byName.values()) {
+      list.sort((a, b) => b.uses - a.uses);
+      for (let i = 0; i < Math.min(this.perKeySeries, list.length); i++)
+        shown.add(`${list[i].name}\u0000${list[i].key}`);
+    }
+    return shown;
+  }
+
+  /** Emits the retired counts of `retired` under its name (and `key="other"` with `perKey`, for keys). */
+  private retiredEmit(emit: Emit, retired: RetiredCounts): Emit {
+    if (!this.perKey || !retired.keyed) return emit;
+    return (labels, value, suffix) => {
+      emit(labels, value, suffix);
+      emit({ ...labels, key: OTHER_KEYS }, value, suffix);
+    };
   }
 
   private bind(observed: ObservedInstance): void {
     const subscribe = (unsubscribe: Unsubscribe): void => {
-      this.subscriptions.push(unsubscribe);
+      if (observed.policy === 'fallback') {
+        this.subscriptions.push(unsubscribe);
+        return;
+      }
+      const list = this.own.get(observed.instance);
+      if (list === undefined) this.own.set(observed.instance, [unsubscribe]);
+      else list.push(unsubscribe);
     };
     switch (observed.policy) {
       case 'circuitBreaker': {
@@ -281,22 +458,22 @@ export class ResilienceMetricsBinding {
         subscribe(breaker.recordDurationsInto(calls));
         // The breaker's own count restarts with each window; the Prometheus counter must not.
         subscribe(breaker.onCallNotPermitted(() => void series.notPermitted++));
-        this.breakers.push(series);
+        this.breakers.set(breaker, series);
         break;
       }
       case 'retry':
-        this.retries.push(observed.instance);
+        this.retries.add(observed.instance);
         break;
       case 'bulkhead': {
         const series: BulkheadSeries = { bulkhead: observed.instance, rejected: 0 };
         subscribe(observed.instance.onCallRejected(() => void series.rejected++));
-        this.bulkheads.push(series);
+        this.bulkheads.set(observed.instance, series);
         break;
       }
       case 'timeLimiter': {
         // The limiter counts its calls; the series count those since this binding saw it.
         const limiter = observed.instance;
-        this.limiters.push({
+        this.limiters.set(limiter, {
           limiter,
           successful: limiter.successfulCalls,
           failed: limiter.failedCalls,
@@ -305,7 +482,7 @@ export class ResilienceMetricsBinding {
         break;
       }
       case 'rateLimiter':
-        this.rateLimiters.push(observed.instance);
+        this.rateLimiters.add(observed.instance);
         break;
       case 'fallback': {
         const policy = observed.instance;
@@ -339,128 +516,162 @@ export class ResilienceMetricsBinding {
 
   private collectors(): Array<readonly [FamilyDefinition, Collector]> {
     const f = METRIC_FAMILIES;
+    /** The breakers, each with the Emit its samples go through (its key's series too, with `perKey`). */
+    const breakers = (emit: Emit): [BreakerSeries, Emit][] => {
+      const shown = this.shownKeys('circuitBreaker');
+      return [...this.breakers.values()].map((series) => [series, this.keyedEmit(emit, series.breaker, shown)]);
+    };
+    const each = <I extends { readonly name: string; readonly key?: string }>(
+      policy: RegistryPolicy,
+      instances: Iterable<I>,
+      emit: Emit,
+    ): [I, Emit][] => {
+      const shown = this.shownKeys(policy);
+      return [...instances].map((instance) => [instance, this.keyedEmit(emit, instance, shown)]);
+    };
+    const retired = (policy: string, emit: Emit): [RetiredCounts, Emit][] =>
+      this.retiredFor(policy).map((counts) => [counts, this.retiredEmit(emit, counts)]);
     return [
       [
         f.circuitBreakerState,
         (emit) => {
-          for (const { breaker } of this.breakers) {
+          for (const [{ breaker }, e] of breakers(emit)) {
             const state = breaker.state;
             for (let i = 0; i < STATES.length; i++)
-              emit({ name: breaker.name, state: STATE_LABELS[i] }, STATES[i] === state ? 1 : 0);
+              e({ name: breaker.name, state: STATE_LABELS[i] }, STATES[i] === state ? 1 : 0);
           }
         },
       ],
       [
         f.circuitBreakerCalls,
         (emit) => {
-          for (const { breaker, calls } of this.breakers) {
-            for (let k = 0; k < CALL_KINDS.length; k++) this.emitHistogram(emit, breaker.name, CALL_KINDS[k], calls[k]);
-          }
+          for (const [{ breaker, calls }, e] of breakers(emit))
+            for (let k = 0; k < CALL_KINDS.length; k++) this.emitHistogram(e, breaker.name, CALL_KINDS[k], calls[k]);
+          for (const [counts, e] of retired('circuitBreaker', emit))
+            for (let k = 0; k < CALL_KINDS.length; k++)
+              this.emitHistogram(e, counts.name, CALL_KINDS[k], counts.calls[k]);
         },
       ],
       [
         f.circuitBreakerNotPermitted,
         (emit) => {
-          for (const { breaker, notPermitted } of this.breakers)
-            emit({ name: breaker.name, kind: 'not_permitted' }, notPermitted);
+          for (const [{ breaker, notPermitted }, e] of breakers(emit))
+            e({ name: breaker.name, kind: 'not_permitted' }, notPermitted);
+          for (const [counts, e] of retired('circuitBreaker', emit))
+            e({ name: counts.name, kind: 'not_permitted' }, counts.notPermitted);
         },
       ],
       [
         f.circuitBreakerFailureRate,
         (emit) => {
-          for (const { breaker } of this.breakers) emit({ name: breaker.name }, breaker.metrics.failureRate);
+          for (const [{ breaker }, e] of breakers(emit)) e({ name: breaker.name }, breaker.metrics.failureRate);
         },
       ],
       [
         f.circuitBreakerSlowCallRate,
         (emit) => {
-          for (const { breaker } of this.breakers) emit({ name: breaker.name }, breaker.metrics.slowCallRate);
+          for (const [{ breaker }, e] of breakers(emit)) e({ name: breaker.name }, breaker.metrics.slowCallRate);
         },
       ],
       [
         f.circuitBreakerBufferedCalls,
         (emit) => {
-          for (const { breaker } of this.breakers) {
+          for (const [{ breaker }, e] of breakers(emit)) {
             const m = breaker.metrics;
-            emit({ name: breaker.name, kind: 'successful' }, m.numberOfSuccessfulCalls);
-            emit({ name: breaker.name, kind: 'failed' }, m.numberOfFailedCalls);
+            e({ name: breaker.name, kind: 'successful' }, m.numberOfSuccessfulCalls);
+            e({ name: breaker.name, kind: 'failed' }, m.numberOfFailedCalls);
           }
         },
       ],
       [
         f.circuitBreakerSlowCalls,
         (emit) => {
-          for (const { breaker } of this.breakers) {
+          for (const [{ breaker }, e] of breakers(emit)) {
             const m = breaker.metrics;
-            emit({ name: breaker.name, kind: 'successful' }, m.numberOfSlowSuccessfulCalls);
-            emit({ name: breaker.name, kind: 'failed' }, m.numberOfSlowFailedCalls);
+            e({ name: breaker.name, kind: 'successful' }, m.numberOfSlowSuccessfulCalls);
+            e({ name: breaker.name, kind: 'failed' }, m.numberOfSlowFailedCalls);
           }
         },
       ],
       [
         f.retryCalls,
         (emit) => {
-          for (const retry of this.retries) {
+          for (const [retry, e] of each('retry', this.retries, emit)) {
             const m = retry.metrics;
-            emit({ name: retry.name, kind: 'successful_without_retry' }, m.successfulCallsWithoutRetry);
-            emit({ name: retry.name, kind: 'successful_with_retry' }, m.successfulCallsWithRetry);
-            emit({ name: retry.name, kind: 'failed_without_retry' }, m.failedCallsWithoutRetry);
-            emit({ name: retry.name, kind: 'failed_with_retry' }, m.failedCallsWithRetry);
+            emitRetryCalls(e, retry.name, [
+              m.successfulCallsWithoutRetry,
+              m.successfulCallsWithRetry,
+              m.failedCallsWithoutRetry,
+              m.failedCallsWithRetry,
+            ]);
           }
+          for (const [counts, e] of retired('retry', emit)) emitRetryCalls(e, counts.name, counts.retry);
         },
       ],
       [
         f.retryBudgetDenied,
         (emit) => {
-          for (const retry of this.retries) emit({ name: retry.name }, retry.metrics.budgetDenied);
+          for (const [retry, e] of each('retry', this.retries, emit))
+            e({ name: retry.name }, retry.metrics.budgetDenied);
+          for (const [counts, e] of retired('retry', emit)) e({ name: counts.name }, counts.retry[4]);
         },
       ],
       [
         f.bulkheadAvailable,
         (emit) => {
-          for (const { bulkhead } of this.bulkheads)
-            emit({ name: bulkhead.name }, bulkhead.metrics.availableConcurrentCalls);
+          for (const [bulkhead, e] of each('bulkhead', this.bulkheads.keys(), emit))
+            e({ name: bulkhead.name }, bulkhead.metrics.availableConcurrentCalls);
         },
       ],
       [
         f.bulkheadMaxAllowed,
         (emit) => {
-          for (const { bulkhead } of this.bulkheads)
-            emit({ name: bulkhead.name }, bulkhead.metrics.maxAllowedConcurrentCalls);
+          for (const [bulkhead, e] of each('bulkhead', this.bulkheads.keys(), emit))
+            e({ name: bulkhead.name }, bulkhead.metrics.maxAllowedConcurrentCalls);
         },
       ],
       [
         f.bulkheadQueueDepth,
         (emit) => {
-          for (const { bulkhead } of this.bulkheads) emit({ name: bulkhead.name }, bulkhead.metrics.queueDepth);
+          for (const [bulkhead, e] of each('bulkhead', this.bulkheads.keys(), emit))
+            e({ name: bulkhead.name }, bulkhead.metrics.queueDepth);
         },
       ],
       [
         f.bulkheadRejected,
         (emit) => {
-          for (const { bulkhead, rejected } of this.bulkheads) emit({ name: bulkhead.name }, rejected);
+          for (const [bulkhead, e] of each('bulkhead', this.bulkheads.keys(), emit))
+            e({ name: bulkhead.name }, (this.bulkheads.get(bulkhead) as BulkheadSeries).rejected);
+          for (const [counts, e] of retired('bulkhead', emit)) e({ name: counts.name }, counts.bulkheadRejected);
         },
       ],
       [
         f.rateLimiterAvailable,
         (emit) => {
-          for (const limiter of this.rateLimiters) emit({ name: limiter.name }, limiter.metrics.availablePermissions);
+          for (const [limiter, e] of each('rateLimiter', this.rateLimiters, emit))
+            e({ name: limiter.name }, limiter.metrics.availablePermissions);
         },
       ],
       [
         f.rateLimiterWaiting,
         (emit) => {
-          for (const limiter of this.rateLimiters) emit({ name: limiter.name }, limiter.metrics.numberOfWaitingThreads);
+          for (const [limiter, e] of each('rateLimiter', this.rateLimiters, emit))
+            e({ name: limiter.name }, limiter.metrics.numberOfWaitingThreads);
         },
       ],
       [
         f.timeLimiterCalls,
         (emit) => {
-          for (const { limiter, successful, failed, timeout } of this.limiters) {
-            emit({ name: limiter.name, kind: 'successful' }, limiter.successfulCalls - successful);
-            emit({ name: limiter.name, kind: 'failed' }, limiter.failedCalls - failed);
-            emit({ name: limiter.name, kind: 'timeout' }, limiter.timedOutCalls - timeout);
+          for (const [limiter, e] of each('timeLimiter', this.limiters.keys(), emit)) {
+            const { successful, failed, timeout } = this.limiters.get(limiter) as TimeLimiterSeries;
+            emitTimeLimiterCalls(e, limiter.name, [
+              limiter.successfulCalls - successful,
+              limiter.failedCalls - failed,
+              limiter.timedOutCalls - timeout,
+            ]);
           }
+          for (const [counts, e] of retired('timeLimiter', emit))
+            emitTimeLimiterCalls(e, counts.name, counts.timeLimiter);
         },
       ],
       [
@@ -525,4 +736,23 @@ export class ResilienceMetricsBinding {
     emit({ name, kind }, histogram.sumMs / 1000, '_sum');
     emit({ name, kind }, histogram.count, '_count');
   }
+}
+
+/** Adds the counts of `from` into `into`. */
+function addHistogram(into: DurationHistogram, from: DurationHistogram): void {
+  for (let i = 0; i < into.counts.length; i++) into.counts[i] += from.counts[i];
+  into.sumMs += from.sumMs;
+  into.count += from.count;
+}
+
+const RETRY_KINDS = ['successful_without_retry', 'successful_with_retry', 'failed_without_retry', 'failed_with_retry'];
+
+function emitRetryCalls(emit: Emit, name: string, counts: readonly number[]): void {
+  for (let i = 0; i < RETRY_KINDS.length; i++) emit({ name, kind: RETRY_KINDS[i] }, counts[i]);
+}
+
+const TIME_LIMITER_KINDS = ['successful', 'failed', 'timeout'];
+
+function emitTimeLimiterCalls(emit: Emit, name: string, counts: readonly number[]): void {
+  for (let i = 0; i < TIME_LIMITER_KINDS.length; i++) emit({ name, kind: TIME_LIMITER_KINDS[i] }, counts[i]);
 }

@@ -17,12 +17,14 @@ class AdminGuard {
 
 describe('module option metrics', () => {
   it('defaults to on-if-installed with prom-client buckets; a boolean sets enabled', () => {
-    expect(readMetricsOptions(undefined)).toEqual({ enabled: 'auto', buckets: DEFAULT_BUCKETS });
-    expect(readMetricsOptions(false)).toEqual({ enabled: false, buckets: DEFAULT_BUCKETS });
+    const perKeyOff = { perKey: false, perKeySeries: 20 };
+    expect(readMetricsOptions(undefined)).toEqual({ enabled: 'auto', buckets: DEFAULT_BUCKETS, ...perKeyOff });
+    expect(readMetricsOptions(false)).toEqual({ enabled: false, buckets: DEFAULT_BUCKETS, ...perKeyOff });
     expect(readMetricsOptions({ enabled: 'true', buckets: [0.1, 1] })).toEqual({
       enabled: true,
       registry: undefined,
       buckets: [0.1, 1],
+      ...perKeyOff,
     });
   });
 

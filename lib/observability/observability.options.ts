@@ -36,6 +36,15 @@ export interface MetricsOptions {
   registry?: MetricsRegistry;
   /** Upper bounds, in seconds, of the call-duration histogram's buckets. */
   buckets?: readonly number[];
+  /**
+   * Instances used per key also get series labelled `key`: one for each of
+   * the `perKeySeries` most used keys of each name, and `key="other"` for
+   * the rest, so their number stays bounded. The series of each name (every
+   * key added in) are there either way. Default false.
+   */
+  perKey?: boolean;
+  /** How many keys of each name get series of their own with `perKey`. Default 20. */
+  perKeySeries?: number;
 }
 
 /** Module option `health.fallbackShare`: when the share of fallback answers makes the service unhealthy. */
@@ -106,6 +115,8 @@ export interface ResolvedMetricsOptions {
   readonly enabled: boolean | 'auto';
   readonly registry?: MetricsRegistry;
   readonly buckets: readonly number[];
+  readonly perKey: boolean;
+  readonly perKeySeries: number;
 }
 
 /** `health` after validation (durations in ms). */
@@ -157,13 +168,16 @@ const atLeastOne = integerOption(1);
 
 /** Validates module option `metrics` (an object, or a boolean for `enabled`). */
 export function readMetricsOptions(raw: unknown): ResolvedMetricsOptions {
-  if (raw === undefined || raw === null) return { enabled: 'auto', buckets: DEFAULT_BUCKETS };
-  if (typeof raw === 'boolean') return { enabled: raw, buckets: DEFAULT_BUCKETS };
-  const given = new GivenOptions(raw, METRICS, ['enabled', 'registry', 'buckets']);
+  const keys = { perKey: false, perKeySeries: DEFAULT_PER_KEY_SERIES };
+  if (raw === undefined || raw === null) return { enabled: 'auto', buckets: DEFAULT_BUCKETS, ...keys };
+  if (typeof raw === 'boolean') return { enabled: raw, buckets: DEFAULT_BUCKETS, ...keys };
+  const given = new GivenOptions(raw, METRICS, ['enabled', 'registry', 'buckets', 'perKey', 'perKeySeries']);
   return {
     enabled: given.read('enabled', booleanOption) ?? 'auto',
     registry: given.read('registry', registryOption),
     buckets: given.read('buckets', bucketsOption) ?? DEFAULT_BUCKETS,
+    perKey: given.read('perKey', booleanOption) ?? false,
+    perKeySeries: given.read('perKeySeries', perKeySeriesOption) ?? DEFAULT_PER_KEY_SERIES,
   };
 }
 
@@ -247,6 +261,11 @@ function readWritable(status: GivenOptions): readonly GuardLike[] | undefined {
     invalidOption(writable.place, 'guards', 'a non-empty list of guards (classes or instances)', undefined)
   );
 }
+
+const perKeySeriesOption = integerOption(1);
+
+/** Keys of each name with series of their own when `perKeySeries` is not given. */
+export const DEFAULT_PER_KEY_SERIES = 20;
 
 function registryOption(value: unknown, place: string, key: string): MetricsRegistry {
   const r = value as Partial<Record<keyof MetricsRegistry, unknown>> | null;

@@ -142,8 +142,8 @@ const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPo
 @Injectable()
 export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly options: ResolvedHealthOptions;
-  private readonly breakers: CircuitBreakerPolicy[] = [];
-  private readonly rateLimiters: RateLimiterPolicy[] = [];
+  private breakers: CircuitBreakerPolicy[] = [];
+  private rateLimiters: RateLimiterPolicy[] = [];
   private readonly subscriptions: Unsubscribe[] = [];
   private fallbackShare: FallbackShare | undefined;
   private indicators: HealthIndicatorService | undefined;
@@ -163,14 +163,21 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
     const share = shareOptions && new FallbackShare(this.catalog.registry.clock, shareOptions.windowMs);
     this.fallbackShare = share;
     this.subscriptions.push(
-      this.catalog.watch((observed) => {
-        if (observed.policy === 'circuitBreaker') this.breakers.push(observed.instance);
-        else if (observed.policy === 'rateLimiter') this.rateLimiters.push(observed.instance);
-        else if (observed.policy === 'fallback' && share !== undefined)
-          this.subscriptions.push(share.track(observed.instance, observed.instance.onCall));
-        else if (observed.policy === 'cache' && share !== undefined)
-          this.subscriptions.push(share.trackCache(observed.instance));
-      }),
+      this.catalog.watch(
+        (observed) => {
+          if (observed.policy === 'circuitBreaker') this.breakers.push(observed.instance);
+          else if (observed.policy === 'rateLimiter') this.rateLimiters.push(observed.instance);
+          else if (observed.policy === 'fallback' && share !== undefined)
+            this.subscriptions.push(share.track(observed.instance, observed.instance.onCall));
+          else if (observed.policy === 'cache' && share !== undefined)
+            this.subscriptions.push(share.trackCache(observed.instance));
+        },
+        // An evicted undeclared name is no longer checked.
+        (evicted) => {
+          this.breakers = this.breakers.filter((b) => b !== evicted.instance);
+          this.rateLimiters = this.rateLimiters.filter((l) => l !== evicted.instance);
+        },
+      ),
     );
   }
 

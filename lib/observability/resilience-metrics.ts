@@ -55,6 +55,8 @@ export class ResilienceMetrics implements OnApplicationBootstrap, OnModuleDestro
     this.binding = new ResilienceMetricsBinding(this.catalog.registry, {
       registry: this.target,
       buckets: this.options.buckets,
+      perKey: this.options.perKey,
+      perKeySeries: this.options.perKeySeries,
       fallbacks: this.catalog.fallbacks,
       countCalls: countReportedCalls,
       idempotency: this.idempotency,

@@ -42,7 +42,9 @@ export type BreakerUpdate = keyof typeof BREAKER_UPDATES;
  */
 @Injectable()
 export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy {
-  private readonly instances: ObservedInstance[] = [];
+  private instances: ObservedInstance[] = [];
+  /** The journal's subscriptions to each instance, dropped when it is evicted. */
+  private readonly recording = new Map<object, Unsubscribe[]>();
   private readonly journal: EventJournal;
   private readonly subscriptions: Unsubscribe[] = [];
 
@@ -56,10 +58,18 @@ export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy
   /** Starts recording events of every instance. */
   onApplicationBootstrap(): void {
     this.subscriptions.push(
-      this.catalog.watch((observed) => {
-        this.instances.push(observed);
-        this.subscriptions.push(...this.journal.record(observed));
-      }),
+      this.catalog.watch(
+        (observed) => {
+          this.instances.push(observed);
+          this.recording.set(observed.instance, this.journal.record(observed));
+        },
+        // An evicted undeclared name leaves the listing; its events stay in the journal's buffer.
+        (evicted) => {
+          this.instances = this.instances.filter((o) => o.instance !== evicted.instance);
+          for (const unsubscribe of this.recording.get(evicted.instance) ?? []) unsubscribe();
+          this.recording.delete(evicted.instance);
+        },
+      ),
     );
     const faults = this.catalog.registry.faults;
     if (faults.enabled) this.subscriptions.push(this.journal.recordFaults(faults));
@@ -69,6 +79,8 @@ export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy
   onModuleDestroy(): void {
     for (const unsubscribe of this.subscriptions) unsubscribe();
     this.subscriptions.length = 0;
+    for (const unsubscribes of this.recording.values()) for (const unsubscribe of unsubscribes) unsubscribe();
+    this.recording.clear();
   }
 
   /** Every instance of `policy` (named `name`, if given). */

@@ -12,7 +12,8 @@ import {
   PIPELINE_NAMES_NOTHING,
   PIPELINE_UNKNOWN_KEY,
 } from './pipeline.messages';
-import { PipelineFallback, PipelineOptions } from './pipeline.options';
+import { PipelineFallback, PipelineKeyOptions, PipelineOptions } from './pipeline.options';
+import type { InstanceKeys, LayerChoice } from '../engine/keyed-pipeline';
 import type { Clock } from '../kernel/clock';
 import { checkInstanceName } from '../kernel/instance-name';
 import type { FaultInjector } from '../features/fault-injection/fault-injector';
@@ -46,6 +47,7 @@ export interface PipelineSource {
   deriveCache(name: string, overrides: object, place: string, where: string, anonymous?: boolean): CachePolicy;
   declaresCache(name: string): boolean;
   trackFallback(policy: FallbackPolicy): void;
+  keysOf<P extends RegistryPolicy>(policy: P, instance: PolicyInstances[P]): InstanceKeys<ComposedLayer['policy']>;
 }
 
 /** The registry's policies a pipeline's options may name. */
@@ -63,8 +65,13 @@ const PIPELINE_KEYS = ['name', ...PIPELINE_POLICIES, 'hedge', 'cache', 'fallback
  * declared under a name, or the instances (named or inline) and fallbacks
  * the options give, composed in the decorators' order.
  */
-export function buildPipeline(registry: PipelineSource, nameOrOptions: string | PipelineOptions): ResiliencePipeline {
-  if (typeof nameOrOptions === 'string') return namedPipeline(registry, nameOrOptions);
+export function buildPipeline(
+  registry: PipelineSource,
+  nameOrOptions: string | PipelineOptions,
+  keyOptions?: PipelineKeyOptions,
+): ResiliencePipeline {
+  const keyOf = readKey(keyOptions, typeof nameOrOptions === 'string' ? nameOrOptions : nameOrOptions?.name);
+  if (typeof nameOrOptions === 'string') return namedPipeline(registry, nameOrOptions, keyOf);
   if (nameOrOptions === null || typeof nameOrOptions !== 'object' || Array.isArray(nameOrOptions))
     throw new Error(PIPELINE_BAD_ARGUMENT(nameOrOptions));
   const options = nameOrOptions;
@@ -102,10 +109,30 @@ export function buildPipeline(registry: PipelineSource, nameOrOptions: string | 
   else if (cache !== undefined && cache !== null && typeof cache === 'object' && !Array.isArray(cache))
     layers.push(cacheLayer(registry.deriveCache(name, cache, `cache options of ${where}`, where, true), fallback));
   else if (cache !== undefined) throw new Error(PIPELINE_BAD_LAYER(name, 'cache', cache));
-  return compose(registry, name, layers, fallback);
+  return compose(registry, name, layers, fallback, keyOf);
 }
 
-function namedPipeline(registry: PipelineSource, name: string): ResiliencePipeline {
+/** The key function of `options`: a fixed key, or one read from `execute`'s `args`; undefined for a pipeline not used per key. */
+function readKey(
+  options: PipelineKeyOptions | undefined,
+  name: string | undefined,
+): ((...args: unknown[]) => unknown) | undefined {
+  if (options === undefined) return undefined;
+  const key: unknown = (options as { key?: unknown } | null)?.key;
+  if (typeof key === 'string') return () => key;
+  if (typeof key === 'function') {
+    const fn = key as (...args: unknown[]) => unknown;
+    // The first argument is the function run, which `execute` puts before its `args`.
+    return (_fn: unknown, ...args: unknown[]) => fn(...args);
+  }
+  throw new Error(PIPELINE_BAD_LAYER(name ?? 'pipeline', 'key', key));
+}
+
+function namedPipeline(
+  registry: PipelineSource,
+  name: string,
+  keyOf: ((...args: unknown[]) => unknown) | undefined,
+): ResiliencePipeline {
   checkInstanceName(name, 'ResilienceRegistry.pipeline');
   const where = `pipeline '${name}'`;
   const layers: ComposedLayer[] = PIPELINE_POLICIES.filter((policy) =>
@@ -114,7 +141,7 @@ function namedPipeline(registry: PipelineSource, name: string): ResiliencePipeli
   if (registry.declaresHedge(name)) layers.push(hedgeLayer(name, registry.hedge(name, where)));
   if (registry.declaresCache(name)) layers.push(cacheLayer(registry.cache(name, where), undefined));
   if (layers.length === 0) throw new Error(PIPELINE_NAMES_NOTHING(name));
-  return compose(registry, name, layers, undefined);
+  return compose(registry, name, layers, undefined, keyOf);
 }
 
 /** A pipeline's hedge layer; refused unless the instance is declared safe to repeat. */
@@ -138,17 +165,28 @@ function compose(
   name: string,
   layers: ComposedLayer[],
   fallback: FallbackPolicy | undefined,
+  keyOf: ((...args: unknown[]) => unknown) | undefined,
 ): ResiliencePipeline {
   const faults = registry.faults;
   const names = [...new Set([...layers.filter((l) => l.kind !== 'fallback').map((l) => l.policy.name), name])];
+  const sorted = innermostFirst(layers, registry.options.order);
+  const keyed =
+    keyOf === undefined
+      ? undefined
+      : sorted.map((layer): LayerChoice => {
+          if (!PIPELINE_POLICIES.includes(layer.kind as RegistryPolicy)) return layer;
+          const kind = layer.kind as RegistryPolicy;
+          return { kind, keys: registry.keysOf(kind, layer.policy as PolicyInstances[RegistryPolicy]), keyOf };
+        });
   return new ResiliencePipeline(
     name,
-    innermostFirst(layers, registry.options.order),
+    sorted,
     registry.clock,
     fallback,
     faults.enabled
       ? { wrapCall: (call) => faults.wrapCall(names, call), observe: (source) => faults.observe(names, source) }
       : undefined,
+    keyed,
   );
 }
 

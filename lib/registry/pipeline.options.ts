@@ -51,3 +51,17 @@ export interface PipelineOptions {
   /** Typed fallbacks: the most specific declared class of the error answers, as with `@Fallback`. */
   readonly fallback?: PipelineFallback | readonly PipelineFallback[];
 }
+
+/**
+ * The second argument of `registry.pipeline(nameOrOptions, { key })`: the
+ * pipeline's policies used per key, each key with its own instances made
+ * from the named ones' configs (hedges and fallbacks stay shared).
+ */
+export interface PipelineKeyOptions {
+  /**
+   * A fixed key (`{ key: host }`: the pipeline of that host), or a function
+   * of the call's arguments, which `execute(fn, { args })` and
+   * `observe(source, { args })` pass (`{ key: (host: string) => host }`).
+   */
+  readonly key: string | ((...args: never[]) => string);
+}

@@ -31,4 +31,6 @@ export interface InstanceCreatedEvent<P extends RegistryPolicy = RegistryPolicy>
   readonly instance: PolicyInstances[P];
   /** True for a method's private instance made from decorator overrides. */
   readonly derived: boolean;
+  /** The key, for the instance of one key of a named (or derived) instance; else undefined. */
+  readonly key?: string;
 }

@@ -1,5 +1,4 @@
 import { Clock } from '../kernel/clock';
-import { TooManyInstancesError } from '../kernel/errors';
 import { describe, instancePlace } from '../config/config.messages';
 import { RegistryOptions } from './registry.options';
 import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions, resolveOptions } from './resolve-options';
@@ -20,9 +19,11 @@ import { RetryPolicy } from '../policies/retry/retry.policy';
 import { TimeLimiter } from '../policies/time-limiter/time-limiter.policy';
 import { ResiliencePipeline } from '../engine/resilience-pipeline';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
-import { PipelineOptions } from './pipeline.options';
+import { PipelineKeyOptions, PipelineOptions } from './pipeline.options';
 import { buildPipeline } from './pipeline-builder';
 import { InstanceCache, InstanceKind } from './instance-cache';
+import { KeyedInstances } from './keyed-instances';
+import type { LruEntry } from './instance-lru';
 import { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './policy-instances';
 import { FaultInjector } from '../features/fault-injection/fault-injector';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
@@ -45,8 +46,8 @@ const RECONFIGURABLE: readonly ReconfigurablePolicy[] = [
 import { CachePolicy } from '../policies/cache/cache.policy';
 import { CACHE_SCHEMA, CacheConfig } from '../policies/cache/cache.config';
 
-/** How one kind of instance is made, from the registry and the instance's name, config and place (for errors). */
-type Make<C, I> = (registry: ResilienceRegistry, name: string, config: C, place: string) => I;
+/** How one kind of instance is made, from the registry and the instance's name, config, place (for errors) and key. */
+type Make<C, I> = (registry: ResilienceRegistry, name: string, config: C, place: string, key?: string) => I;
 
 /** How each policy's instances run with a new config, keeping their state. */
 const POLICY_RECONFIGURERS: {
@@ -65,19 +66,62 @@ const POLICY_RECONFIGURERS: {
 
 /** How each policy's instances are made. */
 const POLICY_FACTORIES: { readonly [P in RegistryPolicy]: Make<PolicyConfigs[P], PolicyInstances[P]> } = {
-  retry: (r, name, config) => new RetryPolicy(name, config, r.clock, r.random),
-  circuitBreaker: (r, name, config, place) => {
-    const breaker = new CircuitBreakerPolicy(name, config, r.clock, r.random);
-    if (config.shared) r.circuitBreakerFleet(place).join(breaker, config.shared.quorum);
+  retry: (r, name, config, _place, key) => new RetryPolicy(name, config, r.clock, r.random, key),
+  circuitBreaker: (r, name, config, place, key) => {
+    const breaker = new CircuitBreakerPolicy(name, config, r.clock, r.random, key);
+    // The fleet shares a name's transitions; the states of its keys stay each replica's own.
+    if (config.shared && key === undefined) r.circuitBreakerFleet(place).join(breaker, config.shared.quorum);
     return breaker;
   },
-  bulkhead: (r, name, config) => new BulkheadPolicy(name, config, r.clock),
-  timeLimiter: (r, name, config) => new TimeLimiter(name, config, r.clock, r.options.deadline.attemptContext),
-  rateLimiter: (r, name, config, place) => {
+  bulkhead: (r, name, config, _place, key) => new BulkheadPolicy(name, config, r.clock, key),
+  timeLimiter: (r, name, config, _place, key) =>
+    new TimeLimiter(name, config, r.clock, r.options.deadline.attemptContext, key),
+  rateLimiter: (r, name, config, place, key) => {
     if (config.shared) requireStore(r.rateLimiterStore, place);
-    return new RateLimiterPolicy(name, config, r.clock, config.shared ? r.rateLimiterStore : undefined);
+    return new RateLimiterPolicy(name, config, r.clock, config.shared ? r.rateLimiterStore : undefined, key);
   },
 };
+
+/** When an instance holds state a restart would lose, so that it is never evicted. */
+const HOLDS_STATE: { readonly [P in RegistryPolicy]: (instance: PolicyInstances[P]) => boolean } = {
+  retry: () => false,
+  circuitBreaker: (breaker) => breaker.holdsState,
+  bulkhead: bulkheadHoldsState,
+  timeLimiter: () => false,
+  rateLimiter: (limiter) => limiter.metrics.numberOfWaitingThreads > 0,
+};
+
+/** A bulkhead with calls in flight or waiting. */
+function bulkheadHoldsState(bulkhead: BulkheadPolicy): boolean {
+  const m = bulkhead.metrics;
+  return m.availableConcurrentCalls < m.maxAllowedConcurrentCalls || m.queueDepth > 0;
+}
+
+/** What the registry's getters take besides the name. */
+export interface InstanceOptions {
+  /**
+   * The key whose own instance is wanted (a host, a tenant): made on first
+   * use from the named instance's config, with state of its own, kept
+   * within the section's `keys` bounds. Ask each time rather than holding
+   * the instance: an idle key may be evicted, and is made afresh when asked for again.
+   */
+  readonly key?: string;
+}
+
+/** Announced whenever the registry evicts an instance: an idle or least recently used key, or undeclared name. */
+export interface InstanceEvictedEvent<P extends RegistryPolicy = RegistryPolicy> {
+  /** The policy the instance belongs to. */
+  readonly policy: P;
+  /** The instance's name. */
+  readonly name: string;
+  /** The key evicted, for an instance used per key; undefined for an undeclared name. */
+  readonly key?: string;
+  /** The instance evicted. */
+  readonly instance: PolicyInstances[P];
+}
+
+/** The caller named by default in messages: asked through a getter, not held by a decorated method or pipeline. */
+const GETTER = 'ResilienceRegistry';
 
 /** A thread-pool bulkhead runs as a bulkhead of `maxThreadPoolSize` calls at once. */
 const makeThreadPoolBulkhead: Make<PolicyConfigs['bulkhead'], BulkheadPolicy> = POLICY_FACTORIES.bulkhead;
@@ -121,17 +165,14 @@ export class ResilienceRegistry {
   private readonly cacheList: CachePolicy[] = [];
   private readonly cacheStream = new EventStream<CachePolicy>();
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
+  private readonly evictedStream = new EventStream<InstanceEvictedEvent>();
   private readonly warned = new Set<string>();
-  private readonly undeclared: { [P in RegistryPolicy]: number } = {
-    retry: 0,
-    circuitBreaker: 0,
-    bulkhead: 0,
-    timeLimiter: 0,
-    rateLimiter: 0,
-  };
 
-  /** Every instance created from now on (subscribe, then read {@link ResilienceRegistry.all} for the earlier ones). */
+  /** Every instance created from now on (subscribe, then read {@link ResilienceRegistry.all} for the earlier ones), the instances of keys included. */
   readonly onInstanceCreated = this.createdStream.subscribe;
+
+  /** Every instance evicted from now on: a key or an undeclared name, idle or least recently used past its bound. */
+  readonly onInstanceEvicted = this.evictedStream.subscribe;
 
   /**
    * @param options - module options (a `ResilienceModuleOptions` object, whose
@@ -163,11 +204,12 @@ export class ResilienceRegistry {
         configs: this.options.threadPoolBulkhead,
         schema: POLICY_SCHEMAS.bulkhead,
         warnsCloseName: false,
-        make: (name, config, place) => makeThreadPoolBulkhead(this, name, config, place),
+        make: (name, config, place, key) => makeThreadPoolBulkhead(this, name, config, place, key),
+        holdsState: bulkheadHoldsState,
         reconfigure: (instance, config) => instance.reconfigure(config),
       },
-      (name) => this.countUndeclared('bulkhead', name),
-      (name, instance, derived) => this.announce('bulkhead', name, instance, derived),
+      'bulkhead',
+      this.options.maxUndeclaredInstances,
     );
     this.hedging = this.instanceCache(
       {
@@ -176,8 +218,10 @@ export class ResilienceRegistry {
         schema: HEDGE_SCHEMA,
         warnsCloseName: false,
         make: (name, config, place) => makeHedge(this, name, config, place),
+        holdsState: () => false,
       },
-      () => undefined,
+      'hedging',
+      Infinity,
       (_name, instance) => this.hedgeList.push(instance),
     );
     this.caching = this.instanceCache(
@@ -187,8 +231,10 @@ export class ResilienceRegistry {
         schema: CACHE_SCHEMA,
         warnsCloseName: true,
         make: (name, config) => new CachePolicy(name, config, this.clock, (message) => this.warn(message)),
+        holdsState: () => false,
       },
-      () => undefined,
+      'cache',
+      Infinity,
       (_name, instance) => {
         this.cacheList.push(instance);
         if (this.cacheStream.active) this.cacheStream.emit(instance);
@@ -245,7 +291,7 @@ export class ResilienceRegistry {
   reconfigure(policy: ReconfigurablePolicy, name: string, patch: object): ConfigChangedEvent[] {
     const cache = (policy === 'bulkhead' && this.onlyThreadPool(name)
       ? this.threadPoolBulkheads
-      : this.instanceCaches[policy]) as unknown as InstanceCache<object, unknown>;
+      : this.instanceCaches[policy]) as unknown as InstanceCache<object, object>;
     const section = cache.patched(name, patch, 'ResilienceRegistry.reconfigure');
     const events = cache.commit(section, cache.plan(section));
     this.resolved =
@@ -270,13 +316,16 @@ export class ResilienceRegistry {
     const next = resolveOptions(options, (m) => this.warnOnce(m));
     this.checkStores(next.sections.rateLimiter, next.sections.circuitBreaker);
     const moves: Array<() => ConfigChangedEvent[]> = [];
-    const stage = <C extends object>(cache: InstanceCache<C, unknown>, section: ResolvedSection<C>): void => {
+    const stage = <C extends object, I extends object>(
+      cache: InstanceCache<C, I>,
+      section: ResolvedSection<C>,
+    ): void => {
       const changes = cache.plan(section);
       moves.push(() => cache.commit(section, changes));
     };
     for (const policy of RECONFIGURABLE)
       stage(
-        this.instanceCaches[policy] as unknown as InstanceCache<object, unknown>,
+        this.instanceCaches[policy] as unknown as InstanceCache<object, object>,
         next.sections[policy] as ResolvedSection<object>,
       );
     stage(this.threadPoolBulkheads, next.threadPoolBulkhead);
@@ -294,23 +343,31 @@ export class ResilienceRegistry {
     return this.options.random;
   }
 
-  /** The retry instance `name`. */
-  retry(name: string): RetryPolicy {
-    return this.get('retry', name);
+  /** The retry instance `name` (with `{ key }`: that key's own instance of it). */
+  retry(name: string, options?: InstanceOptions): RetryPolicy {
+    return this.instance('retry', name, options);
   }
 
-  /** The circuit breaker instance `name`. */
-  circuitBreaker(name: string): CircuitBreakerPolicy {
-    return this.get('circuitBreaker', name);
+  /**
+   * The circuit breaker instance `name`; with `{ key }`, that key's own
+   * breaker, made from the instance's config.
+   *
+   * @example
+   * ```ts
+   * const breaker = registry.circuitBreaker('payments', { key: host });
+   * ```
+   */
+  circuitBreaker(name: string, options?: InstanceOptions): CircuitBreakerPolicy {
+    return this.instance('circuitBreaker', name, options);
   }
 
   /**
    * The bulkhead instance `name`: the semaphore bulkhead (Resilience4j's
    * default type), or the thread-pool bulkhead when only `threadPoolBulkhead`
-   * declares the name.
+   * declares the name. With `{ key }`, that key's own bulkhead.
    */
-  bulkhead(name: string): BulkheadPolicy {
-    return this.get('bulkhead', name);
+  bulkhead(name: string, options?: InstanceOptions): BulkheadPolicy {
+    return this.instance('bulkhead', name, options);
   }
 
   /**
@@ -318,8 +375,8 @@ export class ResilienceRegistry {
    * run as a bulkhead of `maxThreadPoolSize` calls at once and `queueCapacity`
    * waiting; an undeclared name gets `threadPoolBulkhead.configs.default`.
    */
-  threadPoolBulkhead(name: string, where = 'ResilienceRegistry'): BulkheadPolicy {
-    return this.threadPoolBulkheads.get(name, where);
+  threadPoolBulkhead(name: string, where = GETTER): BulkheadPolicy {
+    return this.threadPoolBulkheads.get(name, where, where !== GETTER);
   }
 
   /** @internal A private thread-pool bulkhead for one decorated method: `name`'s config with `overrides` applied. */
@@ -327,22 +384,52 @@ export class ResilienceRegistry {
     return this.threadPoolBulkheads.derive(name, overrides, place, where, false);
   }
 
-  /** The rate limiter instance `name`. */
-  rateLimiter(name: string): RateLimiterPolicy {
-    return this.get('rateLimiter', name);
+  /** The rate limiter instance `name` (with `{ key }`: that key's own limiter, e.g. a limit per tenant). */
+  rateLimiter(name: string, options?: InstanceOptions): RateLimiterPolicy {
+    return this.instance('rateLimiter', name, options);
   }
 
-  /** The time limiter instance `name`. */
-  timeLimiter(name: string): TimeLimiter {
-    return this.get('timeLimiter', name);
+  /** The time limiter instance `name` (with `{ key }`: that key's own instance of it). */
+  timeLimiter(name: string, options?: InstanceOptions): TimeLimiter {
+    return this.instance('timeLimiter', name, options);
+  }
+
+  /**
+   * The keys of the instance `name` kept now, each with its own instance
+   * (idle keys evicted first). What a change of the name's settings must
+   * reach: every key's instance is made from the name's config object.
+   */
+  keys<P extends RegistryPolicy>(policy: P, name: string): ReadonlyMap<string, PolicyInstances[P]> {
+    const family = this.cacheOf(policy, name).existingKeysOf(this.get(policy, name));
+    return new Map((family?.entries() ?? []).map((entry) => [entry.key, entry.instance]));
+  }
+
+  /** @internal The instance of every key kept now, of every instance of `policy` (thread-pool bulkheads included). */
+  allKeys<P extends RegistryPolicy>(policy: P): readonly LruEntry<PolicyInstances[P]>[] {
+    const cache = this.instanceCaches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>;
+    const threadPool = policy === 'bulkhead' ? this.threadPoolBulkheads.allKeys() : [];
+    return [...cache.allKeys(), ...(threadPool as unknown as LruEntry<PolicyInstances[P]>[])];
+  }
+
+  /**
+   * @internal The keys of `instance` (a named or derived instance of
+   * `policy` this registry made): what a keyed layer of a decorated method
+   * or pipeline picks its instance from on each call.
+   */
+  keysOf<P extends RegistryPolicy>(policy: P, instance: PolicyInstances[P]): KeyedInstances<PolicyInstances[P]> {
+    const cache = this.instanceCaches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>;
+    const family =
+      cache.keysOf(instance) ??
+      (policy === 'bulkhead' ? this.threadPoolBulkheads.keysOf(instance as BulkheadPolicy) : undefined);
+    return family as KeyedInstances<PolicyInstances[P]>;
   }
 
   /**
    * The hedge instance `name` (section `hedging`), created on first use from
    * its declaration or `configs.default`; in strict mode an undeclared name throws.
    */
-  hedge(name: string, where = 'ResilienceRegistry'): HedgePolicy {
-    return this.hedging.get(name, where);
+  hedge(name: string, where = GETTER): HedgePolicy {
+    return this.hedging.get(name, where, where !== GETTER);
   }
 
   /**
@@ -400,12 +487,18 @@ export class ResilienceRegistry {
 
   /**
    * The named instance of `policy`, created on first use. In strict mode an
-   * undeclared name throws, naming `where` it was asked for.
+   * undeclared name throws, naming `where` it was asked for. Asked for by a
+   * decorated method or a pipeline (a `where` other than the default), an
+   * undeclared name is held for good: it is never evicted.
    */
-  get<P extends RegistryPolicy>(policy: P, name: string, where = 'ResilienceRegistry'): PolicyInstances[P] {
+  get<P extends RegistryPolicy>(policy: P, name: string, where = GETTER): PolicyInstances[P] {
     if (policy === 'bulkhead' && this.onlyThreadPool(name))
       return this.threadPoolBulkhead(name, where) as PolicyInstances[P];
-    return (this.instanceCaches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).get(name, where);
+    return (this.instanceCaches[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>).get(
+      name,
+      where,
+      where !== GETTER,
+    );
   }
 
   /**
@@ -445,10 +538,13 @@ export class ResilienceRegistry {
    * ```ts
    * const stock = registry.pipeline('inventory');
    * await stock.execute((signal) => fetchStock(sku, signal));
+   * // one breaker and limiter per host, the host read from execute's args
+   * const perHost = registry.pipeline('payments', { key: (host: string) => host });
+   * await perHost.execute((signal) => charge(host, signal), { args: [host] });
    * ```
    */
-  pipeline(nameOrOptions: string | PipelineOptions): ResiliencePipeline {
-    return buildPipeline(this, nameOrOptions);
+  pipeline(nameOrOptions: string | PipelineOptions, keyOptions?: PipelineKeyOptions): ResiliencePipeline {
+    return buildPipeline(this, nameOrOptions, keyOptions);
   }
 
   /** @internal The fallback policies of the pipelines and decorated methods made so far. */
@@ -484,7 +580,24 @@ export class ResilienceRegistry {
     this.warn(message);
   }
 
-  /** The cache of `policy`'s instances: its section of the options, its factory, its count of undeclared names. */
+  /** The instance `name` of `policy`, or of its `key` when one is given. */
+  private instance<P extends RegistryPolicy>(policy: P, name: string, options?: InstanceOptions): PolicyInstances[P] {
+    const named = this.get(policy, name);
+    const key = options?.key;
+    return key === undefined ? named : this.keysOf(policy, named).get(key);
+  }
+
+  /** The cache that makes the instance `name` of `policy`. */
+  private cacheOf<P extends RegistryPolicy>(
+    policy: P,
+    name: string,
+  ): InstanceCache<PolicyConfigs[P], PolicyInstances[P]> {
+    if (policy === 'bulkhead' && this.onlyThreadPool(name))
+      return this.threadPoolBulkheads as unknown as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>;
+    return this.instanceCaches[policy];
+  }
+
+  /** The cache of `policy`'s instances: its section of the options, its factory, its bound on undeclared names. */
   private policyCache<P extends RegistryPolicy>(policy: P): InstanceCache<PolicyConfigs[P], PolicyInstances[P]> {
     const make: Make<PolicyConfigs[P], PolicyInstances[P]> = POLICY_FACTORIES[policy];
     const reconfigure = POLICY_RECONFIGURERS[policy] as (
@@ -498,15 +611,16 @@ export class ResilienceRegistry {
         configs: this.options.sections[policy],
         schema: POLICY_SCHEMAS[policy],
         warnsCloseName: true,
-        make: (name, config, place) => make(this, name, config, place),
+        make: (name, config, place, key) => make(this, name, config, place, key),
+        holdsState: HOLDS_STATE[policy],
         check: (config, place) => {
           if (policy === 'rateLimiter' && (config as RateLimiterConfig).shared)
             requireStore(this.rateLimiterStore, place);
         },
         reconfigure: (instance, config) => reconfigure(this, instance, config),
       },
-      (name) => this.countUndeclared(policy, name),
-      (name, instance, derived) => this.announce(policy, name, instance, derived),
+      policy,
+      this.options.maxUndeclaredInstances,
     );
   }
 
@@ -524,22 +638,32 @@ export class ResilienceRegistry {
       if (config.shared) this.circuitBreakerFleet(instancePlace('circuitBreaker', 'instance', name));
   }
 
-  private instanceCache<C extends object, I>(
+  private instanceCache<C extends object, I extends object>(
     kind: InstanceKind<C, I>,
-    countUndeclared: (name: string) => void,
-    made: (name: string, instance: I, derived: boolean) => void,
+    policy: RegistryPolicy | 'hedging' | 'cache',
+    maxUndeclared: number,
+    made?: (name: string, instance: I) => void,
   ): InstanceCache<C, I> {
     return new InstanceCache(kind, {
       strict: this.options.strict,
-      countUndeclared,
+      maxUndeclared,
+      policy,
+      clock: this.clock,
       warnOnce: (message) => this.warnOnce(message),
-      made: (name, instance, derived) => made(name, instance as I, derived),
+      made: (name, instance, derived, key) => {
+        made?.(name, instance as I);
+        if (policy !== 'hedging' && policy !== 'cache') this.announce(policy, name, instance, derived, key);
+      },
+      evicted: (name, instance, key) => {
+        if (policy !== 'hedging' && policy !== 'cache' && this.evictedStream.active)
+          this.evictedStream.emit({ policy, name, key, instance } as InstanceEvictedEvent);
+      },
     });
   }
 
   /** Publishes an instance made for `policy`, and keeps it when it is a method's own. */
-  private announce(policy: RegistryPolicy, name: string, instance: unknown, derived: boolean): void {
-    const event = { policy, name, instance, derived } as InstanceCreatedEvent;
+  private announce(policy: RegistryPolicy, name: string, instance: unknown, derived: boolean, key?: string): void {
+    const event = { policy, name, instance, derived, key } as InstanceCreatedEvent;
     if (derived) this.derived.push(event);
     if (this.createdStream.active) this.createdStream.emit(event);
   }
@@ -547,12 +671,6 @@ export class ResilienceRegistry {
   /** True when `name` is a thread-pool bulkhead and no semaphore bulkhead: `@Bulkhead(name)` then uses it, as it did before both could share a name. */
   private onlyThreadPool(name: string): boolean {
     return this.threadPoolBulkheads.declares(name) && !this.instanceCaches.bulkhead.declares(name);
-  }
-
-  private countUndeclared(policy: RegistryPolicy, name: string): void {
-    if (this.undeclared[policy] >= this.options.maxUndeclaredInstances)
-      throw new TooManyInstancesError(policy, name, this.options.maxUndeclaredInstances);
-    this.undeclared[policy]++;
   }
 }
 

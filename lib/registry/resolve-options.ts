@@ -288,7 +288,7 @@ function threadPoolBulkheads(
   const instances = new Map<string, BulkheadConfig>();
   for (const [name, config] of threadPool.instances) instances.set(name, Object.freeze(asBulkhead(config)));
   if (threadPool.instances.size > 0) warn(THREAD_POOL_BULKHEAD_MAPPED([...threadPool.instances.keys()]));
-  return { defaultConfig: Object.freeze(asBulkhead(threadPool.defaultConfig)), instances };
+  return { defaultConfig: Object.freeze(asBulkhead(threadPool.defaultConfig)), instances, keys: threadPool.keys };
 }
 
 function readClock(value: unknown): Clock {

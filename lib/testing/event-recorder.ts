@@ -31,7 +31,7 @@ export interface EventRecorder {
 
 /**
  * Records every event of every instance of `registry` — those that exist,
- * those made later, the fallbacks of decorated methods and pipelines, and
+ * those made later, the instances of keys (their events carry `key`), the fallbacks of decorated methods and pipelines, and
  * injected faults — in the order they happen.
  *
  * @example
@@ -49,8 +49,11 @@ export function recordEvents(registry: ResilienceRegistry): EventRecorder {
   const push = (policy: string, name: string) => (type: string) => (event: object) =>
     void events.push({ policy, name, type, at: clock.now(), event });
   subscriptions.push(
-    watchInstances(registry, registry.fallbacks, (observed) =>
-      subscriptions.push(...subscribeEvents(observed, push(observed.policy, observed.name))),
+    watchInstances(
+      registry,
+      registry.fallbacks,
+      (observed) => subscriptions.push(...subscribeEvents(observed, push(observed.policy, observed.name))),
+      { keys: true },
     ),
   );
   subscriptions.push(registry.faults.onFaultInjected((event) => push('faults', event.name)(event.type)(event)));

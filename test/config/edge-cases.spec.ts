@@ -48,7 +48,7 @@ describe('integers too large to allocate', () => {
 });
 
 describe('instances created from request data', () => {
-  it('are capped at maxUndeclaredInstances per policy, with a message naming the option', () => {
+  it('are capped at maxUndeclaredInstances per policy: an idle name makes room, and none is refused with a message naming the option', () => {
     const registry = new ResilienceRegistry({
       maxUndeclaredInstances: 3,
       circuitBreaker: { instances: { declared: {} } },
@@ -56,25 +56,31 @@ describe('instances created from request data', () => {
     for (const tenant of ['t1', 't2', 't3']) registry.circuitBreaker(`tenant-${tenant}`);
     registry.circuitBreaker('declared');
     registry.circuitBreaker('tenant-t1');
-    expect(() => registry.circuitBreaker('tenant-t4')).toThrow(
-      TOO_MANY_UNDECLARED_INSTANCES('circuitBreaker', 'tenant-t4', 3),
+    // t2 is the least recently used idle name: t4 takes its place.
+    registry.circuitBreaker('tenant-t4');
+    expect(
+      registry
+        .all('circuitBreaker')
+        .map((b) => b.name)
+        .sort(),
+    ).toEqual(['declared', 'tenant-t1', 'tenant-t3', 'tenant-t4']);
+    // Breakers held open keep their state: with every undeclared name open, a fourth is refused.
+    for (const name of ['tenant-t1', 'tenant-t3', 'tenant-t4'])
+      registry.circuitBreaker(name).transitionToForcedOpenState();
+    expect(() => registry.circuitBreaker('tenant-t5')).toThrow(
+      TOO_MANY_UNDECLARED_INSTANCES('circuitBreaker', 'tenant-t5', 3),
     );
     expect(registry.retry('another-policy').config.maxAttempts).toBe(3);
   });
 
-  it('are capped at 100 per policy by default: 200 names taken from requests do not make 200 instances', () => {
+  it('are capped at 100 per policy by default: 200 names taken from requests never hold more than 100 instances', () => {
     const registry = new ResilienceRegistry({});
-    const created: string[] = [];
-    for (let i = 0; i < 200; i++) {
-      try {
-        registry.circuitBreaker(`customer-${i}`);
-        created.push(`customer-${i}`);
-      } catch {
-        // refused beyond the cap
-      }
-    }
-    expect(created).toHaveLength(100);
-    expect(registry.all('circuitBreaker')).toHaveLength(100);
+    for (let i = 0; i < 200; i++) registry.circuitBreaker(`customer-${i}`);
+    const kept = registry.all('circuitBreaker').map((b) => b.name);
+    expect(kept).toHaveLength(100);
+    // The most recent names are kept; the least recently used were evicted.
+    expect(kept).toContain('customer-199');
+    expect(kept).not.toContain('customer-0');
   });
 
   it('refuse a maxUndeclaredInstances that is not a positive integer', () => {

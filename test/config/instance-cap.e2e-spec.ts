@@ -20,12 +20,27 @@ class TenantController {
   state(@Param('tenant') tenant: string): { state: string } {
     return { state: this.registry.circuitBreaker(`tenant-${tenant}`).state };
   }
+
+  @Get(':tenant/force-open')
+  forceOpen(@Param('tenant') tenant: string): { state: string } {
+    const breaker = this.registry.circuitBreaker(`tenant-${tenant}`);
+    breaker.transitionToForcedOpenState();
+    return { state: breaker.state };
+  }
 }
 
 describe('the cap on instances made for names that are not declared', () => {
-  it('refuses one more with a TooManyInstancesError naming the option, the policy and the name', () => {
+  it('evicts the least recently used idle name to make room', () => {
     const registry = new ResilienceRegistry({ maxUndeclaredInstances: 1 });
-    registry.circuitBreaker('first');
+    const first = registry.circuitBreaker('first');
+    expect(registry.circuitBreaker('second').name).toBe('second');
+    expect(registry.all('circuitBreaker')).toHaveLength(1);
+    expect(registry.circuitBreaker('first')).not.toBe(first);
+  });
+
+  it('refuses one more, when none can be evicted, with a TooManyInstancesError naming the option, the policy and the name', () => {
+    const registry = new ResilienceRegistry({ maxUndeclaredInstances: 1 });
+    registry.circuitBreaker('first').transitionToForcedOpenState();
     let refused: unknown;
     try {
       registry.circuitBreaker('second');
@@ -56,8 +71,10 @@ describe('the cap on instances made for names that are not declared', () => {
     });
     afterAll(() => app.close());
 
-    it('answers the request beyond the cap with a problem naming the option, not a bare 500', async () => {
-      for (const tenant of ['a', 'b', 'a']) await request(app.getHttpServer()).get(`/tenants/${tenant}`).expect(200);
+    it('answers the request beyond the cap, when no name can be evicted, with a problem naming the option, not a bare 500', async () => {
+      for (const tenant of ['a', 'b', 'c']) await request(app.getHttpServer()).get(`/tenants/${tenant}`).expect(200);
+      for (const tenant of ['b', 'a'])
+        await request(app.getHttpServer()).get(`/tenants/${tenant}/force-open`).expect(200);
       const refused = await request(app.getHttpServer()).get('/tenants/c');
       const problem = RESILIENCE_PROBLEMS.TOO_MANY_INSTANCES;
       expect(refused.status).toBe(problem.status);
@@ -73,7 +90,7 @@ describe('the cap on instances made for names that are not declared', () => {
         name: 'tenant-c',
       });
       expect(JSON.parse(refused.text).detail).toContain("'maxUndeclaredInstances'");
-      await request(app.getHttpServer()).get('/tenants/b').expect(200);
+      await request(app.getHttpServer()).get('/tenants/b').expect(200, { state: 'FORCED_OPEN' });
     });
   });
 });

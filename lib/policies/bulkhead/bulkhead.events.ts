@@ -4,6 +4,8 @@ import type { BulkheadFullError, DeadlineExceededError } from '../../kernel/erro
 export interface BulkheadCallPermittedEvent {
   /** The bulkhead's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
 }
 
 /**
@@ -14,6 +16,8 @@ export interface BulkheadCallPermittedEvent {
 export interface BulkheadCallRejectedEvent {
   /** The bulkhead's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** Why the call got no permit: `queue-full`, `wait-timeout`, `aborted` or `deadline`. */
   readonly reason: BulkheadFullError['reason'] | 'deadline';
   /**
@@ -28,6 +32,8 @@ export interface BulkheadCallRejectedEvent {
 export interface BulkheadCallFinishedEvent {
   /** The bulkhead's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** How long the call held its permit, in ms. */
   readonly durationMs: number;
 }
@@ -36,6 +42,8 @@ export interface BulkheadCallFinishedEvent {
 export interface BulkheadCallWaitedEvent {
   /** The bulkhead's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** How long the call waited for its permit, in ms. */
   readonly waitMs: number;
 }

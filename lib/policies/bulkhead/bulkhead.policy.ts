@@ -96,10 +96,12 @@ export class BulkheadPolicy {
     readonly name: string,
     config: BulkheadConfig,
     private readonly clock: Clock,
+    /** The key this instance serves, for an instance used per key (`key` on a decorator, `{ key }` on a registry getter); else undefined. */
+    readonly key?: string,
   ) {
     this.settings = this.adopt(config);
     this.available = config.maxConcurrentCalls;
-    this.permittedEvent = Object.freeze({ name });
+    this.permittedEvent = Object.freeze({ name, key });
   }
 
   /**
@@ -119,7 +121,14 @@ export class BulkheadPolicy {
       this.available--;
       this.release();
     }
-    const event = { policy: 'bulkhead', name: this.name, before, after: this.settings, changed } as const;
+    const event = {
+      policy: 'bulkhead',
+      name: this.name,
+      key: this.key,
+      before,
+      after: this.settings,
+      changed,
+    } as const;
     if (this.configEvents.active) this.configEvents.emit(event);
     return event;
   }
@@ -221,7 +230,7 @@ export class BulkheadPolicy {
   exit(started: number): void {
     this.release();
     if (this.finishedEvents.active && !Number.isNaN(started)) {
-      this.finishedEvents.emit({ name: this.name, durationMs: this.clock.now() - started });
+      this.finishedEvents.emit({ name: this.name, key: this.key, durationMs: this.clock.now() - started });
     }
   }
 
@@ -303,7 +312,9 @@ export class BulkheadPolicy {
     const waited = waiter.waited;
     // Told in the waiting call's context: the permit is handed over from whichever call released it.
     if (waited !== undefined)
-      waited.context(() => this.waitedEvents.emit({ name: this.name, waitMs: this.clock.now() - waited.since }));
+      waited.context(() =>
+        this.waitedEvents.emit({ name: this.name, key: this.key, waitMs: this.clock.now() - waited.since }),
+      );
     waiter.grant();
   }
 
@@ -359,7 +370,8 @@ export class BulkheadPolicy {
    */
   cancelled(error: DOMException): DOMException {
     // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
-    if (this.rejectedEvents.active) this.rejectedEvents.emit({ name: this.name, reason: 'aborted', error });
+    if (this.rejectedEvents.active)
+      this.rejectedEvents.emit({ name: this.name, key: this.key, reason: 'aborted', error });
     return error;
   }
 
@@ -372,7 +384,7 @@ export class BulkheadPolicy {
     // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
     if (this.rejectedEvents.active) {
       const reason = error instanceof BulkheadFullError ? error.reason : 'deadline';
-      this.rejectedEvents.emit({ name: this.name, reason, error });
+      this.rejectedEvents.emit({ name: this.name, key: this.key, reason, error });
     }
     return error;
   }

@@ -10,6 +10,8 @@ export type CircuitBreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN' | 'DISABLED' |
 export interface CircuitBreakerStateTransitionEvent {
   /** The breaker's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The state the breaker left. */
   readonly from: CircuitBreakerState;
   /** The state the breaker entered. */
@@ -20,6 +22,8 @@ export interface CircuitBreakerStateTransitionEvent {
 export interface CircuitBreakerCallNotPermittedEvent {
   /** The breaker's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The state that refused it. */
   readonly state: CircuitBreakerState;
 }
@@ -28,6 +32,8 @@ export interface CircuitBreakerCallNotPermittedEvent {
 export interface CircuitBreakerSuccessEvent {
   /** The breaker's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The call's duration in ms on the breaker's clock (an Observable's: to its first value). */
   readonly durationMs: number;
 }
@@ -36,6 +42,8 @@ export interface CircuitBreakerSuccessEvent {
 export interface CircuitBreakerErrorEvent {
   /** The breaker's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The call's duration in ms on the breaker's clock (an Observable's: to its first value). */
   readonly durationMs: number;
   /** The thrown error, or the returned value that `recordResult` marked as a failure. */
@@ -46,6 +54,8 @@ export interface CircuitBreakerErrorEvent {
 export interface CircuitBreakerIgnoredErrorEvent {
   /** The breaker's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The call's duration in ms on the breaker's clock (an Observable's: to its first value). */
   readonly durationMs: number;
   /** The error, matched by `ignoreExceptions` (or a `BulkheadFullError` the breaker does not record). */
@@ -56,6 +66,8 @@ export interface CircuitBreakerIgnoredErrorEvent {
 export interface CircuitBreakerFailureRateExceededEvent {
   /** The breaker's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** Failed calls in percent of the calls in the window, at or above `failureRateThreshold`. */
   readonly failureRate: number;
 }
@@ -64,6 +76,8 @@ export interface CircuitBreakerFailureRateExceededEvent {
 export interface CircuitBreakerSlowCallRateExceededEvent {
   /** The breaker's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** Slow calls in percent of the calls in the window, at or above `slowCallRateThreshold`. */
   readonly slowCallRate: number;
 }
@@ -72,4 +86,6 @@ export interface CircuitBreakerSlowCallRateExceededEvent {
 export interface CircuitBreakerResetEvent {
   /** The breaker's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
 }

@@ -187,6 +187,8 @@ export class CircuitBreakerPolicy {
     /** The time source for call durations, the open wait and its timers. */
     readonly clock: Clock,
     private readonly random: () => number = Math.random,
+    /** The key this instance serves, for an instance used per key (`key` on a decorator, `{ key }` on a registry getter); else undefined. */
+    readonly key?: string,
   ) {
     this.settings = this.adopt(settings);
     this.openWait = this.settings.waitDurationInOpenState;
@@ -216,7 +218,15 @@ export class CircuitBreakerPolicy {
     // The next half-open round gets a window of the new size.
     if (before.permittedNumberOfCallsInHalfOpenState !== after.permittedNumberOfCallsInHalfOpenState)
       this.halfOpenWindow = undefined;
-    const event = { policy: 'circuitBreaker', name: this.name, before, after, changed, windowReset } as const;
+    const event = {
+      policy: 'circuitBreaker',
+      name: this.name,
+      key: this.key,
+      before,
+      after,
+      changed,
+      windowReset,
+    } as const;
     if (this.configEvents?.active) this.configEvents.emit(event);
     return event;
   }
@@ -253,6 +263,17 @@ export class CircuitBreakerPolicy {
   /** The current state. Reading it never moves the breaker (an expired OPEN turns HALF_OPEN on the next call or timer). */
   get state(): CircuitBreakerState {
     return this.currentState;
+  }
+
+  /**
+   * @internal True while the breaker holds what a fresh one would not have:
+   * OPEN before its wait ends, HALF_OPEN with its trials, or a state set by
+   * hand (FORCED_OPEN, DISABLED, METRICS_ONLY). Such a breaker is never evicted.
+   */
+  get holdsState(): boolean {
+    const state = this.currentState;
+    if (state === 'CLOSED') return false;
+    return state !== 'OPEN' || this.clock.now() <= this.openUntil;
   }
 
   /**
@@ -478,7 +499,8 @@ export class CircuitBreakerPolicy {
         break;
     }
     this.notPermittedCalls++;
-    if (this.notPermittedEvents?.active) this.notPermittedEvents.emit({ name: this.name, state: this.currentState });
+    if (this.notPermittedEvents?.active)
+      this.notPermittedEvents.emit({ name: this.name, key: this.key, state: this.currentState });
     return false;
   }
 
@@ -589,8 +611,8 @@ export class CircuitBreakerPolicy {
     const from = this.currentState;
     this.enter('CLOSED');
     if (from !== 'CLOSED' && this.transitionEvents?.active)
-      this.transitionEvents.emit({ name: this.name, from, to: 'CLOSED' });
-    if (this.resetEvents?.active) this.resetEvents.emit({ name: this.name });
+      this.transitionEvents.emit({ name: this.name, key: this.key, from, to: 'CLOSED' });
+    if (this.resetEvents?.active) this.resetEvents.emit({ name: this.name, key: this.key });
   }
 
   /** ms until calls may be admitted again; unknown (undefined) in FORCED_OPEN and while HALF_OPEN trials decide. */
@@ -633,11 +655,11 @@ export class CircuitBreakerPolicy {
     const sinks = this.durationSinks;
     for (let i = 0; i < sinks.length; i++) sinks[i][outcome].add(durationMs);
     if (outcome === SUCCESS) {
-      if (this.successEvents?.active) this.successEvents.emit({ name: this.name, durationMs });
+      if (this.successEvents?.active) this.successEvents.emit({ name: this.name, key: this.key, durationMs });
     } else if (outcome === FAILURE) {
-      if (this.errorEvents?.active) this.errorEvents.emit({ name: this.name, durationMs, error: value });
+      if (this.errorEvents?.active) this.errorEvents.emit({ name: this.name, key: this.key, durationMs, error: value });
     } else if (this.ignoredErrorEvents?.active) {
-      this.ignoredErrorEvents.emit({ name: this.name, durationMs, error: value });
+      this.ignoredErrorEvents.emit({ name: this.name, key: this.key, durationMs, error: value });
     }
     if (epoch !== this.epoch) return;
     if (outcome === IGNORED) {
@@ -683,10 +705,10 @@ export class CircuitBreakerPolicy {
     const failureRate = (window.failedCalls * 100) / total;
     const slowCallRate = (window.slowCalls * 100) / total;
     if (failureRate >= this.settings.failureRateThreshold && this.failureRateEvents?.active) {
-      this.failureRateEvents.emit({ name: this.name, failureRate });
+      this.failureRateEvents.emit({ name: this.name, key: this.key, failureRate });
     }
     if (slowCallRate >= this.settings.slowCallRateThreshold && this.slowCallRateEvents?.active) {
-      this.slowCallRateEvents.emit({ name: this.name, slowCallRate });
+      this.slowCallRateEvents.emit({ name: this.name, key: this.key, slowCallRate });
     }
   }
 
@@ -712,7 +734,8 @@ export class CircuitBreakerPolicy {
   private transition(to: CircuitBreakerState): void {
     const from = this.currentState;
     this.enter(to);
-    if (from !== to && this.transitionEvents?.active) this.transitionEvents.emit({ name: this.name, from, to });
+    if (from !== to && this.transitionEvents?.active)
+      this.transitionEvents.emit({ name: this.name, key: this.key, from, to });
   }
 
   /** The wait of the `attempt`-th consecutive OPEN: Resilience4j's `waitIntervalFunctionInOpenState`. */

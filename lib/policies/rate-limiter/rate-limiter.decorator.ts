@@ -1,4 +1,4 @@
-import { addLayer } from '../../decorators/metadata';
+import { addLayer, KeyOption, splitKey } from '../../decorators/metadata';
 import { RateLimiterConfigInput } from './rate-limiter.config';
 
 /**
@@ -13,8 +13,11 @@ import { RateLimiterConfigInput } from './rate-limiter.config';
  * @RateLimiter('partnerApi')                          // rateLimiter.instances.partnerApi
  * @RateLimiter('partnerApi', { timeoutDuration: 0 })  // this method refuses at once instead of waiting
  * ```
+ *
+ * With `key`, each key of the method's arguments gets a limiter of its own (a limit per tenant).
  */
-export function RateLimiter(name: string, overrides?: RateLimiterConfigInput): MethodDecorator {
+export function RateLimiter(name: string, options?: RateLimiterConfigInput & KeyOption): MethodDecorator {
+  const { key: keyOf, overrides } = splitKey(options);
   return (target, key, descriptor) =>
-    addLayer(target, key, descriptor, { kind: 'rateLimiter', name, overrides, decorator: 'RateLimiter' });
+    addLayer(target, key, descriptor, { kind: 'rateLimiter', name, overrides, key: keyOf, decorator: 'RateLimiter' });
 }

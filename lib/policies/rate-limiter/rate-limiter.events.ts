@@ -3,6 +3,8 @@ import type { DeadlineExceededError, RateLimitedError } from '../../kernel/error
 export interface RateLimiterAcquiredEvent {
   /** The rate limiter's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** Permits the caller acquired. */
   readonly numberOfPermits: number;
 }
@@ -11,6 +13,8 @@ export interface RateLimiterAcquiredEvent {
 export interface RateLimiterWaitEvent {
   /** The rate limiter's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** How long the caller waits for its permits, in ms. */
   readonly waitMs: number;
 }
@@ -19,6 +23,8 @@ export interface RateLimiterWaitEvent {
 export interface RateLimiterRefusedEvent {
   /** The rate limiter's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** Permits the caller asked for. */
   readonly numberOfPermits: number;
   /** The refusal: `DeadlineExceededError` when only the request deadline stood in the way, else `RateLimitedError`. */
@@ -29,6 +35,8 @@ export interface RateLimiterRefusedEvent {
 export interface RateLimiterDrainedEvent {
   /** The rate limiter's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** Permits that were left and are now gone. */
   readonly numberOfPermits: number;
 }
@@ -37,6 +45,8 @@ export interface RateLimiterDrainedEvent {
 export interface RateLimiterStoreFailureEvent {
   /** The rate limiter's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The store's error, or an `Error` saying it did not answer within `storeTimeout`; for logs only, never for clients. */
   readonly error: unknown;
   /** True when the call went ahead without a permit (`failOpen`); false when it was refused. */

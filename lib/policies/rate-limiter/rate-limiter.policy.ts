@@ -106,6 +106,8 @@ export class RateLimiterPolicy {
   private periodNs: number;
   private origin: number;
   private readonly singlePermit: RateLimiterAcquiredEvent;
+  /** The name the store keeps this limiter's permits under. */
+  private readonly storeName: string;
   private cycle = 0;
   private permits: number;
   private waiting = 0;
@@ -125,6 +127,8 @@ export class RateLimiterPolicy {
     config: RateLimiterConfig,
     private readonly clock: Clock,
     private store?: RateLimiterStore,
+    /** The key this instance serves, for an instance used per key (`key` on a decorator, `{ key }` on a registry getter); else undefined. */
+    readonly key?: string,
   ) {
     this.settings = Object.freeze({ ...config });
     this.limit = config.limitForPeriod;
@@ -133,7 +137,9 @@ export class RateLimiterPolicy {
     this.origin = clock.now();
     this.permits = config.limitForPeriod;
     this.sharedPermits = config.limitForPeriod;
-    this.singlePermit = Object.freeze({ name, numberOfPermits: 1 });
+    this.singlePermit = Object.freeze({ name, key, numberOfPermits: 1 });
+    // Each key of a shared limiter has its own limit in the store.
+    this.storeName = key === undefined ? name : `${name}\u0000${key}`;
   }
 
   /** The settings this rate limiter runs with (a new object after each change). */
@@ -220,7 +226,14 @@ export class RateLimiterPolicy {
     this.limit = config.limitForPeriod;
     this.timeoutNs = Math.round(config.timeoutDuration * NANOS_PER_MS);
     this.store = config.shared ? store : undefined;
-    const event = { policy: 'rateLimiter', name: this.name, before, after: this.settings, changed } as const;
+    const event = {
+      policy: 'rateLimiter',
+      name: this.name,
+      key: this.key,
+      before,
+      after: this.settings,
+      changed,
+    } as const;
     if (this.configEvents.active) this.configEvents.emit(event);
     return event;
   }
@@ -347,14 +360,15 @@ export class RateLimiterPolicy {
     if (this.store !== undefined) {
       return this.storeCall(0, true).then((answer) => {
         if (answer !== undefined && this.drainedEvents.active)
-          this.drainedEvents.emit({ name: this.name, numberOfPermits: answer.drained });
+          this.drainedEvents.emit({ name: this.name, key: this.key, numberOfPermits: answer.drained });
       });
     }
     const cycle = Math.floor(this.nanos() / this.periodNs);
     if (cycle !== this.cycle) this.refresh(cycle);
     const drained = Math.max(this.permits, 0);
     this.permits -= drained;
-    if (this.drainedEvents.active) this.drainedEvents.emit({ name: this.name, numberOfPermits: drained });
+    if (this.drainedEvents.active)
+      this.drainedEvents.emit({ name: this.name, key: this.key, numberOfPermits: drained });
     return Promise.resolve();
   }
 
@@ -484,7 +498,7 @@ export class RateLimiterPolicy {
         }
         const failOpen = this.settings.failOpen;
         if (this.storeFailureEvents.active)
-          this.storeFailureEvents.emit({ name: this.name, error: cause, failedOpen: failOpen });
+          this.storeFailureEvents.emit({ name: this.name, key: this.key, error: cause, failedOpen: failOpen });
         if (failOpen) resolve(undefined);
         // The store's own text stays in `cause` and the log: clients read the message.
         else
@@ -497,7 +511,7 @@ export class RateLimiterPolicy {
       };
       store
         .acquire({
-          name: this.name,
+          name: this.storeName,
           permits,
           limitForPeriod: limit,
           limitRefreshPeriodMs,
@@ -531,7 +545,7 @@ export class RateLimiterPolicy {
    */
   private sleep(waitMs: number, permits: number, scope: ResilienceContext | undefined): Promise<void> {
     this.waiting++;
-    if (this.waitEvents.active) this.waitEvents.emit({ name: this.name, waitMs });
+    if (this.waitEvents.active) this.waitEvents.emit({ name: this.name, key: this.key, waitMs });
     if (scope === undefined)
       return new Promise<void>((resolve) => {
         this.clock.setTimeout(() => {
@@ -574,7 +588,7 @@ export class RateLimiterPolicy {
     if (store.release === undefined) return;
     const limitRefreshPeriodMs = this.periodNs / NANOS_PER_MS;
     Promise.resolve()
-      .then(() => store.release?.({ name: this.name, permits, limitForPeriod, limitRefreshPeriodMs }))
+      .then(() => store.release?.({ name: this.storeName, permits, limitForPeriod, limitRefreshPeriodMs }))
       .catch(() => undefined);
   }
 
@@ -584,12 +598,15 @@ export class RateLimiterPolicy {
 
   private acquired(permits: number): void {
     if (this.acquiredEvents.active)
-      this.acquiredEvents.emit(permits === 1 ? this.singlePermit : { name: this.name, numberOfPermits: permits });
+      this.acquiredEvents.emit(
+        permits === 1 ? this.singlePermit : { name: this.name, key: this.key, numberOfPermits: permits },
+      );
   }
 
   private refused<E extends RateLimitedError | DeadlineExceededError>(permits: number, error: E): E {
     refusal(error);
-    if (this.refusedEvents.active) this.refusedEvents.emit({ name: this.name, numberOfPermits: permits, error });
+    if (this.refusedEvents.active)
+      this.refusedEvents.emit({ name: this.name, key: this.key, numberOfPermits: permits, error });
     return error;
   }
 

@@ -1,4 +1,4 @@
-import { addLayer } from '../../decorators/metadata';
+import { addLayer, KeyOption, splitKey } from '../../decorators/metadata';
 import { RetryConfigInput } from './retry.config';
 
 /**
@@ -11,8 +11,11 @@ import { RetryConfigInput } from './retry.config';
  * @Retry('inventory')
  * async stockLevel(sku: string) { ... }
  * ```
+ *
+ * With `key`, each key of the method's arguments gets a retry instance of its own (its own budget).
  */
-export function Retry(name: string, overrides?: RetryConfigInput): MethodDecorator {
+export function Retry(name: string, options?: RetryConfigInput & KeyOption): MethodDecorator {
+  const { key: keyOf, overrides } = splitKey(options);
   return (target, key, descriptor) =>
-    addLayer(target, key, descriptor, { kind: 'retry', name, overrides, decorator: 'Retry' });
+    addLayer(target, key, descriptor, { kind: 'retry', name, overrides, key: keyOf, decorator: 'Retry' });
 }

@@ -2,6 +2,8 @@
 export interface RetryEvent {
   /** The retry's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The attempt that just failed (1-based). */
   readonly attempt: number;
   /** The wait before the next attempt, in ms. */
@@ -14,6 +16,8 @@ export interface RetryEvent {
 export interface RetryAttemptEvent {
   /** The retry's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The attempt that starts, 1-based: 2 for the first retry. */
   readonly attempt: number;
 }
@@ -22,6 +26,8 @@ export interface RetryAttemptEvent {
 export interface RetryOutcomeEvent {
   /** The retry's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** Attempts made, the first call included. */
   readonly attempts: number;
   /** On failure, the error that propagates (a `MaxRetriesExceededError` for a retried result); absent on success. */
@@ -35,6 +41,8 @@ export type RetryStopReason = 'not-retryable' | 'max-attempts' | 'budget' | 'dea
 export interface RetryStoppedEvent {
   /** The retry's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The attempt that failed and is not retried (1-based). */
   readonly attempt: number;
   /** Why no retry follows. */

@@ -95,6 +95,8 @@ export class RetryPolicy {
     /** The time source for waits and deadlines. */
     readonly clock: Clock,
     private readonly random: () => number = Math.random,
+    /** The key this instance serves, for an instance used per key (`key` on a decorator, `{ key }` on a registry getter); else undefined. */
+    readonly key?: string,
   ) {
     this.settings = config;
     this.retryMatcher = new ErrorMatcher(config.retryExceptions);
@@ -125,7 +127,7 @@ export class RetryPolicy {
     if (config.budget === undefined) this.budget = undefined;
     else if (this.budget === undefined) this.budget = new RetryBudget(config.budget);
     else this.budget.reconfigure(config.budget);
-    const event = { policy: 'retry', name: this.name, before, after: config, changed } as const;
+    const event = { policy: 'retry', name: this.name, key: this.key, before, after: config, changed } as const;
     if (this.configStream.active) this.configStream.emit(event);
     return event;
   }
@@ -240,7 +242,7 @@ export class RetryPolicy {
       // The caller cancelled during the wait: no attempt follows.
       if (scope?.aborted === true) throw this.cancelled(attempt - 1, reached, reachedResult);
       // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
-      if (this.attemptStream.active) this.attemptStream.emit({ name: this.name, attempt });
+      if (this.attemptStream.active) this.attemptStream.emit({ name: this.name, key: this.key, attempt });
       let result: R;
       try {
         result = await next(arg);
@@ -334,7 +336,7 @@ export class RetryPolicy {
     if (attempts === 1) this.counters.successfulCallsWithoutRetry++;
     else this.counters.successfulCallsWithRetry++;
     // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
-    if (this.successStream.active) this.successStream.emit({ name: this.name, attempts });
+    if (this.successStream.active) this.successStream.emit({ name: this.name, key: this.key, attempts });
     return result;
   }
 
@@ -343,7 +345,7 @@ export class RetryPolicy {
     if (attempts === 1) this.counters.failedCallsWithoutRetry++;
     else this.counters.failedCallsWithRetry++;
     // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
-    if (this.errorStream.active) this.errorStream.emit({ name: this.name, attempts, error });
+    if (this.errorStream.active) this.errorStream.emit({ name: this.name, key: this.key, attempts, error });
     return error;
   }
 
@@ -374,13 +376,14 @@ export class RetryPolicy {
       return this.stop('budget', attempt, error);
     }
     // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
-    if (this.retryStream.active) this.retryStream.emit({ name: this.name, attempt, waitMs: wait, error });
+    if (this.retryStream.active)
+      this.retryStream.emit({ name: this.name, key: this.key, attempt, waitMs: wait, error });
     return wait;
   }
 
   private stop(reason: RetryStopReason, attempt: number, error: unknown): number {
     // Stryker disable next-line ConditionalExpression: emitting to no listener does nothing; the check only skips building the event
-    if (this.stoppedStream.active) this.stoppedStream.emit({ name: this.name, attempt, reason, error });
+    if (this.stoppedStream.active) this.stoppedStream.emit({ name: this.name, key: this.key, attempt, reason, error });
     return NO_RETRY;
   }
 

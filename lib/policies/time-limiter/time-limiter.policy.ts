@@ -102,9 +102,11 @@ export class TimeLimiter {
      * `'always'` for every attempt.
      */
     readonly attemptContext: AttemptContextMode = 'auto',
+    /** The key this instance serves, for an instance used per key (`key` on a decorator, `{ key }` on a registry getter); else undefined. */
+    readonly key?: string,
   ) {
     this.settings = config;
-    this.successEvent = Object.freeze({ name, kind: 'successful' });
+    this.successEvent = Object.freeze({ name, key, kind: 'successful' });
   }
 
   /** The resolved settings (durations in ms). */
@@ -122,7 +124,7 @@ export class TimeLimiter {
     const changed = changedSettings(before, config);
     if (changed.length === 0) return undefined;
     this.settings = config;
-    const event = { policy: 'timeLimiter', name: this.name, before, after: config, changed } as const;
+    const event = { policy: 'timeLimiter', name: this.name, key: this.key, before, after: config, changed } as const;
     if (this.configStream.active) this.configStream.emit(event);
     return event;
   }
@@ -280,7 +282,7 @@ export class TimeLimiter {
       : new TimeoutExceededError(this.name, limit);
     this.timedOutCalls++;
     // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
-    if (this.timeoutStream.active) this.timeoutStream.emit({ name: this.name, kind: 'timeout', error });
+    if (this.timeoutStream.active) this.timeoutStream.emit({ name: this.name, key: this.key, kind: 'timeout', error });
     return error;
   }
 
@@ -298,7 +300,7 @@ export class TimeLimiter {
     if (failed) {
       this.failedCalls++;
       // Stryker disable next-line ConditionalExpression: no listener, nothing emitted either way
-      if (this.errorStream.active) this.errorStream.emit({ name: this.name, kind: 'failed', error });
+      if (this.errorStream.active) this.errorStream.emit({ name: this.name, key: this.key, kind: 'failed', error });
     } else {
       this.successfulCalls++;
       if (this.successStream.active) this.successStream.emit(this.successEvent);

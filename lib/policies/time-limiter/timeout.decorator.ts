@@ -1,11 +1,12 @@
 import { INVALID_VALUE } from '../../config/config.messages';
-import { addLayer } from '../../decorators/metadata';
+import { addLayer, KeyOption, splitKey } from '../../decorators/metadata';
 import { TimeLimiterConfigInput } from './time-limiter.config';
 
 /**
  * Bounds each call of the method by a time limit and the request deadline.
  * Pass a time limiter instance name, or a number of milliseconds for a
- * private limiter of that duration.
+ * private limiter of that duration. With `key`, each key of the method's
+ * arguments gets a time limiter of its own.
  *
  * @example
  * ```ts
@@ -13,7 +14,8 @@ import { TimeLimiterConfigInput } from './time-limiter.config';
  * @Timeout(250)             // 250 ms, this method only
  * ```
  */
-export function Timeout(nameOrMs: string | number, overrides?: TimeLimiterConfigInput): MethodDecorator {
+export function Timeout(nameOrMs: string | number, options?: TimeLimiterConfigInput & KeyOption): MethodDecorator {
+  const { key: keyOf, overrides } = splitKey(options);
   return (target, key, descriptor) => {
     if (typeof nameOrMs === 'number') {
       if (!Number.isFinite(nameOrMs) || nameOrMs < 0) {
@@ -24,10 +26,17 @@ export function Timeout(nameOrMs: string | number, overrides?: TimeLimiterConfig
       addLayer(target, key, descriptor, {
         kind: 'timeLimiter',
         overrides: { ...overrides, timeoutDuration: nameOrMs },
+        key: keyOf,
         decorator: 'Timeout',
       });
       return;
     }
-    addLayer(target, key, descriptor, { kind: 'timeLimiter', name: nameOrMs, overrides, decorator: 'Timeout' });
+    addLayer(target, key, descriptor, {
+      kind: 'timeLimiter',
+      name: nameOrMs,
+      overrides,
+      key: keyOf,
+      decorator: 'Timeout',
+    });
   };
 }
