@@ -79,7 +79,7 @@ describe('ResilienceRegistry.pipeline', () => {
   it('refuses unknown keys, bad layers and bad fallbacks, naming the pipeline', () => {
     const r = registry();
     expect(() => r.pipeline({ name: 'p', retries: 'inventory' } as never)).toThrow(
-      "pipeline 'p': unknown key 'retries' (known keys: name, retry, circuitBreaker, rateLimiter, timeLimiter, bulkhead, hedge, fallback)",
+      "pipeline 'p': unknown key 'retries' (known keys: name, retry, circuitBreaker, rateLimiter, timeLimiter, bulkhead, hedge, cache, fallback)",
     );
     expect(() => r.pipeline({ name: 'p', retry: 3 } as never)).toThrow(
       "pipeline 'p': key 'retry' must be an instance name or an options object, got 3",
