@@ -115,6 +115,13 @@ const SECTIONS: readonly Section[] = [
         .config as unknown as Settings,
   },
   {
+    heading: 'cache',
+    validate: (settings) => new ResilienceRegistry({ cache: { instances: { probe: settings } } }, noWarnings),
+    defaults: () =>
+      new ResilienceRegistry({ cache: { instances: { probe: {} } } }, noWarnings).cache('probe')
+        .config as unknown as Settings,
+  },
+  {
     heading: 'idempotency',
     validate: (settings) => closeStore(resolveIdempotencyOptions(settings, systemClock)),
     defaults: () => closeStore(resolveIdempotencyOptions(undefined, systemClock)) as unknown as Settings,
