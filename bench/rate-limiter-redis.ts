@@ -1,12 +1,10 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { setPriority, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { setPriority } from 'node:os';
 import Redis from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RedisRateLimiterStore } from '../lib';
 import { RateLimiterStoreRequest } from '../lib/policies/rate-limiter/rate-limiter-store';
-import { startRedis } from '../test/support/redis-server';
 import { printHeading, printTable, spread, times, verdict } from './report';
+import { withScratchRedis } from './scratch-redis';
 import { BenchSection } from './section';
 
 const CALLS_PER_ROUND = 2_000;
@@ -46,74 +44,66 @@ export const rateLimiterRedis: BenchSection = {
   summary: 'µs inside Redis per acquire: RedisRateLimiterStore vs rate-limiter-flexible RateLimiterRedis',
   async run() {
     printHeading('Rate limiter — time inside Redis per acquire');
-    const root = await mkdtemp(join(tmpdir(), 'resilience4nest-bench-'));
-    await chmod(root, 0o755);
-    const server = await startRedis(root).catch((error: unknown) => error as Error);
-    if (server instanceof Error) {
-      console.log(`skipped: redis-server could not be started: ${server.message}`);
-      await rm(root, { recursive: true, force: true });
-      return;
-    }
-    const client = new Redis(server.url, { maxRetriesPerRequest: 1 });
-    try {
-      const info = await client.info('server');
-      const version = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
-      const prioritised = raisePriority(Number(/process_id:(\d+)/.exec(info)?.[1]));
-      const pairs = sides(client);
-      const rows: string[][] = [];
-      const verdicts: string[] = [];
-      for (const pair of pairs) {
-        for (const side of [pair.ours, pair.theirs]) await verify(side);
-        for (const side of [pair.ours, pair.theirs]) for (let i = 0; i < WARMUP_CALLS; i++) await side.call();
-        const samples = { ours: [] as number[], theirs: [] as number[] };
-        for (let round = 0; round < ROUNDS; round++) {
-          process.stderr.write(`\rrate-limiter-redis: ${pair.path}, round ${round + 1}/${ROUNDS}   `);
-          const order = round % 2 === 0 ? (['ours', 'theirs'] as const) : (['theirs', 'ours'] as const);
-          for (const which of order) samples[which].push(await usecPerCall(client, pair[which]));
+    await withScratchRedis(async (url) => {
+      const client = new Redis(url, { maxRetriesPerRequest: 1 });
+      try {
+        const info = await client.info('server');
+        const version = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
+        const prioritised = raisePriority(Number(/process_id:(\d+)/.exec(info)?.[1]));
+        const pairs = sides(client);
+        const rows: string[][] = [];
+        const verdicts: string[] = [];
+        for (const pair of pairs) {
+          for (const side of [pair.ours, pair.theirs]) await verify(side);
+          for (const side of [pair.ours, pair.theirs]) for (let i = 0; i < WARMUP_CALLS; i++) await side.call();
+          const samples = { ours: [] as number[], theirs: [] as number[] };
+          for (let round = 0; round < ROUNDS; round++) {
+            process.stderr.write(`\rrate-limiter-redis: ${pair.path}, round ${round + 1}/${ROUNDS}   `);
+            const order = round % 2 === 0 ? (['ours', 'theirs'] as const) : (['theirs', 'ours'] as const);
+            for (const which of order) samples[which].push(await usecPerCall(client, pair[which]));
+          }
+          const ours = median(samples.ours);
+          const theirs = median(samples.theirs);
+          const ratio = median(samples.ours.map((value, i) => value / samples.theirs[i]));
+          rows.push([
+            pair.path,
+            ours.toFixed(2),
+            theirs.toFixed(2),
+            times(ratio),
+            spreadOf(samples.ours),
+            spreadOf(samples.theirs),
+          ]);
+          verdicts.push(verdict(`ours ≤ rate-limiter-flexible, ${pair.path}`, times(ratio), ratio <= 1));
         }
-        const ours = median(samples.ours);
-        const theirs = median(samples.theirs);
-        const ratio = median(samples.ours.map((value, i) => value / samples.theirs[i]));
-        rows.push([
-          pair.path,
-          ours.toFixed(2),
-          theirs.toFixed(2),
-          times(ratio),
-          spreadOf(samples.ours),
-          spreadOf(samples.theirs),
-        ]);
-        verdicts.push(verdict(`ours ≤ rate-limiter-flexible, ${pair.path}`, times(ratio), ratio <= 1));
+        process.stderr.write('\n');
+        printTable(
+          [
+            { heading: 'path', align: 'left' },
+            { heading: 'RedisRateLimiterStore µs' },
+            { heading: 'RateLimiterRedis.consume µs' },
+            { heading: 'ours/theirs (median of pairs)' },
+            { heading: 'ours spread' },
+            { heading: 'theirs spread' },
+          ],
+          rows,
+        );
+        console.log('');
+        for (const line of verdicts) console.log(line);
+        console.log('');
+        console.log(
+          `usec_per_call of EVALSHA from INFO commandstats, reset before each round; ${ROUNDS} interleaved rounds of ` +
+            `${CALLS_PER_ROUND.toLocaleString('en-US')} sequential calls after ${WARMUP_CALLS.toLocaleString('en-US')} ` +
+            `of warm-up each; medians. redis-server ${version} on 127.0.0.1, without persistence` +
+            (prioritised
+              ? `, at niceness ${SERVER_PRIORITY}. `
+              : ' (its priority could not be raised: run as root for steadier figures). ') +
+            'Ours reads the time ' +
+            "from Redis (TIME), as it does by default; rate-limiter-flexible's counter needs no clock.",
+        );
+      } finally {
+        await client.quit();
       }
-      process.stderr.write('\n');
-      printTable(
-        [
-          { heading: 'path', align: 'left' },
-          { heading: 'RedisRateLimiterStore µs' },
-          { heading: 'RateLimiterRedis.consume µs' },
-          { heading: 'ours/theirs (median of pairs)' },
-          { heading: 'ours spread' },
-          { heading: 'theirs spread' },
-        ],
-        rows,
-      );
-      console.log('');
-      for (const line of verdicts) console.log(line);
-      console.log('');
-      console.log(
-        `usec_per_call of EVALSHA from INFO commandstats, reset before each round; ${ROUNDS} interleaved rounds of ` +
-          `${CALLS_PER_ROUND.toLocaleString('en-US')} sequential calls after ${WARMUP_CALLS.toLocaleString('en-US')} ` +
-          `of warm-up each; medians. redis-server ${version} on 127.0.0.1, without persistence` +
-          (prioritised
-            ? `, at niceness ${SERVER_PRIORITY}. `
-            : ' (its priority could not be raised: run as root for steadier figures). ') +
-          'Ours reads the time ' +
-          "from Redis (TIME), as it does by default; rate-limiter-flexible's counter needs no clock.",
-      );
-    } finally {
-      await client.quit();
-      await server.stop();
-      await rm(root, { recursive: true, force: true });
-    }
+    });
   },
 };
 
