@@ -485,7 +485,10 @@ export class ResilienceRegistry {
     return this.hedging.declares(name);
   }
 
-  /** Every hedge instance created so far, the private ones of decorated methods included. */
+  /**
+   * Every hedge instance created so far, the private ones of decorated
+   * methods included; the hedge of a key is asked for with `registry.hedge(name, { key })`.
+   */
   get hedges(): readonly HedgePolicy[] {
     return this.hedgeList;
   }

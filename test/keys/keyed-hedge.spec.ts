@@ -261,6 +261,32 @@ describe('@Hedge(name, { key })', () => {
     await moduleRef.close();
   });
 
+  it("keys a method's own hedge (no name, overrides): one key's spent budget leaves the other key hedging", async () => {
+    @Injectable()
+    class Regions {
+      constructor(readonly backend: Backend) {}
+
+      @Hedge(undefined, { delay: '10ms', safe: true, budget: { ratio: 0.1, maxTokens: 2 }, key: byRegion })
+      async product(region: string): Promise<string> {
+        return this.backend.fetch(region);
+      }
+    }
+    const { moduleRef, clock } = await boot([Regions], {});
+    const regions = moduleRef.get(Regions);
+    regions.backend.latency = { eu: 50, us: 50 };
+    for (const region of ['eu', 'eu', 'us']) await clock.runUntilSettled(regions.product(region));
+    const offsets = regions.backend.started.map(([region, at]) => [region, at - regions.backend.started[0][1]]);
+    // One token each to start: eu hedges once and then has 0.1 left; us still has its own.
+    expect(offsets).toEqual([
+      ['eu', 0],
+      ['eu', 10],
+      ['eu', 50],
+      ['us', 100],
+      ['us', 110],
+    ]);
+    await moduleRef.close();
+  });
+
   it('is refused on a method not safe to repeat, with or without key', async () => {
     @Injectable()
     class Payments {

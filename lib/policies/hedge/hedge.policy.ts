@@ -40,6 +40,9 @@ export interface HedgeMetrics {
  * reached the method when one failed, else with the caller's `AbortError`
  * (`callerAbortError`); later answers are dropped. A cancellation's own
  * `AbortError` is never handed over to a hedge.
+ *
+ * The instance of one key (`@Hedge(name, { key })`, `registry.hedge(name, { key })`)
+ * keeps latencies and a budget of its own, and its events carry `key`.
  */
 export class HedgePolicy {
   private readonly latencies?: LatencyWindow;
