@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Pool } from 'pg';
+import { lastValueFrom, Observable } from 'rxjs';
 import { Registry } from 'prom-client';
 import {
   Hedge,
@@ -284,6 +285,47 @@ describe('@Hedge(name, { key })', () => {
       ['us', 100],
       ['us', 110],
     ]);
+    await moduleRef.close();
+  });
+
+  it('keys each subscription of an Observable method', async () => {
+    @Injectable()
+    class Feeds {
+      constructor(
+        readonly backend: Backend,
+        private readonly clock: VirtualClock,
+      ) {}
+
+      @Hedge('feed', { key: byRegion })
+      quote(region: string): Observable<string> {
+        return new Observable<string>((subscriber) => {
+          this.backend.started.push([region, this.clock.now()]);
+          const timer = this.clock.setTimeout(() => {
+            subscriber.next(region);
+            subscriber.complete();
+          }, this.backend.latency[region]);
+          return () => this.clock.clearTimeout(timer);
+        });
+      }
+    }
+    const { moduleRef, clock } = await boot([Feeds], {
+      hedging: { instances: { feed: { delay: '10ms', safe: true, budget: { ratio: 0.1, maxTokens: 2 } } } },
+    });
+    const feeds = moduleRef.get(Feeds);
+    feeds.backend.latency = { eu: 50, us: 50 };
+    for (const region of ['eu', 'eu', 'us'])
+      await expect(clock.runUntilSettled(lastValueFrom(feeds.quote(region)))).resolves.toBe(region);
+    const offsets = feeds.backend.started.map(([region, at]) => [region, at - feeds.backend.started[0][1]]);
+    expect(offsets).toEqual([
+      ['eu', 0],
+      ['eu', 10],
+      ['eu', 50],
+      ['us', 100],
+      ['us', 110],
+    ]);
+    const registry = moduleRef.get(ResilienceRegistry);
+    expect(registry.hedge('feed', { key: 'eu' }).metrics).toMatchObject({ hedged: 1, budgetDenied: 1 });
+    expect(registry.hedge('feed', { key: 'us' }).metrics).toMatchObject({ hedged: 1, budgetDenied: 0 });
     await moduleRef.close();
   });
 
