@@ -139,7 +139,10 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     const choices = sorted.map((layer, i): LayerChoice => {
       const { kind, policy } = policies[i];
       if (layer.key === undefined) return policies[i];
-      const keys = this.registry.keysOf(kind as RegistryPolicy, policy as PolicyInstances[RegistryPolicy]);
+      const keys =
+        kind === 'hedge'
+          ? this.registry.hedgeKeysOf(policy as HedgePolicy)
+          : this.registry.keysOf(kind as RegistryPolicy, policy as PolicyInstances[RegistryPolicy]);
       return { kind, keys, keyOf: layer.key as (...args: unknown[]) => unknown };
     });
     return keyedPipeline(info.kind, choices, (layers) => composeLayers(info.kind, call, layers, clock), info.target);
@@ -185,7 +188,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
             where,
             layer.name === undefined,
           )
-        : this.registry.hedge(layer.name, where);
+        : this.registry.hedgeAt(layer.name, where);
     const idempotent = layers.find((l) => l.kind === 'idempotent');
     // Copies of a transactional method would share the one transaction the run opened: both would commit.
     if ((idempotent?.options as CheckedIdempotentOptions | undefined)?.transactional === true)

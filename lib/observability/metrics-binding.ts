@@ -12,6 +12,7 @@ import { TimeLimiter } from '../policies/time-limiter/time-limiter.policy';
 import { DurationHistogram, OutcomeHistograms } from '../kernel/duration-histogram';
 import { ObservedInstance, watchInstances } from './instance-catalog';
 import type { RegistryPolicy } from '../registry/policy-instances';
+import type { LruEntry } from '../registry/instance-lru';
 import { attachCollectors, Collector, Emit, FamilyDefinition } from './metric-family';
 import { DEFAULT_BUCKETS, DEFAULT_PER_KEY_SERIES, MetricsRegistry } from './observability.options';
 
@@ -194,6 +195,8 @@ interface RetiredCounts {
   readonly retry: [number, number, number, number, number];
   bulkheadRejected: number;
   readonly timeLimiter: [number, number, number];
+  /** Hedged, winner, cancelled. */
+  readonly hedge: [number, number, number];
 }
 
 interface BreakerSeries {
@@ -289,6 +292,16 @@ export class ResilienceMetricsBinding {
         evicted: (observed) => this.unbind(observed),
       }),
     );
+    // A hedge's counters are read at scrape time; those of an evicted key are kept under its name.
+    this.subscriptions.push(
+      registry.onHedgeEvicted((hedge) => {
+        const m = hedge.metrics;
+        const counts = this.retiredOf('hedging', hedge.name, true).hedge;
+        counts[0] += m.hedged;
+        counts[1] += m.winner;
+        counts[2] += m.cancelled;
+      }),
+    );
     if (options.idempotency !== undefined) {
       // Counted by outcome only, a fixed set of values: never by key or method, so the series stay few.
       this.subscriptions.push(
@@ -378,6 +391,7 @@ export class ResilienceMetricsBinding {
         retry: [0, 0, 0, 0, 0],
         bulkheadRejected: 0,
         timeLimiter: [0, 0, 0],
+        hedge: [0, 0, 0],
       };
       this.retired.set(id, retired);
     }
@@ -410,9 +424,13 @@ export class ResilienceMetricsBinding {
 
   /** The most used `perKeySeries` keys of each name of `policy`, as `name\0key`; empty without `perKey`. */
   private shownKeys(policy: RegistryPolicy): ReadonlySet<string> {
-    if (!this.perKey) return NO_KEYS;
+    return this.perKey ? this.mostUsed(this.registry.allKeys(policy)) : NO_KEYS;
+  }
+
+  /** The most used `perKeySeries` of `entries` (the keys of several names) for each name, as `name\0key`. */
+  private mostUsed(entries: readonly LruEntry<{ readonly name: string }>[]): ReadonlySet<string> {
     const byName = new Map<string, { name: string; key: string; uses: number }[]>();
-    for (const entry of this.registry.allKeys(policy)) {
+    for (const entry of entries) {
       const name = entry.instance.name;
       let list = byName.get(name);
       if (list === undefined) byName.set(name, (list = []));
@@ -701,10 +719,15 @@ export class ResilienceMetricsBinding {
         (emit) => {
           for (const hedge of this.hedges) {
             const m = hedge.metrics;
-            emit({ name: hedge.name, kind: 'hedged' }, m.hedged);
-            emit({ name: hedge.name, kind: 'winner' }, m.winner);
-            emit({ name: hedge.name, kind: 'cancelled' }, m.cancelled);
+            emitHedgeCalls(emit, hedge.name, [m.hedged, m.winner, m.cancelled]);
           }
+          const keys = this.registry.allHedgeKeys();
+          const shown = this.perKey ? this.mostUsed(keys) : NO_KEYS;
+          for (const { instance } of keys) {
+            const m = instance.metrics;
+            emitHedgeCalls(this.keyedEmit(emit, instance, shown), instance.name, [m.hedged, m.winner, m.cancelled]);
+          }
+          for (const [counts, e] of retired('hedging', emit)) emitHedgeCalls(e, counts.name, counts.hedge);
         },
       ],
       [
@@ -749,6 +772,12 @@ const RETRY_KINDS = ['successful_without_retry', 'successful_with_retry', 'faile
 
 function emitRetryCalls(emit: Emit, name: string, counts: readonly number[]): void {
   for (let i = 0; i < RETRY_KINDS.length; i++) emit({ name, kind: RETRY_KINDS[i] }, counts[i]);
+}
+
+const HEDGE_KINDS = ['hedged', 'winner', 'cancelled'];
+
+function emitHedgeCalls(emit: Emit, name: string, counts: readonly number[]): void {
+  for (let i = 0; i < HEDGE_KINDS.length; i++) emit({ name, kind: HEDGE_KINDS[i] }, counts[i]);
 }
 
 const TIME_LIMITER_KINDS = ['successful', 'failed', 'timeout'];

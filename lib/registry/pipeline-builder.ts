@@ -40,7 +40,8 @@ export interface PipelineSource {
     where: string,
     anonymous?: boolean,
   ): PolicyInstances[P];
-  hedge(name: string, where?: string): HedgePolicy;
+  hedgeAt(name: string, where: string): HedgePolicy;
+  hedgeKeysOf(hedge: HedgePolicy): InstanceKeys<ComposedLayer['policy']>;
   deriveHedge(name: string, overrides: object, place: string, where: string, anonymous?: boolean): HedgePolicy;
   declaresHedge(name: string): boolean;
   cache(name: string, where?: string): CachePolicy;
@@ -94,7 +95,7 @@ export function buildPipeline(
     else throw new Error(PIPELINE_BAD_LAYER(name, policy, given));
   }
   const hedge: unknown = options.hedge;
-  if (typeof hedge === 'string') layers.push(hedgeLayer(name, registry.hedge(hedge, where)));
+  if (typeof hedge === 'string') layers.push(hedgeLayer(name, registry.hedgeAt(hedge, where)));
   else if (hedge !== undefined && hedge !== null && typeof hedge === 'object' && !Array.isArray(hedge))
     layers.push(hedgeLayer(name, registry.deriveHedge(name, hedge, `hedge options of ${where}`, where, true)));
   else if (hedge !== undefined) throw new Error(PIPELINE_BAD_LAYER(name, 'hedge', hedge));
@@ -138,7 +139,7 @@ function namedPipeline(
   const layers: ComposedLayer[] = PIPELINE_POLICIES.filter((policy) =>
     registry.options.sections[policy].instances.has(name),
   ).map((policy) => ({ kind: policy, policy: registry.get(policy, name, where) }));
-  if (registry.declaresHedge(name)) layers.push(hedgeLayer(name, registry.hedge(name, where)));
+  if (registry.declaresHedge(name)) layers.push(hedgeLayer(name, registry.hedgeAt(name, where)));
   if (registry.declaresCache(name)) layers.push(cacheLayer(registry.cache(name, where), undefined));
   if (layers.length === 0) throw new Error(PIPELINE_NAMES_NOTHING(name));
   return compose(registry, name, layers, undefined, keyOf);
@@ -174,6 +175,8 @@ function compose(
     keyOf === undefined
       ? undefined
       : sorted.map((layer): LayerChoice => {
+          if (layer.kind === 'hedge')
+            return { kind: 'hedge', keys: registry.hedgeKeysOf(layer.policy as HedgePolicy), keyOf };
           if (!PIPELINE_POLICIES.includes(layer.kind as RegistryPolicy)) return layer;
           const kind = layer.kind as RegistryPolicy;
           return { kind, keys: registry.keysOf(kind, layer.policy as PolicyInstances[RegistryPolicy]), keyOf };

@@ -126,13 +126,22 @@ const GETTER = 'ResilienceRegistry';
 /** A thread-pool bulkhead runs as a bulkhead of `maxThreadPoolSize` calls at once. */
 const makeThreadPoolBulkhead: Make<PolicyConfigs['bulkhead'], BulkheadPolicy> = POLICY_FACTORIES.bulkhead;
 
-/** A hedge draws from a budget of its own, or from a retry's, which that retry refills. */
-const makeHedge: Make<HedgeConfig, HedgePolicy> = (r, name, config, place) => {
+/**
+ * A hedge draws from a budget of its own, or from a retry's, which that
+ * retry refills; the hedge of a key draws from the same key of that retry,
+ * as it is when the hedge is due (an evicted retry key is made afresh).
+ */
+const makeHedge: Make<HedgeConfig, HedgePolicy> = (r, name, config, place, key) => {
   if (typeof config.budget !== 'string')
-    return new HedgePolicy(name, config, r.clock, new RetryBudget(config.budget), true);
-  const shared = r.get('retry', config.budget, place).retryBudget;
+    return new HedgePolicy(name, config, r.clock, new RetryBudget(config.budget), true, key);
+  const retry = r.get('retry', config.budget, place);
+  const shared = retry.retryBudget;
   if (shared === undefined) throw new Error(HEDGE_BUDGET_WITHOUT_RETRY_BUDGET(place, config.budget));
-  return new HedgePolicy(name, config, r.clock, shared, false);
+  if (key === undefined) return new HedgePolicy(name, config, r.clock, shared, false);
+  const retries = r.keysOf('retry', retry);
+  // A budget a live change removed from the retry stays the one its hedges draw from, as for a hedge without key.
+  let budget = retries.get(key).retryBudget ?? shared;
+  return new HedgePolicy(name, config, r.clock, () => (budget = retries.get(key).retryBudget ?? budget), false, key);
 };
 
 /**
@@ -166,6 +175,7 @@ export class ResilienceRegistry {
   private readonly cacheStream = new EventStream<CachePolicy>();
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
   private readonly evictedStream = new EventStream<InstanceEvictedEvent>();
+  private readonly hedgeEvictedStream = new EventStream<HedgePolicy>();
   private readonly warned = new Set<string>();
 
   /** Every instance created from now on (subscribe, then read {@link ResilienceRegistry.all} for the earlier ones), the instances of keys included. */
@@ -217,12 +227,14 @@ export class ResilienceRegistry {
         configs: this.options.hedging,
         schema: HEDGE_SCHEMA,
         warnsCloseName: false,
-        make: (name, config, place) => makeHedge(this, name, config, place),
+        make: (name, config, place, key) => makeHedge(this, name, config, place, key),
         holdsState: () => false,
       },
       'hedging',
       Infinity,
-      (_name, instance) => this.hedgeList.push(instance),
+      (_name, instance, key) => {
+        if (key === undefined) this.hedgeList.push(instance);
+      },
     );
     this.caching = this.instanceCache(
       {
@@ -426,11 +438,39 @@ export class ResilienceRegistry {
 
   /**
    * The hedge instance `name` (section `hedging`), created on first use from
-   * its declaration or `configs.default`; in strict mode an undeclared name throws.
+   * its declaration or `configs.default`; in strict mode an undeclared name
+   * throws. With `{ key }`, that key's own hedge: its own recent latencies
+   * (so its own percentile delay) and its own budget, made from the
+   * instance's config and kept within the section's `keys` bounds.
+   *
+   * @example
+   * ```ts
+   * registry.hedge('catalog', { key: 'eu' }).currentDelay; // the p95 of the eu calls
+   * ```
    */
-  hedge(name: string, where = GETTER): HedgePolicy {
-    return this.hedging.get(name, where, where !== GETTER);
+  hedge(name: string, options?: InstanceOptions): HedgePolicy {
+    const named = this.hedging.get(name, GETTER);
+    const key = options?.key;
+    return key === undefined ? named : this.hedgeKeysOf(named).get(key);
   }
+
+  /** @internal The hedge instance `name` for a decorated method or pipeline (`where`, for messages), held for good. */
+  hedgeAt(name: string, where: string): HedgePolicy {
+    return this.hedging.get(name, where, true);
+  }
+
+  /** @internal The keys of `hedge` (a named or derived hedge this registry made): what a keyed hedge layer picks its instance from. */
+  hedgeKeysOf(hedge: HedgePolicy): KeyedInstances<HedgePolicy> {
+    return this.hedging.keysOf(hedge) as KeyedInstances<HedgePolicy>;
+  }
+
+  /** @internal The hedge of every key kept now, of every hedge instance. */
+  allHedgeKeys(): readonly LruEntry<HedgePolicy>[] {
+    return this.hedging.allKeys();
+  }
+
+  /** @internal Each hedge of a key evicted from now on (its counts are kept by the metrics). */
+  readonly onHedgeEvicted = this.hedgeEvictedStream.subscribe;
 
   /**
    * @internal A private hedge instance for one decorated method: the named
@@ -445,7 +485,10 @@ export class ResilienceRegistry {
     return this.hedging.declares(name);
   }
 
-  /** Every hedge instance created so far, the private ones of decorated methods included. */
+  /**
+   * Every hedge instance created so far, the private ones of decorated
+   * methods included; the hedge of a key is asked for with `registry.hedge(name, { key })`.
+   */
   get hedges(): readonly HedgePolicy[] {
     return this.hedgeList;
   }
@@ -642,7 +685,7 @@ export class ResilienceRegistry {
     kind: InstanceKind<C, I>,
     policy: RegistryPolicy | 'hedging' | 'cache',
     maxUndeclared: number,
-    made?: (name: string, instance: I) => void,
+    made?: (name: string, instance: I, key?: string) => void,
   ): InstanceCache<C, I> {
     return new InstanceCache(kind, {
       strict: this.options.strict,
@@ -651,11 +694,13 @@ export class ResilienceRegistry {
       clock: this.clock,
       warnOnce: (message) => this.warnOnce(message),
       made: (name, instance, derived, key) => {
-        made?.(name, instance as I);
+        made?.(name, instance as I, key);
         if (policy !== 'hedging' && policy !== 'cache') this.announce(policy, name, instance, derived, key);
       },
       evicted: (name, instance, key) => {
-        if (policy !== 'hedging' && policy !== 'cache' && this.evictedStream.active)
+        if (policy === 'hedging') {
+          if (this.hedgeEvictedStream.active) this.hedgeEvictedStream.emit(instance as HedgePolicy);
+        } else if (policy !== 'cache' && this.evictedStream.active)
           this.evictedStream.emit({ policy, name, key, instance } as InstanceEvictedEvent);
       },
     });

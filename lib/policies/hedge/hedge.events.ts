@@ -2,6 +2,8 @@
 export interface HedgeEvent {
   /** The hedge instance's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The attempt that starts, 1-based: 2 for the first hedge. */
   readonly attempt: number;
   /** How long the attempts before it had gone unanswered, in ms (0 when it follows a failure at once). */
@@ -12,6 +14,8 @@ export interface HedgeEvent {
 export interface HedgeWinnerEvent {
   /** The hedge instance's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The attempt whose answer the call took, 1-based (1: the first attempt won after all). */
   readonly attempt: number;
   /** Attempts still running that were cancelled (their signals aborted). */
@@ -22,6 +26,8 @@ export interface HedgeWinnerEvent {
 export interface HedgeBudgetDeniedEvent {
   /** The hedge instance's name. */
   readonly name: string;
+  /** The key, for an instance used per key; else undefined. */
+  readonly key?: string;
   /** The attempt that did not start, 1-based. */
   readonly attempt: number;
 }

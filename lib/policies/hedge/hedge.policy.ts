@@ -40,9 +40,13 @@ export interface HedgeMetrics {
  * reached the method when one failed, else with the caller's `AbortError`
  * (`callerAbortError`); later answers are dropped. A cancellation's own
  * `AbortError` is never handed over to a hedge.
+ *
+ * The instance of one key (`@Hedge(name, { key })`, `registry.hedge(name, { key })`)
+ * keeps latencies and a budget of its own, and its events carry `key`.
  */
 export class HedgePolicy {
   private readonly latencies?: LatencyWindow;
+  private readonly budgetOf: () => RetryBudget;
   private readonly counters: HedgeMetrics = { hedged: 0, winner: 0, cancelled: 0, budgetDenied: 0 };
   private readonly hedgeStream = new EventStream<HedgeEvent>();
   private readonly winnerStream = new EventStream<HedgeWinnerEvent>();
@@ -59,8 +63,9 @@ export class HedgePolicy {
    * @param name - instance name
    * @param config - resolved settings
    * @param clock - time source for delays and latencies
-   * @param budget - the retry budget hedges withdraw from
+   * @param budget - the retry budget hedges withdraw from, or what answers it when a hedge is due (a retry key's budget, which an eviction may replace)
    * @param refills - successful calls deposit into `budget` (false when it is a retry instance's, which refills it)
+   * @param key - the key this instance serves, for an instance used per key
    */
   constructor(
     /** The instance's name, as configured. */
@@ -69,9 +74,12 @@ export class HedgePolicy {
     readonly config: HedgeConfig,
     /** The time source for delays and latencies. */
     readonly clock: Clock,
-    private readonly budget: RetryBudget,
+    budget: RetryBudget | (() => RetryBudget),
     private readonly refills: boolean,
+    /** The key this instance serves, for an instance used per key (`key` on `@Hedge`, `{ key }` on `registry.hedge`); else undefined. */
+    readonly key?: string,
   ) {
+    this.budgetOf = typeof budget === 'function' ? budget : () => budget;
     if (typeof config.delay === 'string')
       this.latencies = new LatencyWindow(config.latencyWindowSize, quantileOf(config.delay));
   }
@@ -83,7 +91,7 @@ export class HedgePolicy {
 
   /** Tokens left in the budget hedges draw from. */
   get budgetTokens(): number {
-    return this.budget.tokens;
+    return this.budgetOf().tokens;
   }
 
   /** The delay before the next hedge now, in ms: the fixed one, or the percentile (`Infinity` until enough latencies are known). */
@@ -138,9 +146,9 @@ export class HedgePolicy {
   admitHedge(attempt: number, parent: ResilienceContext | undefined): boolean {
     if (attempt > this.config.maxHedgedAttempts + 1) return false;
     if (parent !== undefined && (parent.aborted || parent.remaining() <= 0)) return false;
-    if (!this.budget.tryWithdraw()) {
+    if (!this.budgetOf().tryWithdraw()) {
       this.counters.budgetDenied++;
-      if (this.deniedStream.active) this.deniedStream.emit({ name: this.name, attempt });
+      if (this.deniedStream.active) this.deniedStream.emit({ name: this.name, key: this.key, attempt });
       return false;
     }
     return true;
@@ -149,7 +157,7 @@ export class HedgePolicy {
   /** @internal A hedge started. */
   hedged(attempt: number, waitedMs: number): void {
     this.counters.hedged++;
-    if (this.hedgeStream.active) this.hedgeStream.emit({ name: this.name, attempt, waitedMs });
+    if (this.hedgeStream.active) this.hedgeStream.emit({ name: this.name, key: this.key, attempt, waitedMs });
   }
 
   /**
@@ -157,11 +165,11 @@ export class HedgePolicy {
    * error ends the call), `cancelled` attempts were cut off, `started` were made.
    */
   answered(attempt: number, cancelled: number, started: number, success: boolean): void {
-    if (success && this.refills) this.budget.onSuccess();
+    if (success && this.refills) this.budgetOf().onSuccess();
     this.counters.cancelled += cancelled;
     if (!success || started === 1) return;
     if (attempt > 1) this.counters.winner++;
-    if (this.winnerStream.active) this.winnerStream.emit({ name: this.name, attempt, cancelled });
+    if (this.winnerStream.active) this.winnerStream.emit({ name: this.name, key: this.key, attempt, cancelled });
   }
 }
 
