@@ -28,6 +28,8 @@ export interface InstanceKind<C extends object, I> {
   holdsState(instance: I): boolean;
   /** Checks what `make` checks beyond the schema (e.g. a shared rate limiter's store); throws naming `place`. */
   check?(config: C, place: string): void;
+  /** Throws, naming `place`, when moving a running instance from `before` to `after` needs a restart. */
+  checkChange?(before: C, after: C, place: string): void;
   /** Runs `instance` with `config` from now on, keeping its state; absent for a kind that is not reconfigured live. */
   reconfigure?(instance: I, config: C): ConfigChangedEvent | undefined;
 }
@@ -244,6 +246,7 @@ export class InstanceCache<C extends object, I extends object> {
       const config = reader.configFor(section);
       if (sameSetting(config, reader.given)) continue;
       this.kind.check?.(config, reader.place);
+      this.kind.checkChange?.(reader.given, config, reader.place);
       changes.push({ instance, config });
     }
     return changes;

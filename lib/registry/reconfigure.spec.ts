@@ -2,6 +2,8 @@ import { VirtualClock } from '../kernel/clock';
 import { ConfigChangedEvent } from '../kernel/config-change';
 import { BulkheadFullError, CallNotPermittedError, RateLimitedError, TimeoutExceededError } from '../kernel/errors';
 import { RegistryOptions } from './registry.options';
+import { RedisCircuitBreakerStore } from '../stores/redis-circuit-breaker-store';
+import { SHARED_NOT_LIVE, SHARED_WITHOUT_STORE } from '../policies/circuit-breaker/circuit-breaker.messages';
 import { ResilienceRegistry } from './resilience.registry';
 
 class Unavailable extends Error {
@@ -390,5 +392,32 @@ describe('ResilienceRegistry.applyOptions', () => {
       startupError({ rateLimiter: { instances: { api: { shared: true } } } }),
     );
     expect([retry.config.maxAttempts, limiter.shared]).toEqual([2, false]);
+  });
+
+  it('refuses to make a running breaker fleet-wide, which needs a restart, and changes nothing', () => {
+    const store = new RedisCircuitBreakerStore({ client: {} as never });
+    const registry = new ResilienceRegistry({ ...options, circuitBreakerStore: store });
+    const retry = registry.retry('payments');
+    const breaker = registry.circuitBreaker('psp');
+    const place = "circuitBreaker instance 'psp'";
+
+    expect(() => registry.reconfigure('circuitBreaker', 'psp', { shared: true })).toThrow(
+      SHARED_NOT_LIVE(place, 'false', '{ quorum: 1 }'),
+    );
+    expect(() =>
+      registry.applyOptions({
+        ...options,
+        retry: { instances: { payments: { maxAttempts: 9 } } },
+        circuitBreaker: { instances: { psp: { shared: { quorum: 2 } } } },
+      }),
+    ).toThrow(SHARED_NOT_LIVE(place, 'false', '{ quorum: 2 }'));
+    expect([retry.config.maxAttempts, breaker.config.shared]).toEqual([2, false]);
+  });
+
+  it('refuses a breaker made shared without the module store, as startup does', () => {
+    const registry = new ResilienceRegistry(options);
+    expect(() => registry.reconfigure('circuitBreaker', 'later', { shared: true })).toThrow(
+      SHARED_WITHOUT_STORE("circuitBreaker instance 'later'"),
+    );
   });
 });

@@ -11,6 +11,7 @@ import { CircuitBreakerFleet } from '../policies/circuit-breaker/circuit-breaker
 import {
   NOT_A_STORE as NOT_A_BREAKER_STORE,
   SHARED_WITHOUT_STORE as BREAKER_SHARED_WITHOUT_STORE,
+  SHARED_NOT_LIVE,
 } from '../policies/circuit-breaker/circuit-breaker.messages';
 import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
 import { isRateLimiterStore, RateLimiterStore } from '../policies/rate-limiter/rate-limiter-store';
@@ -659,7 +660,12 @@ export class ResilienceRegistry {
         check: (config, place) => {
           if (policy === 'rateLimiter' && (config as RateLimiterConfig).shared)
             requireStore(this.rateLimiterStore, place);
+          if (policy === 'circuitBreaker' && (config as CircuitBreakerConfig).shared) this.circuitBreakerFleet(place);
         },
+        checkChange:
+          policy === 'circuitBreaker'
+            ? (checkSharingKept as (before: PolicyConfigs[P], after: PolicyConfigs[P], place: string) => void)
+            : undefined,
         reconfigure: (instance, config) => reconfigure(this, instance, config),
       },
       policy,
@@ -733,4 +739,20 @@ function readCircuitBreakerStore(value: unknown): CircuitBreakerStore | undefine
 
 function requireStore(store: RateLimiterStore | undefined, place: string): void {
   if (store === undefined) throw new Error(SHARED_WITHOUT_STORE(place));
+}
+
+/** How `shared` is shown in a refused change: `false`, or `{ quorum: n }`. */
+function sharingText(shared: CircuitBreakerConfig['shared']): string {
+  return shared === false ? 'false' : `{ quorum: ${shared.quorum} }`;
+}
+
+/**
+ * Refuses a live change of a breaker's `shared`: a breaker joins its
+ * fleet, with its quorum, when it is made, and leaving mid-run would
+ * drop a probe lease or a fleet-wide OPEN the others count on.
+ */
+function checkSharingKept(before: CircuitBreakerConfig, after: CircuitBreakerConfig, place: string): void {
+  const was = sharingText(before.shared);
+  const is = sharingText(after.shared);
+  if (was !== is) throw new Error(SHARED_NOT_LIVE(place, was, is));
 }
