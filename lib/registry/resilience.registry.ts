@@ -32,7 +32,13 @@ import { HedgeConfig, HEDGE_SCHEMA } from '../policies/hedge/hedge.config';
 import { HEDGE_BUDGET_WITHOUT_RETRY_BUDGET } from '../policies/hedge/hedge.messages';
 import { RetryBudget } from '../kernel/retry-budget';
 import { ConfigChangedEvent, ReconfigurablePolicy } from '../kernel/config-change';
-import { ResolvedSection } from '../config/schema';
+import { applyOverrides, ResolvedSection } from '../config/schema';
+import {
+  asBulkhead,
+  asThreadPool,
+  THREAD_POOL_BULKHEAD_SCHEMA,
+} from '../policies/bulkhead/thread-pool-bulkhead.config';
+import { checkStartupOnly } from './startup-options';
 import { BulkheadConfig } from '../policies/bulkhead/bulkhead.config';
 import { RateLimiterConfig } from '../policies/rate-limiter/rate-limiter.config';
 
@@ -217,6 +223,11 @@ export class ResilienceRegistry {
         warnsCloseName: false,
         make: (name, config, place, key) => makeThreadPoolBulkhead(this, name, config, place, key),
         holdsState: bulkheadHoldsState,
+        // A change is written in the thread pool's keys, as its section is.
+        patch: (base, patch, place, warn) =>
+          Object.freeze(
+            asBulkhead(applyOverrides(THREAD_POOL_BULKHEAD_SCHEMA, asThreadPool(base), patch, place, warn)),
+          ),
         reconfigure: (instance, config) => instance.reconfigure(config),
       },
       'bulkhead',
@@ -321,12 +332,16 @@ export class ResilienceRegistry {
    * reconfigured as by {@link ResilienceRegistry.reconfigure}; the others
    * are left as they are. The options are checked as at startup, all of
    * them before anything changes: an invalid value throws the startup
-   * message and changes nothing anywhere. Other module options (clock,
-   * order, deadline, hedging, metrics…) are read at startup only. Returns
-   * the `CONFIG_CHANGED` events, one per instance changed.
+   * message and changes nothing anywhere. `clock`, `random`, `order`,
+   * `deadline`, `hedging` and `cache` are read at startup only: given
+   * with another value than the one in force, they are refused naming
+   * the option (left out, they keep theirs); other module sections
+   * (metrics, logging…) are read at startup only. Returns the
+   * `CONFIG_CHANGED` events, one per instance changed.
    */
   applyOptions(options: RegistryOptions): ConfigChangedEvent[] {
     const next = resolveOptions(options, (m) => this.warnOnce(m));
+    checkStartupOnly(options, this.resolved, next);
     this.checkStores(next.sections.rateLimiter, next.sections.circuitBreaker);
     const moves: Array<() => ConfigChangedEvent[]> = [];
     const stage = <C extends object, I extends object>(
