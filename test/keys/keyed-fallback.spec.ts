@@ -74,6 +74,19 @@ class PaymentsClient {
     return `charged at ${host}`;
   }
 
+  // No declared return type: the first call finds out what the method returns.
+  @Fallback(TooManyInstancesError, 'busy')
+  @CircuitBreaker('payments', { key: byHost })
+  undeclaredPromise(host: string) {
+    return Promise.resolve(`charged at ${host}`);
+  }
+
+  @Fallback(TooManyInstancesError, 'busy')
+  @CircuitBreaker('payments', { key: byHost })
+  undeclaredObservable(host: string) {
+    return of(`quote from ${host}`);
+  }
+
   busy(host: string, error: TooManyInstancesError): string {
     return `busy: ${error.policy} ${error.instance} refused ${error.key === host ? 'the host' : 'another key'}`;
   }
@@ -121,6 +134,19 @@ describe('@Fallback answers a refusal of the keys', () => {
     registry.circuitBreaker('payments', { key: 'a.example' }).transitionToClosedState();
     await expect(client.chargeOnce('b.example', 'op-2')).resolves.toBe('charged at b.example');
     expect(reached).toEqual(['a.example', 'b.example']);
+  });
+
+  it('answers TooManyInstancesError for a method with no declared return type, a Promise or an Observable one', async () => {
+    const { client, registry } = await appWithOneKey(new VirtualClock());
+    await expect(client.undeclaredPromise('a.example')).resolves.toBe('charged at a.example');
+    registry.circuitBreaker('payments', { key: 'a.example' }).transitionToForcedOpenState();
+    await expect(client.undeclaredPromise('b.example')).resolves.toBe('busy: circuitBreaker payments refused the host');
+    registry.circuitBreaker('payments', { key: 'a.example' }).transitionToClosedState();
+    await expect(lastValueFrom(client.undeclaredObservable('a.example'))).resolves.toBe('quote from a.example');
+    registry.circuitBreaker('payments', { key: 'a.example' }).transitionToForcedOpenState();
+    await expect(lastValueFrom(client.undeclaredObservable('b.example'))).resolves.toBe(
+      'busy: circuitBreaker payments refused the host',
+    );
   });
 
   it('answers a key function that throws or answers no string', async () => {
