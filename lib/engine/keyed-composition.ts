@@ -22,24 +22,43 @@ function splitAtKeys(layers: readonly LayerChoice[]): {
 
 /**
  * The promise composition of `layers` (innermost first), some used per
- * key: over a given way to call the method, the layers outside the
- * outermost keyed one, around a dispatch to the keyed layers of each
- * call's keys, built once per combination of keys.
- *
- * @param layers - the layers, innermost first, some per key
- * @param clock - the registry's clock
- * @param where - the method or pipeline, for messages
+ * key, as a refused call takes it: over a given way to call the method,
+ * the layers outside the outermost keyed one, around a dispatch to the
+ * keyed layers of each call's keys, built once per combination of keys.
  */
-export function keyedPromiseComposition(
+function keyedPromiseComposition(
   layers: readonly LayerChoice[],
   clock: Clock,
   where: string,
 ): (invoke: Pipeline) => Pipeline {
   const { inner, outer } = splitAtKeys(layers);
-  const around = outer.length === 0 ? undefined : promiseComposition(outer, clock);
-  return (invoke) => {
-    const dispatched = keyedPipeline('promise', inner, (keyed) => promiseComposition(keyed, clock)(invoke), where);
-    return around === undefined ? dispatched : around(dispatched);
+  const around = promiseComposition(outer, clock);
+  return (invoke) =>
+    around(keyedPipeline('promise', inner, (keyed) => promiseComposition(keyed, clock)(invoke), where));
+}
+
+/**
+ * Each call through the whole pipeline of its keys, built once per
+ * combination of keys; a call whose keys are refused goes through
+ * `throughOuter` instead, where the layers outside the keyed ones see the
+ * refusal. A call whose keys are kept pays nothing for that second path.
+ */
+function routingRefusals(
+  layers: readonly LayerChoice[],
+  whole: (layers: ComposedLayer[]) => Pipeline,
+  where: string,
+  throughOuter: Pipeline,
+): Pipeline {
+  const dispatch = new KeyedDispatch(layers, whole, where);
+  return (args) => {
+    let run: Pipeline;
+    try {
+      run = dispatch.slotFor(args).run;
+    } catch {
+      // Read again on that path: the layers outside retry it, and a key may have been let go meanwhile.
+      return throughOuter(args);
+    }
+    return run(args);
   };
 }
 
@@ -75,8 +94,12 @@ export function keyedObservableComposition(
 
 /**
  * The whole pipeline of a method of `kind` under `layers` (innermost
- * first), some used per key. With no layer outside the keyed ones, each
- * combination of keys has the method's whole pipeline, picked per call.
+ * first), some used per key: each combination of keys has the method's
+ * whole pipeline, picked per call. With layers outside the keyed ones (a
+ * fallback, an unkeyed retry), a call whose keys are refused
+ * (`TooManyInstancesError`, a key function that throws or answers no
+ * string) runs through those layers around the keyed dispatch, so they
+ * see the refusal as they see a breaker's.
  *
  * @param kind - what the method returns
  * @param call - calls the method itself with its argument array
@@ -91,12 +114,33 @@ export function keyedComposition(
   clock: Clock,
   where: string,
 ): Pipeline {
-  if (splitAtKeys(layers).outer.length === 0)
-    return keyedPipeline(kind, layers, (keyed) => composeLayers(kind, call, keyed, clock), where);
-  return methodPipeline(
+  const whole = (keyed: ComposedLayer[]): Pipeline => composeLayers(kind, call, keyed, clock);
+  if (splitAtKeys(layers).outer.length === 0) return keyedPipeline(kind, layers, whole, where);
+  const throughOuter = methodPipeline(
     kind,
     call,
     keyedPromiseComposition(layers, clock, where),
     keyedObservableComposition(layers, clock, where),
   );
+  return routingRefusals(layers, whole, where, throughOuter);
+}
+
+/**
+ * The promise pipeline of a code pipeline's `layers` (innermost first),
+ * some used per key, over `call`; see {@link keyedComposition}.
+ *
+ * @param layers - the layers, innermost first, some per key
+ * @param call - runs the pipeline's function with its argument array
+ * @param clock - the registry's clock
+ * @param where - the pipeline, for messages
+ */
+export function keyedPromisePipeline(
+  layers: readonly LayerChoice[],
+  call: Pipeline,
+  clock: Clock,
+  where: string,
+): Pipeline {
+  const whole = (keyed: ComposedLayer[]): Pipeline => promiseComposition(keyed, clock)(call);
+  if (splitAtKeys(layers).outer.length === 0) return keyedPipeline('promise', layers, whole, where);
+  return routingRefusals(layers, whole, where, keyedPromiseComposition(layers, clock, where)(call));
 }

@@ -8,7 +8,7 @@ import { AttemptFunction } from '../kernel/policy';
 import { executeThrough, invokeCall } from './execute';
 import { FallbackLayer } from './layers';
 import type { LayerChoice } from './keyed-pipeline';
-import { keyedObservableComposition, keyedPromiseComposition } from './keyed-composition';
+import { keyedObservableComposition, keyedPromisePipeline } from './keyed-composition';
 
 /** No arguments: what an Observable's policies pass to a fallback handler. */
 const NO_ARGS: unknown[] = [];
@@ -67,7 +67,7 @@ export class ResiliencePipeline {
       return;
     }
     const where = `pipeline '${name}'`;
-    this.run = keyedPromiseComposition(keyed, clock, where)(call);
+    this.run = keyedPromisePipeline(keyed, call, clock, where);
     const observed = keyedObservableComposition(keyed, clock, where);
     // The key function reads `execute`'s arguments, which follow the function run.
     this.observed = (source, args) => defer(() => observed(source, [undefined, ...args]));
