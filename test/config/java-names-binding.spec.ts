@@ -1,10 +1,36 @@
+import { Injectable } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import { ErrorMatcher } from '../../lib/config/error-matcher';
-import { BulkheadFullError, fromSpringConfig, ResilienceRegistry, TimeoutExceededError } from '../../lib';
+import {
+  BulkheadFullError,
+  fromSpringConfig,
+  Idempotent,
+  IdempotencyRegistry,
+  MemoryIdempotencyStore,
+  ResilienceModule,
+  ResilienceRegistry,
+  TimeoutExceededError,
+  VirtualClock,
+} from '../../lib';
 
 /** What a refused connection looks like in Node: the condition `java.io.IOException` stands for. */
 const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
 /** An error of a Node class that happens to carry the Java class's simple name. */
 class IOException extends Error {}
+
+/** A message consumer whose key is released when its call timed out (kept as of unknown outcome by default). */
+@Injectable()
+class Consumer {
+  readonly handled: string[] = [];
+  timeOut = true;
+
+  @Idempotent({ key: (id: string) => id, releaseOn: ['java.util.concurrent.TimeoutException'] })
+  async handle(id: string): Promise<number> {
+    this.handled.push(id);
+    if (this.timeOut) throw new TimeoutExceededError('warehouse', 2000);
+    return this.handled.length;
+  }
+}
 
 /** Runs three failing calls through breaker `name`: one refused, one `IOException`, one `RangeError`; answers its counts. */
 async function recorded(registry: ResilienceRegistry, name: string): Promise<{ failed: number; successful: number }> {
@@ -76,6 +102,32 @@ describe('where a Java exception name is bound to the Node errors it stands for'
     expect(await failedOn('neither', new BulkheadFullError('inner', 'queue-full'))).toBe(0);
     expect(await failedOn('timeouts', new TimeoutExceededError('inner', 2000))).toBe(1);
     expect(await failedOn('neither', new TimeoutExceededError('inner', 2000))).toBe(0);
+  });
+
+  it("when @Idempotent's releaseOn is bound: a timeout releases the key, so a redelivery runs", async () => {
+    const clock = new VirtualClock(Date.UTC(2026, 0, 1));
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ResilienceModule.forRoot({
+          clock,
+          metrics: false,
+          idempotency: { store: new MemoryIdempotencyStore({ clock }) },
+        }),
+      ],
+      providers: [Consumer],
+    }).compile();
+    const app = await moduleRef.createNestApplication({ logger: false }).init();
+    try {
+      const consumer = app.get(Consumer);
+      const outcomes: string[] = [];
+      app.get(IdempotencyRegistry).onOutcome((e) => outcomes.push(e.outcome));
+      await expect(consumer.handle('m-1')).rejects.toBeInstanceOf(TimeoutExceededError);
+      consumer.timeOut = false;
+      await expect(consumer.handle('m-1')).resolves.toBe(2);
+      expect(outcomes).toEqual(['released', 'executed']);
+    } finally {
+      await app.close();
+    }
   });
 
   it('binds one class per name, so options bound twice are equal and a reload changes nothing', () => {
