@@ -3,7 +3,10 @@
  * naming the folders it may import (its own files aside). From the bottom up:
  *
  * - kernel: clock, scopes and cancellation, errors, events, outcome classification, the policy contract;
- * - config: the generic toolkit of options (durations, schemas, relaxed binding, exception lists);
+ * - config: the generic toolkit of options (durations, schemas, relaxed binding, exception lists and
+ *   their matcher, which knows no Java name: a binding maps names to classes when options are read);
+ * - spring/exceptions: the table of Java exception names and the classes standing for them, which the
+ *   registry binds into every option's exception lists (a resilience4j block may be passed as options);
  * - decorators: the trampoline and the metadata every decorator records;
  * - engine: what a call through the policies means, for every kind of method, for code pipelines and
  *   for one policy's `execute`, written against the hooks it asks of each policy (engine/layers.ts);
@@ -23,14 +26,15 @@
 const LAYERS = {
   kernel: [],
   config: ['kernel'],
+  'spring/exceptions': ['kernel', 'config'],
   decorators: ['kernel', 'config'],
   engine: ['kernel', 'config', 'decorators'],
   policies: ['kernel', 'config', 'decorators', 'engine'],
   'features/fault-injection': ['kernel', 'config'],
   'features/transaction': ['kernel', 'config'],
   'features/load-shedding': ['kernel', 'config'],
-  registry: ['kernel', 'config', 'policies', 'engine', 'features/fault-injection'],
-  'features/idempotency': ['kernel', 'config', 'decorators', 'registry', 'features/transaction'],
+  registry: ['kernel', 'config', 'policies', 'engine', 'features/fault-injection', 'spring/exceptions'],
+  'features/idempotency': ['kernel', 'config', 'decorators', 'registry', 'features/transaction', 'spring/exceptions'],
   'features/outbox': ['kernel', 'config', 'policies', 'registry', 'features/transaction', 'features/idempotency'],
   stores: ['kernel', 'config', 'policies', 'features'],
   observability: ['kernel', 'config', 'policies', 'registry', 'features'],

@@ -51,7 +51,7 @@ export type { TimeLimiterConfig, TimeLimiterConfigInput } from './policies/time-
 export { TimeLimiter } from './policies/time-limiter/time-limiter.policy';
 export type { AttemptContextMode } from './policies/time-limiter/time-limiter.policy';
 export type { TimeLimiterEvent } from './policies/time-limiter/time-limiter.events';
-export { Timeout } from './policies/time-limiter/timeout.decorator';
+export { Timeout } from './policies/time-limiter/time-limiter.decorator';
 export type {
   CircuitBreakerConfig,
   CircuitBreakerConfigInput,

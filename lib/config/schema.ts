@@ -1,7 +1,6 @@
-import { ErrorClassOrName } from './error-matcher';
+import { bindErrorNames, ErrorClassOrName, ErrorNames } from './error-matcher';
 import type { Duration } from './duration';
 import { checkInstanceName } from '../kernel/instance-name';
-import { isForeignJavaName } from './java-exceptions';
 import {
   BASE_CONFIG_CYCLE,
   ConfigPlace,
@@ -118,6 +117,8 @@ export interface SectionBinding {
   readonly spring: boolean;
   /** Replaces some of the schema's defaults (Resilience4j's defaults for an application.yml). */
   readonly defaults?: Readonly<Record<string, unknown>>;
+  /** How the names of exception lists are bound (the Java names of a Spring config); none: names stay names. */
+  readonly errorNames?: ErrorNames;
 }
 
 /** How forRoot binds native options: every key must be known, names are kept as written. */
@@ -139,13 +140,14 @@ const UNMATCHED_CONSEQUENCE: Readonly<Record<string, string>> = {
 /** Warns about the names of an exception list that stand for nothing in Node, and says what the list would do if none matches. */
 function checkExceptionNames(
   list: readonly ErrorClassOrName[],
+  names: ErrorNames,
   place: ConfigPlace,
   key: string,
   rawKey: string,
   warn: (message: string) => void,
   resilience4jRules: boolean,
 ): void {
-  const foreign = list.filter((e): e is string => typeof e === 'string' && isForeignJavaName(e));
+  const foreign = list.filter((e): e is string => typeof e === 'string' && names.isForeign(e));
   if (foreign.length === 0) return;
   warn(
     UNMATCHED_EXCEPTIONS(
@@ -227,10 +229,12 @@ export function readPartial<T extends object>(
     }
     const spec = fields[key];
     out[key] = given.read(key, readerOf(spec));
-    if (spec.kind === 'errors' && out[key] !== undefined) {
+    if (spec.kind === 'errors' && out[key] !== undefined && binding.errorNames !== undefined) {
+      const list = out[key] as ErrorClassOrName[];
       const rules = given.has('exceptionRules') ? given.raw('exceptionRules') : binding.defaults?.exceptionRules;
       const resilience4jRules = typeof rules === 'string' && findKey(rules, ['resilience4j']) !== undefined;
-      checkExceptionNames(out[key] as ErrorClassOrName[], place, key, given.written(key), warn, resilience4jRules);
+      checkExceptionNames(list, binding.errorNames, place, key, given.written(key), warn, resilience4jRules);
+      out[key] = bindErrorNames(list, binding.errorNames);
     }
   }
   return out as Partial<T> & { baseConfig?: string };
@@ -437,15 +441,16 @@ export function resolveSection<T extends object>(
   return { defaultConfig, instances, keys };
 }
 
-/** Applies decorator overrides to an instance config, checked like the config itself. */
+/** Applies decorator overrides to an instance config, checked like the config itself; `binding` binds the names of their exception lists. */
 export function applyOverrides<T extends object>(
   schema: PolicySchema<T>,
   base: T,
   overrides: unknown,
   place: ConfigPlace,
   warn: (message: string) => void,
+  binding: SectionBinding = NATIVE_BINDING,
 ): T {
-  const merged = merge(base, readPartial(schema, overrides, place, warn, false));
+  const merged = merge(base, readPartial(schema, overrides, place, warn, false, binding));
   schema.check?.(merged, place);
   return merged;
 }

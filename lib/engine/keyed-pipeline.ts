@@ -16,10 +16,8 @@ export interface KeyEntry<I> {
 export interface InstanceKeys<I> {
   /** The entry of `key`, used now: kept, or made; throws when it cannot be made. */
   entry(key: string): KeyEntry<I>;
-  /** Marks `entry` used at `now` (default: the clock's reading); false when it has been evicted. */
-  touch(entry: KeyEntry<I>, now?: number): boolean;
-  /** The clock reading keys are marked used at. */
-  now(): number;
+  /** Marks a held `entry` used, reading no clock; false when it has been evicted. */
+  hit(entry: KeyEntry<I>): boolean;
   /** Each key evicted from now on. */
   onEvicted(listener: (entry: KeyEntry<I>) => void): Unsubscribe;
 }
@@ -51,7 +49,8 @@ interface Slot<T> {
  * its keys from its arguments and runs through the pipeline built over
  * those keys' instances, built once per combination and kept while the
  * keys are. A call whose keys are kept costs the key function, one Map
- * lookup and one clock reading more than an unkeyed call. A key that cannot
+ * lookup and a few field writes per key more than an unkeyed call: no
+ * clock reading (the keys' sweeps date their use). A key that cannot
  * be made (`TooManyInstancesError`), or a key function that throws or
  * answers no string, refuses the call as the method's kind refuses: a
  * rejected Promise, or an Observable that errors on subscribe.
@@ -128,13 +127,10 @@ export class KeyedDispatch<T> {
     return this.make(id, keys);
   }
 
-  /** Marks the keys of `slot` used now; false when one of them has been evicted. */
+  /** Marks the keys of `slot` used; false when one of them has been evicted. */
   private touched(slot: Slot<T>): boolean {
     const keyed = this.keyed;
-    if (keyed.length === 1) return keyed[0].keys.touch(slot.entries[0]);
-    // One clock reading marks every key of the call.
-    const now = keyed[0].keys.now();
-    for (let i = 0; i < keyed.length; i++) if (!keyed[i].keys.touch(slot.entries[i], now)) return false;
+    for (let i = 0; i < keyed.length; i++) if (!keyed[i].keys.hit(slot.entries[i])) return false;
     return true;
   }
 

@@ -38,6 +38,16 @@ type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
  * `onModuleInit` and stores its composed pipeline on the instance, where
  * the method's trampoline picks it up.
  */
+/**
+ * How many parameters a method declares: its compiled parameter count, or,
+ * where the compiler recorded them, its parameter types' (which also count
+ * parameters with a default value, that `Function.length` stops at).
+ */
+function declaredParameters(prototype: object, methodName: string, original: (...args: unknown[]) => unknown): number {
+  const types: unknown = Reflect.getMetadata('design:paramtypes', prototype, methodName);
+  return Math.max(original.length, Array.isArray(types) ? types.length : 0);
+}
+
 @Injectable()
 export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly accessor = new ResilienceMetadataAccessor();
@@ -85,18 +95,25 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
         this.registry.warnOnce(REQUEST_SCOPED(info.target));
         continue;
       }
-      const pipeline = this.compose(instance, info, this.accessor.layers(method), method);
+      const parameters = declaredParameters(prototype, methodName, info.original);
+      const pipeline = this.compose(instance, info, this.accessor.layers(method), method, parameters);
       Object.defineProperty(instance, info.slot, { value: pipeline, configurable: true });
     }
   }
 
-  private compose(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[], method: unknown): Pipeline {
+  private compose(
+    instance: object,
+    info: TrampolineInfo,
+    layers: readonly LayerSpec[],
+    method: unknown,
+    parameters: number,
+  ): Pipeline {
     const order = this.registry.options.order;
     const fallbacks = layers.filter((l) => l.kind === 'fallback');
     const single = layers.filter((l) => l.kind !== 'fallback');
     if (fallbacks.length > 0) single.push(fallbacks[0]);
     const sorted = innermostFirst(single, order);
-    const fallback = fallbacks.length > 0 ? this.fallbackFor(instance, info, fallbacks) : undefined;
+    const fallback = fallbacks.length > 0 ? this.fallbackFor(instance, info, fallbacks, parameters) : undefined;
     const policies = sorted.map(
       (layer) =>
         ({
@@ -153,13 +170,30 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     return keyedComposition(info.kind, call, choices, clock, info.target);
   }
 
-  private fallbackFor(instance: object, info: TrampolineInfo, layers: readonly LayerSpec[]): FallbackPolicy {
+  /**
+   * The method's fallback. A handler gets the call's arguments and then the
+   * error, after every parameter the method declares: an optional argument
+   * the caller left out is passed as `undefined`, so the error is never
+   * taken for it.
+   */
+  private fallbackFor(
+    instance: object,
+    info: TrampolineInfo,
+    layers: readonly LayerSpec[],
+    parameters: number,
+  ): FallbackPolicy {
     const specs: FallbackHandlerSpec[] = layers.map((layer) => {
       const { errors, handler } = layer.options as FallbackLayerOptions;
       const fn: unknown = typeof handler === 'function' ? handler : (instance as Record<string, unknown>)[handler];
       if (typeof fn !== 'function') throw new Error(FALLBACK_HANDLER_MISSING(info.target, String(handler)));
       const call = fn as (...argsThenError: unknown[]) => unknown;
-      return { errors, handler: (args, error) => call.call(instance, ...args, error) };
+      return {
+        errors,
+        handler: (args, error) =>
+          args.length >= parameters
+            ? call.call(instance, ...args, error)
+            : call.call(instance, ...args, ...new Array<undefined>(parameters - args.length), error),
+      };
     });
     const policy = new FallbackPolicy(info.target, specs);
     this.registry.trackFallback(policy);

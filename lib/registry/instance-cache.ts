@@ -1,11 +1,15 @@
 import { closeName, instancePlace, UNDECLARED_INSTANCE_CLOSE, UNKNOWN_INSTANCE } from '../config/config.messages';
-import { applyOverrides, PolicySchema, ResolvedSection } from '../config/schema';
+import { applyOverrides, NATIVE_BINDING, PolicySchema, ResolvedSection, SectionBinding } from '../config/schema';
 import type { Clock } from '../kernel/clock';
 import { TooManyInstancesError } from '../kernel/errors';
 import { checkInstanceName } from '../kernel/instance-name';
 import { ConfigChangedEvent, sameSetting } from '../kernel/config-change';
 import { InstanceLru, LruEntry } from './instance-lru';
 import { KeyedInstances } from './keyed-instances';
+import { JAVA_ERROR_NAMES } from '../spring/exceptions/java-exceptions';
+
+/** How decorator overrides and live patches are read: as options written in code, their Java exception names bound. */
+const OVERRIDES: SectionBinding = { ...NATIVE_BINDING, errorNames: JAVA_ERROR_NAMES };
 
 /**
  * One kind of instance the registry makes: the section its configs come
@@ -201,11 +205,11 @@ export class InstanceCache<C extends object, I extends object> {
       ? this.section.defaultConfig
       : (this.section.instances.get(name) ?? this.undeclaredConfig(name, where));
     const warn = (message: string): void => this.host.warnOnce(message);
-    const config = applyOverrides(this.kind.schema, base, overrides, place, warn);
+    const config = applyOverrides(this.kind.schema, base, overrides, place, warn, OVERRIDES);
     const instance = this.kind.make(name, config, place);
     this.follow(instance, place, config, (section) => {
       const next = anonymous ? section.defaultConfig : (section.instances.get(name) ?? section.defaultConfig);
-      return applyOverrides(this.kind.schema, next, overrides, place, warn);
+      return applyOverrides(this.kind.schema, next, overrides, place, warn, OVERRIDES);
     });
     this.origins.set(instance, { name, config, place });
     this.host.made(name, instance, true);
@@ -234,7 +238,7 @@ export class InstanceCache<C extends object, I extends object> {
     const warn = (message: string): void => this.host.warnOnce(message);
     const config =
       this.kind.patch === undefined
-        ? applyOverrides(this.kind.schema, base, patch, place, warn)
+        ? applyOverrides(this.kind.schema, base, patch, place, warn, OVERRIDES)
         : this.kind.patch(base, patch, place, warn);
     this.kind.check?.(config, place);
     const instances = new Map(this.section.instances).set(name, config);

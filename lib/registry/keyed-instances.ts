@@ -13,8 +13,6 @@ import { InstanceLru, LruEntry } from './instance-lru';
  */
 export class KeyedInstances<I> {
   private readonly lru: InstanceLru<I>;
-  /** The registry's clock reading, which a caller touching several keys at once reads once. */
-  readonly now: () => number;
   private readonly evictedStream = new EventStream<LruEntry<I>>();
 
   /** Each key evicted from now on (the pipelines of decorated methods drop what they built over it). */
@@ -38,7 +36,6 @@ export class KeyedInstances<I> {
     holdsState: (instance: I) => boolean,
     evicted: (entry: LruEntry<I>) => void,
   ) {
-    this.now = () => clock.now();
     this.lru = new InstanceLru<I>(limits, clock, holdsState, (entry) => {
       evicted(entry);
       if (this.evictedStream.active) this.evictedStream.emit(entry);
@@ -64,9 +61,12 @@ export class KeyedInstances<I> {
     return made;
   }
 
-  /** Marks `entry` used at `now`; false when it has been evicted (ask {@link KeyedInstances.entry} again). */
-  touch(entry: LruEntry<I>, now?: number): boolean {
-    return this.lru.touch(entry, now);
+  /**
+   * Marks a held `entry` used, reading no clock; false when it has been
+   * evicted (ask {@link KeyedInstances.entry} again).
+   */
+  hit(entry: LruEntry<I>): boolean {
+    return this.lru.hit(entry);
   }
 
   /** The instance of `key`, made on first use. */

@@ -33,6 +33,7 @@ import { isPlainObject } from '../config/plain-object';
 import { IGNORED_SECTIONS } from '../config/resilience4j-properties';
 import { RESILIENCE4J_DEFAULTS } from '../config/resilience4j-defaults';
 import { NATIVE_BINDING, PolicySchema, resolveSection, ResolvedSection, SectionBinding } from '../config/schema';
+import { JAVA_ERROR_NAMES } from '../spring/exceptions/java-exceptions';
 import { DEFAULT_DEADLINE_HEADER } from '../kernel/context';
 import { RATE_LIMITER_SCHEMA, RateLimiterConfig } from '../policies/rate-limiter/rate-limiter.config';
 import { DEFAULT_ORDER, PolicyKind } from '../kernel/resilience.constants';
@@ -188,8 +189,11 @@ export function resolveOptions(options: RegistryOptions | undefined, warn: (mess
         ? 'warn'
         : 'error'
       : readUnknownKeys(plain.unknownKeys, MODULE_OPTIONS, 'unknownKeys');
+  // Java exception names are bound in code-written options too: the contract lets a resilience4j block be passed as they are.
   const sectionBinding: SectionBinding =
-    binding === 'spring' ? { unknownKeys, spring: true } : { ...NATIVE_BINDING, unknownKeys };
+    binding === 'spring'
+      ? { unknownKeys, spring: true, errorNames: JAVA_ERROR_NAMES }
+      : { ...NATIVE_BINDING, unknownKeys, errorNames: JAVA_ERROR_NAMES };
   for (const rawKey of unknownSections) checkUnknownSection(rawKey, unknownKeys, warn);
   const sections = {} as { [P in InstancePolicy]: ResolvedSection<PolicyConfigs[P]> };
   for (const policy of POLICY_NAMES) {

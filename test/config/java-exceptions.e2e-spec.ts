@@ -1,7 +1,8 @@
 import { Agent, createServer, get, IncomingMessage, Server } from 'node:http';
 import { LookupFunction, Socket } from 'node:net';
 import axios from 'axios';
-import { ErrorMatcher } from '../../lib/config/error-matcher';
+import { bindErrorNames, ErrorMatcher } from '../../lib/config/error-matcher';
+import { JAVA_ERROR_NAMES } from '../../lib/spring/exceptions/java-exceptions';
 import { freePort } from '../support/wait';
 
 /*
@@ -106,7 +107,9 @@ function unreachable(code: 'EHOSTUNREACH' | 'ENETUNREACH'): Agent {
   return agent;
 }
 
-const matches = (name: string, error: unknown): boolean => new ErrorMatcher([name]).matches(error);
+/** Whether `name`, bound as the registry binds exception lists, matches `error`. */
+const matches = (name: string, error: unknown): boolean =>
+  new ErrorMatcher(bindErrorNames([name], JAVA_ERROR_NAMES)).matches(error);
 
 const IO = [
   'java.io.IOException',

@@ -95,7 +95,9 @@ describe("Spring's shapes, through forRoot's options and fromSpringConfig", () =
         retry: {
           instances: { a: { 'retry-exceptions': 'java.io.IOException, java.util.concurrent.TimeoutException' } },
         },
-      }).retry('a').config.retryExceptions,
+      })
+        .retry('a')
+        .config.retryExceptions.map((e) => (typeof e === 'string' ? e : e.name)),
     ).toEqual(['java.io.IOException', 'java.util.concurrent.TimeoutException']);
   });
 

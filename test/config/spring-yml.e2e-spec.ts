@@ -427,7 +427,8 @@ describe('application.properties: flat lines with indexed lists', () => {
   afterAll(() => booted.app.close());
 
   it('opens on connection errors through record-exceptions[0]=java.io.IOException', async () => {
-    expect(booted.registry.circuitBreaker('pricing').config.recordExceptions).toEqual([
+    const listed = booted.registry.circuitBreaker('pricing').config.recordExceptions;
+    expect(listed.map((e) => (typeof e === 'string' ? e : e.name))).toEqual([
       'java.io.IOException',
       'java.util.concurrent.TimeoutException',
     ]);

@@ -3,6 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { createServer, IncomingMessage, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -98,6 +99,27 @@ async function withEnv<T>(env: Record<string, string>, body: () => Promise<T>): 
     for (const [key, value] of Object.entries(before))
       if (value === undefined) delete process.env[key];
       else process.env[key] = value;
+  }
+}
+
+/**
+ * Runs `body` counting the calls of `crypto.timingSafeEqual`, the block's own included: the
+ * module's exports are wrapped, and the ES-module bindings of `node:crypto` follow them.
+ */
+async function countingTimingSafeEqual<T>(body: () => Promise<T>): Promise<{ result: T; calls: number }> {
+  const crypto = createRequire(join(process.cwd(), 'package.json'))('node:crypto') as typeof import('node:crypto');
+  const original = crypto.timingSafeEqual;
+  let calls = 0;
+  crypto.timingSafeEqual = (a, b) => {
+    calls++;
+    return original(a, b);
+  };
+  syncBuiltinESMExports();
+  try {
+    return { result: await body(), calls };
+  } finally {
+    crypto.timingSafeEqual = original;
+    syncBuiltinESMExports();
   }
 }
 
@@ -522,24 +544,40 @@ export const DOC_PROGRAMS: Readonly<Record<string, DocProgram>> = {
     run: (load) =>
       withEnv({ OPERATOR_TOKEN: 'operator-secret' }, async () => {
         const { AppModule } = await load();
-        return withHttp(AppModule, async (url) => {
-          const update = (token: string) =>
-            fetch(`${url}/actuator/circuitbreakers/nope`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json', 'x-operator-token': token },
-              body: JSON.stringify({ updateState: 'FORCE_OPEN' }),
-            }).then((r) => r.status);
-          const read = (headers: Record<string, string>) => fetch(`${url}/actuator`, { headers }).then((r) => r.status);
-          return {
-            readWithoutToken: await read({}),
-            readWithShorterToken: await read({ 'x-operator-token': 'operator' }),
-            read: await read({ 'x-operator-token': 'operator-secret' }),
-            withoutToken: await update('wrong'),
-            withToken: await update('operator-secret'),
-          };
-        });
+        const { result, calls } = await countingTimingSafeEqual(() =>
+          withHttp(AppModule, async (url) => {
+            const update = (token: string) =>
+              fetch(`${url}/actuator/circuitbreakers/nope`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json', 'x-operator-token': token },
+                body: JSON.stringify({ updateState: 'FORCE_OPEN' }),
+              }).then((r) => r.status);
+            const read = (headers: Record<string, string>) =>
+              fetch(`${url}/actuator`, { headers }).then((r) => r.status);
+            return {
+              readWithoutToken: await read({}),
+              // Tokens of another length are refused, not a 500: the guard compares digests of equal length.
+              readWithShorterToken: await read({ 'x-operator-token': 'operator' }),
+              readWithLongerToken: await read({ 'x-operator-token': 'operator-secret-and-more' }),
+              read: await read({ 'x-operator-token': 'operator-secret' }),
+              withoutToken: await update('wrong'),
+              withToken: await update('operator-secret'),
+            };
+          }),
+        );
+        // Every token given was judged by timingSafeEqual, none by ===: once per read, and once per guard of a
+        // writable route until one refuses (its routes carry the status guards and then the writable ones).
+        return { ...result, comparedInConstantTime: calls };
       }),
-    answer: { readWithoutToken: 403, readWithShorterToken: 403, read: 200, withoutToken: 403, withToken: 404 },
+    answer: {
+      readWithoutToken: 403,
+      readWithShorterToken: 403,
+      readWithLongerToken: 403,
+      read: 200,
+      withoutToken: 403,
+      withToken: 404,
+      comparedInConstantTime: 6,
+    },
   },
 
   'outbox-module': {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_ORDER, fromSpringConfig, ResilienceRegistry } from '../../lib';
-import { JAVA_EXCEPTIONS } from '../../lib/config/java-exceptions';
+import { JAVA_EXCEPTIONS } from '../../lib/spring/exceptions/java-exceptions';
 import { ASPECT_ORDER_DIFFERS } from '../../lib/config/config.messages';
 import { POLICY_SCHEMAS } from '../../lib/registry/resolve-options';
 import {

@@ -45,6 +45,7 @@ describe.each(PLATFORMS)('the operator endpoints over HTTP (%s)', (platform) => 
           clock,
           metrics: false,
           circuitBreaker: { instances: { psp: {} } },
+          faultInjection: { enabled: true },
           outbox: {
             store: new PostgresOutboxStore({ pool, table, clock }),
             publisher: () => Promise.resolve(),
@@ -96,5 +97,47 @@ describe.each(PLATFORMS)('the operator endpoints over HTTP (%s)', (platform) => 
       detail: expect.stringContaining('no '),
       instance: `/actuator${route}`,
     });
+  });
+
+  it.each([
+    ['POST', '/faults/%00', 400, 'Bad Request', { error: { rate: 1, error: 503 } }],
+    ['POST', '/faults/a%00b', 400, 'Bad Request', { latency: { rate: 1, delay: '1s' } }],
+    ['PATCH', '/circuitbreakers/%00/config', 404, 'Not Found', { failureRateThreshold: 30 }],
+    ['PATCH', '/circuitbreakers/ps%00p/config', 404, 'Not Found', { failureRateThreshold: 30 }],
+    ['PATCH', '/%00/psp/config', 404, 'Not Found', { failureRateThreshold: 30 }],
+  ])('answer %s %s (a NUL in the id) with %i problem+json', async (method, route, status, title, body) => {
+    const answer = await fetch(`${base}${route}`, {
+      method,
+      headers: { ...OPERATOR, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect({ status: answer.status, type: answer.headers.get('content-type') }).toEqual({
+      status,
+      type: 'application/problem+json; charset=utf-8',
+    });
+    expect(await answer.json()).toEqual({
+      type: 'about:blank',
+      title,
+      status,
+      detail: expect.any(String),
+      instance: `/actuator${route}`,
+    });
+  });
+
+  it('clear no fault for DELETE /faults/%00: a NUL names no fault, and the faults in force stay', async () => {
+    const inject = await fetch(`${base}/faults/psp`, {
+      method: 'POST',
+      headers: { ...OPERATOR, 'content-type': 'application/json' },
+      body: JSON.stringify({ error: { rate: 1, error: 503 } }),
+    });
+    expect(inject.status).toBe(200);
+    try {
+      const answer = await fetch(`${base}/faults/%00`, { method: 'DELETE', headers: OPERATOR });
+      expect(answer.status).toBe(200);
+      const { faults } = (await answer.json()) as { faults: { name: string }[] };
+      expect(faults.map((f) => f.name)).toEqual(['psp']);
+    } finally {
+      await fetch(`${base}/faults`, { method: 'DELETE', headers: OPERATOR });
+    }
   });
 });

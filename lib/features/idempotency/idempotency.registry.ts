@@ -1,5 +1,6 @@
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { ErrorMatcher } from '../../config/error-matcher';
+import { bindErrorNames, ErrorMatcher } from '../../config/error-matcher';
+import { JAVA_ERROR_NAMES } from '../../spring/exceptions/java-exceptions';
 import { EventStream, EventSubscriber } from '../../kernel/events';
 import { TrampolineInfo } from '../../decorators/metadata';
 import { NEST_PATH_METADATA } from './nest-route-metadata';
@@ -130,7 +131,7 @@ export class IdempotencyRegistry implements OnApplicationBootstrap, OnModuleDest
         leaseMs: lease,
         ttlMs: Math.max(options.ttlMs ?? ttlMs, lease),
         storeTimeoutMs,
-        releaseOn: new ErrorMatcher(options.releaseOn ?? DEFAULT_RELEASE_ON),
+        releaseOn: new ErrorMatcher(bindErrorNames(options.releaseOn ?? DEFAULT_RELEASE_ON, JAVA_ERROR_NAMES)),
         reconciler: options.reconciler ?? reconciler,
         principal,
         route,

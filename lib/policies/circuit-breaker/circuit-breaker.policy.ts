@@ -7,7 +7,6 @@ import { BulkheadFullError, CallNotPermittedError, refusalError } from '../../ke
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
 import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
 import { exponentialInterval, randomizedInterval } from '../../kernel/interval-function';
-import { javaException } from '../../config/java-exceptions';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
@@ -77,15 +76,16 @@ function isIllegalTransition(from: CircuitBreakerState, to: CircuitBreakerState)
 
 /**
  * True when `recordExceptions` names BulkheadFullError itself: the class, its
- * name (dotted or not), or Resilience4j's `BulkheadFullException`. A broader
- * entry such as `Error` does not count.
+ * name (dotted or not), or a class standing for it (Resilience4j's
+ * `BulkheadFullException`, as the options bind that name). A broader entry
+ * such as `Error` does not count.
  */
 function namesBulkheadFull(entries: CircuitBreakerConfig['recordExceptions']): boolean {
   return entries.some((e) =>
     typeof e === 'string'
-      ? e.slice(e.lastIndexOf('.') + 1) === BulkheadFullError.name ||
-        javaException(e)?.meaning === BulkheadFullError.name
-      : e === BulkheadFullError,
+      ? e.slice(e.lastIndexOf('.') + 1) === BulkheadFullError.name
+      : e === BulkheadFullError ||
+        (Object.getPrototypeOf(e) === BulkheadFullError && Object.hasOwn(e, Symbol.hasInstance)),
   );
 }
 

@@ -9,7 +9,7 @@ import { DeadlineExceededError, RateLimitedError } from '../../kernel/errors';
 import { ResilienceModule } from '../../nest/resilience.module';
 import { ResilienceRegistry } from '../../registry/resilience.registry';
 import { Retry } from '../retry/retry.decorator';
-import { Timeout } from '../time-limiter/timeout.decorator';
+import { Timeout } from '../time-limiter/time-limiter.decorator';
 import { RateLimiter } from './rate-limiter.decorator';
 import { RateLimiterPolicy } from './rate-limiter.policy';
 import { RateLimiterStore } from './rate-limiter-store';

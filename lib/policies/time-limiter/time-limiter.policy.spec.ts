@@ -15,7 +15,7 @@ import { refusal } from '../../kernel/refusal';
 import { callerAbortError } from '../../kernel/cancellation';
 import { AttemptContextMode, TimeLimiter } from './time-limiter.policy';
 import type { TimeLimiterEvent } from './time-limiter.events';
-import { Timeout } from './timeout.decorator';
+import { Timeout } from './time-limiter.decorator';
 import { LaggingClock } from '../../../test/support/pipelines';
 
 describe('TimeLimiter', () => {

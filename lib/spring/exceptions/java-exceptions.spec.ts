@@ -1,6 +1,9 @@
-import { ErrorMatcher } from './error-matcher';
-import { BulkheadFullError, CallNotPermittedError, RateLimitedError, TimeoutExceededError } from '../kernel/errors';
-import { isForeignJavaName, JAVA_EXCEPTIONS, javaException } from './java-exceptions';
+import { bindErrorNames, ErrorMatcher } from '../../config/error-matcher';
+import { BulkheadFullError, CallNotPermittedError, RateLimitedError, TimeoutExceededError } from '../../kernel/errors';
+import { isForeignJavaName, JAVA_ERROR_NAMES, JAVA_EXCEPTIONS, javaException } from './java-exceptions';
+
+/** The matcher of a list bound as the registry binds it. */
+const bound = (names: string[]): ErrorMatcher => new ErrorMatcher(bindErrorNames(names, JAVA_ERROR_NAMES));
 
 const status = (code: number): Error => Object.assign(new Error(`HTTP ${code}`), { status: code });
 const connection = (code: string): Error => Object.assign(new Error(code), { code });
@@ -44,7 +47,7 @@ const EXPECTED: Record<string, string[]> = {
 
 describe('Java exception names', () => {
   it.each(Object.entries(EXPECTED))('%s matches %p', (name, expected) => {
-    const matcher = new ErrorMatcher([name]);
+    const matcher = bound([name]);
     expect(
       Object.entries(SAMPLES)
         .filter(([, error]) => matcher.matches(error))
@@ -55,10 +58,8 @@ describe('Java exception names', () => {
   it('still matches an application class of the same simple name', () => {
     class DataAccessException extends Error {}
     class IOException extends Error {}
-    expect(new ErrorMatcher(['org.springframework.dao.DataAccessException']).matches(new DataAccessException())).toBe(
-      true,
-    );
-    expect(new ErrorMatcher(['java.io.IOException']).matches(new IOException())).toBe(true);
+    expect(bound(['org.springframework.dao.DataAccessException']).matches(new DataAccessException())).toBe(true);
+    expect(bound(['java.io.IOException']).matches(new IOException())).toBe(true);
   });
 
   it('has one entry per name, each with a meaning', () => {

@@ -1,5 +1,6 @@
-import { BulkheadFullError, CallNotPermittedError, RateLimitedError, TimeoutExceededError } from '../kernel/errors';
-import { httpStatusOf, isConnectionError } from '../kernel/error-status';
+import { BulkheadFullError, CallNotPermittedError, RateLimitedError, TimeoutExceededError } from '../../kernel/errors';
+import { httpStatusOf, isConnectionError } from '../../kernel/error-status';
+import { ErrorClass, ErrorMatcher, ErrorNames } from '../../config/error-matcher';
 
 /** A Java exception class that Spring configs list, and the Node errors it stands for here. */
 export interface JavaException {
@@ -9,6 +10,8 @@ export interface JavaException {
   readonly meaning: string;
   /** True for an error of the condition the Java class stands for. */
   readonly matches: (error: unknown) => boolean;
+  /** This module's error class the Java class stands for, when it is one (Resilience4j's own exceptions). */
+  readonly errorClass?: ErrorClass;
 }
 
 const anyError = (): boolean => true;
@@ -188,16 +191,19 @@ export const JAVA_EXCEPTIONS: readonly JavaException[] = [
     name: 'io.github.resilience4j.circuitbreaker.CallNotPermittedException',
     meaning: 'CallNotPermittedError',
     matches: (e) => e instanceof CallNotPermittedError,
+    errorClass: CallNotPermittedError,
   },
   {
     name: 'io.github.resilience4j.bulkhead.BulkheadFullException',
     meaning: 'BulkheadFullError',
     matches: (e) => e instanceof BulkheadFullError,
+    errorClass: BulkheadFullError,
   },
   {
     name: 'io.github.resilience4j.ratelimiter.RequestNotPermitted',
     meaning: 'RateLimitedError',
     matches: (e) => e instanceof RateLimitedError,
+    errorClass: RateLimitedError,
   },
   {
     name: 'java.util.concurrent.CancellationException',
@@ -234,3 +240,49 @@ const JVM_PACKAGES =
 export function isForeignJavaName(name: string): boolean {
   return JVM_PACKAGES.test(name.trim()) && javaException(name) === undefined;
 }
+
+/** The classes standing for mapped names, by name as written (trimmed): one per name, so lists bound twice are equal. */
+const STAND_INS = new Map<string, ErrorClass>();
+
+/**
+ * The class standing for a mapped Java name in a bound exception list: its
+ * `instanceof` is true for an error of the condition the name stands for,
+ * and for an error whose class (or an ancestor class) has the name's simple
+ * name; it is named as written, so configs and messages show the name. One
+ * standing for Resilience4j's own exception extends the error class it
+ * means (`BulkheadFullException` extends `BulkheadFullError`).
+ *
+ * @param name - a name of an exception list, as written
+ */
+export function javaErrorClass(name: string): ErrorClass | undefined {
+  const written = name.trim();
+  const known = STAND_INS.get(written);
+  if (known !== undefined) return known;
+  const entry = javaException(written);
+  if (entry === undefined) return undefined;
+  const sameName = new ErrorMatcher([written]);
+  const decides = (error: unknown): boolean => entry.matches(error) || sameName.matches(error);
+  const standIn =
+    entry.errorClass === undefined
+      ? class {
+          static [Symbol.hasInstance](error: unknown): boolean {
+            return decides(error);
+          }
+        }
+      : class extends (entry.errorClass as new (...args: never[]) => object) {
+          static override [Symbol.hasInstance](error: unknown): boolean {
+            return decides(error);
+          }
+        };
+  Object.defineProperty(standIn, 'name', { value: written });
+  STAND_INS.set(written, standIn);
+  return standIn;
+}
+
+/**
+ * How a Spring config's exception lists are bound: the well-known Java names
+ * become classes standing for the Node errors they mean ({@link javaErrorClass}),
+ * and a JVM name with no mapping is warned about. The registry binds every
+ * option's lists with it, those written in code included.
+ */
+export const JAVA_ERROR_NAMES: ErrorNames = { classOf: javaErrorClass, isForeign: isForeignJavaName };
