@@ -4,6 +4,7 @@ import type { ComposedLayer } from './layer-composition';
 import { KEY_NOT_A_STRING } from '../kernel/resilience.messages';
 import { previewValue } from '../config/value-preview';
 import type { Unsubscribe } from '../kernel/events';
+import { refusal } from '../kernel/refusal';
 
 /** The instance of one key, as the keys of an instance keep it. */
 export interface KeyEntry<I> {
@@ -35,9 +36,9 @@ function isKeyed(layer: LayerChoice): layer is KeyedLayer {
   return 'keyOf' in layer;
 }
 
-/** The pipeline built over the instances of one combination of keys, and their entries. */
-interface Slot {
-  readonly run: Pipeline;
+/** What was built over the instances of one combination of keys (a pipeline, a composition), and their entries. */
+interface Slot<T> {
+  readonly run: T;
   /** The layers it was built over, one instance each. */
   readonly layers: readonly ComposedLayer[];
   readonly entries: readonly KeyEntry<ComposedLayer['policy']>[];
@@ -69,38 +70,36 @@ export function keyedPipeline(
   return refusingAs(kind, (args) => dispatch.slotFor(args).run(args));
 }
 
-/**
- * The layers, one instance each, of the keys `args` give, for a caller
- * that composes them itself (a pipeline's `observe`).
- */
-export function keyedLayers(
-  layers: readonly LayerChoice[],
-  where: string,
-): (args: unknown[]) => readonly ComposedLayer[] {
-  const dispatch = new KeyedDispatch(layers, () => () => undefined, where);
-  return (args) => dispatch.slotFor(args).layers;
-}
-
 /** `run`, whose synchronous throw is answered as the method's kind refuses. */
 function refusingAs(kind: ReturnKind, run: Pipeline): Pipeline {
   return (args) => {
     try {
       return run(args);
     } catch (error) {
+      refused(error);
       return kind === 'observable' ? throwError(() => error) : Promise.reject(error);
     }
   };
 }
 
-class KeyedDispatch {
-  private readonly slots = new Map<string, Slot>();
+/** Marks what a dispatch threw as a refusal: the call never reached a layer, so a retry around it keeps an earlier attempt's error. */
+export function refused(error: unknown): void {
+  if (typeof error === 'object' && error !== null) refusal(error);
+}
+
+/**
+ * What `build` makes over the instances of the keys each call's arguments
+ * give, made once per combination of keys and kept while the keys are.
+ */
+export class KeyedDispatch<T> {
+  private readonly slots = new Map<string, Slot<T>>();
   private readonly keyed: readonly KeyedLayer[];
   /** Every keyed layer reads its key with the same function: one key per call, not a combination. */
   private readonly oneKey: boolean;
 
   constructor(
     private readonly layers: readonly LayerChoice[],
-    private readonly build: (layers: ComposedLayer[]) => Pipeline,
+    private readonly build: (layers: ComposedLayer[]) => T,
     private readonly where: string,
   ) {
     this.keyed = layers.filter(isKeyed);
@@ -110,7 +109,7 @@ class KeyedDispatch {
   }
 
   /** The slot of the keys `args` give, built when they have none (or one of its keys was evicted). */
-  slotFor(args: unknown[]): Slot {
+  slotFor(args: unknown[]): Slot<T> {
     const keyed = this.keyed;
     if (this.oneKey) {
       const key = this.keyFrom(keyed[0], args);
@@ -129,7 +128,7 @@ class KeyedDispatch {
   }
 
   /** Marks the keys of `slot` used; false when one of them has been evicted. */
-  private touched(slot: Slot): boolean {
+  private touched(slot: Slot<T>): boolean {
     const keyed = this.keyed;
     for (let i = 0; i < keyed.length; i++) if (!keyed[i].keys.hit(slot.entries[i])) return false;
     return true;
@@ -147,14 +146,14 @@ class KeyedDispatch {
     return key;
   }
 
-  private make(id: string, keys: readonly string[]): Slot {
+  private make(id: string, keys: readonly string[]): Slot<T> {
     const entries = this.keyed.map((layer, i) => layer.keys.entry(keys[i]));
     let next = 0;
     const policies = this.layers.map((layer): ComposedLayer => {
       if (!isKeyed(layer)) return layer;
       return { kind: layer.kind, policy: entries[next++].instance } as ComposedLayer;
     });
-    const slot: Slot = { run: this.build(policies), layers: policies, entries };
+    const slot: Slot<T> = { run: this.build(policies), layers: policies, entries };
     this.slots.set(id, slot);
     return slot;
   }

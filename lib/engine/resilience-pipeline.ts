@@ -7,7 +7,8 @@ import { ObservablePipeline } from './method-pipeline';
 import { AttemptFunction } from '../kernel/policy';
 import { executeThrough, invokeCall } from './execute';
 import { FallbackLayer } from './layers';
-import { keyedLayers, keyedPipeline, LayerChoice } from './keyed-pipeline';
+import type { LayerChoice } from './keyed-pipeline';
+import { keyedObservableComposition, keyedPromisePipeline } from './keyed-composition';
 
 /** No arguments: what an Observable's policies pass to a fallback handler. */
 const NO_ARGS: unknown[] = [];
@@ -65,15 +66,11 @@ export class ResiliencePipeline {
       this.observed = observableComposition(policies, clock);
       return;
     }
-    this.run = keyedPipeline(
-      'promise',
-      keyed,
-      (layers) => promiseComposition(layers, clock)(call),
-      `pipeline '${name}'`,
-    );
-    const layersFor = keyedLayers(keyed, `pipeline '${name}'`);
-    this.observed = (source, args) =>
-      defer(() => observableComposition(layersFor([undefined, ...args]), clock)(source, args));
+    const where = `pipeline '${name}'`;
+    this.run = keyedPromisePipeline(keyed, call, clock, where);
+    const observed = keyedObservableComposition(keyed, clock, where);
+    // The key function reads `execute`'s arguments, which follow the function run.
+    this.observed = (source, args) => defer(() => observed(source, [undefined, ...args]));
   }
 
   /**

@@ -22,7 +22,8 @@ import { IdempotencyRegistry } from '../features/idempotency/idempotency.registr
 import { ComposedLayer, composeLayers, innermostFirst } from '../engine/layer-composition';
 import { PolicyInstances, RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
-import { keyedPipeline, LayerChoice } from '../engine/keyed-pipeline';
+import type { LayerChoice } from '../engine/keyed-pipeline';
+import { keyedComposition } from '../engine/keyed-composition';
 import { DECORATED_BY_ANOTHER_COPY, REQUEST_SCOPED } from '../kernel/resilience.messages';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
 import { HEDGE_KEY_OPTIONAL, HEDGE_NOT_SAFE, HEDGE_ON_TRANSACTION } from '../policies/hedge/hedge.messages';
@@ -144,7 +145,11 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
     };
   }
 
-  /** The method's pipeline; with layers used per key, one per combination of keys, picked per call. */
+  /**
+   * The method's pipeline; with layers used per key, those layers are built
+   * once per combination of keys and picked per call, inside the layers
+   * outside them (a fallback answers a refusal of the keys).
+   */
   private keyedOrNot(
     info: TrampolineInfo,
     sorted: readonly LayerSpec[],
@@ -162,7 +167,7 @@ export class ResilienceExplorer implements OnModuleInit, OnModuleDestroy {
           : this.registry.keysOf(kind as RegistryPolicy, policy as PolicyInstances[RegistryPolicy]);
       return { kind, keys, keyOf: layer.key as (...args: unknown[]) => unknown };
     });
-    return keyedPipeline(info.kind, choices, (layers) => composeLayers(info.kind, call, layers, clock), info.target);
+    return keyedComposition(info.kind, call, choices, clock, info.target);
   }
 
   /**

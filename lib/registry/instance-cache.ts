@@ -32,6 +32,10 @@ export interface InstanceKind<C extends object, I> {
   holdsState(instance: I): boolean;
   /** Checks what `make` checks beyond the schema (e.g. a shared rate limiter's store); throws naming `place`. */
   check?(config: C, place: string): void;
+  /** The config `patch` makes of `base` when it is written in other keys than the schema's (a thread pool's); default: the schema's overrides. */
+  patch?(base: C, patch: unknown, place: string, warn: (message: string) => void): C;
+  /** Throws, naming `place`, when moving a running instance from `before` to `after` needs a restart. */
+  checkChange?(before: C, after: C, place: string): void;
   /** Runs `instance` with `config` from now on, keeping its state; absent for a kind that is not reconfigured live. */
   reconfigure?(instance: I, config: C): ConfigChangedEvent | undefined;
 }
@@ -231,7 +235,11 @@ export class InstanceCache<C extends object, I extends object> {
     checkInstanceName(name, `${where}, ${this.kind.section} instance`);
     const base = this.section.instances.get(name) ?? this.undeclaredConfig(name, where);
     const place = instancePlace(this.kind.section, 'instance', name);
-    const config = applyOverrides(this.kind.schema, base, patch, place, (m) => this.host.warnOnce(m), OVERRIDES);
+    const warn = (message: string): void => this.host.warnOnce(message);
+    const config =
+      this.kind.patch === undefined
+        ? applyOverrides(this.kind.schema, base, patch, place, warn, OVERRIDES)
+        : this.kind.patch(base, patch, place, warn);
     this.kind.check?.(config, place);
     const instances = new Map(this.section.instances).set(name, config);
     return { ...this.section, instances };
@@ -248,6 +256,7 @@ export class InstanceCache<C extends object, I extends object> {
       const config = reader.configFor(section);
       if (sameSetting(config, reader.given)) continue;
       this.kind.check?.(config, reader.place);
+      this.kind.checkChange?.(reader.given, config, reader.place);
       changes.push({ instance, config });
     }
     return changes;

@@ -2,6 +2,12 @@ import { VirtualClock } from '../kernel/clock';
 import { ConfigChangedEvent } from '../kernel/config-change';
 import { BulkheadFullError, CallNotPermittedError, RateLimitedError, TimeoutExceededError } from '../kernel/errors';
 import { RegistryOptions } from './registry.options';
+import { NOT_LIVE } from './reconfigure.messages';
+import { DEFAULT_ORDER } from '../kernel/resilience.constants';
+import { UNKNOWN_KEY } from '../config/config.messages';
+import { THREAD_POOL_BULKHEAD_SCHEMA } from '../policies/bulkhead/thread-pool-bulkhead.config';
+import { RedisCircuitBreakerStore } from '../stores/redis-circuit-breaker-store';
+import { SHARED_NOT_LIVE, SHARED_WITHOUT_STORE } from '../policies/circuit-breaker/circuit-breaker.messages';
 import { ResilienceRegistry } from './resilience.registry';
 
 class Unavailable extends Error {
@@ -390,5 +396,91 @@ describe('ResilienceRegistry.applyOptions', () => {
       startupError({ rateLimiter: { instances: { api: { shared: true } } } }),
     );
     expect([retry.config.maxAttempts, limiter.shared]).toEqual([2, false]);
+  });
+
+  it('refuses to make a running breaker fleet-wide, which needs a restart, and changes nothing', () => {
+    const store = new RedisCircuitBreakerStore({ client: {} as never });
+    const registry = new ResilienceRegistry({ ...options, circuitBreakerStore: store });
+    const retry = registry.retry('payments');
+    const breaker = registry.circuitBreaker('psp');
+    const place = "circuitBreaker instance 'psp'";
+
+    expect(() => registry.reconfigure('circuitBreaker', 'psp', { shared: true })).toThrow(
+      SHARED_NOT_LIVE(place, 'false', '{ quorum: 1 }'),
+    );
+    expect(() =>
+      registry.applyOptions({
+        ...options,
+        retry: { instances: { payments: { maxAttempts: 9 } } },
+        circuitBreaker: { instances: { psp: { shared: { quorum: 2 } } } },
+      }),
+    ).toThrow(SHARED_NOT_LIVE(place, 'false', '{ quorum: 2 }'));
+    expect([retry.config.maxAttempts, breaker.config.shared]).toEqual([2, false]);
+  });
+
+  it('refuses a breaker made shared without the module store, as startup does', () => {
+    const registry = new ResilienceRegistry(options);
+    expect(() => registry.reconfigure('circuitBreaker', 'later', { shared: true })).toThrow(
+      SHARED_WITHOUT_STORE("circuitBreaker instance 'later'"),
+    );
+  });
+});
+
+describe('ResilienceRegistry.applyOptions, options read at startup only', () => {
+  const clock = new VirtualClock();
+  const base: RegistryOptions = {
+    clock,
+    retry: { instances: { payments: { maxAttempts: 2 } } },
+    hedging: { instances: { catalog: { delay: '10ms', safe: true } } },
+    deadline: { defaultBudget: '5s' },
+    cache: { instances: { rates: { ttl: '1m' } } },
+  };
+  const changed: RegistryOptions = { ...base, retry: { instances: { payments: { maxAttempts: 4 } } } };
+
+  it.each<[string, RegistryOptions]>([
+    ['clock', { clock: new VirtualClock() }],
+    ['random', { random: () => 0.5 }],
+    ['cache.instances.rates', { cache: { instances: { rates: { ttl: '2m' } } } }],
+    ['order', { order: [...DEFAULT_ORDER].reverse() }],
+    ['deadline.defaultBudget', { deadline: { defaultBudget: '9s' } }],
+    ['deadline.header', { deadline: { defaultBudget: '5s', header: 'x-budget' } }],
+    ['hedging.instances.catalog', { hedging: { instances: { catalog: { delay: '20ms', safe: true } } } }],
+    ['hedging.instances.search', { hedging: { instances: { catalog: { delay: '10ms', safe: true }, search: {} } } }],
+  ])('refuses a different %s, naming it, and changes nothing', (path, different) => {
+    const registry = new ResilienceRegistry(base);
+    const retry = registry.retry('payments');
+    expect(() => registry.applyOptions({ ...changed, ...different })).toThrow(NOT_LIVE(path));
+    expect(retry.config.maxAttempts).toBe(2);
+  });
+
+  it('accepts those options given as they are in force, or left out', () => {
+    const registry = new ResilienceRegistry(base);
+    const retry = registry.retry('payments');
+    expect(registry.applyOptions({ ...changed, order: [...DEFAULT_ORDER] })).toHaveLength(1);
+    expect(retry.config.maxAttempts).toBe(4);
+    expect(registry.applyOptions({ retry: { instances: { payments: { maxAttempts: 5 } } } })).toHaveLength(1);
+    expect(retry.config.maxAttempts).toBe(5);
+  });
+});
+
+describe('ResilienceRegistry.reconfigure of a thread-pool bulkhead', () => {
+  const options: RegistryOptions = { threadPoolBulkhead: { instances: { reports: { maxThreadPoolSize: 2 } } } };
+
+  it("takes the thread pool's own keys", () => {
+    const registry = new ResilienceRegistry(options);
+    const pool = registry.bulkhead('reports');
+    registry.reconfigure('bulkhead', 'reports', { maxThreadPoolSize: 4, queueCapacity: 3 });
+    expect([pool.config.maxConcurrentCalls, pool.config.queueCapacity]).toEqual([4, 3]);
+  });
+
+  it("refuses a semaphore bulkhead's keys, which a thread pool does not have, and changes nothing", () => {
+    const registry = new ResilienceRegistry(options);
+    const pool = registry.bulkhead('reports');
+    const before = pool.config;
+    for (const key of ['maxConcurrentCalls', 'maxWaitDuration'])
+      expect(() => registry.reconfigure('bulkhead', 'reports', { [key]: 1 })).toThrow(
+        UNKNOWN_KEY("threadPoolBulkhead instance 'reports'", key, Object.keys(THREAD_POOL_BULKHEAD_SCHEMA.fields)),
+      );
+    expect(pool.config).toBe(before);
   });
 });

@@ -11,6 +11,7 @@ import { CircuitBreakerFleet } from '../policies/circuit-breaker/circuit-breaker
 import {
   NOT_A_STORE as NOT_A_BREAKER_STORE,
   SHARED_WITHOUT_STORE as BREAKER_SHARED_WITHOUT_STORE,
+  SHARED_NOT_LIVE,
 } from '../policies/circuit-breaker/circuit-breaker.messages';
 import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
 import { isRateLimiterStore, RateLimiterStore } from '../policies/rate-limiter/rate-limiter-store';
@@ -31,7 +32,13 @@ import { HedgeConfig, HEDGE_SCHEMA } from '../policies/hedge/hedge.config';
 import { HEDGE_BUDGET_WITHOUT_RETRY_BUDGET } from '../policies/hedge/hedge.messages';
 import { RetryBudget } from '../kernel/retry-budget';
 import { ConfigChangedEvent, ReconfigurablePolicy } from '../kernel/config-change';
-import { ResolvedSection } from '../config/schema';
+import { applyOverrides, ResolvedSection } from '../config/schema';
+import {
+  asBulkhead,
+  asThreadPool,
+  THREAD_POOL_BULKHEAD_SCHEMA,
+} from '../policies/bulkhead/thread-pool-bulkhead.config';
+import { checkStartupOnly } from './startup-options';
 import { BulkheadConfig } from '../policies/bulkhead/bulkhead.config';
 import { RateLimiterConfig } from '../policies/rate-limiter/rate-limiter.config';
 
@@ -216,6 +223,11 @@ export class ResilienceRegistry {
         warnsCloseName: false,
         make: (name, config, place, key) => makeThreadPoolBulkhead(this, name, config, place, key),
         holdsState: bulkheadHoldsState,
+        // A change is written in the thread pool's keys, as its section is.
+        patch: (base, patch, place, warn) =>
+          Object.freeze(
+            asBulkhead(applyOverrides(THREAD_POOL_BULKHEAD_SCHEMA, asThreadPool(base), patch, place, warn)),
+          ),
         reconfigure: (instance, config) => instance.reconfigure(config),
       },
       'bulkhead',
@@ -320,12 +332,16 @@ export class ResilienceRegistry {
    * reconfigured as by {@link ResilienceRegistry.reconfigure}; the others
    * are left as they are. The options are checked as at startup, all of
    * them before anything changes: an invalid value throws the startup
-   * message and changes nothing anywhere. Other module options (clock,
-   * order, deadline, hedging, metrics…) are read at startup only. Returns
-   * the `CONFIG_CHANGED` events, one per instance changed.
+   * message and changes nothing anywhere. `clock`, `random`, `order`,
+   * `deadline`, `hedging` and `cache` are read at startup only: given
+   * with another value than the one in force, they are refused naming
+   * the option (left out, they keep theirs); other module sections
+   * (metrics, logging…) are read at startup only. Returns the
+   * `CONFIG_CHANGED` events, one per instance changed.
    */
   applyOptions(options: RegistryOptions): ConfigChangedEvent[] {
     const next = resolveOptions(options, (m) => this.warnOnce(m));
+    checkStartupOnly(options, this.resolved, next);
     this.checkStores(next.sections.rateLimiter, next.sections.circuitBreaker);
     const moves: Array<() => ConfigChangedEvent[]> = [];
     const stage = <C extends object, I extends object>(
@@ -659,7 +675,12 @@ export class ResilienceRegistry {
         check: (config, place) => {
           if (policy === 'rateLimiter' && (config as RateLimiterConfig).shared)
             requireStore(this.rateLimiterStore, place);
+          if (policy === 'circuitBreaker' && (config as CircuitBreakerConfig).shared) this.circuitBreakerFleet(place);
         },
+        checkChange:
+          policy === 'circuitBreaker'
+            ? (checkSharingKept as (before: PolicyConfigs[P], after: PolicyConfigs[P], place: string) => void)
+            : undefined,
         reconfigure: (instance, config) => reconfigure(this, instance, config),
       },
       policy,
@@ -733,4 +754,20 @@ function readCircuitBreakerStore(value: unknown): CircuitBreakerStore | undefine
 
 function requireStore(store: RateLimiterStore | undefined, place: string): void {
   if (store === undefined) throw new Error(SHARED_WITHOUT_STORE(place));
+}
+
+/** How `shared` is shown in a refused change: `false`, or `{ quorum: n }`. */
+function sharingText(shared: CircuitBreakerConfig['shared']): string {
+  return shared === false ? 'false' : `{ quorum: ${shared.quorum} }`;
+}
+
+/**
+ * Refuses a live change of a breaker's `shared`: a breaker joins its
+ * fleet, with its quorum, when it is made, and leaving mid-run would
+ * drop a probe lease or a fleet-wide OPEN the others count on.
+ */
+function checkSharingKept(before: CircuitBreakerConfig, after: CircuitBreakerConfig, place: string): void {
+  const was = sharingText(before.shared);
+  const is = sharingText(after.shared);
+  if (was !== is) throw new Error(SHARED_NOT_LIVE(place, was, is));
 }

@@ -15,7 +15,7 @@ import {
   ResilienceRegistry,
   VirtualClock,
 } from '../../lib';
-import { SHARED_WITHOUT_STORE } from '../../lib/policies/circuit-breaker/circuit-breaker.messages';
+import { SHARED_NOT_LIVE, SHARED_WITHOUT_STORE } from '../../lib/policies/circuit-breaker/circuit-breaker.messages';
 import { RedisCircuitBreakerStore } from '../../lib/stores/redis-circuit-breaker-store';
 import { RunningServer } from '../support/postgres-server';
 import { startRedis } from '../support/redis-server';
@@ -241,6 +241,37 @@ describe('fleet-wide circuit breaker (real Redis)', () => {
     await quietFor(200);
     expect(seen).toEqual([]);
     monitoring.disconnect();
+  });
+
+  it("keeps a shared name's per-key breakers local: a key that opens on one replica stays closed on the others", async () => {
+    const a = await replica();
+    const b = await replica();
+    const [ra, rb] = registries;
+    const hostOnA = ra.circuitBreaker('pay', { key: 'h1.example' });
+    const hostOnB = rb.circuitBreaker('pay', { key: 'h1.example' });
+    await failUntilOpen(hostOnA);
+    await quietFor(200);
+    expect([hostOnB.state, a.state, b.state]).toEqual(['CLOSED', 'CLOSED', 'CLOSED']);
+  });
+
+  it('refuses to take a running breaker out of its fleet, or change its quorum, live: that needs a restart', async () => {
+    const a = await replica({ quorum: 2 });
+    const registry = registries[0];
+    const place = "circuitBreaker instance 'pay'";
+    expect(() => registry.reconfigure('circuitBreaker', 'pay', { shared: false })).toThrow(
+      SHARED_NOT_LIVE(place, '{ quorum: 2 }', 'false'),
+    );
+    expect(() =>
+      registry.reconfigure('circuitBreaker', 'pay', { shared: { quorum: 1 }, slidingWindowSize: 8 }),
+    ).toThrow(SHARED_NOT_LIVE(place, '{ quorum: 2 }', '{ quorum: 1 }'));
+    expect([a.config.shared, a.config.slidingWindowSize]).toEqual([{ quorum: 2 }, 4]);
+    // Other settings of a fleet-wide breaker still change live, and it stays in its fleet.
+    registry.reconfigure('circuitBreaker', 'pay', { waitDurationInOpenState: '20s' });
+    const b = await replica({ quorum: 2 });
+    await failUntilOpen(a);
+    await failUntilOpen(b);
+    const c = await replica({ quorum: 2 });
+    await eventually('c OPEN', () => c.state === 'OPEN');
   });
 });
 

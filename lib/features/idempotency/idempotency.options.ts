@@ -214,7 +214,7 @@ export interface IdempotentOptions<
   /**
    * Errors that prove the method had no effect, so the key is released and
    * a retry runs it. Default: `CallNotPermittedError`, `BulkheadFullError`,
-   * `RateLimitedError` (refusals before any call left).
+   * `RateLimitedError`, `TooManyInstancesError` (refusals before any call left).
    */
   releaseOn?: readonly ErrorClassOrName[];
   /**

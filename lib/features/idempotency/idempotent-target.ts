@@ -1,6 +1,12 @@
 import { ErrorMatcher } from '../../config/error-matcher';
 import { TransactionHostLike } from '../transaction/cls-transaction';
-import { BulkheadFullError, CallNotPermittedError, RateLimitedError, ResilienceError } from '../../kernel/errors';
+import {
+  BulkheadFullError,
+  CallNotPermittedError,
+  RateLimitedError,
+  ResilienceError,
+  TooManyInstancesError,
+} from '../../kernel/errors';
 import { IdempotencyStore, InProgressRecord, StoredResponse } from './idempotency-store';
 import { CheckedIdempotentOptions } from './idempotency.options';
 import { StoreCallBounds } from './store-call';
@@ -74,7 +80,7 @@ export interface IdempotentMethodSettings
 }
 
 /** Errors raised before any call left: nothing happened, so retrying is safe. */
-export const DEFAULT_RELEASE_ON = [CallNotPermittedError, BulkheadFullError, RateLimitedError];
+export const DEFAULT_RELEASE_ON = [CallNotPermittedError, BulkheadFullError, RateLimitedError, TooManyInstancesError];
 
 /** One protected method as its runs and its reconciliation see it. */
 export interface IdempotentTarget {

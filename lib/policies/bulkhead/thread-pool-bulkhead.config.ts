@@ -41,6 +41,15 @@ export const THREAD_POOL_BULKHEAD_SCHEMA: PolicySchema<ThreadPoolBulkheadConfig>
  */
 export const THREAD_POOL_QUEUE_WAIT_MS = 2 ** 31 - 1;
 
+/** The thread-pool settings a bulkhead made by {@link asBulkhead} runs: its keys, for a change written in them. */
+export function asThreadPool(config: BulkheadConfig): ThreadPoolBulkheadConfig {
+  return {
+    maxThreadPoolSize: config.maxConcurrentCalls,
+    queueCapacity: config.queueCapacity ?? 0,
+    writableStackTraceEnabled: config.writableStackTraceEnabled,
+  };
+}
+
 /** The bulkhead a thread-pool bulkhead instance runs as. */
 export function asBulkhead(config: ThreadPoolBulkheadConfig): BulkheadConfig {
   return {

@@ -6,6 +6,10 @@ export const SHARED_WITHOUT_STORE = (place: string): string =>
 export const NOT_A_STORE = (value: string): string =>
   `${PREFIX}: invalid module options: key 'circuitBreakerStore' must be a circuit breaker store (an object with reportOpen(), publish(), claimProbe(), read() and listen(), e.g. new RedisCircuitBreakerStore({ client })), got ${value}`;
 
+/** A live change of `shared` (on, off, or its quorum), which only a restart applies. */
+export const SHARED_NOT_LIVE = (place: string, before: string, after: string): string =>
+  `${PREFIX}: invalid change of ${place}: key 'shared' cannot change while the breaker runs (${before} -> ${after}): a breaker joins or leaves its fleet when it is made; restart the application to apply it. Nothing was changed`;
+
 export const SHARED_EXPECTED = 'true, false or { quorum } (quorum: an integer >= 1)';
 
 /** Logged once per outage of the store: every fleet-wide breaker now runs on its own window alone. */
