@@ -19,6 +19,9 @@ const byHost = (host: string): string => host;
 /** Calls that reached each host. */
 const reached: string[] = [];
 
+/** Whether the breaker's key function of `chargeOnceByHost` answers no string. */
+const keyFunction = { broken: false };
+
 @Injectable()
 class PaymentsClient {
   @Fallback(TooManyInstancesError, 'busy')
@@ -70,6 +73,13 @@ class PaymentsClient {
   @Idempotent({ key: (_host: string, id: string) => id })
   @CircuitBreaker('payments', { key: byHost })
   async chargeOnce(host: string, _id: string): Promise<string> {
+    reached.push(host);
+    return `charged at ${host}`;
+  }
+
+  @Idempotent({ key: (_host: string, id: string) => id })
+  @CircuitBreaker('payments', { key: (host: string) => (keyFunction.broken ? (undefined as unknown as string) : host) })
+  async chargeOnceByHost(host: string, _id: string): Promise<string> {
     reached.push(host);
     return `charged at ${host}`;
   }
@@ -134,6 +144,15 @@ describe('@Fallback answers a refusal of the keys', () => {
     registry.circuitBreaker('payments', { key: 'a.example' }).transitionToClosedState();
     await expect(client.chargeOnce('b.example', 'op-2')).resolves.toBe('charged at b.example');
     expect(reached).toEqual(['a.example', 'b.example']);
+  });
+
+  it('releases the idempotency key of a call whose key function answers no string: nothing ran', async () => {
+    const { client } = await appWithOneKey(new VirtualClock());
+    keyFunction.broken = true;
+    await expect(client.chargeOnceByHost('a.example', 'op-3')).rejects.toBeInstanceOf(TypeError);
+    keyFunction.broken = false;
+    await expect(client.chargeOnceByHost('a.example', 'op-3')).resolves.toBe('charged at a.example');
+    expect(reached).toEqual(['a.example']);
   });
 
   it('answers TooManyInstancesError for a method with no declared return type, a Promise or an Observable one', async () => {

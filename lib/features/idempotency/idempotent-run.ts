@@ -2,7 +2,7 @@ import { hasNoOutcome } from '../../kernel/cancellation';
 import { TimerHandle } from '../../kernel/clock';
 import { ErrorMatcher } from '../../config/error-matcher';
 import { httpStatusOf } from '../../kernel/error-status';
-import { neverSent } from '../../kernel/refusal';
+import { isRefusal, neverSent } from '../../kernel/refusal';
 import {
   IdempotencyKeyInProgressError,
   IdempotencyKeyQuotaExceededError,
@@ -303,7 +303,11 @@ export class IdempotentRun {
   }
 }
 
-/** Whether `error` frees the key: one of `releaseOn`, or a connection that was never made (the request never left). */
+/**
+ * Whether `error` frees the key: one of `releaseOn`, a refusal raised
+ * before any layer ran (a key function that answered no string), or a
+ * connection that was never made (the request never left).
+ */
 function releases(releaseOn: ErrorMatcher, error: unknown): boolean {
-  return releaseOn.matches(error) || neverSent(error);
+  return releaseOn.matches(error) || isRefusal(error) || neverSent(error);
 }
