@@ -17,17 +17,37 @@ export interface InstanceSnapshot {
   readonly metrics?: object;
 }
 
+/** A value of a span event's attribute. */
+export type SpanAttributeValue = string | number | boolean;
+
+/** The attributes of one span event, by name (see `RESILIENCE_SPAN_ATTRIBUTES`); an undefined one is left out. */
+export type SpanEventAttributes = Record<string, SpanAttributeValue | undefined>;
+
+/**
+ * Where a policy writes its span events: each goes on the span active when
+ * it happens, if one is recording.
+ */
+export interface SpanEventSink {
+  /** Adds span event `name` with `attributes`. */
+  event(name: string, attributes: SpanEventAttributes): void;
+  /** Adds span event `name` with `attributes` and those of `error` (its `error.type`, and whether a fault injected it). */
+  failure(name: string, attributes: SpanEventAttributes, error: unknown): void;
+}
+
 /**
  * @internal The telemetry channel every policy reports to: its events, each
- * under Resilience4j's event type name, and a snapshot of its state. The event journal, the status endpoints and the testing kit
- * listen through it, so a policy's events reach them with nothing written
- * for that policy.
+ * under Resilience4j's event type name, a snapshot of its state, and what
+ * each listener reports of it (its span events, …). The event journal, the
+ * status endpoints, the testing kit and the tracing listen through it, so a
+ * policy reaches them with nothing written for that policy outside its folder.
  */
 export interface PolicyTelemetry {
   /** Subscribes to each event type `tap` wants; returns the unsubscribe functions. */
   tapEvents(tap: EventTap): Unsubscribe[];
   /** The instance's state, settings and counters, now. */
   snapshot(): InstanceSnapshot;
+  /** Subscribes to the events the tracing writes on spans, each written to `trace`; returns the unsubscribe functions. Absent: none. */
+  traceEvents?(trace: SpanEventSink): Unsubscribe[];
 }
 
 /** @internal Subscribes `tap`'s listener for `type` to `subscribe`, if it wants one; adds the unsubscribe to `into`. */

@@ -27,7 +27,7 @@ export type {
 export type { FallbackShareCounts } from './fallback-share';
 export { ResilienceEndpointsModule } from './resilience-endpoints.module';
 export { ResilienceTracing } from './tracing/resilience-tracing';
-export { RESILIENCE_SPAN_ATTRIBUTES, RESILIENCE_SPAN_EVENTS } from './tracing/span-attributes';
+export { RESILIENCE_SPAN_ATTRIBUTES, RESILIENCE_SPAN_EVENTS } from '../kernel/span-attributes';
 export type { ResolvedTracingOptions, TracingOptions } from './tracing/tracing.options';
 export { DeadlinePropagator } from './tracing/deadline-propagator';
 export type { HeaderSetter } from './tracing/deadline-propagator';

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../../kernel/errors';
@@ -170,6 +171,22 @@ export class BulkheadPolicy {
   /** @internal Its settings and permits, for the status endpoints. */
   snapshot(): InstanceSnapshot {
     return { config: this.config, metrics: this.metrics };
+  }
+
+  /** @internal Its span events: each wait for a permit, and each call refused. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onCallWaited(({ name, waitMs }) =>
+        trace.event(E.bulkheadWaited, { [A.policy]: 'bulkhead', [A.instance]: name, [A.bulkheadWaitMs]: waitMs }),
+      ),
+      this.onCallRejected(({ name, reason, error }) =>
+        trace.failure(
+          E.bulkheadRejected,
+          { [A.policy]: 'bulkhead', [A.instance]: name, [A.bulkheadReason]: reason },
+          error,
+        ),
+      ),
+    ];
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

@@ -1,5 +1,6 @@
 import { Clock, TimerHandle } from '../../kernel/clock';
-import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { OutcomeHistograms } from '../../kernel/duration-histogram';
 import { ErrorMatcher } from '../../config/error-matcher';
 import { httpStatusOf } from '../../kernel/error-status';
@@ -392,6 +393,19 @@ export class CircuitBreakerPolicy {
   /** @internal Its state, settings and window, for the status endpoints. */
   snapshot(): InstanceSnapshot {
     return { state: this.state, config: this.config, metrics: this.metrics };
+  }
+
+  /** @internal Its span events: each refused call, with the state that refused it. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onCallNotPermitted(({ name, state }) =>
+        trace.event(E.circuitBreakerNotPermitted, {
+          [A.policy]: 'circuit_breaker',
+          [A.instance]: name,
+          [A.circuitBreakerState]: state,
+        }),
+      ),
+    ];
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

@@ -1,5 +1,6 @@
 import { Clock } from '../../kernel/clock';
-import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { instancePlace } from '../../config/config.messages';
 import { Duration } from '../../config/duration';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
@@ -257,6 +258,22 @@ export class RateLimiterPolicy {
   /** @internal Its settings and permits, for the status endpoints. */
   snapshot(): InstanceSnapshot {
     return { config: this.config, metrics: this.metrics };
+  }
+
+  /** @internal Its span events: each wait for a permit, and each call refused. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onWait(({ name, waitMs }) =>
+        trace.event(E.rateLimiterWaited, {
+          [A.policy]: 'rate_limiter',
+          [A.instance]: name,
+          [A.rateLimiterWaitMs]: waitMs,
+        }),
+      ),
+      this.onFailure(({ name, error }) =>
+        trace.failure(E.rateLimiterRejected, { [A.policy]: 'rate_limiter', [A.instance]: name }, error),
+      ),
+    ];
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

@@ -1,5 +1,6 @@
 import { Clock } from '../../kernel/clock';
-import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { Observable } from 'rxjs';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { ErrorMatcher } from '../../config/error-matcher';
@@ -172,6 +173,29 @@ export class RetryPolicy {
   /** @internal Its settings and counters (with the budget's tokens), for the status endpoints. */
   snapshot(): InstanceSnapshot {
     return { config: this.config, metrics: { ...this.metrics, budgetTokens: this.budgetTokens } };
+  }
+
+  /** @internal Its span events: each attempt after the first, each retry, and why a failed attempt was not retried. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onAttempt(({ name, attempt }) =>
+        trace.event(E.attempt, { [A.policy]: 'retry', [A.instance]: name, [A.attemptNumber]: attempt }),
+      ),
+      this.onRetry(({ name, attempt, waitMs, error }) =>
+        trace.failure(
+          E.retry,
+          { [A.policy]: 'retry', [A.instance]: name, [A.attemptNumber]: attempt, [A.retryWaitMs]: waitMs },
+          error,
+        ),
+      ),
+      this.onRetryStopped(({ name, attempt, reason, error }) =>
+        trace.failure(
+          E.retryStopped,
+          { [A.policy]: 'retry', [A.instance]: name, [A.attemptNumber]: attempt, [A.retryStopReason]: reason },
+          error,
+        ),
+      ),
+    ];
   }
 
   /** The engine over this policy alone, made on the first `execute`. */
