@@ -35,6 +35,29 @@ export interface SpanEventSink {
 }
 
 /**
+ * Where a policy writes what an operator needs to see as it happens, never
+ * once per call: a line per transition, or two per episode.
+ */
+export interface TelemetryLog {
+  /** Logs `message` at level log. */
+  log(message: string): void;
+  /** Logs `message` at level warn. */
+  warn(message: string): void;
+  /**
+   * A run of events (denials, rejections, store failures) reported twice:
+   * `start` at the first one, and `end` with their count and how long the
+   * run lasted at the first activity (`watchActivity`) once none has
+   * happened for the quiet period. Returns the function to call at each
+   * event of a run.
+   */
+  episode<T>(
+    watchActivity: (onActivity: () => void) => Unsubscribe,
+    start: (first: T) => void,
+    end: (count: number, durationMs: number) => void,
+  ): (detail: T) => void;
+}
+
+/**
  * @internal The telemetry channel every policy reports to: its events, each
  * under Resilience4j's event type name, a snapshot of its state, and what
  * each listener reports of it (its span events, …). The event journal, the
@@ -48,6 +71,8 @@ export interface PolicyTelemetry {
   snapshot(): InstanceSnapshot;
   /** Subscribes to the events the tracing writes on spans, each written to `trace`; returns the unsubscribe functions. Absent: none. */
   traceEvents?(trace: SpanEventSink): Unsubscribe[];
+  /** Subscribes to the events it logs, each logged through `log`; returns the unsubscribe functions. Absent: none. */
+  logEvents?(log: TelemetryLog): Unsubscribe[];
 }
 
 /** @internal Subscribes `tap`'s listener for `type` to `subscribe`, if it wants one; adds the unsubscribe to `into`. */
@@ -59,4 +84,23 @@ export function tapStream<E extends object>(
 ): void {
   const listener = tap(type);
   if (listener !== undefined) into.push(subscribe(listener));
+}
+
+/** @internal Subscribes `listener` to two event streams; the returned function unsubscribes it from both. */
+export function onEither<A, B>(
+  first: EventSubscriber<A>,
+  second: EventSubscriber<B>,
+  listener: (event: A | B) => void,
+): Unsubscribe {
+  const stopFirst = first(listener);
+  const stopSecond = second(listener);
+  return () => {
+    stopFirst();
+    stopSecond();
+  };
+}
+
+/** @internal An error's own text, for a log line. */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -2,8 +2,21 @@ import * as otel from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { EventStream, Unsubscribe } from '../kernel/events';
-import { EventTap, InstanceSnapshot, PolicyTelemetry, SpanEventSink, tapStream } from '../kernel/telemetry';
-import { ObservedInstance } from './instance-catalog';
+import {
+  errorText,
+  EventTap,
+  InstanceSnapshot,
+  PolicyTelemetry,
+  SpanEventSink,
+  tapStream,
+  TelemetryLog,
+} from '../kernel/telemetry';
+import { Logger } from '@nestjs/common';
+import { VirtualClock } from '../kernel/clock';
+import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
+import { ResilienceRegistry } from '../registry/resilience.registry';
+import { InstanceCatalog, ObservedInstance } from './instance-catalog';
+import { ResilienceEventLogger } from './resilience-event-logger';
 import { ResilienceSpanEvents } from './tracing/span-events';
 
 interface ValveEvent {
@@ -37,6 +50,20 @@ class Valve implements PolicyTelemetry {
     return {};
   }
 
+  logEvents(log: TelemetryLog): Unsubscribe[] {
+    const refused = log.episode<unknown>(
+      (onActivity) => this.throttled.subscribe(onActivity),
+      (first) => log.warn(`valve '${this.name}' refuses calls (${errorText(first)})`),
+      (count, ms) => log.log(`valve '${this.name}' lets calls through again; ${count} refused over ${ms} ms`),
+    );
+    return [
+      this.throttled.subscribe(({ opening, error }) => {
+        if (error !== undefined) refused(error);
+        else if (opening === 100) log.log(`valve '${this.name}' wide open`);
+      }),
+    ];
+  }
+
   traceEvents(trace: SpanEventSink): Unsubscribe[] {
     return [
       this.throttled.subscribe(({ name, opening, error }) => {
@@ -53,6 +80,21 @@ const observed = (valve: Valve): ObservedInstance =>
   ({ policy: 'valve', name: valve.name, instance: valve, derived: false }) as unknown as ObservedInstance;
 
 class Closed extends Error {}
+
+/** A catalog of the application's instances that holds the one instance given. */
+class CatalogOf extends InstanceCatalog {
+  constructor(
+    registry: ResilienceRegistry,
+    private readonly only: ObservedInstance,
+  ) {
+    super(registry);
+  }
+
+  override watch(visit: (observed: ObservedInstance) => void): Unsubscribe {
+    visit(this.only);
+    return () => undefined;
+  }
+}
 
 describe('a policy kind the listeners do not know of', () => {
   it('gets its span events on the active span through its own telemetry channel', () => {
@@ -92,6 +134,43 @@ describe('a policy kind the listeners do not know of', () => {
     } finally {
       otel.context.disable();
       contextManager.disable();
+    }
+  });
+
+  it('gets its log lines and episodes through its own telemetry channel', async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({ clock, logging: { quietPeriod: '1s' } });
+    const valve = new Valve('intake');
+    const logger = new ResilienceEventLogger(
+      new CatalogOf(registry, observed(valve)),
+      new IdempotencyRegistry(registry),
+    );
+    const lines: Array<[string, string]> = [];
+    jest
+      .spyOn(Logger.prototype, 'warn')
+      .mockImplementation((message: unknown) => void lines.push(['warn', String(message)]));
+    jest
+      .spyOn(Logger.prototype, 'log')
+      .mockImplementation((message: unknown) => void lines.push(['log', String(message)]));
+    try {
+      logger.onApplicationBootstrap();
+      valve.throttle(100);
+      for (let i = 0; i < 5; i++) {
+        valve.throttle(0, new Closed('shut for maintenance'));
+        await clock.advance(100);
+      }
+      valve.throttle(50);
+      await clock.advance(2_000);
+      valve.throttle(50);
+      logger.onModuleDestroy();
+      valve.throttle(100);
+      expect(lines).toEqual([
+        ['log', "valve 'intake' wide open"],
+        ['warn', "valve 'intake' refuses calls (shut for maintenance)"],
+        ['log', "valve 'intake' lets calls through again; 5 refused over 400 ms"],
+      ]);
+    } finally {
+      jest.restoreAllMocks();
     }
   });
 });

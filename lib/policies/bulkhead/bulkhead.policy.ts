@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, SpanEventSink, tapStream, TelemetryLog } from '../../kernel/telemetry';
+import { BULKHEAD_RECOVERED, BULKHEAD_SATURATED } from './bulkhead.messages';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
@@ -185,6 +186,21 @@ export class BulkheadPolicy {
           { [A.policy]: 'bulkhead', [A.instance]: name, [A.bulkheadReason]: reason },
           error,
         ),
+      ),
+    ];
+  }
+
+  /** @internal What it logs: the start and end of each episode of saturation. */
+  logEvents(log: TelemetryLog): Unsubscribe[] {
+    const rejected = log.episode<string>(
+      (onActivity) => this.onCallFinished(onActivity),
+      (reason) => log.warn(BULKHEAD_SATURATED(this.name, this.config.maxConcurrentCalls, reason)),
+      (count, ms) => log.log(BULKHEAD_RECOVERED(this.name, count, ms)),
+    );
+    // A waiter whose own deadline or signal fired did not find the bulkhead full.
+    return [
+      this.onCallRejected(
+        (event) => (event.reason === 'queue-full' || event.reason === 'wait-timeout') && rejected(event.reason),
       ),
     ];
   }

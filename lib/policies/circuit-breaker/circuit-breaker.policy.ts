@@ -1,5 +1,6 @@
 import { Clock, TimerHandle } from '../../kernel/clock';
-import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, SpanEventSink, tapStream, TelemetryLog } from '../../kernel/telemetry';
+import { BREAKER_TRANSITION } from './circuit-breaker.messages';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { OutcomeHistograms } from '../../kernel/duration-histogram';
 import { ErrorMatcher } from '../../config/error-matcher';
@@ -405,6 +406,23 @@ export class CircuitBreakerPolicy {
           [A.circuitBreakerState]: state,
         }),
       ),
+    ];
+  }
+
+  /** @internal What it logs: every transition (a warning when it opens), with the window it opened on. */
+  logEvents(log: TelemetryLog): Unsubscribe[] {
+    return [
+      this.onStateTransition((event) => {
+        const message = BREAKER_TRANSITION(
+          event.name,
+          event.from,
+          event.to,
+          event.to === 'OPEN' ? this.metrics : undefined,
+          this.openWaitMs,
+        );
+        if (event.to === 'OPEN' || event.to === 'FORCED_OPEN') log.warn(message);
+        else log.log(message);
+      }),
     ];
   }
 

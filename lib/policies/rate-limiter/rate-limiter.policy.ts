@@ -1,5 +1,13 @@
 import { Clock } from '../../kernel/clock';
-import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
+import {
+  errorText,
+  EventTap,
+  InstanceSnapshot,
+  onEither,
+  SpanEventSink,
+  tapStream,
+  TelemetryLog,
+} from '../../kernel/telemetry';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { instancePlace } from '../../config/config.messages';
 import { Duration } from '../../config/duration';
@@ -14,7 +22,14 @@ import { refusal } from '../../kernel/refusal';
 import { RATE_LIMITER_SCHEMA, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { applyOverrides } from '../../config/schema';
 import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
-import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
+import {
+  BAD_PERMITS,
+  RATE_LIMITER_STORE_ANSWERING,
+  RATE_LIMITER_STORE_FAILING,
+  RESERVE_ON_SHARED,
+  STORE_TIMED_OUT,
+  STORE_UNAVAILABLE,
+} from './rate-limiter.messages';
 import { RateLimiterStore, RateLimiterStoreAnswer } from './rate-limiter-store';
 import type {
   RateLimiterAcquiredEvent,
@@ -274,6 +289,17 @@ export class RateLimiterPolicy {
         trace.failure(E.rateLimiterRejected, { [A.policy]: 'rate_limiter', [A.instance]: name }, error),
       ),
     ];
+  }
+
+  /** @internal What it logs, when shared: the start and end of each episode of store failures, with the store's own text. */
+  logEvents(log: TelemetryLog): Unsubscribe[] {
+    if (!this.shared) return [];
+    const failed = log.episode<RateLimiterStoreFailureEvent>(
+      (onActivity) => onEither(this.onSuccess, this.onFailure, onActivity),
+      (first) => log.warn(RATE_LIMITER_STORE_FAILING(this.name, errorText(first.error), first.failedOpen)),
+      (count, ms) => log.log(RATE_LIMITER_STORE_ANSWERING(this.name, count, ms)),
+    );
+    return [this.onStoreFailure((event) => failed(event))];
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

@@ -1,5 +1,6 @@
 import { Clock } from '../../kernel/clock';
-import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, onEither, SpanEventSink, tapStream, TelemetryLog } from '../../kernel/telemetry';
+import { BUDGET_EXHAUSTED, BUDGET_RECOVERED } from './retry.messages';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { Observable } from 'rxjs';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
@@ -196,6 +197,17 @@ export class RetryPolicy {
         ),
       ),
     ];
+  }
+
+  /** @internal What it logs: the start and end of each episode of retry-budget denials (with a budget). */
+  logEvents(log: TelemetryLog): Unsubscribe[] {
+    if (this.config.budget === undefined) return [];
+    const denied = log.episode<void>(
+      (onActivity) => onEither(this.onSuccess, this.onError, onActivity),
+      () => log.warn(BUDGET_EXHAUSTED(this.name)),
+      (count, ms) => log.log(BUDGET_RECOVERED(this.name, count, ms)),
+    );
+    return [this.onRetryStopped((event) => event.reason === 'budget' && denied())];
   }
 
   /** The engine over this policy alone, made on the first `execute`. */
