@@ -57,6 +57,14 @@ export interface TelemetryLog {
   ): (detail: T) => void;
 }
 
+/** An instance's row in a health check. */
+export interface HealthReport {
+  /** The check that reports it (`circuitBreakers` for the indicator's `check()`, `rateLimiters` for `checkRateLimiters()`). */
+  readonly check: string;
+  /** Its status (`DOWN` takes the check down) and what it reports with it. */
+  readonly row: { readonly status: string };
+}
+
 /**
  * @internal The telemetry channel every policy reports to: its events, each
  * under Resilience4j's event type name, a snapshot of its state, and what
@@ -73,6 +81,15 @@ export interface PolicyTelemetry {
   traceEvents?(trace: SpanEventSink): Unsubscribe[];
   /** Subscribes to the events it logs, each logged through `log`; returns the unsubscribe functions. Absent: none. */
   logEvents?(log: TelemetryLog): Unsubscribe[];
+  /** Its row in a health check, now; undefined while it does not report to one (`registerHealthIndicator` off). Absent: none. */
+  healthReport?(): HealthReport | undefined;
+  /**
+   * Counts its calls and its degraded answers (a fallback's, a stale
+   * cache's) for the health check's share of degraded answers, calling
+   * `onCall` and `onDegraded`; returns the unsubscribe function. Absent: it
+   * answers no call with a degraded answer.
+   */
+  countAnswers?(onCall: () => void, onDegraded: () => void): Unsubscribe;
 }
 
 /** @internal Subscribes `tap`'s listener for `type` to `subscribe`, if it wants one; adds the unsubscribe to `into`. */

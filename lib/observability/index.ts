@@ -14,16 +14,17 @@ export type {
 export { ResilienceMetrics } from './resilience-metrics';
 export { ResilienceHealthIndicator } from './resilience-health.indicator';
 export type {
-  CircuitBreakerHealth,
-  CircuitBreakerHealthStatus,
   CircuitBreakersHealthData,
   FallbackShareHealthData,
   LoadSheddingHealthData,
-  RateLimiterHealth,
-  RateLimiterHealthStatus,
   RateLimitersHealthData,
   ResilienceHealthResult,
 } from './resilience-health.indicator';
+export type {
+  CircuitBreakerHealth,
+  CircuitBreakerHealthStatus,
+} from '../policies/circuit-breaker/circuit-breaker.health';
+export type { RateLimiterHealth, RateLimiterHealthStatus } from '../policies/rate-limiter/rate-limiter.health';
 export type { FallbackShareCounts } from './fallback-share';
 export { ResilienceEndpointsModule } from './resilience-endpoints.module';
 export { ResilienceTracing } from './tracing/resilience-tracing';

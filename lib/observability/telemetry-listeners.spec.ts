@@ -5,6 +5,7 @@ import { EventStream, Unsubscribe } from '../kernel/events';
 import {
   errorText,
   EventTap,
+  HealthReport,
   InstanceSnapshot,
   PolicyTelemetry,
   SpanEventSink,
@@ -17,6 +18,9 @@ import { IdempotencyRegistry } from '../features/idempotency/idempotency.registr
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
 import { ResilienceEventLogger } from './resilience-event-logger';
+import { ResilienceHealthIndicator } from './resilience-health.indicator';
+import { LoadShedder } from '../features/load-shedding/load-shedder';
+import { readLoadSheddingOptions } from '../features/load-shedding/load-shedding.options';
 import { ResilienceSpanEvents } from './tracing/span-events';
 
 interface ValveEvent {
@@ -32,11 +36,13 @@ interface ValveEvent {
  */
 class Valve implements PolicyTelemetry {
   private readonly throttled = new EventStream<ValveEvent>();
+  private opening = 100;
 
   constructor(readonly name: string) {}
 
   /** A call was let through at `opening` percent, or refused with `error`. */
   throttle(opening: number, error?: unknown): void {
+    this.opening = opening;
     if (this.throttled.active) this.throttled.emit({ name: this.name, opening, error });
   }
 
@@ -64,6 +70,11 @@ class Valve implements PolicyTelemetry {
     ];
   }
 
+  healthReport(): HealthReport {
+    const row = { status: this.opening === 0 ? 'DOWN' : 'UP', opening: this.opening };
+    return { check: 'rateLimiters', row };
+  }
+
   traceEvents(trace: SpanEventSink): Unsubscribe[] {
     return [
       this.throttled.subscribe(({ name, opening, error }) => {
@@ -81,7 +92,7 @@ const observed = (valve: Valve): ObservedInstance =>
 
 class Closed extends Error {}
 
-/** A catalog of the application's instances that holds the one instance given. */
+/** The catalog of an application's instances, with one more instance given. */
 class CatalogOf extends InstanceCatalog {
   constructor(
     registry: ResilienceRegistry,
@@ -90,9 +101,12 @@ class CatalogOf extends InstanceCatalog {
     super(registry);
   }
 
-  override watch(visit: (observed: ObservedInstance) => void): Unsubscribe {
+  override watch(
+    visit: (observed: ObservedInstance) => void,
+    evicted?: (observed: ObservedInstance) => void,
+  ): Unsubscribe {
     visit(this.only);
-    return () => undefined;
+    return super.watch(visit, evicted);
   }
 }
 
@@ -172,5 +186,27 @@ describe('a policy kind the listeners do not know of', () => {
     } finally {
       jest.restoreAllMocks();
     }
+  });
+
+  it('gets its row in a health check through its own telemetry channel, beside the instances of that check', async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      rateLimiter: { instances: { api: { registerHealthIndicator: true, limitForPeriod: 3 } } },
+    });
+    const valve = new Valve('api');
+    const shedder = new LoadShedder(readLoadSheddingOptions({}), clock, () => 0.5);
+    const health = new ResilienceHealthIndicator(new CatalogOf(registry, observed(valve)), shedder);
+    health.onApplicationBootstrap();
+    const limiter = { status: 'UP', availablePermissions: 3, numberOfWaitingThreads: 0 };
+    expect(health.checkRateLimiters()).toEqual({
+      rateLimiters: { status: 'up', instances: { api: { status: 'UP', opening: 100 }, 'api#2': limiter } },
+    });
+    valve.throttle(0, new Closed('closed'));
+    expect(health.checkRateLimiters('throttles')).toEqual({
+      throttles: { status: 'down', instances: { api: { status: 'DOWN', opening: 0 }, 'api#2': limiter } },
+    });
+    expect(health.check()).toEqual({ circuitBreakers: { status: 'up', instances: {} } });
+    health.onModuleDestroy();
   });
 });

@@ -146,6 +146,20 @@ export class CachePolicy {
     ];
   }
 
+  /**
+   * @internal Counts the calls through it and its stale answers, which are
+   * degraded answers as a fallback's are. A call of a method or pipeline
+   * with a fallback is left to the fallback's count, its stale answer too
+   * (reported through the fallback policy).
+   */
+  countAnswers(onCall: () => void, onDegraded: () => void): Unsubscribe {
+    return this.onResult(({ result, guarded }) => {
+      if (guarded) return;
+      onCall();
+      if (result === 'stale') onDegraded();
+    });
+  }
+
   /** @internal Runs `next(args)` under the cache, keyed by `args` (a decorated method's arguments). */
   call<A, R>(next: (arg: A) => R | PromiseLike<R>, args: A): Promise<R> {
     return this.lookup(next, args, args as unknown as unknown[], undefined);

@@ -1,5 +1,13 @@
 import { Clock, TimerHandle } from '../../kernel/clock';
-import { EventTap, InstanceSnapshot, SpanEventSink, tapStream, TelemetryLog } from '../../kernel/telemetry';
+import {
+  EventTap,
+  HealthReport,
+  InstanceSnapshot,
+  SpanEventSink,
+  tapStream,
+  TelemetryLog,
+} from '../../kernel/telemetry';
+import { CircuitBreakerHealth, HEALTH_OF } from './circuit-breaker.health';
 import { BREAKER_TRANSITION } from './circuit-breaker.messages';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { OutcomeHistograms } from '../../kernel/duration-histogram';
@@ -424,6 +432,26 @@ export class CircuitBreakerPolicy {
         else log.log(message);
       }),
     ];
+  }
+
+  /** @internal Its row in the health check of circuit breakers, with `registerHealthIndicator`: its health and window. */
+  healthReport(): HealthReport | undefined {
+    if (!this.config.registerHealthIndicator) return undefined;
+    const m = this.metrics;
+    const row: CircuitBreakerHealth = {
+      status: HEALTH_OF[this.state](this.config.allowHealthIndicatorToFail),
+      state: this.state,
+      failureRate: m.failureRate,
+      slowCallRate: m.slowCallRate,
+      failureRateThreshold: this.config.failureRateThreshold,
+      slowCallRateThreshold: this.config.slowCallRateThreshold,
+      bufferedCalls: m.numberOfBufferedCalls,
+      failedCalls: m.numberOfFailedCalls,
+      slowCalls: m.numberOfSlowCalls,
+      slowFailedCalls: m.numberOfSlowFailedCalls,
+      notPermittedCalls: m.numberOfNotPermittedCalls,
+    };
+    return { check: 'circuitBreakers', row };
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

@@ -104,6 +104,18 @@ export class FallbackPolicy {
     ];
   }
 
+  /** @internal Counts the calls of the guarded method and the answers of its handlers and of a cache inside it (stale). */
+  countAnswers(onCall: () => void, onDegraded: () => void): Unsubscribe {
+    const stopCalls = this.onCall(onCall);
+    const stopFallbacks = this.onFallback(onDegraded);
+    const stopStale = this.onStaleAnswer(onDegraded);
+    return () => {
+      stopFallbacks();
+      stopStale();
+      stopCalls();
+    };
+  }
+
   /**
    * @internal Reports one call of the guarded method to
    * {@link FallbackPolicy.onCall}; the method's pipeline calls it on entry.

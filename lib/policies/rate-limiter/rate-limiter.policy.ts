@@ -2,12 +2,14 @@ import { Clock } from '../../kernel/clock';
 import {
   errorText,
   EventTap,
+  HealthReport,
   InstanceSnapshot,
   onEither,
   SpanEventSink,
   tapStream,
   TelemetryLog,
 } from '../../kernel/telemetry';
+import type { RateLimiterHealth, RateLimiterHealthStatus } from './rate-limiter.health';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { instancePlace } from '../../config/config.messages';
 import { Duration } from '../../config/duration';
@@ -300,6 +302,18 @@ export class RateLimiterPolicy {
       (count, ms) => log.log(RATE_LIMITER_STORE_ANSWERING(this.name, count, ms)),
     );
     return [this.onStoreFailure((event) => failed(event))];
+  }
+
+  /** @internal Its row in the health check of rate limiters, with `registerHealthIndicator`: its health and permits. */
+  healthReport(): HealthReport | undefined {
+    if (!this.config.registerHealthIndicator) return undefined;
+    const { availablePermissions, numberOfWaitingThreads, msToWait } = this.detailedMetrics;
+    let status: RateLimiterHealthStatus = 'UNKNOWN';
+    if (availablePermissions > 0 || numberOfWaitingThreads === 0) status = 'UP';
+    else if (msToWait > this.config.timeoutDuration)
+      status = this.config.allowHealthIndicatorToFail ? 'DOWN' : 'RATE_LIMITED';
+    const row: RateLimiterHealth = { status, availablePermissions, numberOfWaitingThreads };
+    return { check: 'rateLimiters', row };
   }
 
   /** The engine over this policy alone, made on the first `execute`. */
