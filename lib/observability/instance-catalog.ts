@@ -52,13 +52,7 @@ export function watchInstances(
   const seen = new Set<object>();
   const once = (observed: ObservedInstance): void => {
     if (seen.has(observed.instance)) return;
-    if (
-      observed.policy !== 'fallback' &&
-      observed.policy !== 'cache' &&
-      observed.key !== undefined &&
-      options.keys !== true
-    )
-      return;
+    if (options.keys !== true && 'key' in observed && observed.key !== undefined) return;
     seen.add(observed.instance);
     visit(observed);
   };

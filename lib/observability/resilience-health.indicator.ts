@@ -81,7 +81,7 @@ export interface LoadSheddingHealthData {
 @Injectable()
 export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly options: ResolvedHealthOptions;
-  /** The instances that may report to a health check (those with {@link PolicyTelemetry.healthReport}). */
+  /** The instances that may report to a health check (those whose telemetry channel gives a `healthReport`). */
   private reporting: ObservedInstance[] = [];
   private readonly subscriptions: Unsubscribe[] = [];
   private fallbackShare: FallbackShare | undefined;
