@@ -1,3 +1,4 @@
+import type { DurationHistogram } from './duration-histogram';
 import { EventSubscriber, Unsubscribe } from './events';
 
 /**
@@ -120,4 +121,71 @@ export function onEither<A, B>(
 /** @internal An error's own text, for a log line. */
 export function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * A Prometheus metric family. Samples of several instances (or
+ * applications) with the same labels are added up (`sum`), or the highest
+ * is kept (`max`, for rates).
+ */
+export interface MetricFamily {
+  /** Its name, e.g. Resilience4j's `resilience4j_retry_calls_total`. */
+  readonly name: string;
+  /** Its Prometheus type. */
+  readonly type: 'counter' | 'gauge' | 'histogram';
+  /** Its help text. */
+  readonly help: string;
+  /** How samples with the same labels combine. */
+  readonly combine: 'sum' | 'max';
+}
+
+/** Where a policy writes the samples of one family, at scrape time. */
+export interface MetricWriter {
+  /** One sample of a counter or a gauge. */
+  sample(labels: Readonly<Record<string, string>>, value: number): void;
+  /** The buckets, sum and count of a histogram of call durations, under `labels` (a bucket's `le` is added). */
+  histogram(labels: Readonly<Record<string, string>>, histogram: DurationHistogram): void;
+}
+
+/** What the metrics binding gives a policy when it starts counting for one instance. */
+export interface MetricsStart {
+  /** Where to push the subscriptions that feed the counts; they end when the instance is evicted or the binding closed. */
+  readonly into: Unsubscribe[];
+  /** A histogram of call durations in the binding's buckets. */
+  histogram(this: void): DurationHistogram;
+  /** The binding's `countCalls` option: how the calls of a fallback policy's method are counted, if they are. */
+  countCalls?(this: void, policy: object, onCall: () => void): Unsubscribe;
+}
+
+/** One family of a kind of policy, and how an instance's samples are read. */
+export interface MetricSeries<I, C, R> {
+  /** The family. */
+  readonly family: MetricFamily;
+  /** Writes the samples of a live instance `instance`, whose counts the binding keeps in `counts`. */
+  live(instance: I, counts: C, out: MetricWriter): void;
+  /** Writes the counts kept of the evicted instances of `name`; absent for a gauge (an evicted instance has none). */
+  retired?(this: void, name: string, counts: R, out: MetricWriter): void;
+}
+
+/**
+ * @internal The Prometheus series of one kind of policy: its families, in
+ * the order they are registered, the counts the binding keeps per instance
+ * (`C`: counts no policy keeps, or where its own stood when first seen),
+ * and the counts kept of the evicted instances of a name (`R`), so that no
+ * counter goes down. Per-call work is only what `start` subscribes.
+ */
+export interface PolicyMetrics<I = object, C = unknown, R = unknown> {
+  /** The policy, as the registry and the catalog name it (`retry`, `circuitBreaker`, `cache`…). */
+  readonly policy: string;
+  /** Its families and how each is read. */
+  readonly series: readonly MetricSeries<I, C, R>[];
+  /** Starts counting for `instance`; returns its counts. */
+  start(instance: I, start: MetricsStart): C;
+  /** The counts an evicted instance leaves, when it has counters; absent: it leaves none. */
+  readonly retire?: {
+    /** No counts yet. */
+    empty(histogram: () => DurationHistogram): R;
+    /** Adds what `instance` counted (`counts`) into `into`. */
+    add(into: R, instance: I, counts: C): void;
+  };
 }

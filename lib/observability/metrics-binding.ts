@@ -1,159 +1,56 @@
-import { BulkheadPolicy } from '../policies/bulkhead/bulkhead.policy';
-import { CachePolicy } from '../policies/cache/cache.policy';
-import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
-import type { CircuitBreakerState } from '../policies/circuit-breaker/circuit-breaker.events';
+import { DurationHistogram } from '../kernel/duration-histogram';
 import { Unsubscribe } from '../kernel/events';
-import { countReportedCalls, FallbackPolicy } from '../policies/fallback/fallback.policy';
+import type { MetricWriter, PolicyMetrics, PolicyTelemetry } from '../kernel/telemetry';
 import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
-import { ResilienceRegistry } from '../registry/resilience.registry';
-import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
-import { RetryPolicy } from '../policies/retry/retry.policy';
-import { TimeLimiter } from '../policies/time-limiter/time-limiter.policy';
-import { DurationHistogram, OutcomeHistograms } from '../kernel/duration-histogram';
-import { ObservedInstance, watchInstances } from './instance-catalog';
+import { FallbackPolicy } from '../policies/fallback/fallback.policy';
+import { POLICY_METRICS } from '../registry/policy-metrics';
 import type { RegistryPolicy } from '../registry/policy-instances';
+import { ResilienceRegistry } from '../registry/resilience.registry';
+import { ObservedInstance, watchInstances } from './instance-catalog';
 import { attachCollectors, Collector, Emit, FamilyDefinition } from './metric-family';
 import { DEFAULT_BUCKETS, DEFAULT_PER_KEY_SERIES, MetricsRegistry } from './observability.options';
 
-const family = (
-  name: string,
-  type: FamilyDefinition['type'],
-  help: string,
-  combine: FamilyDefinition['combine'] = 'sum',
-): FamilyDefinition => ({
+const family = (name: string, type: FamilyDefinition['type'], help: string): FamilyDefinition => ({
   name,
   type,
   help,
-  combine,
+  combine: 'sum',
 });
 
-/**
- * Every series family, by what it measures. The `resilience4j_*` ones carry
- * the names, labels and label values of Resilience4j's Micrometer binding
- * as exported to Prometheus, so its dashboards and alerts work unchanged;
- * the `resilience4nest_*` ones are this module's own. Samples of several
- * instances (or applications) with the same labels are added up, except
- * the rates, where the highest is kept.
- */
-export const METRIC_FAMILIES = {
-  circuitBreakerState: family(
-    'resilience4j_circuitbreaker_state',
-    'gauge',
-    'The states of the circuit breaker (1 in the current state, else 0)',
-  ),
-  circuitBreakerCalls: family(
-    'resilience4j_circuitbreaker_calls_seconds',
-    'histogram',
-    'Duration of the calls the circuit breaker recorded, by outcome',
-  ),
-  circuitBreakerNotPermitted: family(
-    'resilience4j_circuitbreaker_not_permitted_calls_total',
-    'counter',
-    'Total number of not permitted calls',
-  ),
-  circuitBreakerFailureRate: family(
-    'resilience4j_circuitbreaker_failure_rate',
-    'gauge',
-    'The failure rate of the circuit breaker (percent, -1 below minimumNumberOfCalls)',
-    'max',
-  ),
-  circuitBreakerSlowCallRate: family(
-    'resilience4j_circuitbreaker_slow_call_rate',
-    'gauge',
-    'The slow call rate of the circuit breaker (percent, -1 below minimumNumberOfCalls)',
-    'max',
-  ),
-  circuitBreakerBufferedCalls: family(
-    'resilience4j_circuitbreaker_buffered_calls',
-    'gauge',
-    'The number of buffered calls stored in the sliding window',
-  ),
-  circuitBreakerSlowCalls: family(
-    'resilience4j_circuitbreaker_slow_calls',
-    'gauge',
-    'The number of slow calls in the sliding window',
-  ),
-  retryCalls: family(
-    'resilience4j_retry_calls_total',
-    'counter',
-    'The number of calls, by whether they succeeded and were retried',
-  ),
-  bulkheadAvailable: family(
-    'resilience4j_bulkhead_available_concurrent_calls',
-    'gauge',
-    'The number of available permissions',
-  ),
-  bulkheadMaxAllowed: family(
-    'resilience4j_bulkhead_max_allowed_concurrent_calls',
-    'gauge',
-    'The maximum number of available permissions',
-  ),
-  rateLimiterAvailable: family(
-    'resilience4j_ratelimiter_available_permissions',
-    'gauge',
-    'The number of available permissions',
-  ),
-  rateLimiterWaiting: family('resilience4j_ratelimiter_waiting_threads', 'gauge', 'The number of waiting threads'),
-  timeLimiterCalls: family(
-    'resilience4j_timelimiter_calls_total',
-    'counter',
-    'The number of time-limited calls, by outcome (timeout includes an expired request deadline)',
-  ),
-  retryBudgetDenied: family(
-    'resilience4nest_retry_budget_denied_total',
-    'counter',
-    'Retries the retry budget denied (the original error propagated)',
-  ),
-  fallbackCalls: family(
-    'resilience4nest_fallback_calls_total',
-    'counter',
-    'Calls answered by a fallback, by the error class whose handler answered',
-  ),
-  fallbackGuardedCalls: family(
-    'resilience4nest_fallback_guarded_calls_total',
-    'counter',
-    'Calls of methods with a fallback, however answered (the denominator of the fallback share)',
-  ),
-  bulkheadRejected: family(
-    'resilience4nest_bulkhead_rejected_total',
-    'counter',
-    'Calls that left the bulkhead without a permit',
-  ),
-  bulkheadQueueDepth: family('resilience4nest_bulkhead_queue_depth', 'gauge', 'Calls waiting for a bulkhead permit'),
+/** The families of this module's own features: fault injection, idempotency, hedging. */
+const FEATURE_FAMILIES = {
   injectedFaults: family(
     'resilience4nest_injected_faults_total',
     'counter',
     'Faults injected on purpose (module option faultInjection), by instance name and kind',
-  ),
-  idempotencyRequests: family(
-    'resilience4nest_idempotency_requests_total',
-    'counter',
-    'Requests with an idempotency key, by outcome',
-  ),
-  cacheCalls: family(
-    'resilience4nest_cache_calls_total',
-    'counter',
-    'Calls through a cache, by how they were answered: hit (stored, not called), miss (called), stale (the last known good after a failure), coalesced (shared a concurrent call)',
   ),
   hedgeCalls: family(
     'resilience4nest_hedge_calls_total',
     'counter',
     'Hedged attempts started, calls a hedge answered, and attempts cancelled because another answered first',
   ),
+  idempotencyRequests: family(
+    'resilience4nest_idempotency_requests_total',
+    'counter',
+    'Requests with an idempotency key, by outcome',
+  ),
 } as const satisfies Record<string, FamilyDefinition>;
 
-const STATES: readonly CircuitBreakerState[] = [
-  'CLOSED',
-  'OPEN',
-  'HALF_OPEN',
-  'DISABLED',
-  'FORCED_OPEN',
-  'METRICS_ONLY',
-];
-// Resilience4j's Micrometer binding labels states with the enum name in lower case.
-const STATE_LABELS = STATES.map((s) => s.toLowerCase());
-const CALL_KINDS = ['successful', 'failed', 'ignored'] as const;
-const CACHE_RESULTS = ['hit', 'miss', 'stale', 'coalesced'] as const;
+/**
+ * Every series family, by name: each policy's (written in its folder, see
+ * `registry/policy-metrics.ts`) and the features'. The `resilience4j_*`
+ * ones carry the names, labels and label values of Resilience4j's
+ * Micrometer binding as exported to Prometheus, so its dashboards and
+ * alerts work unchanged; the `resilience4nest_*` ones are this module's
+ * own. Samples of several instances (or applications) with the same labels
+ * are added up, except the rates, where the highest is kept.
+ */
+export const METRIC_FAMILIES: Readonly<Record<string, FamilyDefinition>> = Object.fromEntries(
+  [
+    ...POLICY_METRICS.flatMap((kind) => kind.series.map((series) => series.family)),
+    ...Object.values(FEATURE_FAMILIES),
+  ].map((f) => [f.name, f]),
+);
 
 /** Options of {@link ResilienceMetricsBinding}. */
 export interface MetricsBindingOptions {
@@ -183,46 +80,26 @@ const NO_KEYS: ReadonlySet<string> = new Set();
 /** The `key` label of the keys of a name that have no series of their own. */
 const OTHER_KEYS = 'other';
 
+/** One instance the binding counts for: its counts and the subscriptions that feed them. */
+interface Bound {
+  readonly instance: { readonly name: string; readonly key?: string };
+  readonly counts: unknown;
+  readonly subscriptions: Unsubscribe[];
+}
+
 /** The counts of the evicted keys (and undeclared names) of one name, kept so that no counter goes down. */
 interface RetiredCounts {
-  readonly policy: string;
   readonly name: string;
   /** The `key` label they are shown under with `perKey` (none for an evicted undeclared name). */
   readonly keyed: boolean;
-  readonly calls: OutcomeHistograms;
-  notPermitted: number;
-  readonly retry: [number, number, number, number, number];
-  bulkheadRejected: number;
-  readonly timeLimiter: [number, number, number];
+  readonly counts: unknown;
 }
 
-interface BreakerSeries {
-  readonly breaker: CircuitBreakerPolicy;
-  readonly calls: OutcomeHistograms;
-  notPermitted: number;
-}
-
-interface BulkheadSeries {
-  readonly bulkhead: BulkheadPolicy;
-  rejected: number;
-}
-
-/** A time limiter and its own counts when the binding first saw it. */
-interface TimeLimiterSeries {
-  readonly limiter: TimeLimiter;
-  readonly successful: number;
-  readonly failed: number;
-  readonly timeout: number;
-}
-
-interface FallbackSeries {
-  readonly policy: FallbackPolicy;
-  readonly byKind: Map<string, number>;
-  /** Calls of the guarded method, when they can be counted (`counted`); with `own`, the policy's count when the binding first saw it. */
-  calls: number;
-  readonly counted: boolean;
-  /** The calls are the policy's own count (see {@link countReportedCalls}), read at scrape time. */
-  readonly own: boolean;
+/** A kind of policy: how its series are read, its live instances and its retired counts by name. */
+interface Kind {
+  readonly metrics: PolicyMetrics;
+  readonly live: Map<object, Bound>;
+  readonly retired: Map<string, RetiredCounts>;
 }
 
 /**
@@ -242,19 +119,10 @@ interface FallbackSeries {
  * ```
  */
 export class ResilienceMetricsBinding {
-  private readonly breakers = new Map<CircuitBreakerPolicy, BreakerSeries>();
-  private readonly retries = new Set<RetryPolicy>();
-  private readonly bulkheads = new Map<BulkheadPolicy, BulkheadSeries>();
-  private readonly limiters = new Map<TimeLimiter, TimeLimiterSeries>();
-  private readonly rateLimiters = new Set<RateLimiterPolicy>();
-  /** Counts of evicted instances, by policy and name. */
-  private readonly retired = new Map<string, RetiredCounts>();
-  /** Each instance's subscriptions, dropped when it is evicted. */
-  private readonly own = new Map<object, Unsubscribe[]>();
+  private readonly kinds = new Map<string, Kind>();
   private readonly registry: ResilienceRegistry;
   private readonly perKey: boolean;
   private readonly perKeySeries: number;
-  private readonly fallbacks: FallbackSeries[] = [];
   private readonly idempotency = new Map<string, number>();
   private readonly subscriptions: Unsubscribe[] = [];
   private readonly boundsMs: Float64Array;
@@ -263,7 +131,6 @@ export class ResilienceMetricsBinding {
   private readonly faults: ResilienceRegistry['faults'];
   private readonly detach: () => void;
   private readonly hedges: ResilienceRegistry['hedges'];
-  private readonly caches: CachePolicy[] = [];
   private closed = false;
 
   /**
@@ -281,6 +148,8 @@ export class ResilienceMetricsBinding {
     this.registry = registry;
     this.perKey = options.perKey ?? false;
     this.perKeySeries = options.perKeySeries ?? DEFAULT_PER_KEY_SERIES;
+    for (const metrics of POLICY_METRICS)
+      this.kinds.set(metrics.policy, { metrics, live: new Map(), retired: new Map() });
     // Attached before subscribing, so a name clash leaves nothing subscribed.
     this.detach = attachCollectors(options.registry, this.collectors(), buckets);
     this.subscriptions.push(
@@ -305,88 +174,47 @@ export class ResilienceMetricsBinding {
     this.closed = true;
     for (const unsubscribe of this.subscriptions) unsubscribe();
     this.subscriptions.length = 0;
-    for (const unsubscribes of this.own.values()) for (const unsubscribe of unsubscribes) unsubscribe();
-    this.own.clear();
+    for (const kind of this.kinds.values()) {
+      for (const bound of kind.live.values()) for (const unsubscribe of bound.subscriptions) unsubscribe();
+      kind.live.clear();
+    }
     this.detach();
+  }
+
+  private bind(observed: ObservedInstance): void {
+    const kind = this.kinds.get(observed.policy);
+    if (kind === undefined) return;
+    const instance: PolicyTelemetry & { readonly name: string; readonly key?: string } = observed.instance;
+    const subscriptions: Unsubscribe[] = [];
+    const counts = kind.metrics.start(instance, {
+      into: subscriptions,
+      histogram: () => new DurationHistogram(this.boundsMs),
+      countCalls: this.countCalls,
+    });
+    kind.live.set(instance, { instance, counts, subscriptions });
   }
 
   /** An evicted instance: its counters are added to its name's retired counts, its gauges dropped. */
   private unbind(observed: ObservedInstance): void {
-    if (observed.policy === 'fallback' || observed.policy === 'cache') return;
-    for (const unsubscribe of this.own.get(observed.instance) ?? []) unsubscribe();
-    this.own.delete(observed.instance);
-    const retired = this.retiredOf(observed.policy, observed.instance.name, observed.key !== undefined);
-    switch (observed.policy) {
-      case 'circuitBreaker': {
-        const series = this.breakers.get(observed.instance);
-        if (series === undefined) return;
-        this.breakers.delete(observed.instance);
-        retired.notPermitted += series.notPermitted;
-        for (let k = 0; k < CALL_KINDS.length; k++) addHistogram(retired.calls[k], series.calls[k]);
-        return;
-      }
-      case 'retry': {
-        if (!this.retries.delete(observed.instance)) return;
-        const m = observed.instance.metrics;
-        const counts = [
-          m.successfulCallsWithoutRetry,
-          m.successfulCallsWithRetry,
-          m.failedCallsWithoutRetry,
-          m.failedCallsWithRetry,
-          m.budgetDenied,
-        ];
-        for (let i = 0; i < counts.length; i++) retired.retry[i] += counts[i];
-        return;
-      }
-      case 'bulkhead': {
-        const series = this.bulkheads.get(observed.instance);
-        if (series === undefined) return;
-        this.bulkheads.delete(observed.instance);
-        retired.bulkheadRejected += series.rejected;
-        return;
-      }
-      case 'timeLimiter': {
-        const series = this.limiters.get(observed.instance);
-        if (series === undefined) return;
-        this.limiters.delete(observed.instance);
-        const limiter = series.limiter;
-        retired.timeLimiter[0] += limiter.successfulCalls - series.successful;
-        retired.timeLimiter[1] += limiter.failedCalls - series.failed;
-        retired.timeLimiter[2] += limiter.timedOutCalls - series.timeout;
-        return;
-      }
-      case 'rateLimiter':
-        this.rateLimiters.delete(observed.instance);
-        return;
-    }
-  }
-
-  private retiredOf(policy: string, name: string, keyed: boolean): RetiredCounts {
-    const id = `${policy}\u0000${name}\u0000${keyed}`;
-    let retired = this.retired.get(id);
+    const kind = this.kinds.get(observed.policy);
+    const bound = kind?.live.get(observed.instance);
+    if (kind === undefined || bound === undefined) return;
+    for (const unsubscribe of bound.subscriptions) unsubscribe();
+    kind.live.delete(observed.instance);
+    const retire = kind.metrics.retire;
+    if (retire === undefined) return;
+    const keyed = 'key' in observed && observed.key !== undefined;
+    const id = `${observed.instance.name}\u0000${keyed}`;
+    let retired = kind.retired.get(id);
     if (retired === undefined) {
       retired = {
-        policy,
-        name,
+        name: observed.instance.name,
         keyed,
-        calls: [
-          new DurationHistogram(this.boundsMs),
-          new DurationHistogram(this.boundsMs),
-          new DurationHistogram(this.boundsMs),
-        ],
-        notPermitted: 0,
-        retry: [0, 0, 0, 0, 0],
-        bulkheadRejected: 0,
-        timeLimiter: [0, 0, 0],
+        counts: retire.empty(() => new DurationHistogram(this.boundsMs)),
       };
-      this.retired.set(id, retired);
+      kind.retired.set(id, retired);
     }
-    return retired;
-  }
-
-  /** The retired counts of `policy`. */
-  private retiredFor(policy: string): RetiredCounts[] {
-    return [...this.retired.values()].filter((r) => r.policy === policy);
+    retire.add(retired.counts, observed.instance, bound.counts);
   }
 
   /**
@@ -397,11 +225,11 @@ export class ResilienceMetricsBinding {
   private keyedEmit(
     emit: Emit,
     instance: { readonly name: string; readonly key?: string },
-    shown: ReadonlySet<string>,
+    shown: () => ReadonlySet<string>,
   ): Emit {
     const key = instance.key;
     if (!this.perKey || key === undefined) return emit;
-    const label = shown.has(`${instance.name}\u0000${key}`) ? key : OTHER_KEYS;
+    const label = shown().has(`${instance.name}\u0000${key}`) ? key : OTHER_KEYS;
     return (labels, value, suffix) => {
       emit(labels, value, suffix);
       emit({ ...labels, key: label }, value, suffix);
@@ -436,259 +264,42 @@ export class ResilienceMetricsBinding {
     };
   }
 
-  private bind(observed: ObservedInstance): void {
-    const subscribe = (unsubscribe: Unsubscribe): void => {
-      if (observed.policy === 'fallback') {
-        this.subscriptions.push(unsubscribe);
-        return;
-      }
-      const list = this.own.get(observed.instance);
-      if (list === undefined) this.own.set(observed.instance, [unsubscribe]);
-      else list.push(unsubscribe);
+  /** What a policy writes its samples to: `emit`, with a histogram's buckets, sum and count. */
+  private writer(emit: Emit): MetricWriter {
+    return {
+      sample: (labels, value) => emit(labels, value),
+      histogram: (labels, histogram) => this.emitHistogram(emit, labels, histogram),
     };
-    switch (observed.policy) {
-      case 'circuitBreaker': {
-        const breaker = observed.instance;
-        const calls: OutcomeHistograms = [
-          new DurationHistogram(this.boundsMs),
-          new DurationHistogram(this.boundsMs),
-          new DurationHistogram(this.boundsMs),
-        ];
-        const series: BreakerSeries = { breaker, calls, notPermitted: 0 };
-        subscribe(breaker.recordDurationsInto(calls));
-        // The breaker's own count restarts with each window; the Prometheus counter must not.
-        subscribe(breaker.onCallNotPermitted(() => void series.notPermitted++));
-        this.breakers.set(breaker, series);
-        break;
-      }
-      case 'retry':
-        this.retries.add(observed.instance);
-        break;
-      case 'bulkhead': {
-        const series: BulkheadSeries = { bulkhead: observed.instance, rejected: 0 };
-        subscribe(observed.instance.onCallRejected(() => void series.rejected++));
-        this.bulkheads.set(observed.instance, series);
-        break;
-      }
-      case 'timeLimiter': {
-        // The limiter counts its calls; the series count those since this binding saw it.
-        const limiter = observed.instance;
-        this.limiters.set(limiter, {
-          limiter,
-          successful: limiter.successfulCalls,
-          failed: limiter.failedCalls,
-          timeout: limiter.timedOutCalls,
-        });
-        break;
-      }
-      case 'rateLimiter':
-        this.rateLimiters.add(observed.instance);
-        break;
-      case 'fallback': {
-        const policy = observed.instance;
-        const own = this.countCalls === countReportedCalls;
-        const series: FallbackSeries = {
-          policy,
-          byKind: new Map(),
-          calls: own ? policy.reportedCalls : 0,
-          counted: this.countCalls !== undefined,
-          own,
-        };
-        if (this.countCalls !== undefined && !own) subscribe(this.countCalls(policy, () => void series.calls++));
-        subscribe(
-          observed.instance.onFallback((event) => {
-            const kind = event.errorClass.name;
-            series.byKind.set(kind, (series.byKind.get(kind) ?? 0) + 1);
-          }),
-        );
-        // A cache inside the method answered with its last known good: a degraded answer of the method too.
-        subscribe(
-          observed.instance.onStaleAnswer(() => void series.byKind.set('stale', (series.byKind.get('stale') ?? 0) + 1)),
-        );
-        this.fallbacks.push(series);
-        break;
-      }
-      case 'cache':
-        this.caches.push(observed.instance);
-        break;
-    }
   }
 
   private collectors(): Array<readonly [FamilyDefinition, Collector]> {
-    const f = METRIC_FAMILIES;
-    /** The breakers, each with the Emit its samples go through (its key's series too, with `perKey`). */
-    const breakers = (emit: Emit): [BreakerSeries, Emit][] => {
-      const shown = this.shownKeys('circuitBreaker');
-      return [...this.breakers.values()].map((series) => [series, this.keyedEmit(emit, series.breaker, shown)]);
-    };
-    const each = <I extends { readonly name: string; readonly key?: string }>(
-      policy: RegistryPolicy,
-      instances: Iterable<I>,
-      emit: Emit,
-    ): [I, Emit][] => {
-      const shown = this.shownKeys(policy);
-      return [...instances].map((instance) => [instance, this.keyedEmit(emit, instance, shown)]);
-    };
-    const retired = (policy: string, emit: Emit): [RetiredCounts, Emit][] =>
-      this.retiredFor(policy).map((counts) => [counts, this.retiredEmit(emit, counts)]);
-    return [
-      [
-        f.circuitBreakerState,
-        (emit) => {
-          for (const [{ breaker }, e] of breakers(emit)) {
-            const state = breaker.state;
-            for (let i = 0; i < STATES.length; i++)
-              e({ name: breaker.name, state: STATE_LABELS[i] }, STATES[i] === state ? 1 : 0);
-          }
-        },
-      ],
-      [
-        f.circuitBreakerCalls,
-        (emit) => {
-          for (const [{ breaker, calls }, e] of breakers(emit))
-            for (let k = 0; k < CALL_KINDS.length; k++) this.emitHistogram(e, breaker.name, CALL_KINDS[k], calls[k]);
-          for (const [counts, e] of retired('circuitBreaker', emit))
-            for (let k = 0; k < CALL_KINDS.length; k++)
-              this.emitHistogram(e, counts.name, CALL_KINDS[k], counts.calls[k]);
-        },
-      ],
-      [
-        f.circuitBreakerNotPermitted,
-        (emit) => {
-          for (const [{ breaker, notPermitted }, e] of breakers(emit))
-            e({ name: breaker.name, kind: 'not_permitted' }, notPermitted);
-          for (const [counts, e] of retired('circuitBreaker', emit))
-            e({ name: counts.name, kind: 'not_permitted' }, counts.notPermitted);
-        },
-      ],
-      [
-        f.circuitBreakerFailureRate,
-        (emit) => {
-          for (const [{ breaker }, e] of breakers(emit)) e({ name: breaker.name }, breaker.metrics.failureRate);
-        },
-      ],
-      [
-        f.circuitBreakerSlowCallRate,
-        (emit) => {
-          for (const [{ breaker }, e] of breakers(emit)) e({ name: breaker.name }, breaker.metrics.slowCallRate);
-        },
-      ],
-      [
-        f.circuitBreakerBufferedCalls,
-        (emit) => {
-          for (const [{ breaker }, e] of breakers(emit)) {
-            const m = breaker.metrics;
-            e({ name: breaker.name, kind: 'successful' }, m.numberOfSuccessfulCalls);
-            e({ name: breaker.name, kind: 'failed' }, m.numberOfFailedCalls);
-          }
-        },
-      ],
-      [
-        f.circuitBreakerSlowCalls,
-        (emit) => {
-          for (const [{ breaker }, e] of breakers(emit)) {
-            const m = breaker.metrics;
-            e({ name: breaker.name, kind: 'successful' }, m.numberOfSlowSuccessfulCalls);
-            e({ name: breaker.name, kind: 'failed' }, m.numberOfSlowFailedCalls);
-          }
-        },
-      ],
-      [
-        f.retryCalls,
-        (emit) => {
-          for (const [retry, e] of each('retry', this.retries, emit)) {
-            const m = retry.metrics;
-            emitRetryCalls(e, retry.name, [
-              m.successfulCallsWithoutRetry,
-              m.successfulCallsWithRetry,
-              m.failedCallsWithoutRetry,
-              m.failedCallsWithRetry,
-            ]);
-          }
-          for (const [counts, e] of retired('retry', emit)) emitRetryCalls(e, counts.name, counts.retry);
-        },
-      ],
-      [
-        f.retryBudgetDenied,
-        (emit) => {
-          for (const [retry, e] of each('retry', this.retries, emit))
-            e({ name: retry.name }, retry.metrics.budgetDenied);
-          for (const [counts, e] of retired('retry', emit)) e({ name: counts.name }, counts.retry[4]);
-        },
-      ],
-      [
-        f.bulkheadAvailable,
-        (emit) => {
-          for (const [bulkhead, e] of each('bulkhead', this.bulkheads.keys(), emit))
-            e({ name: bulkhead.name }, bulkhead.metrics.availableConcurrentCalls);
-        },
-      ],
-      [
-        f.bulkheadMaxAllowed,
-        (emit) => {
-          for (const [bulkhead, e] of each('bulkhead', this.bulkheads.keys(), emit))
-            e({ name: bulkhead.name }, bulkhead.metrics.maxAllowedConcurrentCalls);
-        },
-      ],
-      [
-        f.bulkheadQueueDepth,
-        (emit) => {
-          for (const [bulkhead, e] of each('bulkhead', this.bulkheads.keys(), emit))
-            e({ name: bulkhead.name }, bulkhead.metrics.queueDepth);
-        },
-      ],
-      [
-        f.bulkheadRejected,
-        (emit) => {
-          for (const [bulkhead, e] of each('bulkhead', this.bulkheads.keys(), emit))
-            e({ name: bulkhead.name }, (this.bulkheads.get(bulkhead) as BulkheadSeries).rejected);
-          for (const [counts, e] of retired('bulkhead', emit)) e({ name: counts.name }, counts.bulkheadRejected);
-        },
-      ],
-      [
-        f.rateLimiterAvailable,
-        (emit) => {
-          for (const [limiter, e] of each('rateLimiter', this.rateLimiters, emit))
-            e({ name: limiter.name }, limiter.metrics.availablePermissions);
-        },
-      ],
-      [
-        f.rateLimiterWaiting,
-        (emit) => {
-          for (const [limiter, e] of each('rateLimiter', this.rateLimiters, emit))
-            e({ name: limiter.name }, limiter.metrics.numberOfWaitingThreads);
-        },
-      ],
-      [
-        f.timeLimiterCalls,
-        (emit) => {
-          for (const [limiter, e] of each('timeLimiter', this.limiters.keys(), emit)) {
-            const { successful, failed, timeout } = this.limiters.get(limiter) as TimeLimiterSeries;
-            emitTimeLimiterCalls(e, limiter.name, [
-              limiter.successfulCalls - successful,
-              limiter.failedCalls - failed,
-              limiter.timedOutCalls - timeout,
-            ]);
-          }
-          for (const [counts, e] of retired('timeLimiter', emit))
-            emitTimeLimiterCalls(e, counts.name, counts.timeLimiter);
-        },
-      ],
-      [
-        f.fallbackCalls,
-        (emit) => {
-          for (const { policy, byKind } of this.fallbacks)
-            for (const [kind, count] of byKind) emit({ name: policy.name, kind }, count);
-        },
-      ],
-      [
-        f.fallbackGuardedCalls,
-        (emit) => {
-          for (const { policy, calls, counted, own } of this.fallbacks) {
-            if (counted) emit({ name: policy.name }, own ? policy.reportedCalls - calls : calls);
-          }
-        },
-      ],
+    const collectors: Array<readonly [FamilyDefinition, Collector]> = [];
+    for (const kind of this.kinds.values()) {
+      const policy = kind.metrics.policy as RegistryPolicy;
+      for (const series of kind.metrics.series) {
+        const retired = series.retired;
+        collectors.push([
+          series.family,
+          (emit) => {
+            // The keys shown on their own, read once per scrape of the family and only with a keyed instance.
+            let shown: ReadonlySet<string> | undefined;
+            const shownKeys = (): ReadonlySet<string> => (shown ??= this.shownKeys(policy));
+            const plain = this.writer(emit);
+            for (const { instance, counts } of kind.live.values()) {
+              const keyed = this.keyedEmit(emit, instance, shownKeys);
+              series.live(instance, counts, keyed === emit ? plain : this.writer(keyed));
+            }
+            if (retired !== undefined)
+              for (const counts of kind.retired.values()) {
+                const e = this.retiredEmit(emit, counts);
+                retired(counts.name, counts.counts, e === emit ? plain : this.writer(e));
+              }
+          },
+        ]);
+      }
+    }
+    const f = FEATURE_FAMILIES;
+    collectors.push(
       [
         f.injectedFaults,
         (emit) => {
@@ -708,51 +319,24 @@ export class ResilienceMetricsBinding {
         },
       ],
       [
-        f.cacheCalls,
-        (emit) => {
-          for (const cache of this.caches) {
-            const m = cache.metrics;
-            for (const result of CACHE_RESULTS) emit({ name: cache.name, result }, m[result]);
-          }
-        },
-      ],
-      [
         f.idempotencyRequests,
         (emit) => {
           for (const [outcome, count] of this.idempotency) emit({ outcome }, count);
         },
       ],
-    ];
+    );
+    return collectors;
   }
 
-  private emitHistogram(emit: Emit, name: string, kind: string, histogram: DurationHistogram): void {
+  private emitHistogram(emit: Emit, labels: Readonly<Record<string, string>>, histogram: DurationHistogram): void {
     const counts = histogram.counts;
     let cumulative = 0;
     for (let i = 0; i < this.leLabels.length; i++) {
       cumulative += counts[i];
-      emit({ name, kind, le: this.leLabels[i] }, cumulative, '_bucket');
+      emit({ ...labels, le: this.leLabels[i] }, cumulative, '_bucket');
     }
-    emit({ name, kind, le: '+Inf' }, histogram.count, '_bucket');
-    emit({ name, kind }, histogram.sumMs / 1000, '_sum');
-    emit({ name, kind }, histogram.count, '_count');
+    emit({ ...labels, le: '+Inf' }, histogram.count, '_bucket');
+    emit(labels, histogram.sumMs / 1000, '_sum');
+    emit(labels, histogram.count, '_count');
   }
-}
-
-/** Adds the counts of `from` into `into`. */
-function addHistogram(into: DurationHistogram, from: DurationHistogram): void {
-  for (let i = 0; i < into.counts.length; i++) into.counts[i] += from.counts[i];
-  into.sumMs += from.sumMs;
-  into.count += from.count;
-}
-
-const RETRY_KINDS = ['successful_without_retry', 'successful_with_retry', 'failed_without_retry', 'failed_with_retry'];
-
-function emitRetryCalls(emit: Emit, name: string, counts: readonly number[]): void {
-  for (let i = 0; i < RETRY_KINDS.length; i++) emit({ name, kind: RETRY_KINDS[i] }, counts[i]);
-}
-
-const TIME_LIMITER_KINDS = ['successful', 'failed', 'timeout'];
-
-function emitTimeLimiterCalls(emit: Emit, name: string, counts: readonly number[]): void {
-  for (let i = 0; i < TIME_LIMITER_KINDS.length; i++) emit({ name, kind: TIME_LIMITER_KINDS[i] }, counts[i]);
 }
