@@ -1,13 +1,12 @@
-import { DurationHistogram } from '../kernel/duration-histogram';
 import { Unsubscribe } from '../kernel/events';
-import type { MetricWriter, PolicyMetrics, PolicyTelemetry } from '../kernel/telemetry';
 import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { POLICY_METRICS } from '../registry/policy-metrics';
 import type { RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
-import { ObservedInstance, watchInstances } from './instance-catalog';
-import { attachCollectors, Collector, Emit, FamilyDefinition } from './metric-family';
+import { watchInstances } from './instance-catalog';
+import { PolicySeries } from './policy-series';
+import { attachCollectors, Collector, FamilyDefinition } from './metric-family';
 import { DEFAULT_BUCKETS, DEFAULT_PER_KEY_SERIES, MetricsRegistry } from './observability.options';
 
 const family = (name: string, type: FamilyDefinition['type'], help: string): FamilyDefinition => ({
@@ -74,34 +73,6 @@ export interface MetricsBindingOptions {
   readonly perKeySeries?: number;
 }
 
-/** No key is shown on its own without `perKey`. */
-const NO_KEYS: ReadonlySet<string> = new Set();
-
-/** The `key` label of the keys of a name that have no series of their own. */
-const OTHER_KEYS = 'other';
-
-/** One instance the binding counts for: its counts and the subscriptions that feed them. */
-interface Bound {
-  readonly instance: { readonly name: string; readonly key?: string };
-  readonly counts: unknown;
-  readonly subscriptions: Unsubscribe[];
-}
-
-/** The counts of the evicted keys (and undeclared names) of one name, kept so that no counter goes down. */
-interface RetiredCounts {
-  readonly name: string;
-  /** The `key` label they are shown under with `perKey` (none for an evicted undeclared name). */
-  readonly keyed: boolean;
-  readonly counts: unknown;
-}
-
-/** A kind of policy: how its series are read, its live instances and its retired counts by name. */
-interface Kind {
-  readonly metrics: PolicyMetrics;
-  readonly live: Map<object, Bound>;
-  readonly retired: Map<string, RetiredCounts>;
-}
-
 /**
  * The Prometheus series of one registry's instances (and the given fallback
  * policies), in a prom-client registry. Counters the policies keep are read
@@ -119,15 +90,9 @@ interface Kind {
  * ```
  */
 export class ResilienceMetricsBinding {
-  private readonly kinds = new Map<string, Kind>();
-  private readonly registry: ResilienceRegistry;
-  private readonly perKey: boolean;
-  private readonly perKeySeries: number;
+  private readonly series: PolicySeries;
   private readonly idempotency = new Map<string, number>();
   private readonly subscriptions: Unsubscribe[] = [];
-  private readonly boundsMs: Float64Array;
-  private readonly leLabels: readonly string[];
-  private readonly countCalls: MetricsBindingOptions['countCalls'];
   private readonly faults: ResilienceRegistry['faults'];
   private readonly detach: () => void;
   private readonly hedges: ResilienceRegistry['hedges'];
@@ -140,22 +105,22 @@ export class ResilienceMetricsBinding {
    */
   constructor(registry: ResilienceRegistry, options: MetricsBindingOptions) {
     const buckets = options.buckets ?? DEFAULT_BUCKETS;
-    this.boundsMs = Float64Array.from(buckets, (s) => s * 1000);
-    this.leLabels = buckets.map(String);
-    this.countCalls = options.countCalls;
     this.faults = registry.faults;
     this.hedges = registry.hedges;
-    this.registry = registry;
-    this.perKey = options.perKey ?? false;
-    this.perKeySeries = options.perKeySeries ?? DEFAULT_PER_KEY_SERIES;
-    for (const metrics of POLICY_METRICS)
-      this.kinds.set(metrics.policy, { metrics, live: new Map(), retired: new Map() });
+    this.series = new PolicySeries(POLICY_METRICS, {
+      buckets,
+      perKey: options.perKey ?? false,
+      perKeySeries: options.perKeySeries ?? DEFAULT_PER_KEY_SERIES,
+      // Only an instance of one key asks: those are the registry's.
+      keysOf: (policy) => registry.allKeys(policy as RegistryPolicy),
+      countCalls: options.countCalls,
+    });
     // Attached before subscribing, so a name clash leaves nothing subscribed.
     this.detach = attachCollectors(options.registry, this.collectors(), buckets);
     this.subscriptions.push(
-      watchInstances(registry, options.fallbacks ?? [], (observed) => this.bind(observed), {
+      watchInstances(registry, options.fallbacks ?? [], (observed) => this.series.bind(observed), {
         keys: true,
-        evicted: (observed) => this.unbind(observed),
+        evicted: (observed) => this.series.unbind(observed),
       }),
     );
     if (options.idempotency !== undefined) {
@@ -174,130 +139,12 @@ export class ResilienceMetricsBinding {
     this.closed = true;
     for (const unsubscribe of this.subscriptions) unsubscribe();
     this.subscriptions.length = 0;
-    for (const kind of this.kinds.values()) {
-      for (const bound of kind.live.values()) for (const unsubscribe of bound.subscriptions) unsubscribe();
-      kind.live.clear();
-    }
+    this.series.close();
     this.detach();
   }
 
-  private bind(observed: ObservedInstance): void {
-    const kind = this.kinds.get(observed.policy);
-    if (kind === undefined) return;
-    const instance: PolicyTelemetry & { readonly name: string; readonly key?: string } = observed.instance;
-    const subscriptions: Unsubscribe[] = [];
-    const counts = kind.metrics.start(instance, {
-      into: subscriptions,
-      histogram: () => new DurationHistogram(this.boundsMs),
-      countCalls: this.countCalls,
-    });
-    kind.live.set(instance, { instance, counts, subscriptions });
-  }
-
-  /** An evicted instance: its counters are added to its name's retired counts, its gauges dropped. */
-  private unbind(observed: ObservedInstance): void {
-    const kind = this.kinds.get(observed.policy);
-    const bound = kind?.live.get(observed.instance);
-    if (kind === undefined || bound === undefined) return;
-    for (const unsubscribe of bound.subscriptions) unsubscribe();
-    kind.live.delete(observed.instance);
-    const retire = kind.metrics.retire;
-    if (retire === undefined) return;
-    const keyed = 'key' in observed && observed.key !== undefined;
-    const id = `${observed.instance.name}\u0000${keyed}`;
-    let retired = kind.retired.get(id);
-    if (retired === undefined) {
-      retired = {
-        name: observed.instance.name,
-        keyed,
-        counts: retire.empty(() => new DurationHistogram(this.boundsMs)),
-      };
-      kind.retired.set(id, retired);
-    }
-    retire.add(retired.counts, observed.instance, bound.counts);
-  }
-
-  /**
-   * Emits to `emit` under `labels` and, for a key of an instance with
-   * `perKey`, again with its `key` label: the key itself when among the
-   * most used `perKeySeries` keys of its name (`shown`), else `other`.
-   */
-  private keyedEmit(
-    emit: Emit,
-    instance: { readonly name: string; readonly key?: string },
-    shown: () => ReadonlySet<string>,
-  ): Emit {
-    const key = instance.key;
-    if (!this.perKey || key === undefined) return emit;
-    const label = shown().has(`${instance.name}\u0000${key}`) ? key : OTHER_KEYS;
-    return (labels, value, suffix) => {
-      emit(labels, value, suffix);
-      emit({ ...labels, key: label }, value, suffix);
-    };
-  }
-
-  /** The most used `perKeySeries` keys of each name of `policy`, as `name\0key`; empty without `perKey`. */
-  private shownKeys(policy: RegistryPolicy): ReadonlySet<string> {
-    if (!this.perKey) return NO_KEYS;
-    const byName = new Map<string, { name: string; key: string; uses: number }[]>();
-    for (const entry of this.registry.allKeys(policy)) {
-      const name = entry.instance.name;
-      let list = byName.get(name);
-      if (list === undefined) byName.set(name, (list = []));
-      list.push({ name, key: entry.key, uses: entry.uses });
-    }
-    const shown = new Set<string>();
-    for (const list of byName.values()) {
-      list.sort((a, b) => b.uses - a.uses);
-      for (let i = 0; i < Math.min(this.perKeySeries, list.length); i++)
-        shown.add(`${list[i].name}\u0000${list[i].key}`);
-    }
-    return shown;
-  }
-
-  /** Emits the retired counts of `retired` under its name (and `key="other"` with `perKey`, for keys). */
-  private retiredEmit(emit: Emit, retired: RetiredCounts): Emit {
-    if (!this.perKey || !retired.keyed) return emit;
-    return (labels, value, suffix) => {
-      emit(labels, value, suffix);
-      emit({ ...labels, key: OTHER_KEYS }, value, suffix);
-    };
-  }
-
-  /** What a policy writes its samples to: `emit`, with a histogram's buckets, sum and count. */
-  private writer(emit: Emit): MetricWriter {
-    return {
-      sample: (labels, value) => emit(labels, value),
-      histogram: (labels, histogram) => this.emitHistogram(emit, labels, histogram),
-    };
-  }
-
   private collectors(): Array<readonly [FamilyDefinition, Collector]> {
-    const collectors: Array<readonly [FamilyDefinition, Collector]> = [];
-    for (const kind of this.kinds.values()) {
-      const policy = kind.metrics.policy as RegistryPolicy;
-      for (const series of kind.metrics.series) {
-        const retired = series.retired;
-        collectors.push([
-          series.family,
-          (emit) => {
-            // The keys shown on their own, read once per scrape of the family and only with a keyed instance.
-            let shown: ReadonlySet<string> | undefined;
-            const shownKeys = (): ReadonlySet<string> => (shown ??= this.shownKeys(policy));
-            const plain = this.writer(emit);
-            for (const { instance, counts } of kind.live.values()) {
-              const keyed = this.keyedEmit(emit, instance, shownKeys);
-              series.live(instance, counts, keyed === emit ? plain : this.writer(keyed));
-            }
-            if (retired !== undefined)
-              for (const counts of kind.retired.values()) {
-                const e = this.retiredEmit(emit, counts);
-                retired(counts.name, counts.counts, e === emit ? plain : this.writer(e));
-              }
-          },
-        ]);
-      }
-    }
+    const collectors: Array<readonly [FamilyDefinition, Collector]> = [...this.series.collectors()];
     const f = FEATURE_FAMILIES;
     collectors.push(
       [
@@ -326,17 +173,5 @@ export class ResilienceMetricsBinding {
       ],
     );
     return collectors;
-  }
-
-  private emitHistogram(emit: Emit, labels: Readonly<Record<string, string>>, histogram: DurationHistogram): void {
-    const counts = histogram.counts;
-    let cumulative = 0;
-    for (let i = 0; i < this.leLabels.length; i++) {
-      cumulative += counts[i];
-      emit({ ...labels, le: this.leLabels[i] }, cumulative, '_bucket');
-    }
-    emit({ ...labels, le: '+Inf' }, histogram.count, '_bucket');
-    emit(labels, histogram.sumMs / 1000, '_sum');
-    emit(labels, histogram.count, '_count');
   }
 }

@@ -6,6 +6,7 @@ import {
   errorText,
   EventTap,
   HealthReport,
+  PolicyMetrics,
   InstanceSnapshot,
   PolicyTelemetry,
   SpanEventSink,
@@ -19,6 +20,9 @@ import { ResilienceRegistry } from '../registry/resilience.registry';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
 import { ResilienceEventLogger } from './resilience-event-logger';
 import { ResilienceHealthIndicator } from './resilience-health.indicator';
+import { Registry } from 'prom-client';
+import { attachCollectors } from './metric-family';
+import { PolicySeries } from './policy-series';
 import { LoadShedder } from '../features/load-shedding/load-shedder';
 import { readLoadSheddingOptions } from '../features/load-shedding/load-shedding.options';
 import { ResilienceSpanEvents } from './tracing/span-events';
@@ -36,13 +40,23 @@ interface ValveEvent {
  */
 class Valve implements PolicyTelemetry {
   private readonly throttled = new EventStream<ValveEvent>();
-  private opening = 100;
+  private current = 100;
+  /** Subscribes to each throttled call. */
+  readonly onThrottled = this.throttled.subscribe;
 
-  constructor(readonly name: string) {}
+  constructor(
+    readonly name: string,
+    readonly key?: string,
+  ) {}
+
+  /** How far it is open now, in percent. */
+  get opening(): number {
+    return this.current;
+  }
 
   /** A call was let through at `opening` percent, or refused with `error`. */
   throttle(opening: number, error?: unknown): void {
-    this.opening = opening;
+    this.current = opening;
     if (this.throttled.active) this.throttled.emit({ name: this.name, opening, error });
   }
 
@@ -88,7 +102,40 @@ class Valve implements PolicyTelemetry {
 
 /** The valve as the catalog hands instances to the listeners. */
 const observed = (valve: Valve): ObservedInstance =>
-  ({ policy: 'valve', name: valve.name, instance: valve, derived: false }) as unknown as ObservedInstance;
+  ({
+    policy: 'valve',
+    name: valve.name,
+    instance: valve,
+    derived: false,
+    key: valve.key,
+  }) as unknown as ObservedInstance;
+
+/** The valve's Prometheus series, as a policy's folder describes them. */
+const VALVE_METRICS: PolicyMetrics<Valve, { refused: number }, { refused: number }> = {
+  policy: 'valve',
+  start(valve, { into }) {
+    const counts = { refused: 0 };
+    into.push(valve.onThrottled(({ error }) => void (error !== undefined && counts.refused++)));
+    return counts;
+  },
+  retire: {
+    empty: () => ({ refused: 0 }),
+    add(into, _valve, counts) {
+      into.refused += counts.refused;
+    },
+  },
+  series: [
+    {
+      family: { name: 'valve_opening_percent', type: 'gauge', help: 'How far the valve is open', combine: 'max' },
+      live: (valve, _counts, out) => out.sample({ name: valve.name }, valve.opening),
+    },
+    {
+      family: { name: 'valve_refused_total', type: 'counter', help: 'Calls the valve refused', combine: 'sum' },
+      live: (valve, counts, out) => out.sample({ name: valve.name }, counts.refused),
+      retired: (name, counts, out) => out.sample({ name }, counts.refused),
+    },
+  ],
+};
 
 class Closed extends Error {}
 
@@ -208,5 +255,56 @@ describe('a policy kind the listeners do not know of', () => {
     });
     expect(health.check()).toEqual({ circuitBreakers: { status: 'up', instances: {} } });
     health.onModuleDestroy();
+  });
+
+  it('gets its Prometheus series through its own description: gauges, counters, key labels, and counts kept past eviction', async () => {
+    const prom = new Registry();
+    const series = new PolicySeries([VALVE_METRICS], {
+      buckets: [0.1],
+      perKey: true,
+      perKeySeries: 1,
+      keysOf: (policy) =>
+        policy === 'valve'
+          ? [
+              { key: 'eu', uses: 3, instance: { name: 'intake' } },
+              { key: 'us', uses: 1, instance: { name: 'intake' } },
+            ]
+          : [],
+    });
+    const detach = attachCollectors(prom, series.collectors(), [0.1]);
+    const eu = new Valve('intake', 'eu');
+    const us = new Valve('intake', 'us');
+    series.bind(observed(eu));
+    series.bind(observed(us));
+    eu.throttle(0, new Closed('closed'));
+    eu.throttle(0, new Closed('closed'));
+    eu.throttle(30);
+    us.throttle(0, new Closed('closed'));
+    const lines = async (): Promise<string[]> => (await prom.metrics()).split('\n');
+    expect(await lines()).toEqual(
+      expect.arrayContaining([
+        '# HELP valve_opening_percent How far the valve is open',
+        'valve_opening_percent{name="intake"} 30',
+        'valve_opening_percent{name="intake",key="eu"} 30',
+        'valve_opening_percent{name="intake",key="other"} 0',
+        'valve_refused_total{name="intake"} 3',
+        'valve_refused_total{name="intake",key="eu"} 2',
+        'valve_refused_total{name="intake",key="other"} 1',
+      ]),
+    );
+    series.unbind(observed(us));
+    us.throttle(0, new Closed('closed'));
+    const after = await lines();
+    expect(after).toEqual(
+      expect.arrayContaining([
+        'valve_opening_percent{name="intake"} 30',
+        'valve_refused_total{name="intake"} 3',
+        'valve_refused_total{name="intake",key="other"} 1',
+      ]),
+    );
+    expect(after).not.toContain('valve_opening_percent{name="intake",key="other"} 0');
+    series.close();
+    detach();
+    expect(prom.getMetricsAsArray()).toEqual([]);
   });
 });
