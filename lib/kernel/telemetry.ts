@@ -143,8 +143,11 @@ export interface MetricFamily {
 export interface MetricWriter {
   /** One sample of a counter or a gauge. */
   sample(labels: Readonly<Record<string, string>>, value: number): void;
-  /** The buckets, sum and count of a histogram of call durations, under `labels` (a bucket's `le` is added). */
-  histogram(labels: Readonly<Record<string, string>>, histogram: DurationHistogram): void;
+  /**
+   * The buckets, sum and count of a histogram of call durations, labelled
+   * `name` and `kind` as Resilience4j's call timers are (a bucket's `le` is added).
+   */
+  histogram(name: string, kind: string, histogram: DurationHistogram): void;
 }
 
 /** What the metrics binding gives a policy when it starts counting for one instance. */

@@ -204,19 +204,19 @@ export class PolicySeries {
   private writer(emit: Emit): MetricWriter {
     return {
       sample: (labels, value) => emit(labels, value),
-      histogram: (labels, histogram) => this.emitHistogram(emit, labels, histogram),
+      histogram: (name, kind, histogram) => this.emitHistogram(emit, name, kind, histogram),
     };
   }
 
-  private emitHistogram(emit: Emit, labels: Readonly<Record<string, string>>, histogram: DurationHistogram): void {
+  private emitHistogram(emit: Emit, name: string, kind: string, histogram: DurationHistogram): void {
     const counts = histogram.counts;
     let cumulative = 0;
     for (let i = 0; i < this.leLabels.length; i++) {
       cumulative += counts[i];
-      emit({ ...labels, le: this.leLabels[i] }, cumulative, '_bucket');
+      emit({ name, kind, le: this.leLabels[i] }, cumulative, '_bucket');
     }
-    emit({ ...labels, le: '+Inf' }, histogram.count, '_bucket');
-    emit(labels, histogram.sumMs / 1000, '_sum');
-    emit(labels, histogram.count, '_count');
+    emit({ name, kind, le: '+Inf' }, histogram.count, '_bucket');
+    emit({ name, kind }, histogram.sumMs / 1000, '_sum');
+    emit({ name, kind }, histogram.count, '_count');
   }
 }

@@ -125,5 +125,5 @@ export const CIRCUIT_BREAKER_METRICS: PolicyMetrics<CircuitBreakerPolicy, Breake
 };
 
 function writeCalls(name: string, counts: BreakerCounts, out: MetricWriter): void {
-  for (let k = 0; k < CALL_KINDS.length; k++) out.histogram({ name, kind: CALL_KINDS[k] }, counts.calls[k]);
+  for (let k = 0; k < CALL_KINDS.length; k++) out.histogram(name, CALL_KINDS[k], counts.calls[k]);
 }
