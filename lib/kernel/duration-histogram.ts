@@ -26,6 +26,13 @@ export class DurationHistogram {
     this.sumMs += ms;
     this.count++;
   }
+
+  /** Adds the counts of `other` (of the same buckets) to its own. */
+  addAll(other: DurationHistogram): void {
+    for (let i = 0; i < this.counts.length; i++) this.counts[i] += other.counts[i];
+    this.sumMs += other.sumMs;
+    this.count += other.count;
+  }
 }
 
 /** The durations of a circuit breaker's calls by outcome: successful, failed, ignored. */

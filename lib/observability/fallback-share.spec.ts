@@ -1,20 +1,18 @@
 import { VirtualClock } from '../kernel/clock';
-import { EventStream } from '../kernel/events';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { FallbackShare } from './fallback-share';
 import { underFallback } from '../../test/support/pipelines';
 
 class Outage extends Error {}
 
-/** A fallback policy and a stand-in for its method's call counting. */
+/** A fallback policy, and a call of its method reported to it as the method's pipeline reports one. */
 function guarded(name: string) {
   const policy = new FallbackPolicy(name, [{ errors: [Outage], handler: () => 'fallback' }]);
-  const calls = new EventStream<void>();
   const call = (fail: boolean): Promise<unknown> => {
-    calls.emit();
+    policy.countCall();
     return underFallback(policy, () => (fail ? Promise.reject(new Outage()) : Promise.resolve('ok')), []);
   };
-  return { policy, call, countCalls: (onCall: () => void) => calls.subscribe(onCall) };
+  return { policy, call };
 }
 
 describe('FallbackShare', () => {
@@ -23,8 +21,8 @@ describe('FallbackShare', () => {
     const share = new FallbackShare(clock, 60_000);
     const a = guarded('A.a');
     const b = guarded('B.b');
-    share.track(a.policy, a.countCalls);
-    share.track(b.policy, b.countCalls);
+    share.track(a.policy);
+    share.track(b.policy);
     await a.call(false);
     await a.call(true);
     await b.call(true);
@@ -40,7 +38,7 @@ describe('FallbackShare', () => {
   it('counts a pipeline named __proto__ under its name, touching no prototype', async () => {
     const share = new FallbackShare(new VirtualClock(), 60_000);
     const proto = guarded('__proto__');
-    share.track(proto.policy, proto.countCalls);
+    share.track(proto.policy);
     await proto.call(true);
     const { methods } = share.snapshot();
     expect(Object.keys(methods)).toEqual(['__proto__']);
@@ -55,7 +53,7 @@ describe('FallbackShare', () => {
     const clock = new VirtualClock();
     const share = new FallbackShare(clock, 10_000);
     const a = guarded('A.a');
-    share.track(a.policy, a.countCalls);
+    share.track(a.policy);
     await a.call(true);
     await clock.advance(5_000);
     await a.call(false);
@@ -70,7 +68,7 @@ describe('FallbackShare', () => {
   it('stops counting when told', async () => {
     const share = new FallbackShare(new VirtualClock(), 60_000);
     const a = guarded('A.a');
-    const stop = share.track(a.policy, a.countCalls);
+    const stop = share.track(a.policy);
     stop();
     await a.call(true);
     expect(share.snapshot()).toEqual({ calls: 0, fallbacks: 0, share: 0, methods: {} });

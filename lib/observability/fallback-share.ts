@@ -1,9 +1,16 @@
 import { Clock } from '../kernel/clock';
 import { Unsubscribe } from '../kernel/events';
-import { FallbackPolicy } from '../policies/fallback/fallback.policy';
-import { CachePolicy } from '../policies/cache/cache.policy';
+import type { PolicyTelemetry } from '../kernel/telemetry';
 
 const SLOTS = 10;
+
+/** An instance that answers calls, some with a degraded answer: a fallback policy, a cache. */
+export interface AnswerSource {
+  /** The name its counts are shown under. */
+  readonly name: string;
+  /** See {@link PolicyTelemetry.countAnswers}. */
+  readonly countAnswers: NonNullable<PolicyTelemetry['countAnswers']>;
+}
 
 /** Calls and fallback answers in a sliding time window of {@link SLOTS} slots. */
 class WindowCounts {
@@ -84,42 +91,21 @@ export class FallbackShare {
   ) {}
 
   /**
-   * Starts counting the fallbacks of `policy`, and the calls of the method
-   * it guards through `countCalls` (FallbackPolicy itself never sees a call
-   * that succeeds); the returned function stops both.
+   * Starts counting the calls and degraded answers `source` reports (a
+   * fallback policy's answers, a cache's stale answers), under its name;
+   * the returned function stops it.
    */
-  track(policy: FallbackPolicy, countCalls: (onCall: () => void) => Unsubscribe): Unsubscribe {
+  track(source: AnswerSource): Unsubscribe {
     const window = new WindowCounts(this.clock, this.windowMs / SLOTS);
-    this.tracked.set(policy, window);
-    const stopFallbacks = policy.onFallback(() => window.addFallback());
-    const stopStale = policy.onStaleAnswer(() => window.addFallback());
-    const stopCalls = countCalls(() => window.addCall());
-    return () => {
-      stopFallbacks();
-      stopStale();
-      stopCalls();
-      this.tracked.delete(policy);
-    };
-  }
-
-  /**
-   * Starts counting the calls through `cache` and its stale answers, which
-   * are degraded answers as a fallback's are (under the cache's name). A
-   * call of a method or pipeline with a fallback is left to the fallback's
-   * count, its stale answer too ({@link FallbackPolicy.onStaleAnswer}). The
-   * returned function stops it.
-   */
-  trackCache(cache: CachePolicy): Unsubscribe {
-    const window = new WindowCounts(this.clock, this.windowMs / SLOTS);
-    this.tracked.set(cache, window);
-    const stop = cache.onResult(({ result, guarded }) => {
-      if (guarded) return;
-      window.addCall();
-      if (result === 'stale') window.addFallback();
-    });
+    const key = { name: source.name };
+    this.tracked.set(key, window);
+    const stop = source.countAnswers(
+      () => window.addCall(),
+      () => window.addFallback(),
+    );
     return () => {
       stop();
-      this.tracked.delete(cache);
+      this.tracked.delete(key);
     };
   }
 

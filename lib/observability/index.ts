@@ -14,20 +14,21 @@ export type {
 export { ResilienceMetrics } from './resilience-metrics';
 export { ResilienceHealthIndicator } from './resilience-health.indicator';
 export type {
-  CircuitBreakerHealth,
-  CircuitBreakerHealthStatus,
   CircuitBreakersHealthData,
   FallbackShareHealthData,
   LoadSheddingHealthData,
-  RateLimiterHealth,
-  RateLimiterHealthStatus,
   RateLimitersHealthData,
   ResilienceHealthResult,
 } from './resilience-health.indicator';
+export type {
+  CircuitBreakerHealth,
+  CircuitBreakerHealthStatus,
+} from '../policies/circuit-breaker/circuit-breaker.health';
+export type { RateLimiterHealth, RateLimiterHealthStatus } from '../policies/rate-limiter/rate-limiter.health';
 export type { FallbackShareCounts } from './fallback-share';
 export { ResilienceEndpointsModule } from './resilience-endpoints.module';
 export { ResilienceTracing } from './tracing/resilience-tracing';
-export { RESILIENCE_SPAN_ATTRIBUTES, RESILIENCE_SPAN_EVENTS } from './tracing/span-attributes';
+export { RESILIENCE_SPAN_ATTRIBUTES, RESILIENCE_SPAN_EVENTS } from '../kernel/span-attributes';
 export type { ResolvedTracingOptions, TracingOptions } from './tracing/tracing.options';
 export { DeadlinePropagator } from './tracing/deadline-propagator';
 export type { HeaderSetter } from './tracing/deadline-propagator';

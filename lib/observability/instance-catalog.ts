@@ -3,6 +3,7 @@ import { Unsubscribe } from '../kernel/events';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { InstanceCreatedEvent, RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
+import { POLICY_SCHEMAS } from '../registry/resolve-options';
 import { CachePolicy } from '../policies/cache/cache.policy';
 
 /** A method's fallback policy, in the shape of the registry's instances. */
@@ -34,7 +35,8 @@ export interface WatchOptions {
   readonly evicted?: (observed: ObservedInstance) => void;
 }
 
-const POLICIES: readonly RegistryPolicy[] = ['retry', 'circuitBreaker', 'bulkhead', 'timeLimiter', 'rateLimiter'];
+/** The policies whose named instances the registry makes: those with an options section. */
+const POLICIES = Object.keys(POLICY_SCHEMAS) as RegistryPolicy[];
 
 /**
  * Calls `visit` once for every instance of `registry` (its caches included) and every fallback
@@ -52,13 +54,7 @@ export function watchInstances(
   const seen = new Set<object>();
   const once = (observed: ObservedInstance): void => {
     if (seen.has(observed.instance)) return;
-    if (
-      observed.policy !== 'fallback' &&
-      observed.policy !== 'cache' &&
-      observed.key !== undefined &&
-      options.keys !== true
-    )
-      return;
+    if (options.keys !== true && 'key' in observed && observed.key !== undefined) return;
     seen.add(observed.instance);
     visit(observed);
   };

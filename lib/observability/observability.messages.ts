@@ -1,8 +1,6 @@
 import { formatMs } from '../kernel/format-ms';
 import { PREFIX } from '../kernel/resilience.messages';
 import type { ConfigChangedEvent } from '../kernel/config-change';
-import { CircuitBreakerMetrics } from '../policies/circuit-breaker/circuit-breaker.policy';
-import type { CircuitBreakerState } from '../policies/circuit-breaker/circuit-breaker.events';
 
 /** A family's name is taken in the prom-client registry by a metric of someone else. */
 export const FOREIGN_METRIC = (metric: string): string =>
@@ -70,47 +68,13 @@ export const CONFIG_BODY_NOT_AN_OBJECT = (policy: string, name: string): string 
 export const INVALID_UPDATE_STATE = (value: unknown, allowed: readonly string[]): string =>
   `${PREFIX}: key 'updateState' must be one of ${allowed.map((s) => `'${s}'`).join(', ')}, got ${JSON.stringify(value) ?? 'undefined'}`;
 
-const rate = (value: number): string => (value < 0 ? 'n/a' : `${value.toFixed(1)}%`);
-
-/** A breaker moved; when it opened, the window it opened on. */
-export const BREAKER_TRANSITION = (
-  name: string,
-  from: CircuitBreakerState,
-  to: CircuitBreakerState,
-  opening: CircuitBreakerMetrics | undefined,
-  openMs: number,
-): string => {
-  const why =
-    opening === undefined
-      ? ''
-      : ` (failure rate ${rate(opening.failureRate)}, slow-call rate ${rate(opening.slowCallRate)} over ${opening.numberOfBufferedCalls} calls); calls are refused for ${formatMs(openMs)} ms`;
-  return `circuit breaker '${name}' ${from} -> ${to}${why}`;
-};
-
-/** The first retry-budget denial of an episode. */
-export const BUDGET_EXHAUSTED = (name: string): string =>
-  `retry '${name}': retry budget exhausted; failing calls are not retried until successes refill it`;
-
-/** An episode of retry-budget denials ended. */
-export const BUDGET_RECOVERED = (name: string, denied: number, ms: number): string =>
-  `retry '${name}': retry budget no longer denying; ${denied} retries were denied over ${formatMs(ms)} ms`;
-
-/** The first bulkhead rejection of an episode. */
-export const BULKHEAD_SATURATED = (name: string, maxConcurrentCalls: number, reason: string): string =>
-  `bulkhead '${name}' saturated: all ${maxConcurrentCalls} permits taken, calls are rejected (first: ${reason})`;
-
-/** An episode of bulkhead rejections ended. */
-export const BULKHEAD_RECOVERED = (name: string, rejected: number, ms: number): string =>
-  `bulkhead '${name}' no longer saturated; ${rejected} calls were rejected over ${formatMs(ms)} ms`;
-
-/** The first store failure of a shared rate limiter's episode: the store's own text, which its clients never see. */
-export const RATE_LIMITER_STORE_FAILING = (name: string, reason: string, failOpen: boolean): string =>
-  `rate limiter '${name}' could not get an answer from its store (${reason}); ` +
-  `calls ${failOpen ? 'go ahead without a permit (failOpen)' : 'are refused with 429'} until it answers again`;
-
-/** An episode of rate limiter store failures ended. */
-export const RATE_LIMITER_STORE_ANSWERING = (name: string, failures: number, ms: number): string =>
-  `rate limiter '${name}' gets answers from its store again; ${failures} acquires failed over ${formatMs(ms)} ms`;
+export { BREAKER_TRANSITION } from '../policies/circuit-breaker/circuit-breaker.messages';
+export { BUDGET_EXHAUSTED, BUDGET_RECOVERED } from '../policies/retry/retry.messages';
+export { BULKHEAD_RECOVERED, BULKHEAD_SATURATED } from '../policies/bulkhead/bulkhead.messages';
+export {
+  RATE_LIMITER_STORE_ANSWERING,
+  RATE_LIMITER_STORE_FAILING,
+} from '../policies/rate-limiter/rate-limiter.messages';
 
 /** The first idempotency store failure of an episode: the store's own text, which clients never see. */
 export const IDEMPOTENCY_STORE_FAILING = (detail: string, reason: string | undefined): string =>

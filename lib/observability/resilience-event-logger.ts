@@ -1,25 +1,12 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
-import type { CircuitBreakerStateTransitionEvent } from '../policies/circuit-breaker/circuit-breaker.events';
 import { Clock } from '../kernel/clock';
 import type { ConfigChangedEvent } from '../kernel/config-change';
 import { IdempotencyStoreUnavailableError } from '../kernel/errors';
-import { EventSubscriber, Unsubscribe } from '../kernel/events';
+import { Unsubscribe } from '../kernel/events';
+import { errorText, PolicyTelemetry, TelemetryLog } from '../kernel/telemetry';
 import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
-import type { RateLimiterStoreFailureEvent } from '../policies/rate-limiter/rate-limiter.events';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
-import {
-  BREAKER_TRANSITION,
-  BUDGET_EXHAUSTED,
-  BUDGET_RECOVERED,
-  BULKHEAD_RECOVERED,
-  BULKHEAD_SATURATED,
-  CONFIG_CHANGED,
-  IDEMPOTENCY_STORE_ANSWERING,
-  IDEMPOTENCY_STORE_FAILING,
-  RATE_LIMITER_STORE_ANSWERING,
-  RATE_LIMITER_STORE_FAILING,
-} from './observability.messages';
+import { CONFIG_CHANGED, IDEMPOTENCY_STORE_ANSWERING, IDEMPOTENCY_STORE_FAILING } from './observability.messages';
 import { readLoggingOptions, ResolvedLoggingOptions } from './observability.options';
 
 /**
@@ -106,74 +93,43 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
   }
 
   private bind(observed: ObservedInstance): void {
-    // A method's own instances follow their name's change: the name's shared instance logs it, once. Caches are not reconfigured.
-    if (observed.policy !== 'fallback' && observed.policy !== 'cache' && !observed.derived)
+    const channel: PolicyTelemetry = observed.instance;
+    // A method's own instances follow their name's change: the name's shared instance logs it, once.
+    if (!observed.derived)
       this.subscriptions.push(
-        observed.instance.onConfigChanged((event: ConfigChangedEvent) => this.logger.log(CONFIG_CHANGED(event))),
+        ...channel.tapEvents((type) =>
+          type === 'CONFIG_CHANGED'
+            ? (event) => this.logger.log(CONFIG_CHANGED(event as ConfigChangedEvent))
+            : undefined,
+        ),
       );
-    const clock = this.catalog.registry.clock;
-    const quiet = this.options.quietPeriodMs;
-    switch (observed.policy) {
-      case 'circuitBreaker': {
-        const breaker = observed.instance;
-        this.subscriptions.push(breaker.onStateTransition((event) => this.transition(breaker, event)));
-        break;
-      }
-      case 'retry': {
-        const retry = observed.instance;
-        if (retry.config.budget === undefined) break;
-        const episode = new Episode<void>(
-          clock,
-          quiet,
-          (onActivity) => onEither(retry.onSuccess, retry.onError, onActivity),
-          () => this.logger.warn(BUDGET_EXHAUSTED(retry.name)),
-          (count, ms) => this.logger.log(BUDGET_RECOVERED(retry.name, count, ms)),
-        );
-        this.episodes.push(episode as Episode<unknown>);
-        this.subscriptions.push(retry.onRetryStopped((event) => event.reason === 'budget' && episode.hit()));
-        break;
-      }
-      case 'bulkhead': {
-        const bulkhead = observed.instance;
-        const episode = new Episode<string>(
-          clock,
-          quiet,
-          (onActivity) => bulkhead.onCallFinished(onActivity),
-          (reason) => this.logger.warn(BULKHEAD_SATURATED(bulkhead.name, bulkhead.config.maxConcurrentCalls, reason)),
-          (count, ms) => this.logger.log(BULKHEAD_RECOVERED(bulkhead.name, count, ms)),
-        );
-        this.episodes.push(episode as Episode<unknown>);
-        // A waiter whose own deadline or signal fired did not find the bulkhead full.
-        this.subscriptions.push(
-          bulkhead.onCallRejected(
-            (event) => (event.reason === 'queue-full' || event.reason === 'wait-timeout') && episode.hit(event.reason),
-          ),
-        );
-        break;
-      }
-      case 'rateLimiter': {
-        const limiter = observed.instance;
-        if (!limiter.shared) break;
-        const episode = new Episode<RateLimiterStoreFailureEvent>(
-          clock,
-          quiet,
-          (onActivity) => onEither(limiter.onSuccess, limiter.onFailure, onActivity),
-          (first) =>
-            this.logger.warn(RATE_LIMITER_STORE_FAILING(limiter.name, errorText(first.error), first.failedOpen)),
-          (count, ms) => this.logger.log(RATE_LIMITER_STORE_ANSWERING(limiter.name, count, ms)),
-        );
-        this.episodes.push(episode as Episode<unknown>);
-        this.subscriptions.push(limiter.onStoreFailure((event) => episode.hit(event)));
-        break;
-      }
-    }
+    if (channel.logEvents !== undefined) this.subscriptions.push(...channel.logEvents(this.log));
   }
+
+  /** Where the policies write their log lines and episodes. */
+  private readonly log: TelemetryLog = {
+    log: (message) => this.logger.log(message),
+    warn: (message) => this.logger.warn(message),
+    episode: <T>(
+      watchActivity: (onActivity: () => void) => Unsubscribe,
+      start: (first: T) => void,
+      end: (count: number, durationMs: number) => void,
+    ): ((detail: T) => void) => {
+      const episode = new Episode<T>(
+        this.catalog.registry.clock,
+        this.options.quietPeriodMs,
+        watchActivity,
+        start,
+        end,
+      );
+      this.episodes.push(episode as Episode<unknown>);
+      return (detail) => episode.hit(detail);
+    },
+  };
 
   /** One episode for the idempotency store: every failure before anything ran, or while settling a key. */
   private watchIdempotencyStore(): void {
-    const episode = new Episode<IdempotencyStoreUnavailableError>(
-      this.catalog.registry.clock,
-      this.options.quietPeriodMs,
+    const failed = this.log.episode<IdempotencyStoreUnavailableError>(
       (onActivity) => this.idempotency.onOutcome(onActivity),
       (first) =>
         this.logger.warn(
@@ -181,42 +137,10 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
         ),
       (count, ms) => this.logger.log(IDEMPOTENCY_STORE_ANSWERING(count, ms)),
     );
-    this.episodes.push(episode as Episode<unknown>);
     this.subscriptions.push(
       this.idempotency.onOutcome(({ error }) => {
-        if (error instanceof IdempotencyStoreUnavailableError) episode.hit(error);
+        if (error instanceof IdempotencyStoreUnavailableError) failed(error);
       }),
     );
   }
-
-  private transition(breaker: CircuitBreakerPolicy, event: CircuitBreakerStateTransitionEvent): void {
-    const message = BREAKER_TRANSITION(
-      event.name,
-      event.from,
-      event.to,
-      event.to === 'OPEN' ? breaker.metrics : undefined,
-      breaker.openWaitMs,
-    );
-    if (event.to === 'OPEN' || event.to === 'FORCED_OPEN') this.logger.warn(message);
-    else this.logger.log(message);
-  }
-}
-
-/** An error's own text, for the log. */
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** Subscribes `listener` to two event streams; the returned function unsubscribes it from both. */
-function onEither<A, B>(
-  first: EventSubscriber<A>,
-  second: EventSubscriber<B>,
-  listener: (event: A | B) => void,
-): Unsubscribe {
-  const stopFirst = first(listener);
-  const stopSecond = second(listener);
-  return () => {
-    stopFirst();
-    stopSecond();
-  };
 }

@@ -1,69 +1,18 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import type { HealthIndicatorService } from '@nestjs/terminus';
-import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
-import type { CircuitBreakerState } from '../policies/circuit-breaker/circuit-breaker.events';
+import type { CircuitBreakerHealth } from '../policies/circuit-breaker/circuit-breaker.health';
+import type { PolicyTelemetry } from '../kernel/telemetry';
 import { Unsubscribe } from '../kernel/events';
 import { LoadShedder } from '../features/load-shedding/load-shedder';
-import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
+import type { RateLimiterHealth } from '../policies/rate-limiter/rate-limiter.health';
 import { FallbackShare, FallbackShareCounts } from './fallback-share';
-import { InstanceCatalog } from './instance-catalog';
+import { InstanceCatalog, ObservedInstance } from './instance-catalog';
 import { FALLBACK_SHARE_NOT_CONFIGURED, LOAD_SHEDDING_NOT_CONFIGURED } from './observability.messages';
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
 import { loadOptionalPeer } from '../kernel/optional-peer';
 import { TERMINUS } from './observability.peers';
 import { Outbox } from '../features/outbox/outbox';
 import { OutboxHealthData, outboxHealth, OutboxHealthOptions } from './outbox-observability';
-
-/**
- * A breaker's health, as Resilience4j's health indicator reports it: `UP`
- * when CLOSED; `DOWN` when OPEN and `allowHealthIndicatorToFail`, else
- * `CIRCUIT_OPEN`; `CIRCUIT_HALF_OPEN`; `UNKNOWN` in the manual states.
- */
-export type CircuitBreakerHealthStatus = 'UP' | 'DOWN' | 'CIRCUIT_OPEN' | 'CIRCUIT_HALF_OPEN' | 'UNKNOWN';
-
-/** What the health check reports of one breaker (rates in percent, -1 below `minimumNumberOfCalls`). */
-export interface CircuitBreakerHealth {
-  /** The breaker's health, mapped from its state as Resilience4j maps it. */
-  readonly status: CircuitBreakerHealthStatus;
-  /** The breaker's current state. */
-  readonly state: CircuitBreakerState;
-  /** Failed calls in percent of the calls in the window; -1 below `minimumNumberOfCalls`. */
-  readonly failureRate: number;
-  /** Slow calls in percent of the calls in the window; -1 below `minimumNumberOfCalls`. */
-  readonly slowCallRate: number;
-  /** The configured `failureRateThreshold`, in percent. */
-  readonly failureRateThreshold: number;
-  /** The configured `slowCallRateThreshold`, in percent. */
-  readonly slowCallRateThreshold: number;
-  /** Calls in the sliding window. */
-  readonly bufferedCalls: number;
-  /** Calls in the window recorded as failures. */
-  readonly failedCalls: number;
-  /** Calls in the window longer than `slowCallDurationThreshold`. */
-  readonly slowCalls: number;
-  /** Calls in the window both slow and failed. */
-  readonly slowFailedCalls: number;
-  /** Calls refused since the current window began. */
-  readonly notPermittedCalls: number;
-}
-
-/**
- * A rate limiter's health, as Resilience4j's `RateLimitersHealthIndicator`
- * reports it: `UP` while it has permits or no one waits; `RATE_LIMITED`
- * (`DOWN` with `allowHealthIndicatorToFail`) while callers wait and a new
- * one would wait longer than `timeoutDuration`; else `UNKNOWN`.
- */
-export type RateLimiterHealthStatus = 'UP' | 'DOWN' | 'RATE_LIMITED' | 'UNKNOWN';
-
-/** What the health check reports of one rate limiter. */
-export interface RateLimiterHealth {
-  /** The rate limiter's health, as described at {@link RateLimiterHealthStatus}. */
-  readonly status: RateLimiterHealthStatus;
-  /** Permits left in the current period; negative while waiting callers hold reservations on later periods. */
-  readonly availablePermissions: number;
-  /** Callers waiting for a reserved permit (Resilience4j's name). */
-  readonly numberOfWaitingThreads: number;
-}
 
 /** The data of {@link ResilienceHealthIndicator.checkRateLimiters}: each registered rate limiter by name. */
 export interface RateLimitersHealthData {
@@ -105,16 +54,6 @@ export interface LoadSheddingHealthData {
   readonly eventLoopDelayMs: number;
 }
 
-const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPolicy) => CircuitBreakerHealthStatus>> =
-  {
-    CLOSED: () => 'UP',
-    OPEN: (breaker) => (breaker.config.allowHealthIndicatorToFail ? 'DOWN' : 'CIRCUIT_OPEN'),
-    HALF_OPEN: () => 'CIRCUIT_HALF_OPEN',
-    DISABLED: () => 'UNKNOWN',
-    FORCED_OPEN: () => 'UNKNOWN',
-    METRICS_ONLY: () => 'UNKNOWN',
-  };
-
 /**
  * A health indicator for `@nestjs/terminus` 11 (an optional peer, loaded on
  * the first check). Provided and exported by `ResilienceModule`.
@@ -142,8 +81,8 @@ const HEALTH_OF: Readonly<Record<CircuitBreakerState, (breaker: CircuitBreakerPo
 @Injectable()
 export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly options: ResolvedHealthOptions;
-  private breakers: CircuitBreakerPolicy[] = [];
-  private rateLimiters: RateLimiterPolicy[] = [];
+  /** The instances that may report to a health check (those whose telemetry channel gives a `healthReport`). */
+  private reporting: ObservedInstance[] = [];
   private readonly subscriptions: Unsubscribe[] = [];
   private fallbackShare: FallbackShare | undefined;
   private indicators: HealthIndicatorService | undefined;
@@ -165,17 +104,16 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
     this.subscriptions.push(
       this.catalog.watch(
         (observed) => {
-          if (observed.policy === 'circuitBreaker') this.breakers.push(observed.instance);
-          else if (observed.policy === 'rateLimiter') this.rateLimiters.push(observed.instance);
-          else if (observed.policy === 'fallback' && share !== undefined)
-            this.subscriptions.push(share.track(observed.instance, observed.instance.onCall));
-          else if (observed.policy === 'cache' && share !== undefined)
-            this.subscriptions.push(share.trackCache(observed.instance));
+          const channel: PolicyTelemetry = observed.instance;
+          if (channel.healthReport !== undefined) this.reporting.push(observed);
+          if (share !== undefined && channel.countAnswers !== undefined)
+            this.subscriptions.push(
+              share.track({ name: observed.name, countAnswers: channel.countAnswers.bind(channel) }),
+            );
         },
         // An evicted undeclared name is no longer checked.
         (evicted) => {
-          this.breakers = this.breakers.filter((b) => b !== evicted.instance);
-          this.rateLimiters = this.rateLimiters.filter((l) => l !== evicted.instance);
+          this.reporting = this.reporting.filter((o) => o.instance !== evicted.instance);
         },
       ),
     );
@@ -195,21 +133,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
   check<const Key extends string = 'circuitBreakers'>(
     key: Key = 'circuitBreakers' as Key,
   ): ResilienceHealthResult<Key, CircuitBreakersHealthData> {
-    const session = this.service().check(key);
-    // No prototype: a breaker may be named `__proto__` or `constructor`.
-    const instances = Object.create(null) as Record<string, CircuitBreakerHealth>;
-    let down = false;
-    for (const breaker of this.breakers) {
-      if (!breaker.config.registerHealthIndicator) continue;
-      const health = describe(breaker);
-      down ||= health.status === 'DOWN';
-      // A method's own breaker made from overrides shares its instance's name.
-      let label = breaker.name;
-      for (let n = 2; label in instances; n++) label = `${breaker.name}#${n}`;
-      instances[label] = health;
-    }
-    const data: CircuitBreakersHealthData = { instances };
-    return down ? session.down({ ...data }) : session.up({ ...data });
+    return this.checkRows<Key, CircuitBreakerHealth>('circuitBreakers', key);
   }
 
   /**
@@ -221,19 +145,7 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
   checkRateLimiters<const Key extends string = 'rateLimiters'>(
     key: Key = 'rateLimiters' as Key,
   ): ResilienceHealthResult<Key, RateLimitersHealthData> {
-    const session = this.service().check(key);
-    const instances = Object.create(null) as Record<string, RateLimiterHealth>;
-    let down = false;
-    for (const limiter of this.rateLimiters) {
-      if (!limiter.config.registerHealthIndicator) continue;
-      const health = describeRateLimiter(limiter);
-      down ||= health.status === 'DOWN';
-      let label = limiter.name;
-      for (let n = 2; label in instances; n++) label = `${limiter.name}#${n}`;
-      instances[label] = health;
-    }
-    const data: RateLimitersHealthData = { instances };
-    return down ? session.down({ ...data }) : session.up({ ...data });
+    return this.checkRows<Key, RateLimiterHealth>('rateLimiters', key);
   }
 
   /**
@@ -300,35 +212,35 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
     return down ? session.down({ ...data }) : session.up({ ...data });
   }
 
+  /**
+   * The rows of health check `check` under `key`, each instance's by its
+   * name (`name#2`… for repeated names: a method's own instance made from
+   * overrides shares its instance's name); down when one is DOWN.
+   */
+  private checkRows<Key extends string, Row extends { readonly status: string }>(
+    check: string,
+    key: Key,
+  ): ResilienceHealthResult<Key, { readonly instances: Readonly<Record<string, Row>> }> {
+    const session = this.service().check(key);
+    // No prototype: an instance may be named `__proto__` or `constructor`.
+    const instances = Object.create(null) as Record<string, Row>;
+    let down = false;
+    for (const observed of this.reporting) {
+      const channel: PolicyTelemetry = observed.instance;
+      const report = channel.healthReport?.();
+      if (report === undefined || report.check !== check) continue;
+      down ||= report.row.status === 'DOWN';
+      let label = observed.name;
+      for (let n = 2; label in instances; n++) label = `${observed.name}#${n}`;
+      instances[label] = report.row as Row;
+    }
+    const data = { instances };
+    return down ? session.down({ ...data }) : session.up({ ...data });
+  }
+
   private service(): HealthIndicatorService {
     // Stateless in terminus 11, so one of our own serves; loading it here keeps terminus optional.
     this.indicators ??= new (loadOptionalPeer(TERMINUS, 'ResilienceHealthIndicator').HealthIndicatorService)();
     return this.indicators;
   }
-}
-
-function describe(breaker: CircuitBreakerPolicy): CircuitBreakerHealth {
-  const m = breaker.metrics;
-  return {
-    status: HEALTH_OF[breaker.state](breaker),
-    state: breaker.state,
-    failureRate: m.failureRate,
-    slowCallRate: m.slowCallRate,
-    failureRateThreshold: breaker.config.failureRateThreshold,
-    slowCallRateThreshold: breaker.config.slowCallRateThreshold,
-    bufferedCalls: m.numberOfBufferedCalls,
-    failedCalls: m.numberOfFailedCalls,
-    slowCalls: m.numberOfSlowCalls,
-    slowFailedCalls: m.numberOfSlowFailedCalls,
-    notPermittedCalls: m.numberOfNotPermittedCalls,
-  };
-}
-
-function describeRateLimiter(limiter: RateLimiterPolicy): RateLimiterHealth {
-  const { availablePermissions, numberOfWaitingThreads, msToWait } = limiter.detailedMetrics;
-  let status: RateLimiterHealthStatus = 'UNKNOWN';
-  if (availablePermissions > 0 || numberOfWaitingThreads === 0) status = 'UP';
-  else if (msToWait > limiter.config.timeoutDuration)
-    status = limiter.config.allowHealthIndicatorToFail ? 'DOWN' : 'RATE_LIMITED';
-  return { status, availablePermissions, numberOfWaitingThreads };
 }

@@ -1,6 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import { EXCEPTION_EVENT, exceptionAttributes } from './error-attributes';
-import { RESILIENCE_SPAN_ATTRIBUTES } from './span-attributes';
+import { RESILIENCE_SPAN_ATTRIBUTES } from '../../kernel/span-attributes';
 import { OpenTelemetry } from './tracing.peer';
 import { isThenable } from '../../kernel/thenable';
 

@@ -1,7 +1,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import { isInjectedFault } from '../../features/fault-injection/injected-fault';
 import { httpStatusOf } from '../../kernel/error-status';
-import { RESILIENCE_SPAN_ATTRIBUTES as A } from './span-attributes';
+import { RESILIENCE_SPAN_ATTRIBUTES as A } from '../../kernel/span-attributes';
 
 /** OpenTelemetry's exception event and its attributes (semantic conventions). */
 export const EXCEPTION_EVENT = 'exception';

@@ -1,10 +1,11 @@
-import type { Attributes } from '@opentelemetry/api';
+import type { Attributes, Span } from '@opentelemetry/api';
 import { Unsubscribe } from '../../kernel/events';
+import type { PolicyTelemetry, SpanEventSink } from '../../kernel/telemetry';
 import { HedgePolicy } from '../../policies/hedge/hedge.policy';
 import { FaultInjector } from '../../features/fault-injection/fault-injector';
 import { IdempotencyRegistry } from '../../features/idempotency/idempotency.registry';
 import { ObservedInstance } from '../instance-catalog';
-import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from './span-attributes';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { OpenTelemetry } from './tracing.peer';
 import { errorEventAttributes } from './error-attributes';
 
@@ -22,127 +23,26 @@ export class ResilienceSpanEvents {
 
   /** Adds `name` with `attributes` to the active span, if one is recording. */
   record(name: string, attributes: Attributes): void {
-    const span = this.otel.trace.getActiveSpan();
-    if (span === undefined || !span.isRecording()) return;
-    span.addEvent(name, attributes);
+    this.recording()?.addEvent(name, attributes);
   }
 
-  /** Listens to the events of one instance. */
+  /** Where the policies write their span events; an error's attributes are read only when a span records them. */
+  private readonly sink: SpanEventSink = {
+    event: (name, attributes) => this.recording()?.addEvent(name, attributes),
+    failure: (name, attributes, error) =>
+      this.recording()?.addEvent(name, Object.assign(attributes, errorEventAttributes(error))),
+  };
+
+  /** The active span, if one is recording. */
+  private recording(): Span | undefined {
+    const span = this.otel.trace.getActiveSpan();
+    return span !== undefined && span.isRecording() ? span : undefined;
+  }
+
+  /** Listens to the events of one instance: those it writes through its telemetry channel's `traceEvents`. */
   bind(observed: ObservedInstance): void {
-    const on = (unsubscribe: Unsubscribe): void => void this.subscriptions.push(unsubscribe);
-    switch (observed.policy) {
-      case 'retry': {
-        const retry = observed.instance;
-        on(
-          retry.onAttempt(({ name, attempt }) =>
-            this.record(E.attempt, { [A.policy]: 'retry', [A.instance]: name, [A.attemptNumber]: attempt }),
-          ),
-        );
-        on(
-          retry.onRetry(({ name, attempt, waitMs, error }) =>
-            this.record(E.retry, {
-              [A.policy]: 'retry',
-              [A.instance]: name,
-              [A.attemptNumber]: attempt,
-              [A.retryWaitMs]: waitMs,
-              ...errorEventAttributes(error),
-            }),
-          ),
-        );
-        on(
-          retry.onRetryStopped(({ name, attempt, reason, error }) =>
-            this.record(E.retryStopped, {
-              [A.policy]: 'retry',
-              [A.instance]: name,
-              [A.attemptNumber]: attempt,
-              [A.retryStopReason]: reason,
-              ...errorEventAttributes(error),
-            }),
-          ),
-        );
-        break;
-      }
-      case 'circuitBreaker':
-        on(
-          observed.instance.onCallNotPermitted(({ name, state }) =>
-            this.record(E.circuitBreakerNotPermitted, {
-              [A.policy]: 'circuit_breaker',
-              [A.instance]: name,
-              [A.circuitBreakerState]: state,
-            }),
-          ),
-        );
-        break;
-      case 'bulkhead':
-        on(
-          observed.instance.onCallWaited(({ name, waitMs }) =>
-            this.record(E.bulkheadWaited, { [A.policy]: 'bulkhead', [A.instance]: name, [A.bulkheadWaitMs]: waitMs }),
-          ),
-        );
-        on(
-          observed.instance.onCallRejected(({ name, reason, error }) =>
-            this.record(E.bulkheadRejected, {
-              [A.policy]: 'bulkhead',
-              [A.instance]: name,
-              [A.bulkheadReason]: reason,
-              ...errorEventAttributes(error),
-            }),
-          ),
-        );
-        break;
-      case 'timeLimiter':
-        on(
-          observed.instance.onTimeoutInCallContext(({ name, error }) =>
-            this.record(E.timeout, { [A.policy]: 'time_limiter', [A.instance]: name, ...errorEventAttributes(error) }),
-          ),
-        );
-        break;
-      case 'rateLimiter':
-        on(
-          observed.instance.onWait(({ name, waitMs }) =>
-            this.record(E.rateLimiterWaited, {
-              [A.policy]: 'rate_limiter',
-              [A.instance]: name,
-              [A.rateLimiterWaitMs]: waitMs,
-            }),
-          ),
-        );
-        on(
-          observed.instance.onFailure(({ name, error }) =>
-            this.record(E.rateLimiterRejected, {
-              [A.policy]: 'rate_limiter',
-              [A.instance]: name,
-              ...errorEventAttributes(error),
-            }),
-          ),
-        );
-        break;
-      case 'fallback':
-        on(
-          observed.instance.onFallback(({ name, errorClass, error }) =>
-            this.record(E.fallback, {
-              [A.policy]: 'fallback',
-              [A.instance]: name,
-              [A.fallbackHandler]: errorClass.name,
-              ...errorEventAttributes(error),
-            }),
-          ),
-        );
-        break;
-      case 'cache':
-        on(
-          observed.instance.onResult(({ name, result, ageMs }) => {
-            if (result !== 'hit' && result !== 'stale') return;
-            this.record(result === 'hit' ? E.cacheHit : E.cacheStale, {
-              [A.policy]: 'cache',
-              [A.instance]: name,
-              [A.cacheResult]: result,
-              [A.cacheAgeMs]: ageMs,
-            });
-          }),
-        );
-        break;
-    }
+    const channel: PolicyTelemetry = observed.instance;
+    if (channel.traceEvents !== undefined) this.subscriptions.push(...channel.traceEvents(this.sink));
   }
 
   /** Listens to a hedge instance's hedges and answers. */

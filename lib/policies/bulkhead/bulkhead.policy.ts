@@ -1,5 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, SpanEventSink, tapStream, TelemetryLog } from '../../kernel/telemetry';
+import { BULKHEAD_RECOVERED, BULKHEAD_SATURATED } from './bulkhead.messages';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../../kernel/errors';
@@ -170,6 +172,37 @@ export class BulkheadPolicy {
   /** @internal Its settings and permits, for the status endpoints. */
   snapshot(): InstanceSnapshot {
     return { config: this.config, metrics: this.metrics };
+  }
+
+  /** @internal Its span events: each wait for a permit, and each call refused. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onCallWaited(({ name, waitMs }) =>
+        trace.event(E.bulkheadWaited, { [A.policy]: 'bulkhead', [A.instance]: name, [A.bulkheadWaitMs]: waitMs }),
+      ),
+      this.onCallRejected(({ name, reason, error }) =>
+        trace.failure(
+          E.bulkheadRejected,
+          { [A.policy]: 'bulkhead', [A.instance]: name, [A.bulkheadReason]: reason },
+          error,
+        ),
+      ),
+    ];
+  }
+
+  /** @internal What it logs: the start and end of each episode of saturation. */
+  logEvents(log: TelemetryLog): Unsubscribe[] {
+    const rejected = log.episode<string>(
+      (onActivity) => this.onCallFinished(onActivity),
+      (reason) => log.warn(BULKHEAD_SATURATED(this.name, this.config.maxConcurrentCalls, reason)),
+      (count, ms) => log.log(BULKHEAD_RECOVERED(this.name, count, ms)),
+    );
+    // A waiter whose own deadline or signal fired did not find the bulkhead full.
+    return [
+      this.onCallRejected(
+        (event) => (event.reason === 'queue-full' || event.reason === 'wait-timeout') && rejected(event.reason),
+      ),
+    ];
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

@@ -2,7 +2,8 @@ import { from, lastValueFrom, Observable } from 'rxjs';
 import { Clock, systemClock } from '../../kernel/clock';
 import { isCancellation } from '../../kernel/cancellation';
 import { EventStream } from '../../kernel/events';
-import { EventTap, InstanceSnapshot } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, SpanEventSink } from '../../kernel/telemetry';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { Policy } from '../../kernel/policy';
 import { Unsubscribe } from '../../kernel/events';
 import { isThenable } from '../../kernel/thenable';
@@ -128,6 +129,35 @@ export class CachePolicy {
       config: { ...this.config, store: store === undefined ? 'memory' : (store.constructor?.name ?? 'custom') },
       metrics: { ...this.metrics, inFlight: this.inflight.size },
     };
+  }
+
+  /** @internal Its span events: each answer from the store, fresh (`hit`) or the last known good (`stale`), with its age. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onResult(({ name, result, ageMs }) => {
+        if (result !== 'hit' && result !== 'stale') return;
+        trace.event(result === 'hit' ? E.cacheHit : E.cacheStale, {
+          [A.policy]: 'cache',
+          [A.instance]: name,
+          [A.cacheResult]: result,
+          [A.cacheAgeMs]: ageMs,
+        });
+      }),
+    ];
+  }
+
+  /**
+   * @internal Counts the calls through it and its stale answers, which are
+   * degraded answers as a fallback's are. A call of a method or pipeline
+   * with a fallback is left to the fallback's count, its stale answer too
+   * (reported through the fallback policy).
+   */
+  countAnswers(onCall: () => void, onDegraded: () => void): Unsubscribe {
+    return this.onResult(({ result, guarded }) => {
+      if (guarded) return;
+      onCall();
+      if (result === 'stale') onDegraded();
+    });
   }
 
   /** @internal Runs `next(args)` under the cache, keyed by `args` (a decorated method's arguments). */

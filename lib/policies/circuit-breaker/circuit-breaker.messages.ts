@@ -1,4 +1,6 @@
 import { PREFIX } from '../../kernel/resilience.messages';
+import { formatMs } from '../../kernel/format-ms';
+import type { CircuitBreakerState } from './circuit-breaker.events';
 
 export const SHARED_WITHOUT_STORE = (place: string): string =>
   `${PREFIX}: invalid configuration of ${place}: key 'shared' is set, but the module option 'circuitBreakerStore' is not (e.g. circuitBreakerStore: new RedisCircuitBreakerStore({ client }))`;
@@ -19,3 +21,21 @@ export const FLEET_STORE_FAILING = (cause: string): string =>
 /** Logged when the store answers again after {@link FLEET_STORE_FAILING}. */
 export const FLEET_STORE_BACK = (breakers: number): string =>
   `${PREFIX}: the circuit breaker store is reachable again; ${breakers} fleet-wide circuit breaker(s) rejoined their fleet`;
+
+const rate = (value: number): string => (value < 0 ? 'n/a' : `${value.toFixed(1)}%`);
+
+/** A breaker moved; when it opened, the window it opened on (rates in percent, -1 below `minimumNumberOfCalls`). */
+export const BREAKER_TRANSITION = (
+  name: string,
+  from: CircuitBreakerState,
+  to: CircuitBreakerState,
+  opening:
+    { readonly failureRate: number; readonly slowCallRate: number; readonly numberOfBufferedCalls: number } | undefined,
+  openMs: number,
+): string => {
+  const why =
+    opening === undefined
+      ? ''
+      : ` (failure rate ${rate(opening.failureRate)}, slow-call rate ${rate(opening.slowCallRate)} over ${opening.numberOfBufferedCalls} calls); calls are refused for ${formatMs(openMs)} ms`;
+  return `circuit breaker '${name}' ${from} -> ${to}${why}`;
+};

@@ -1,5 +1,15 @@
 import { Clock, TimerHandle } from '../../kernel/clock';
-import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
+import {
+  EventTap,
+  HealthReport,
+  InstanceSnapshot,
+  SpanEventSink,
+  tapStream,
+  TelemetryLog,
+} from '../../kernel/telemetry';
+import { CircuitBreakerHealth, HEALTH_OF } from './circuit-breaker.health';
+import { BREAKER_TRANSITION } from './circuit-breaker.messages';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { OutcomeHistograms } from '../../kernel/duration-histogram';
 import { ErrorMatcher } from '../../config/error-matcher';
 import { httpStatusOf } from '../../kernel/error-status';
@@ -392,6 +402,56 @@ export class CircuitBreakerPolicy {
   /** @internal Its state, settings and window, for the status endpoints. */
   snapshot(): InstanceSnapshot {
     return { state: this.state, config: this.config, metrics: this.metrics };
+  }
+
+  /** @internal Its span events: each refused call, with the state that refused it. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onCallNotPermitted(({ name, state }) =>
+        trace.event(E.circuitBreakerNotPermitted, {
+          [A.policy]: 'circuit_breaker',
+          [A.instance]: name,
+          [A.circuitBreakerState]: state,
+        }),
+      ),
+    ];
+  }
+
+  /** @internal What it logs: every transition (a warning when it opens), with the window it opened on. */
+  logEvents(log: TelemetryLog): Unsubscribe[] {
+    return [
+      this.onStateTransition((event) => {
+        const message = BREAKER_TRANSITION(
+          event.name,
+          event.from,
+          event.to,
+          event.to === 'OPEN' ? this.metrics : undefined,
+          this.openWaitMs,
+        );
+        if (event.to === 'OPEN' || event.to === 'FORCED_OPEN') log.warn(message);
+        else log.log(message);
+      }),
+    ];
+  }
+
+  /** @internal Its row in the health check of circuit breakers, with `registerHealthIndicator`: its health and window. */
+  healthReport(): HealthReport | undefined {
+    if (!this.config.registerHealthIndicator) return undefined;
+    const m = this.metrics;
+    const row: CircuitBreakerHealth = {
+      status: HEALTH_OF[this.state](this.config.allowHealthIndicatorToFail),
+      state: this.state,
+      failureRate: m.failureRate,
+      slowCallRate: m.slowCallRate,
+      failureRateThreshold: this.config.failureRateThreshold,
+      slowCallRateThreshold: this.config.slowCallRateThreshold,
+      bufferedCalls: m.numberOfBufferedCalls,
+      failedCalls: m.numberOfFailedCalls,
+      slowCalls: m.numberOfSlowCalls,
+      slowFailedCalls: m.numberOfSlowFailedCalls,
+      notPermittedCalls: m.numberOfNotPermittedCalls,
+    };
+    return { check: 'circuitBreakers', row };
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

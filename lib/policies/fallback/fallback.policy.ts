@@ -1,5 +1,6 @@
 import { isCancellation } from '../../kernel/cancellation';
-import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { ErrorClass } from '../../config/error-matcher';
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
 import { catchError, from, isObservable, Observable, of } from 'rxjs';
@@ -88,6 +89,31 @@ export class FallbackPolicy {
   /** @internal Nothing but its name: a fallback has no settings or counters of its own to show. */
   snapshot(): InstanceSnapshot {
     return {};
+  }
+
+  /** @internal Its span events: each answer of a handler, with the error class it handles. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onFallback(({ name, errorClass, error }) =>
+        trace.failure(
+          E.fallback,
+          { [A.policy]: 'fallback', [A.instance]: name, [A.fallbackHandler]: errorClass.name },
+          error,
+        ),
+      ),
+    ];
+  }
+
+  /** @internal Counts the calls of the guarded method and the answers of its handlers and of a cache inside it (stale). */
+  countAnswers(onCall: () => void, onDegraded: () => void): Unsubscribe {
+    const stopCalls = this.onCall(onCall);
+    const stopFallbacks = this.onFallback(onDegraded);
+    const stopStale = this.onStaleAnswer(onDegraded);
+    return () => {
+      stopFallbacks();
+      stopStale();
+      stopCalls();
+    };
   }
 
   /**

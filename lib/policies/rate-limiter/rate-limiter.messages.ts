@@ -18,3 +18,12 @@ export const STORE_UNAVAILABLE = (name: string): string =>
   `RateLimiter '${name}' could not get an answer from its store and refused the call`;
 
 export const STORE_TIMED_OUT = (ms: number): string => `no answer within ${formatMs(ms)}ms`;
+
+/** The first store failure of a shared rate limiter's episode: the store's own text, which its clients never see. */
+export const RATE_LIMITER_STORE_FAILING = (name: string, reason: string, failOpen: boolean): string =>
+  `rate limiter '${name}' could not get an answer from its store (${reason}); ` +
+  `calls ${failOpen ? 'go ahead without a permit (failOpen)' : 'are refused with 429'} until it answers again`;
+
+/** An episode of rate limiter store failures ended. */
+export const RATE_LIMITER_STORE_ANSWERING = (name: string, failures: number, ms: number): string =>
+  `rate limiter '${name}' gets answers from its store again; ${failures} acquires failed over ${formatMs(ms)} ms`;

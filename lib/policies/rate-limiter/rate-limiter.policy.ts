@@ -1,5 +1,16 @@
 import { Clock } from '../../kernel/clock';
-import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
+import {
+  errorText,
+  EventTap,
+  HealthReport,
+  InstanceSnapshot,
+  onEither,
+  SpanEventSink,
+  tapStream,
+  TelemetryLog,
+} from '../../kernel/telemetry';
+import type { RateLimiterHealth, RateLimiterHealthStatus } from './rate-limiter.health';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { instancePlace } from '../../config/config.messages';
 import { Duration } from '../../config/duration';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
@@ -13,7 +24,14 @@ import { refusal } from '../../kernel/refusal';
 import { RATE_LIMITER_SCHEMA, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { applyOverrides } from '../../config/schema';
 import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
-import { BAD_PERMITS, RESERVE_ON_SHARED, STORE_TIMED_OUT, STORE_UNAVAILABLE } from './rate-limiter.messages';
+import {
+  BAD_PERMITS,
+  RATE_LIMITER_STORE_ANSWERING,
+  RATE_LIMITER_STORE_FAILING,
+  RESERVE_ON_SHARED,
+  STORE_TIMED_OUT,
+  STORE_UNAVAILABLE,
+} from './rate-limiter.messages';
 import { RateLimiterStore, RateLimiterStoreAnswer } from './rate-limiter-store';
 import type {
   RateLimiterAcquiredEvent,
@@ -257,6 +275,45 @@ export class RateLimiterPolicy {
   /** @internal Its settings and permits, for the status endpoints. */
   snapshot(): InstanceSnapshot {
     return { config: this.config, metrics: this.metrics };
+  }
+
+  /** @internal Its span events: each wait for a permit, and each call refused. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onWait(({ name, waitMs }) =>
+        trace.event(E.rateLimiterWaited, {
+          [A.policy]: 'rate_limiter',
+          [A.instance]: name,
+          [A.rateLimiterWaitMs]: waitMs,
+        }),
+      ),
+      this.onFailure(({ name, error }) =>
+        trace.failure(E.rateLimiterRejected, { [A.policy]: 'rate_limiter', [A.instance]: name }, error),
+      ),
+    ];
+  }
+
+  /** @internal What it logs, when shared: the start and end of each episode of store failures, with the store's own text. */
+  logEvents(log: TelemetryLog): Unsubscribe[] {
+    if (!this.shared) return [];
+    const failed = log.episode<RateLimiterStoreFailureEvent>(
+      (onActivity) => onEither(this.onSuccess, this.onFailure, onActivity),
+      (first) => log.warn(RATE_LIMITER_STORE_FAILING(this.name, errorText(first.error), first.failedOpen)),
+      (count, ms) => log.log(RATE_LIMITER_STORE_ANSWERING(this.name, count, ms)),
+    );
+    return [this.onStoreFailure((event) => failed(event))];
+  }
+
+  /** @internal Its row in the health check of rate limiters, with `registerHealthIndicator`: its health and permits. */
+  healthReport(): HealthReport | undefined {
+    if (!this.config.registerHealthIndicator) return undefined;
+    const { availablePermissions, numberOfWaitingThreads, msToWait } = this.detailedMetrics;
+    let status: RateLimiterHealthStatus = 'UNKNOWN';
+    if (availablePermissions > 0 || numberOfWaitingThreads === 0) status = 'UP';
+    else if (msToWait > this.config.timeoutDuration)
+      status = this.config.allowHealthIndicatorToFail ? 'DOWN' : 'RATE_LIMITED';
+    const row: RateLimiterHealth = { status, availablePermissions, numberOfWaitingThreads };
+    return { check: 'rateLimiters', row };
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

@@ -1,5 +1,7 @@
 import { Clock } from '../../kernel/clock';
-import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, onEither, SpanEventSink, tapStream, TelemetryLog } from '../../kernel/telemetry';
+import { BUDGET_EXHAUSTED, BUDGET_RECOVERED } from './retry.messages';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { Observable } from 'rxjs';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { ErrorMatcher } from '../../config/error-matcher';
@@ -172,6 +174,40 @@ export class RetryPolicy {
   /** @internal Its settings and counters (with the budget's tokens), for the status endpoints. */
   snapshot(): InstanceSnapshot {
     return { config: this.config, metrics: { ...this.metrics, budgetTokens: this.budgetTokens } };
+  }
+
+  /** @internal Its span events: each attempt after the first, each retry, and why a failed attempt was not retried. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onAttempt(({ name, attempt }) =>
+        trace.event(E.attempt, { [A.policy]: 'retry', [A.instance]: name, [A.attemptNumber]: attempt }),
+      ),
+      this.onRetry(({ name, attempt, waitMs, error }) =>
+        trace.failure(
+          E.retry,
+          { [A.policy]: 'retry', [A.instance]: name, [A.attemptNumber]: attempt, [A.retryWaitMs]: waitMs },
+          error,
+        ),
+      ),
+      this.onRetryStopped(({ name, attempt, reason, error }) =>
+        trace.failure(
+          E.retryStopped,
+          { [A.policy]: 'retry', [A.instance]: name, [A.attemptNumber]: attempt, [A.retryStopReason]: reason },
+          error,
+        ),
+      ),
+    ];
+  }
+
+  /** @internal What it logs: the start and end of each episode of retry-budget denials (with a budget). */
+  logEvents(log: TelemetryLog): Unsubscribe[] {
+    if (this.config.budget === undefined) return [];
+    const denied = log.episode<void>(
+      (onActivity) => onEither(this.onSuccess, this.onError, onActivity),
+      () => log.warn(BUDGET_EXHAUSTED(this.name)),
+      (count, ms) => log.log(BUDGET_RECOVERED(this.name, count, ms)),
+    );
+    return [this.onRetryStopped((event) => event.reason === 'budget' && denied())];
   }
 
   /** The engine over this policy alone, made on the first `execute`. */

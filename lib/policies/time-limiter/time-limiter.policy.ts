@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { EventTap, InstanceSnapshot, tapStream } from '../../kernel/telemetry';
+import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
+import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { policyScope, ResilienceContext } from '../../kernel/context';
 import { DeadlineExceededError, TimeoutExceededError } from '../../kernel/errors';
@@ -142,6 +143,15 @@ export class TimeLimiter {
   /** @internal Its settings, for the status endpoints. */
   snapshot(): InstanceSnapshot {
     return { config: this.config };
+  }
+
+  /** @internal Its span events: each timeout, on the span of the call that timed out. */
+  traceEvents(trace: SpanEventSink): Unsubscribe[] {
+    return [
+      this.onTimeoutInCallContext(({ name, error }) =>
+        trace.failure(E.timeout, { [A.policy]: 'time_limiter', [A.instance]: name }, error),
+      ),
+    ];
   }
 
   /** The engine over this policy alone, made on the first `execute`. */
