@@ -41,6 +41,8 @@ export const RESILIENCE_SPAN_EVENTS = {
 export const RESILIENCE_SPAN_ATTRIBUTES = {
   /** The policy instance's name (Polly: `strategy.name`). */
   instance: 'resilience.instance',
+  /** The key, on the events of the instance of one key (a breaker per host, a limiter per tenant). */
+  key: 'resilience.instance.key',
   /** The policy: `retry`, `circuit_breaker`, `bulkhead`, `time_limiter`, `rate_limiter`, `fallback`, `idempotency`, `hedge`, `cache`, `fault_injection`. */
   policy: 'resilience.policy',
   /** The attempt, 1-based (Polly: `attempt.number`, which is 0-based). */

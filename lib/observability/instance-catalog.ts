@@ -106,9 +106,16 @@ export class InstanceCatalog {
     readonly registry: ResilienceRegistry,
   ) {}
 
-  /** See {@link watchInstances}; `evicted` is told of each instance visited that the registry evicts (an undeclared name). */
-  watch(visit: (observed: ObservedInstance) => void, evicted?: (observed: ObservedInstance) => void): Unsubscribe {
-    return watchInstances(this.registry, [], visit, { evicted });
+  /**
+   * See {@link watchInstances}; `evicted` is told of each instance visited
+   * that the registry evicts (an undeclared name, or with `keys` an idle key).
+   */
+  watch(
+    visit: (observed: ObservedInstance) => void,
+    evicted?: (observed: ObservedInstance) => void,
+    keys = false,
+  ): Unsubscribe {
+    return watchInstances(this.registry, [], visit, { evicted, keys });
   }
 
   /** The fallback policies of the decorated methods and pipelines. */

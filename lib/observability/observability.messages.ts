@@ -21,6 +21,13 @@ export const CONFIG_CHANGED = (event: ConfigChangedEvent): string => {
   return `${event.policy} '${event.name}' reconfigured: ${keys}${window}; calls from now on use the new settings`;
 };
 
+/** What a log line of the instance of one key adds: the key, quoted and escaped, so request data cannot break the line. */
+export const OF_KEY = (key: string): string =>
+  ` (key ${JSON.stringify(key.length > MAX_KEY_SHOWN ? `${key.slice(0, MAX_KEY_SHOWN)}…` : key)})`;
+
+/** The longest key a log line shows whole. */
+const MAX_KEY_SHOWN = 100;
+
 /** A setting as a log line shows it: functions and classes by name. */
 function shownSetting(value: unknown): string {
   if (typeof value === 'function') return value.name || '(anonymous function)';

@@ -198,4 +198,44 @@ describe('ResilienceEventLogger', () => {
       ['log', RATE_LIMITER_STORE_ANSWERING('partner', 3, 2_000)],
     ]);
   });
+
+  it('logs the transitions of the instance of each key with its key, escaped, and a change of its name once', async () => {
+    const { registry, lines, logger } = start({
+      circuitBreaker: {
+        keys: { max: 10, idleTimeout: '1m' },
+        instances: { psp: { slidingWindowSize: 2, minimumNumberOfCalls: 2 } },
+      },
+    });
+    const host = registry.circuitBreaker('psp', { key: 'eu\n"west"' });
+    registry.circuitBreaker('psp', { key: 'us' });
+    for (let i = 0; i < 2; i++) await host.execute(() => Promise.reject(new Unavailable())).catch(() => undefined);
+    expect(lines).toEqual([
+      [
+        'warn',
+        BREAKER_TRANSITION('psp', 'CLOSED', 'OPEN', { ...host.metrics, failureRate: 100 }, 60_000) +
+          ' (key "eu\\n\\"west\\"")',
+      ],
+    ]);
+    expect(lines[0][1]).not.toContain('\n');
+    lines.length = 0;
+    registry.reconfigure('circuitBreaker', 'psp', { failureRateThreshold: 40 });
+    expect(lines.filter(([, line]) => line.includes('reconfigured'))).toHaveLength(1);
+    expect(lines.every(([, line]) => !line.includes('(key'))).toBe(true);
+    logger.onModuleDestroy();
+  });
+
+  it('stops logging for the instance of a key once the registry evicts it', async () => {
+    const { registry, clock, lines, logger } = start({
+      circuitBreaker: { keys: { max: 10, idleTimeout: '1m' }, instances: { psp: {} } },
+    });
+    const idle = registry.circuitBreaker('psp', { key: 'a' });
+    await clock.advance(60_000);
+    expect([...registry.keys('circuitBreaker', 'psp').keys()]).toEqual([]);
+    idle.transitionToForcedOpenState();
+    expect(lines).toEqual([]);
+    registry.circuitBreaker('psp', { key: 'a' }).transitionToForcedOpenState();
+    expect(lines).toHaveLength(1);
+    expect(lines[0][1]).toContain('(key "a")');
+    logger.onModuleDestroy();
+  });
 });

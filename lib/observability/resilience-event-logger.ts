@@ -6,7 +6,12 @@ import { Unsubscribe } from '../kernel/events';
 import { errorText, PolicyTelemetry, TelemetryLog } from '../kernel/telemetry';
 import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
-import { CONFIG_CHANGED, IDEMPOTENCY_STORE_ANSWERING, IDEMPOTENCY_STORE_FAILING } from './observability.messages';
+import {
+  CONFIG_CHANGED,
+  IDEMPOTENCY_STORE_ANSWERING,
+  IDEMPOTENCY_STORE_FAILING,
+  OF_KEY,
+} from './observability.messages';
 import { readLoggingOptions, ResolvedLoggingOptions } from './observability.options';
 
 /**
@@ -68,6 +73,8 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
   private readonly options: ResolvedLoggingOptions;
   private readonly subscriptions: Unsubscribe[] = [];
   private readonly episodes: Array<Episode<unknown>> = [];
+  /** What each instance watched holds here, dropped when the registry evicts it (an idle key). */
+  private readonly bound = new Map<object, { subscriptions: Unsubscribe[]; episodes: Array<Episode<unknown>> }>();
 
   /** @internal */
   constructor(
@@ -80,7 +87,13 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
   /** Starts watching every instance and the idempotency store (unless `logging` is off). */
   onApplicationBootstrap(): void {
     if (!this.options.enabled) return;
-    this.subscriptions.push(this.catalog.watch((observed) => this.bind(observed)));
+    this.subscriptions.push(
+      this.catalog.watch(
+        (observed) => this.bind(observed),
+        (evicted) => this.unbind(evicted),
+        true,
+      ),
+    );
     this.watchIdempotencyStore();
   }
 
@@ -90,52 +103,76 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
     this.subscriptions.length = 0;
     for (const episode of this.episodes) episode.dispose();
     this.episodes.length = 0;
+    for (const observed of [...this.bound.keys()]) this.release(observed);
   }
 
+  /**
+   * Logs what `observed` reports. The instance of one key (a breaker per
+   * host) logs its transitions and episodes with its key; a change of
+   * config is logged once, by its name's instance, not by each of its keys
+   * nor by a method's own instances.
+   */
   private bind(observed: ObservedInstance): void {
     const channel: PolicyTelemetry = observed.instance;
-    // A method's own instances follow their name's change: the name's shared instance logs it, once.
-    if (!observed.derived)
-      this.subscriptions.push(
+    const held = { subscriptions: [] as Unsubscribe[], episodes: [] as Array<Episode<unknown>> };
+    this.bound.set(observed.instance, held);
+    const key = keyOf(observed);
+    if (!observed.derived && key === undefined)
+      held.subscriptions.push(
         ...channel.tapEvents((type) =>
           type === 'CONFIG_CHANGED'
             ? (event) => this.logger.log(CONFIG_CHANGED(event as ConfigChangedEvent))
             : undefined,
         ),
       );
-    if (channel.logEvents !== undefined) this.subscriptions.push(...channel.logEvents(this.log));
+    if (channel.logEvents !== undefined) held.subscriptions.push(...channel.logEvents(this.logFor(key, held)));
   }
 
-  /** Where the policies write their log lines and episodes. */
-  private readonly log: TelemetryLog = {
-    log: (message) => this.logger.log(message),
-    warn: (message) => this.logger.warn(message),
-    episode: <T>(
-      watchActivity: (onActivity: () => void) => Unsubscribe,
-      start: (first: T) => void,
-      end: (count: number, durationMs: number) => void,
-    ): ((detail: T) => void) => {
-      const episode = new Episode<T>(
-        this.catalog.registry.clock,
-        this.options.quietPeriodMs,
-        watchActivity,
-        start,
-        end,
-      );
-      this.episodes.push(episode as Episode<unknown>);
-      return (detail) => episode.hit(detail);
-    },
-  };
+  /** An evicted instance (an idle key): its listeners and pending episode ends go with it. */
+  private unbind(observed: ObservedInstance): void {
+    this.release(observed.instance);
+  }
+
+  private release(instance: object): void {
+    const held = this.bound.get(instance);
+    if (held === undefined) return;
+    this.bound.delete(instance);
+    for (const unsubscribe of held.subscriptions) unsubscribe();
+    for (const episode of held.episodes) episode.dispose();
+  }
+
+  /** Where an instance writes its log lines and episodes: each line naming its key, if it has one. */
+  private logFor(key: string | undefined, held: { episodes: Array<Episode<unknown>> }): TelemetryLog {
+    const line = key === undefined ? (message: string) => message : (message: string) => `${message}${OF_KEY(key)}`;
+    return {
+      log: (message) => this.logger.log(line(message)),
+      warn: (message) => this.logger.warn(line(message)),
+      episode: (watchActivity, start, end) => this.episode(watchActivity, start, end, held.episodes),
+    };
+  }
+
+  /** An episode, reported through `start` and `end`, held in `into` until its instance or the module goes. */
+  private episode<T>(
+    watchActivity: (onActivity: () => void) => Unsubscribe,
+    start: (first: T) => void,
+    end: (count: number, durationMs: number) => void,
+    into: Array<Episode<unknown>>,
+  ): (detail: T) => void {
+    const episode = new Episode<T>(this.catalog.registry.clock, this.options.quietPeriodMs, watchActivity, start, end);
+    into.push(episode as Episode<unknown>);
+    return (detail) => episode.hit(detail);
+  }
 
   /** One episode for the idempotency store: every failure before anything ran, or while settling a key. */
   private watchIdempotencyStore(): void {
-    const failed = this.log.episode<IdempotencyStoreUnavailableError>(
+    const failed = this.episode<IdempotencyStoreUnavailableError>(
       (onActivity) => this.idempotency.onOutcome(onActivity),
       (first) =>
         this.logger.warn(
           IDEMPOTENCY_STORE_FAILING(first.message, first.cause === undefined ? undefined : errorText(first.cause)),
         ),
       (count, ms) => this.logger.log(IDEMPOTENCY_STORE_ANSWERING(count, ms)),
+      this.episodes,
     );
     this.subscriptions.push(
       this.idempotency.onOutcome(({ error }) => {
@@ -143,4 +180,9 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
       }),
     );
   }
+}
+
+/** The key of the instance of one key; undefined for a named, derived, fallback or cache instance. */
+function keyOf(observed: ObservedInstance): string | undefined {
+  return 'key' in observed ? observed.key : undefined;
 }

@@ -73,6 +73,9 @@ class Inventory {
   @CircuitBreaker('open')
   async guarded(): Promise<void> {}
 
+  @CircuitBreaker('open', { key: (host: string) => host })
+  async guardedPerHost(_host: string): Promise<void> {}
+
   @Bulkhead('closed')
   async walledOff(): Promise<void> {}
 
@@ -278,6 +281,30 @@ describe('tracing: resilience events on the active span', () => {
           'resilience.policy': 'rate_limiter',
           'resilience.instance': 'paced',
           'resilience.rate_limiter.wait_ms': 1000,
+        },
+      },
+    ]);
+    await moduleRef.close();
+  });
+
+  it('shows the refusal of the breaker of one host with the host as resilience.instance.key', async () => {
+    const { moduleRef, clock } = await boot();
+    const inventory = moduleRef.get(Inventory);
+    await traced(clock, () => inventory.guardedPerHost('eu.example'));
+    moduleRef.get(ResilienceRegistry).circuitBreaker('open', { key: 'eu.example' }).transitionToForcedOpenState();
+    exporter.reset();
+    await expect(traced(clock, () => inventory.guardedPerHost('eu.example'))).rejects.toMatchObject({
+      name: 'CallNotPermittedError',
+    });
+    await traced(clock, () => inventory.guardedPerHost('us.example'));
+    expect(eventsOf('request')).toEqual([
+      {
+        name: 'resilience.circuit_breaker.not_permitted',
+        attributes: {
+          'resilience.policy': 'circuit_breaker',
+          'resilience.instance': 'open',
+          'resilience.instance.key': 'eu.example',
+          'resilience.circuit_breaker.state': 'FORCED_OPEN',
         },
       },
     ]);

@@ -64,7 +64,11 @@ export class ResilienceTracing implements OnApplicationBootstrap, OnModuleDestro
     if (otel === undefined) return;
     const events = new ResilienceSpanEvents(otel);
     this.events = events;
-    this.stopWatching = this.catalog.watch((observed) => events.bind(observed));
+    this.stopWatching = this.catalog.watch(
+      (observed) => events.bind(observed),
+      (evicted) => events.unbind(evicted),
+      true,
+    );
     for (const hedge of this.catalog.registry.hedges) events.bindHedge(hedge);
     if (this.catalog.registry.faults.enabled) events.bindFaults(this.catalog.registry.faults);
     events.bindIdempotency(this.idempotency);

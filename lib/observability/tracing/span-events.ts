@@ -17,6 +17,8 @@ import { errorEventAttributes } from './error-attributes';
  */
 export class ResilienceSpanEvents {
   private readonly subscriptions: Unsubscribe[] = [];
+  /** The listeners of each instance bound, dropped when the registry evicts it (an idle key). */
+  private readonly bound = new Map<object, Unsubscribe[]>();
 
   /** @param otel - the OpenTelemetry API the active span is read from */
   constructor(private readonly otel: OpenTelemetry) {}
@@ -39,10 +41,30 @@ export class ResilienceSpanEvents {
     return span !== undefined && span.isRecording() ? span : undefined;
   }
 
-  /** Listens to the events of one instance: those it writes through its telemetry channel's `traceEvents`. */
+  /**
+   * Listens to the events of one instance: those it writes through its
+   * telemetry channel's `traceEvents`, with the key of the instance of one
+   * key as `resilience.instance.key`.
+   */
   bind(observed: ObservedInstance): void {
     const channel: PolicyTelemetry = observed.instance;
-    if (channel.traceEvents !== undefined) this.subscriptions.push(...channel.traceEvents(this.sink));
+    if (channel.traceEvents === undefined) return;
+    const key = 'key' in observed ? observed.key : undefined;
+    this.bound.set(observed.instance, channel.traceEvents(key === undefined ? this.sink : this.keyedSink(key)));
+  }
+
+  /** Stops listening to an instance the registry evicted. */
+  unbind(observed: ObservedInstance): void {
+    for (const unsubscribe of this.bound.get(observed.instance) ?? []) unsubscribe();
+    this.bound.delete(observed.instance);
+  }
+
+  /** The sink of the instance of `key`: each event also names the key. */
+  private keyedSink(key: string): SpanEventSink {
+    return {
+      event: (name, attributes) => this.sink.event(name, { ...attributes, [A.key]: key }),
+      failure: (name, attributes, error) => this.sink.failure(name, { ...attributes, [A.key]: key }, error),
+    };
   }
 
   /** Listens to a hedge instance's hedges and answers. */
@@ -97,5 +119,7 @@ export class ResilienceSpanEvents {
   close(): void {
     for (const unsubscribe of this.subscriptions) unsubscribe();
     this.subscriptions.length = 0;
+    for (const listeners of this.bound.values()) for (const unsubscribe of listeners) unsubscribe();
+    this.bound.clear();
   }
 }
