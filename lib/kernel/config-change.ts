@@ -1,3 +1,5 @@
+import type { EventStream } from './events';
+
 /** A policy whose instances can be reconfigured while they run. */
 export type ReconfigurablePolicy = 'retry' | 'circuitBreaker' | 'bulkhead' | 'timeLimiter' | 'rateLimiter';
 
@@ -20,6 +22,29 @@ export interface ConfigChangedEvent<C extends object = object> {
   readonly changed: readonly string[];
   /** Circuit breakers: true when the sliding window's type or size changed, so the window started empty. */
   readonly windowReset?: boolean;
+}
+
+/**
+ * The `CONFIG_CHANGED` event of `instance`, published on `stream` when
+ * someone listens; returned either way (the reconfiguring call answers it).
+ * `windowReset` is a circuit breaker's only.
+ */
+export function publishConfigChange<C extends object>(
+  stream: EventStream<ConfigChangedEvent<C>> | undefined,
+  policy: ReconfigurablePolicy,
+  instance: { readonly name: string; readonly key?: string },
+  before: Readonly<C>,
+  after: Readonly<C>,
+  changed: readonly string[],
+  windowReset?: boolean,
+): ConfigChangedEvent<C> {
+  const { name, key } = instance;
+  const event: ConfigChangedEvent<C> =
+    windowReset === undefined
+      ? { policy, name, key, before, after, changed }
+      : { policy, name, key, before, after, changed, windowReset };
+  if (stream?.active === true) stream.emit(event);
+  return event;
 }
 
 /**

@@ -6,7 +6,7 @@ import { Clock, TimerHandle } from '../../kernel/clock';
 import { contextStorage, policyScope, ResilienceContext } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError, refusalError } from '../../kernel/errors';
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
-import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
+import { changedSettings, ConfigChangedEvent, publishConfigChange } from '../../kernel/config-change';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
@@ -123,16 +123,7 @@ export class BulkheadPolicy {
       this.available--;
       this.release();
     }
-    const event = {
-      policy: 'bulkhead',
-      name: this.name,
-      key: this.key,
-      before,
-      after: this.settings,
-      changed,
-    } as const;
-    if (this.configEvents.active) this.configEvents.emit(event);
-    return event;
+    return publishConfigChange(this.configEvents, 'bulkhead', this, before, this.settings, changed);
   }
 
   /** Freezes `config` and derives the queue's capacity and the refusal's retry hint from it. */

@@ -15,7 +15,7 @@ import { ErrorMatcher } from '../../config/error-matcher';
 import { httpStatusOf } from '../../kernel/error-status';
 import { BulkheadFullError, CallNotPermittedError, refusalError } from '../../kernel/errors';
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
-import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
+import { changedSettings, ConfigChangedEvent, publishConfigChange } from '../../kernel/config-change';
 import { exponentialInterval, randomizedInterval } from '../../kernel/interval-function';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
@@ -228,17 +228,7 @@ export class CircuitBreakerPolicy {
     // The next half-open round gets a window of the new size.
     if (before.permittedNumberOfCallsInHalfOpenState !== after.permittedNumberOfCallsInHalfOpenState)
       this.halfOpenWindow = undefined;
-    const event = {
-      policy: 'circuitBreaker',
-      name: this.name,
-      key: this.key,
-      before,
-      after,
-      changed,
-      windowReset,
-    } as const;
-    if (this.configEvents?.active) this.configEvents.emit(event);
-    return event;
+    return publishConfigChange(this.configEvents, 'circuitBreaker', this, before, after, changed, windowReset);
   }
 
   /**

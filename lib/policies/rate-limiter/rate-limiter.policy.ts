@@ -23,7 +23,7 @@ import { ExecuteOptions, callerAbortError, callerCancellation } from '../../kern
 import { refusal } from '../../kernel/refusal';
 import { RATE_LIMITER_SCHEMA, RateLimitedCallOutcome, RateLimiterConfig } from './rate-limiter.config';
 import { applyOverrides } from '../../config/schema';
-import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
+import { changedSettings, ConfigChangedEvent, publishConfigChange } from '../../kernel/config-change';
 import {
   BAD_PERMITS,
   RATE_LIMITER_STORE_ANSWERING,
@@ -244,16 +244,7 @@ export class RateLimiterPolicy {
     this.limit = config.limitForPeriod;
     this.timeoutNs = Math.round(config.timeoutDuration * NANOS_PER_MS);
     this.store = config.shared ? store : undefined;
-    const event = {
-      policy: 'rateLimiter',
-      name: this.name,
-      key: this.key,
-      before,
-      after: this.settings,
-      changed,
-    } as const;
-    if (this.configEvents.active) this.configEvents.emit(event);
-    return event;
+    return publishConfigChange(this.configEvents, 'rateLimiter', this, before, this.settings, changed);
   }
 
   /** Applies `patch` to its settings, checked as the options are. */

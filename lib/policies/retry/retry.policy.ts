@@ -8,7 +8,7 @@ import { ErrorMatcher } from '../../config/error-matcher';
 import { retryAfterOf } from '../../kernel/error-status';
 import { MaxRetriesExceededError } from '../../kernel/errors';
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
-import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
+import { changedSettings, ConfigChangedEvent, publishConfigChange } from '../../kernel/config-change';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
@@ -129,9 +129,7 @@ export class RetryPolicy {
     if (config.budget === undefined) this.budget = undefined;
     else if (this.budget === undefined) this.budget = new RetryBudget(config.budget);
     else this.budget.reconfigure(config.budget);
-    const event = { policy: 'retry', name: this.name, key: this.key, before, after: config, changed } as const;
-    if (this.configStream.active) this.configStream.emit(event);
-    return event;
+    return publishConfigChange(this.configStream, 'retry', this, before, config, changed);
   }
 
   /** A snapshot of the counters. */

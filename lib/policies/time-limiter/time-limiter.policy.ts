@@ -5,7 +5,7 @@ import { Clock, TimerHandle } from '../../kernel/clock';
 import { policyScope, ResilienceContext } from '../../kernel/context';
 import { DeadlineExceededError, TimeoutExceededError } from '../../kernel/errors';
 import { EventStream, EventSubscriber, Unsubscribe } from '../../kernel/events';
-import { changedSettings, ConfigChangedEvent } from '../../kernel/config-change';
+import { changedSettings, ConfigChangedEvent, publishConfigChange } from '../../kernel/config-change';
 import { AttemptFunction } from '../../kernel/policy';
 import { executeThrough, soloPipeline } from '../../engine/execute';
 import { Pipeline } from '../../decorators/return-kind';
@@ -125,9 +125,7 @@ export class TimeLimiter {
     const changed = changedSettings(before, config);
     if (changed.length === 0) return undefined;
     this.settings = config;
-    const event = { policy: 'timeLimiter', name: this.name, key: this.key, before, after: config, changed } as const;
-    if (this.configStream.active) this.configStream.emit(event);
-    return event;
+    return publishConfigChange(this.configStream, 'timeLimiter', this, before, config, changed);
   }
 
   /** @internal Its events on the telemetry channel, under Resilience4j's event type names. */
