@@ -2,6 +2,7 @@ import { Observable } from 'rxjs';
 import { callCancellable } from '../kernel/cancellation';
 import { Clock } from '../kernel/clock';
 import { Pipeline, ReturnKind } from '../decorators/return-kind';
+import { cancellableSource } from './cancellable-source';
 import { methodPipeline, ObservablePipeline } from './method-pipeline';
 import { observeAsCalls, Policy } from '../kernel/policy';
 import { LayerKind, PolicyKind } from '../kernel/resilience.constants';
@@ -115,11 +116,15 @@ function callWithArgument(args: unknown[]): unknown {
   return (args[0] as (arg: unknown) => unknown)(args[1]);
 }
 
-/** Runs each subscription of an Observable under `policies` (innermost first). */
+/**
+ * Runs each subscription of an Observable under `policies` (innermost
+ * first), the source raced against the caller's cancellation
+ * ({@link cancellableSource}) as a promise attempt's method is.
+ */
 export function observableComposition(policies: readonly ComposedLayer[], clock: Clock): ObservablePipeline {
   const observers = policies.map((layer) => observerOf(layer, clock));
   return (source, args) => {
-    let observed = source;
+    let observed = cancellableSource(source);
     for (const observe of observers) observed = observe(observed, args);
     return observed;
   };

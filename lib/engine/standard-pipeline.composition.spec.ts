@@ -1,7 +1,8 @@
 import * as fc from 'fast-check';
+import { defer, from, isObservable, lastValueFrom, Observable } from 'rxjs';
 import { callCancellable } from '../kernel/cancellation';
 import { VirtualClock } from '../kernel/clock';
-import { contextStorage, ResilienceContext } from '../kernel/context';
+import { contextStorage, currentSignal, ResilienceContext } from '../kernel/context';
 import {
   BulkheadFullError,
   CallNotPermittedError,
@@ -13,6 +14,8 @@ import {
 import { FallbackHandlerSpec, FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { StandardPipeline } from './standard-pipeline';
+import { composeLayers, ComposedLayer } from './layer-composition';
+import { STANDARD_ORDER } from './layers';
 import { layeredPipeline } from '../../test/support/pipelines';
 
 /**
@@ -73,10 +76,17 @@ interface Scenario {
   readonly steps: ReadonlyArray<{ concurrent: number; advance: number; deadline: Deadline }>;
 }
 
-/** The decorators' engine over all layers, one engine per layer, and a code pipeline from `registry.pipeline`. */
-type SideKind = 'standard' | 'layered' | 'code';
+/**
+ * The decorators' engine over all layers, one engine per layer, a code pipeline from `registry.pipeline`, and a
+ * method returning a one-value Observable: declared as such, and of undeclared kind (its first call included).
+ */
+type SideKind = 'standard' | 'layered' | 'code' | 'observable' | 'undeclared';
 
-function build(scenario: Scenario, kind: SideKind) {
+/**
+ * One side of a comparison. With `stops`, a slow or hanging method stops its work when its attempt is cancelled:
+ * a promise method through its signal, an Observable one when unsubscribed.
+ */
+function build(scenario: Scenario, kind: SideKind, stops = false) {
   const clock = new VirtualClock();
   const registry = new ResilienceRegistry({
     clock,
@@ -190,10 +200,38 @@ function build(scenario: Scenario, kind: SideKind) {
       case 'throwSync':
         throw new Unavailable('sync');
       case 'hang':
-        return new Promise((resolve) => clock.setTimeout(() => resolve('late'), 2000));
+        return delayed('late', 2000);
       case 'slow':
-        return new Promise((resolve) => clock.setTimeout(() => resolve('slow'), 300));
+        return delayed('slow', 300);
     }
+  };
+  /**
+   * `value` after `ms`. A method that stops its work when it is cancelled (as `fetch` given the attempt's signal
+   * does) ends at once with the signal's reason, as the Observable methods' sources do when unsubscribed.
+   */
+  const delayed = (value: string, ms: number): unknown => {
+    if (!stops) return new Promise((resolve) => clock.setTimeout(() => resolve(value), ms));
+    if (kind === 'observable' || kind === 'undeclared') {
+      return new Observable((subscriber) => {
+        const timer = clock.setTimeout(() => {
+          subscriber.next(value);
+          subscriber.complete();
+        }, ms);
+        return () => clock.clearTimeout(timer);
+      });
+    }
+    const signal = currentSignal();
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        clock.clearTimeout(timer);
+        reject(signal!.reason);
+      };
+      const timer = clock.setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(value);
+      }, ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   };
   // As the engine does: each attempt's method runs under the caller's cancellation (the fused pipeline sees to it itself).
   const run =
@@ -201,7 +239,18 @@ function build(scenario: Scenario, kind: SideKind) {
       ? (args: unknown[]) => code.execute(() => invoke(args[0]))
       : kind === 'standard'
         ? new StandardPipeline(policies, (args) => invoke(args[0]), clock).run
-        : layeredPipeline(policies, (args: unknown[]) => callCancellable(invoke, args[0]), clock);
+        : kind === 'layered'
+          ? layeredPipeline(policies, (args: unknown[]) => callCancellable(invoke, args[0]), clock)
+          : observedMethod(
+              kind as 'observable' | 'undeclared',
+              policies,
+              (id) =>
+                defer(() => {
+                  const source = invoke(id);
+                  return isObservable(source) ? source : from(source as Promise<unknown>);
+                }),
+              clock,
+            );
   /** Starts call `id`, under a request deadline when `deadline` says so. */
   const start = (id: number, deadline: Deadline): Promise<unknown> => {
     if (deadline === 'none') return run([id]);
@@ -209,6 +258,35 @@ function build(scenario: Scenario, kind: SideKind) {
     return contextStorage.run(new ResilienceContext(clock, at), () => run([id]));
   };
   return { clock, policies, events, start, calls: () => calls };
+}
+
+/**
+ * A method returning `observe(id)`, under `policies` as the decorators compose them, taken as its callers take it:
+ * the last value of one subscription.
+ */
+function observedMethod(
+  kind: 'observable' | 'undeclared',
+  policies: Partial<Record<(typeof STANDARD_ORDER)[number], unknown>>,
+  observe: (id: unknown) => Observable<unknown>,
+  clock: VirtualClock,
+): (args: unknown[]) => Promise<unknown> {
+  const layers = [...STANDARD_ORDER]
+    .reverse()
+    .filter((kind) => policies[kind] !== undefined)
+    .map((kind) => ({ kind, policy: policies[kind] }) as ComposedLayer);
+  const pipeline = composeLayers(
+    kind === 'observable' ? 'observable' : 'unknown',
+    (args) => observe(args[0]),
+    layers,
+    clock,
+  );
+  return kind === 'observable'
+    ? (args) => lastValueFrom(pipeline(args) as Observable<unknown>)
+    : (args) => {
+        // As Nest's router takes a handler's answer: an Observable is subscribed, anything else awaited.
+        const answer = pipeline(args);
+        return isObservable(answer) ? lastValueFrom(answer) : Promise.resolve(answer);
+      };
 }
 
 type Side = ReturnType<typeof build>;
@@ -288,35 +366,41 @@ const RESULT_RETRIES_EXHAUSTED: Scenario = {
   steps: [{ concurrent: 2, advance: 400, deadline: 'none' }],
 };
 
+/**
+ * Plays `scenario` on every side at once: the same calls at the same instants, each side's policy state compared
+ * with the first's after every step. Answers each side's outcomes.
+ */
+async function play(scenario: Scenario, sides: readonly Side[]): Promise<string[][]> {
+  const outcomes: string[][] = sides.map(() => []);
+  let id = 0;
+  for (const step of scenario.steps) {
+    // As in standard-pipeline.spec.ts: calls start 1 ms apart and every duration is a multiple of 10 ms
+    // (deadlines included), so no two calls' events fall on one instant, where timer order would decide.
+    for (let c = 0; c < step.concurrent; c++, id++) {
+      const callId = id;
+      sides.forEach((side, i) => {
+        const settle = (outcome: PromiseSettledResult<unknown>) =>
+          outcomes[i].push(JSON.stringify({ id: callId, at: side.clock.now(), outcome: describeOutcome(outcome) }));
+        side.start(callId, step.deadline).then(
+          (value) => settle({ status: 'fulfilled', value }),
+          (reason: unknown) => settle({ status: 'rejected', reason }),
+        );
+      });
+      for (const side of sides) await side.clock.advance(1);
+    }
+    for (const side of sides) await side.clock.advance(step.advance);
+    for (const side of sides.slice(1)) expect(snapshot(side)).toEqual(snapshot(sides[0]));
+  }
+  for (const side of sides) await side.clock.advance(10_000);
+  return outcomes;
+}
+
 describe('one engine over all layers, against one engine per layer and a code pipeline', () => {
   it('gives the same outcomes, events and policy state under deadlines, result predicates and fallbacks', async () => {
     await fc.assert(
       fc.asyncProperty(scenarios, async (scenario) => {
         const sides = [build(scenario, 'standard'), build(scenario, 'layered'), build(scenario, 'code')];
-        const outcomes: string[][] = [[], [], []];
-        let id = 0;
-        for (const step of scenario.steps) {
-          // As in standard-pipeline.spec.ts: calls start 1 ms apart and every duration is a multiple of 10 ms
-          // (deadlines included), so no two calls' events fall on one instant, where timer order would decide.
-          for (let c = 0; c < step.concurrent; c++, id++) {
-            const callId = id;
-            sides.forEach((side, i) => {
-              const settle = (outcome: PromiseSettledResult<unknown>) =>
-                outcomes[i].push(
-                  JSON.stringify({ id: callId, at: side.clock.now(), outcome: describeOutcome(outcome) }),
-                );
-              side.start(callId, step.deadline).then(
-                (value) => settle({ status: 'fulfilled', value }),
-                (reason: unknown) => settle({ status: 'rejected', reason }),
-              );
-            });
-            for (const side of sides) await side.clock.advance(1);
-          }
-          for (const side of sides) await side.clock.advance(step.advance);
-          expect(snapshot(sides[0])).toEqual(snapshot(sides[1]));
-          expect(snapshot(sides[2])).toEqual(snapshot(sides[0]));
-        }
-        for (const side of sides) await side.clock.advance(10_000);
+        const outcomes = await play(scenario, sides);
         expect([...outcomes[0]].sort()).toEqual([...outcomes[1]].sort());
         // Events of one instant may interleave differently (a promise per layer when layered); across instants they may not.
         expect([...sides[0].events].sort()).toEqual([...sides[1].events].sort());
@@ -331,5 +415,28 @@ describe('one engine over all layers, against one engine per layer and a code pi
       { numRuns: 300, examples: [[RESULT_RETRIES_EXHAUSTED]] },
     );
     expect([...reached].sort()).toEqual(Object.keys(STATES).sort());
+  });
+});
+
+describe('a method returning a one-value Observable, against the engine', () => {
+  it('means what the promise method means: the same outcomes, events and policy state, declared or not', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenarios, async (scenario) => {
+        // An Observable's work stops when it is unsubscribed: the promise method it is held to stops on its signal.
+        const sides = [
+          build(scenario, 'standard', true),
+          build(scenario, 'observable', true),
+          build(scenario, 'undeclared', true),
+        ];
+        const outcomes = await play(scenario, sides);
+        for (const i of [1, 2]) {
+          expect([...outcomes[i]].sort()).toEqual([...outcomes[0]].sort());
+          const f = (e: string[]) => e.filter((x) => i === 1 || !/bulkhead (permitted|finished)/.test(x)).sort();
+          expect(f(sides[i].events)).toEqual(f(sides[0].events));
+          expect(snapshot(sides[i])).toEqual(snapshot(sides[0]));
+        }
+      }),
+      { numRuns: 300, examples: [[RESULT_RETRIES_EXHAUSTED]] },
+    );
   });
 });

@@ -1,6 +1,6 @@
 import { VirtualClock } from '../kernel/clock';
 import { contextStorage, ResilienceContext } from '../kernel/context';
-import { DeadlineExceededError, TimeoutExceededError } from '../kernel/errors';
+import { DeadlineExceededError } from '../kernel/errors';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { StandardPipeline } from './standard-pipeline';
@@ -106,12 +106,13 @@ describe('StandardPipeline edges', () => {
     const outcome = contextStorage.run(request, () => pipeline.run([])).finally(() => (settledAt = clock.now()));
     outcome.catch(() => undefined);
 
-    // The first attempt times out at 500 ms; the retry at 600 ms has 300 ms left, so the deadline ends it at 900 ms.
-    // The deadline passing is the caller's cancellation: the call ends with the last error of an attempt that
-    // reached the method, the first attempt's timeout (as a cancelled retry does; see ADR 0007).
+    // The first attempt times out at 500 ms; the retry at 600 ms has 300 ms left, so its limit is the deadline, at
+    // 900 ms. The limit and the deadline pass at one instant: whichever timer fires first, the second attempt ends
+    // with the time limiter's DeadlineExceededError, the last error of the call (ADR 0007, "A limit cut to the
+    // deadline"). The caller's timer is armed first here, by the first attempt.
     await clock.advance(2000);
 
-    await expect(outcome).rejects.toBeInstanceOf(TimeoutExceededError);
+    await expect(outcome).rejects.toBeInstanceOf(DeadlineExceededError);
     expect(settledAt).toBe(900);
     expect(calls).toBe(2);
   });

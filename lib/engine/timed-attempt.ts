@@ -196,8 +196,13 @@ export class TimedAttempt implements TimedEntry, ScopeOnDemand {
     this.finish();
     const limiter = this.limiter!;
     const now = limiter.clock.now();
-    // A cancelled attempt has no outcome to count: its caller is gone.
-    if (isCancellation(error)) return this.fail(error, now);
+    if (isCancellation(error)) {
+      // A cancelled attempt has no outcome to count: its caller is gone. A cancellation at the attempt's own limit
+      // (the request deadline it was cut to, most often) is that limit passing, whichever timer of the instant fired
+      // first.
+      if (now < this.deadline) return this.fail(error, now);
+      return this.fail(limiter.timedOut(this.byDeadline(), this.limit), now);
+    }
     // A refusal at the limit stays one: the method never ran, so no outcome is unknown.
     if (now > this.deadline && !isRefusal(error))
       return this.fail(limiter.timedOut(this.byDeadline(), this.limit), now);

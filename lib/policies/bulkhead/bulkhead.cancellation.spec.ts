@@ -1,7 +1,9 @@
 import { firstValueFrom, Observable } from 'rxjs';
 import { callerAbortError } from '../../kernel/cancellation';
 import { VirtualClock } from '../../kernel/clock';
-import { contextStorage, ResilienceContext } from '../../kernel/context';
+import { contextStorage, currentSignal, ResilienceContext } from '../../kernel/context';
+import { TimeoutExceededError } from '../../kernel/errors';
+import { ResilienceRegistry } from '../../registry/resilience.registry';
 import { BulkheadPolicy } from './bulkhead.policy';
 import type { BulkheadCallRejectedEvent } from './bulkhead.events';
 import { track } from '../../../test/support/outcome';
@@ -129,5 +131,44 @@ describe('BulkheadPolicy and the caller’s cancellation', () => {
       await clock.advance(500);
       expect(calls).toBe(0);
     });
+  });
+});
+
+describe('a call that waited in the bulkhead queue under a time limit', () => {
+  it('sees its attempt’s signal once it runs, and that signal aborts at the limit, outside every request scope', async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      timeLimiter: { instances: { reports: { timeoutDuration: 500 } } },
+      bulkhead: { instances: { reports: { maxConcurrentCalls: 1, maxWaitDuration: 1000 } } },
+    });
+    const pipeline = registry.pipeline({ name: 'reports', timeLimiter: 'reports', bulkhead: 'reports' });
+    const signals: (AbortSignal | undefined)[] = [];
+    const stopped: number[] = [];
+    // Runs 400 ms, or until its signal aborts, as a fetch given that signal does.
+    const method = (): Promise<string> => {
+      const signal = currentSignal();
+      signals.push(signal);
+      return new Promise((resolve, reject) => {
+        const timer = clock.setTimeout(() => resolve('done'), 400);
+        signal?.addEventListener('abort', () => {
+          clock.clearTimeout(timer);
+          stopped.push(clock.now());
+          reject(signal.reason);
+        });
+      });
+    };
+    const first = track(clock, pipeline.execute(method));
+    await clock.advance(100);
+    // Queued at 100 behind the first call; its limit runs from 100 to 600; it starts at 400.
+    const second = track(clock, pipeline.execute(method));
+    await clock.advance(1000);
+    expect(first).toEqual({ status: 'fulfilled', value: 'done', at: 400 });
+    expect(second).toEqual({ status: 'rejected', error: expect.any(TimeoutExceededError), at: 600 });
+    expect(signals).toHaveLength(2);
+    expect(signals[1]).toBeInstanceOf(AbortSignal);
+    expect(signals[1]!.aborted).toBe(true);
+    expect(stopped).toEqual([600]);
+    expect(registry.bulkhead('reports').metrics.availableConcurrentCalls).toBe(1);
   });
 });

@@ -217,13 +217,17 @@ export class BulkheadPolicy {
     const cancelled = callerCancellation(contextStorage.getStore());
     if (cancelled !== undefined) throw this.cancelled(cancelled);
     let started = this.tryEnter();
+    let attempt: ResilienceContext | undefined;
     // A free permit implies an empty queue: release() hands permits to waiters first.
     if (started === NO_PERMIT) {
+      // The attempt's scope (made now when it entered none): past the wait its synchronous part is over, so the
+      // method runs in it, where currentSignal() finds the attempt's signal.
+      attempt = policyScope();
       await this.enqueue();
       started = this.entered();
     }
     try {
-      return await next(arg);
+      return await (attempt === undefined ? next(arg) : contextStorage.run(attempt, next, arg));
     } finally {
       this.exit(started);
     }

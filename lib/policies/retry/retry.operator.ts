@@ -2,7 +2,7 @@ import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscr
 import { Clock, TimerHandle } from '../../kernel/clock';
 import { callerAbortError, isCancellation } from '../../kernel/cancellation';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
-import { neverReached, withRefusalCause } from '../../kernel/refusal';
+import { neverReached } from '../../kernel/refusal';
 import type { RetryConfig } from './retry.config';
 
 /** @internal What the wait functions return when no retry follows. */
@@ -21,6 +21,7 @@ export interface RetryDecisions {
   exhausted<R>(result: R, attempts: number): R;
   succeeded<R>(result: R, attempts: number): R;
   failed(error: unknown, attempts: number): unknown;
+  endAfterRefusal<R>(reached: unknown, reachedResult: boolean, refused: unknown, attempt: number): R;
 }
 
 /** No attempt of the subscription has reached the source yet. */
@@ -55,8 +56,10 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
   private exhausted = false;
   private inner?: Subscription;
   private timer: TimerHandle;
-  /** The error of the latest attempt that reached the source: a refusal ending the subscription must not hide it. */
+  /** The outcome of the latest attempt that reached the source: a refusal ending the subscription must not hide it. */
   private reached: unknown = NOTHING_REACHED;
+  /** That outcome was a value `retryOnResult` asked to retry, not an error. */
+  private reachedResult = false;
   private readonly scope: ResilienceContext | undefined;
 
   constructor(
@@ -83,6 +86,8 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
           const wait = this.policy.waitForResult(this.attempt, this.wait, this.scope);
           if (wait === CANCELLED) throw this.cancelled();
           if (wait !== NO_RETRY) {
+            this.reached = value;
+            this.reachedResult = true;
             this.inner?.unsubscribe();
             this.retryAfter(wait);
             return;
@@ -110,21 +115,35 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
       return;
     }
     const refused = neverReached(error);
-    if (!refused) this.reached = error;
+    if (!refused) {
+      this.reached = error;
+      this.reachedResult = false;
+    }
     const wait = this.policy.waitBeforeRetry(error, this.attempt, this.wait, this.scope);
     if (wait === CANCELLED) {
       this.closed = true;
       this.downstream.error(this.cancelled());
       return;
     }
-    if (wait < 0) {
-      this.closed = true;
-      const outcome: unknown =
-        refused && this.reached !== NOTHING_REACHED ? withRefusalCause(this.reached, error) : error;
-      this.downstream.error(this.policy.failed(outcome, this.attempt));
+    if (wait >= 0) {
+      this.retryAfter(wait);
       return;
     }
-    this.retryAfter(wait);
+    this.closed = true;
+    if (!refused || this.reached === NOTHING_REACHED) {
+      this.downstream.error(this.policy.failed(error, this.attempt));
+      return;
+    }
+    // The attempt that reached the source last stands, as if it had been the last: its error, or its value.
+    let value: T;
+    try {
+      value = this.policy.endAfterRefusal(this.reached, this.reachedResult, error, this.attempt);
+    } catch (outcome) {
+      this.downstream.error(outcome);
+      return;
+    }
+    this.downstream.next(value);
+    this.downstream.complete();
   }
 
   /**
@@ -133,7 +152,7 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
    * the attempt's own cancellation or the caller's `AbortError` (not counted).
    */
   private cancelled(cancellation?: unknown): unknown {
-    if (this.reached !== NOTHING_REACHED) return this.policy.failed(this.reached, this.attempt);
+    if (this.reached !== NOTHING_REACHED && !this.reachedResult) return this.policy.failed(this.reached, this.attempt);
     return cancellation ?? callerAbortError(this.scope?.caller?.reason);
   }
 

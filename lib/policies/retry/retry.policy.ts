@@ -333,8 +333,10 @@ export class RetryPolicy {
    * the method: that attempt's outcome stands, as if it had been the last
    * (its error, with the refusal as `cause`; or its result, as when retries
    * on a result run out).
+   *
+   * @internal
    */
-  private endAfterRefusal<R>(reached: unknown, reachedResult: boolean, refused: unknown, attempt: number): R {
+  endAfterRefusal<R>(reached: unknown, reachedResult: boolean, refused: unknown, attempt: number): R {
     if (!reachedResult) throw this.failed(withRefusalCause(reached, refused), attempt);
     const error = this.failed(
       withRefusalCause(new MaxRetriesExceededError(this.name, attempt, reached), refused),

@@ -1,5 +1,6 @@
 import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscribable } from 'rxjs';
 import { Clock, TimerHandle } from '../../kernel/clock';
+import { isCancellation } from '../../kernel/cancellation';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { refusal } from '../../kernel/refusal';
 import type { TimeLimiterConfig } from './time-limiter.config';
@@ -50,6 +51,8 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
   // Stryker disable next-line BooleanLiteral: trimming the queue only frees memory
   private queued = false;
   private gapStart = 0;
+  /** A value came in time: a subscriber leaving after it (as `firstValueFrom` does) ends a successful call. */
+  private answered = false;
 
   constructor(
     private readonly limiter: TimeLimitedSource,
@@ -95,12 +98,20 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
       scope.deadline = now + limit;
       this.gapStart = now;
     }
+    this.answered = true;
     this.downstream.next(value);
   }
 
   error(error: unknown): void {
     // Stryker disable next-line ConditionalExpression: a settled subscription's source is closed
     if (this.settled) return;
+    const scope = this.scope as ResilienceContext;
+    // A cancellation at the subscription's own limit (the request deadline it was cut to, most often) is that limit
+    // passing, whichever timer of the instant fired first, as for a promise attempt.
+    if (isCancellation(error, scope) && this.limiter.clock.now() >= scope.deadline) {
+      this.timeOut(scope);
+      return;
+    }
     this.finish();
     this.limiter.finished(error, true);
     this.downstream.error(error);
@@ -120,6 +131,7 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     this.finish();
     // Stryker disable next-line OptionalChaining: the inner subscription is set before its teardown can run
     this.inner?.unsubscribe();
+    if (this.answered) this.limiter.finished(undefined, false);
   }
 
   /** A subscription is queued again for each gap between values: leaving the queue ends nothing. */
@@ -135,6 +147,12 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
       this.arm(scope.deadline - now);
       return;
     }
+    this.timeOut(scope);
+  }
+
+  /** Ends the subscription with the limiter's timeout: its limit has passed. */
+  private timeOut(scope: ResilienceContext): void {
+    const now = this.limiter.clock.now();
     this.finish();
     const parent = scope.parent;
     const byDeadline = parent !== undefined && parent.deadline <= now;
