@@ -27,6 +27,11 @@ import { layeredPipeline } from '../../test/support/pipelines';
  * of which throws. All sides must give the same outcomes at the same times,
  * the same policy state and the same events; a coverage set proves every
  * interesting state was reached.
+ *
+ * The same scenarios then hold a method returning a one-value Observable,
+ * declared and of undeclared kind, to the engine's promise method: an
+ * Observable composition is the policies' operators, and this is what
+ * keeps their meaning the engine's.
  */
 
 type Behaviour = 'ok' | 'stale' | 'bad' | 'unavailable' | 'notFound' | 'hang' | 'slow' | 'throwSync';
@@ -418,6 +423,16 @@ describe('one engine over all layers, against one engine per layer and a code pi
   });
 });
 
+/** The events of `events` left once each of `others` has taken away one equal to it, sorted. */
+function without(events: readonly string[], others: readonly string[]): string[] {
+  const left = [...events];
+  for (const other of others) {
+    const at = left.indexOf(other);
+    if (at >= 0) left.splice(at, 1);
+  }
+  return left.sort();
+}
+
 describe('a method returning a one-value Observable, against the engine', () => {
   it('means what the promise method means: the same outcomes, events and policy state, declared or not', async () => {
     await fc.assert(
@@ -431,10 +446,18 @@ describe('a method returning a one-value Observable, against the engine', () => 
         const outcomes = await play(scenario, sides);
         for (const i of [1, 2]) {
           expect([...outcomes[i]].sort()).toEqual([...outcomes[0]].sort());
-          const f = (e: string[]) => e.filter((x) => i === 1 || !/bulkhead (permitted|finished)/.test(x)).sort();
-          expect(f(sides[i].events)).toEqual(f(sides[0].events));
           expect(snapshot(sides[i])).toEqual(snapshot(sides[0]));
         }
+        expect([...sides[1].events].sort()).toEqual([...sides[0].events].sort());
+        // The first call of a method of undeclared kind calls it inside an attempt, holding a bulkhead permit, to learn
+        // what it returns; an Observable then runs per subscription. That probe shows as one more permit, taken and
+        // given back at one instant; every other event, outcome and state is the declared method's.
+        const extra = without(sides[2].events, sides[0].events);
+        if (extra.length > 0) {
+          const at = extra[0].slice(0, 6);
+          expect(extra).toEqual([`${at} bulkhead finished 0ms`, `${at} bulkhead permitted`]);
+        }
+        expect(without(sides[0].events, sides[2].events)).toEqual([]);
       }),
       { numRuns: 300, examples: [[RESULT_RETRIES_EXHAUSTED]] },
     );
