@@ -14,7 +14,7 @@ import { callerCancellation, ExecuteOptions } from '../../kernel/cancellation';
 import { refusal } from '../../kernel/refusal';
 import { Observable } from 'rxjs';
 import { BulkheadConfig } from './bulkhead.config';
-import { BoundedObservable } from './bulkhead.operator';
+import { BoundedObservable } from '../../engine/observable/bulkhead.operator';
 import { NO_PERMIT } from '../../engine/layers';
 import type {
   BulkheadCallFinishedEvent,

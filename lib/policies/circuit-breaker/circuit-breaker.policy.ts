@@ -35,7 +35,7 @@ import {
   CircuitBreakerStateTransitionEvent,
   CircuitBreakerSuccessEvent,
 } from './circuit-breaker.events';
-import { GuardedObservable } from './circuit-breaker.operator';
+import { GuardedObservable } from '../../engine/observable/circuit-breaker.operator';
 import { CircuitBreakerFleetHooks } from './circuit-breaker.fleet-hooks';
 import { IllegalStateTransitionError } from './illegal-state-transition.error';
 import { CountSlidingWindow, SlidingWindow, createSlidingWindow } from './sliding-window';

@@ -18,7 +18,7 @@ import { backoffDelay } from './backoff';
 import { RetryBudget } from '../../kernel/retry-budget';
 import { RetryConfig } from './retry.config';
 import { isRetryableByDefault } from './retryable';
-import { CANCELLED, NO_RETRY, RetriedObservable } from './retry.operator';
+import { CANCELLED, NO_RETRY, RetriedObservable } from '../../engine/observable/retry.operator';
 import type {
   RetryAttemptEvent,
   RetryEvent,

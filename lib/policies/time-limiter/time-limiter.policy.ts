@@ -14,7 +14,7 @@ import { refusal } from '../../kernel/refusal';
 import { Observable } from 'rxjs';
 import { ExpiryQueue } from './expiry-queue';
 import { TimeLimiterConfig } from './time-limiter.config';
-import { TimeLimitedObservable } from './time-limiter.operator';
+import { TimeLimitedObservable } from '../../engine/observable/time-limiter.operator';
 import type { TimedEntry } from '../../engine/timed-attempt';
 import { TimedAttempt } from '../../engine/timed-attempt';
 import type { TimeLimiterEvent } from './time-limiter.events';

@@ -2,8 +2,17 @@ import { Observable, Observer, Subscriber, Subscription, TeardownLogic, Unsubscr
 import { callerCancellation } from '../../kernel/cancellation';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 
-import { PermitSource } from './bulkhead.permits';
-import { NO_PERMIT } from '../../engine/layers';
+import { NO_PERMIT } from '../layers';
+
+/** @internal What a bulkhead's Observable operator asks of it: permits, and places in its queue. */
+export interface PermitSource {
+  tryEnter(): number;
+  exit(started: number): void;
+  entered(): number;
+  queueForPermit(grant: () => void, fail: (error: unknown) => void): object;
+  leaveQueue(place: object): void;
+  cancelled(error: DOMException): unknown;
+}
 
 /** @internal `upstream` with each subscription holding a bulkhead permit; see {@link BulkheadPolicy.observe}. */
 export class BoundedObservable<T> extends Observable<T> {

@@ -3,9 +3,9 @@ import { VirtualClock } from '../../kernel/clock';
 import { contextStorage, currentContext, ResilienceContext } from '../../kernel/context';
 import { BulkheadFullError, MaxRetriesExceededError } from '../../kernel/errors';
 import { refusal } from '../../kernel/refusal';
-import { RetryPolicy } from './retry.policy';
-import type { RetryEvent, RetryStoppedEvent } from './retry.events';
-import { RETRY_SCHEMA, RetryConfig } from './retry.config';
+import { RetryPolicy } from '../../policies/retry/retry.policy';
+import type { RetryEvent, RetryStoppedEvent } from '../../policies/retry/retry.events';
+import { RETRY_SCHEMA, RetryConfig } from '../../policies/retry/retry.config';
 
 const config = (overrides: Partial<RetryConfig> = {}): RetryConfig => ({
   ...RETRY_SCHEMA.defaults,

@@ -3,7 +3,6 @@ import { Clock, TimerHandle } from '../../kernel/clock';
 import { callerAbortError, isCancellation } from '../../kernel/cancellation';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { neverReached } from '../../kernel/refusal';
-import type { RetryConfig } from './retry.config';
 
 /** @internal What the wait functions return when no retry follows. */
 export const NO_RETRY = -1;
@@ -13,7 +12,7 @@ export const CANCELLED = -2;
 
 /** @internal What a retried subscription asks of its retry policy (the policy, without a cycle back to it). */
 export interface RetryDecisions {
-  readonly config: RetryConfig;
+  readonly config: { readonly waitDuration: number; readonly retryOnResult?: unknown };
   readonly clock: Clock;
   retriesResult(result: unknown, attempt: number): boolean;
   waitForResult(attempt: number, previousWait: number, scope?: ResilienceContext): number;

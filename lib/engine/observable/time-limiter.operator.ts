@@ -3,12 +3,11 @@ import { Clock, TimerHandle } from '../../kernel/clock';
 import { isCancellation } from '../../kernel/cancellation';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
 import { refusal } from '../../kernel/refusal';
-import type { TimeLimiterConfig } from './time-limiter.config';
-import type { TimedEntry } from '../../engine/timed-attempt';
+import type { AttemptLimiter, TimedEntry } from '../timed-attempt';
 
 /** @internal What a time-limited subscription asks of its time limiter (the policy, without a cycle back to it). */
 export interface TimeLimitedSource {
-  readonly config: TimeLimiterConfig;
+  readonly config: AttemptLimiter['config'];
   readonly clock: Clock;
   attemptLimit(parent: ResilienceContext | undefined, now: number): number;
   enqueue(entry: TimedEntry, limit: number): void;

@@ -3,8 +3,8 @@ import { VirtualClock } from '../../kernel/clock';
 import { contextStorage, currentContext, currentSignal, ResilienceContext } from '../../kernel/context';
 import { DeadlineExceededError, TimeoutExceededError } from '../../kernel/errors';
 import { isRefusal } from '../../kernel/refusal';
-import { TimeLimiter } from './time-limiter.policy';
-import type { TimeLimiterEvent } from './time-limiter.events';
+import { TimeLimiter } from '../../policies/time-limiter/time-limiter.policy';
+import type { TimeLimiterEvent } from '../../policies/time-limiter/time-limiter.events';
 
 /** What a subscriber saw, with the virtual time of the end. */
 interface Seen {

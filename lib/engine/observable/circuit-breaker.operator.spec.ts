@@ -1,8 +1,8 @@
 import { Observable, Subject, lastValueFrom, of, take, throwError, toArray } from 'rxjs';
 import { VirtualClock } from '../../kernel/clock';
 import { CallNotPermittedError } from '../../kernel/errors';
-import { CircuitBreakerPolicy } from './circuit-breaker.policy';
-import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from './circuit-breaker.config';
+import { CircuitBreakerPolicy } from '../../policies/circuit-breaker/circuit-breaker.policy';
+import { CIRCUIT_BREAKER_SCHEMA, CircuitBreakerConfig } from '../../policies/circuit-breaker/circuit-breaker.config';
 
 class IoError extends Error {}
 class NotFound extends Error {

@@ -3,9 +3,9 @@ import { VirtualClock } from '../../kernel/clock';
 import { ResilienceContext, contextStorage, currentContext } from '../../kernel/context';
 import { BulkheadFullError, DeadlineExceededError } from '../../kernel/errors';
 import { isRefusal } from '../../kernel/refusal';
-import { BulkheadPolicy } from './bulkhead.policy';
-import type { BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from './bulkhead.events';
-import { BulkheadConfig } from './bulkhead.config';
+import { BulkheadPolicy } from '../../policies/bulkhead/bulkhead.policy';
+import type { BulkheadCallFinishedEvent, BulkheadCallRejectedEvent } from '../../policies/bulkhead/bulkhead.events';
+import { BulkheadConfig } from '../../policies/bulkhead/bulkhead.config';
 
 /** What a subscriber saw. */
 interface Seen {
