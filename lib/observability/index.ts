@@ -16,6 +16,7 @@ export { ResilienceHealthIndicator } from './resilience-health.indicator';
 export type {
   CircuitBreakersHealthData,
   FallbackShareHealthData,
+  KeysHealth,
   LoadSheddingHealthData,
   RateLimitersHealthData,
   ResilienceHealthResult,

@@ -16,8 +16,24 @@ import { OutboxHealthData, outboxHealth, OutboxHealthOptions } from './outbox-ob
 
 /** The data of {@link ResilienceHealthIndicator.checkRateLimiters}: each registered rate limiter by name. */
 export interface RateLimitersHealthData {
-  /** Each rate limiter that sets `registerHealthIndicator`, by name (`name#2`… for repeated names). */
-  readonly instances: Readonly<Record<string, RateLimiterHealth>>;
+  /**
+   * Each rate limiter that sets `registerHealthIndicator`, by name (`name#2`…
+   * for repeated names); one used per key counts its keys under `keys`.
+   */
+  readonly instances: Readonly<Record<string, RateLimiterHealth & { readonly keys?: KeysHealth }>>;
+}
+
+/**
+ * The keys of an instance used per key, in its health row: how many are
+ * kept and how many are in each status, never which (a key is request
+ * data: a tenant, a host). The status endpoints, behind their guards, list
+ * them.
+ */
+export interface KeysHealth {
+  /** Keys kept now. */
+  readonly kept: number;
+  /** How many of them are in each status (`UP`, `CIRCUIT_OPEN`, …). */
+  readonly statuses: Readonly<Record<string, number>>;
 }
 
 /** A terminus health indicator result: `{ [key]: { status: 'up' | 'down', …data } }`. */
@@ -28,8 +44,11 @@ export type ResilienceHealthResult<Key extends string, Data extends object> = Re
 
 /** The data of {@link ResilienceHealthIndicator.check}: each registered breaker by name. */
 export interface CircuitBreakersHealthData {
-  /** Each breaker that sets `registerHealthIndicator`, by name (`name#2`… for repeated names). */
-  readonly instances: Readonly<Record<string, CircuitBreakerHealth>>;
+  /**
+   * Each breaker that sets `registerHealthIndicator`, by name (`name#2`… for
+   * repeated names); a breaker used per key counts its keys under `keys`.
+   */
+  readonly instances: Readonly<Record<string, CircuitBreakerHealth & { readonly keys?: KeysHealth }>>;
 }
 
 /** The data of {@link ResilienceHealthIndicator.checkFallbacks}. */
@@ -127,8 +146,10 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
 
   /**
    * The circuit breakers' health under `key`: down when a breaker with
-   * `allowHealthIndicatorToFail` is OPEN, else up; each breaker's status,
-   * state and window under `instances`.
+   * `allowHealthIndicatorToFail` is OPEN (the breaker of one of its keys
+   * included), else up; each breaker's status, state and window under
+   * `instances`, with the count of its keys in each status when it is used
+   * per key.
    */
   check<const Key extends string = 'circuitBreakers'>(
     key: Key = 'circuitBreakers' as Key,
@@ -220,10 +241,10 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
   private checkRows<Key extends string, Row extends { readonly status: string }>(
     check: string,
     key: Key,
-  ): ResilienceHealthResult<Key, { readonly instances: Readonly<Record<string, Row>> }> {
+  ): ResilienceHealthResult<Key, { readonly instances: Readonly<Record<string, Row & { keys?: KeysHealth }>> }> {
     const session = this.service().check(key);
     // No prototype: an instance may be named `__proto__` or `constructor`.
-    const instances = Object.create(null) as Record<string, Row>;
+    const instances = Object.create(null) as Record<string, Row & { keys?: KeysHealth }>;
     let down = false;
     for (const observed of this.reporting) {
       const channel: PolicyTelemetry = observed.instance;
@@ -232,10 +253,26 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
       down ||= report.row.status === 'DOWN';
       let label = observed.name;
       for (let n = 2; label in instances; n++) label = `${observed.name}#${n}`;
-      instances[label] = report.row as Row;
+      const keys = observed.derived ? undefined : this.keysOf(observed);
+      if (keys !== undefined) down ||= (keys.statuses.DOWN ?? 0) > 0;
+      instances[label] = (keys === undefined ? report.row : { ...report.row, keys }) as Row & { keys?: KeysHealth };
     }
     const data = { instances };
     return down ? session.down({ ...data }) : session.up({ ...data });
+  }
+
+  /** How many keys of the named instance `observed` are kept, and in each status; undefined when it has none. */
+  private keysOf(observed: ObservedInstance): KeysHealth | undefined {
+    if (observed.policy === 'fallback' || observed.policy === 'cache') return undefined;
+    const kept = this.catalog.registry.keys(observed.policy, observed.name);
+    if (kept.size === 0) return undefined;
+    const statuses = Object.create(null) as Record<string, number>;
+    for (const instance of kept.values()) {
+      const channel: PolicyTelemetry = instance;
+      const status = channel.healthReport?.()?.row.status;
+      if (status !== undefined) statuses[status] = (statuses[status] ?? 0) + 1;
+    }
+    return { kept: kept.size, statuses };
   }
 
   private service(): HealthIndicatorService {

@@ -177,3 +177,59 @@ describe('ResilienceHealthIndicator without health.fallbackShare', () => {
     await app.close();
   });
 });
+
+describe.each(PLATFORMS)('ResilienceHealthIndicator and the breakers of keys (%s)', (platform) => {
+  let app: INestApplication;
+  let registry: ResilienceRegistry;
+
+  beforeEach(async () => {
+    ({ app } = await bootApp(
+      {
+        metrics: false,
+        circuitBreaker: {
+          instances: {
+            // A breaker per host; one host open must not take the service down.
+            hosts: { registerHealthIndicator: true },
+            // A breaker per tenant whose operators asked for the service to go down with any of them.
+            tenants: { registerHealthIndicator: true, allowHealthIndicatorToFail: true },
+          },
+        },
+      },
+      { imports: [TerminusModule.forRoot({ logger: false })], controllers: [HealthController] },
+      platform,
+    ));
+    registry = app.get(ResilienceRegistry);
+  });
+
+  afterEach(() => app.close());
+
+  const health = () => request(app.getHttpServer()).get('/health');
+
+  it('counts the keys of a name in each status, naming none of them, and stays up while an open key may not fail the check', async () => {
+    registry.circuitBreaker('hosts', { key: 'a.example' });
+    registry.circuitBreaker('hosts', { key: 'b.example' }).transitionToOpenState();
+    registry.circuitBreaker('hosts', { key: 'c.example' }).transitionToForcedOpenState();
+    const { body } = await health().expect(200);
+    const hosts = body.info.circuitBreakers.instances.hosts;
+    expect(hosts.status).toBe('UP');
+    expect(hosts.keys).toEqual({ kept: 3, statuses: { UP: 1, CIRCUIT_OPEN: 1, UNKNOWN: 1 } });
+    expect(JSON.stringify(body)).not.toContain('example');
+    // A name without keys has no such entry.
+    expect(body.info.circuitBreakers.instances.tenants).not.toHaveProperty('keys');
+  });
+
+  it('is 503 and down while a key of a breaker with allowHealthIndicatorToFail is OPEN, and up once it closes', async () => {
+    const acme = registry.circuitBreaker('tenants', { key: 'acme' });
+    registry.circuitBreaker('tenants', { key: 'globex' });
+    acme.transitionToOpenState();
+    const down = await health().expect(503);
+    expect(down.body.error.circuitBreakers.status).toBe('down');
+    expect(down.body.error.circuitBreakers.instances.tenants).toMatchObject({
+      status: 'UP',
+      keys: { kept: 2, statuses: { UP: 1, DOWN: 1 } },
+    });
+    acme.transitionToClosedState();
+    const up = await health().expect(200);
+    expect(up.body.info.circuitBreakers.instances.tenants.keys).toEqual({ kept: 2, statuses: { UP: 2 } });
+  });
+});
