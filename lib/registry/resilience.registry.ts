@@ -182,6 +182,7 @@ export class ResilienceRegistry {
   private readonly cacheStream = new EventStream<CachePolicy>();
   private readonly createdStream = new EventStream<InstanceCreatedEvent>();
   private readonly evictedStream = new EventStream<InstanceEvictedEvent>();
+  private readonly hedgeCreatedStream = new EventStream<HedgePolicy>();
   private readonly hedgeEvictedStream = new EventStream<HedgePolicy>();
   private readonly warned = new Set<string>();
 
@@ -246,6 +247,7 @@ export class ResilienceRegistry {
       Infinity,
       (_name, instance, key) => {
         if (key === undefined) this.hedgeList.push(instance);
+        if (this.hedgeCreatedStream.active) this.hedgeCreatedStream.emit(instance);
       },
     );
     this.caching = this.instanceCache(
@@ -485,7 +487,10 @@ export class ResilienceRegistry {
     return this.hedging.allKeys();
   }
 
-  /** @internal Each hedge of a key evicted from now on (its counts are kept by the metrics). */
+  /** @internal Each hedge made from now on: named, a decorated method's or pipeline's own, or of one key. */
+  readonly onHedgeCreated = this.hedgeCreatedStream.subscribe;
+
+  /** @internal Each hedge evicted from now on: of a key, or an undeclared name (its counts are kept by the metrics). */
   readonly onHedgeEvicted = this.hedgeEvictedStream.subscribe;
 
   /**
