@@ -227,7 +227,7 @@ describe('the metrics of hedges used per key', () => {
     const prom = new Registry();
     const binding = new ResilienceMetricsBinding(registry, { registry: prom, perKey: true, perKeySeries: 1 });
     await callTaking(clock, registry.hedge('late'), 50);
-    const own = registry.deriveHedge('late', { latencyWindowSize: 5 }, "@Hedge('late') on Shop", '@Hedge on Shop');
+    const own = registry.deriveHedge('late', { latencyWindowSize: 20 }, "@Hedge('late') on Shop", '@Hedge on Shop');
     await callTaking(clock, own, 50);
     const uses: Record<string, number> = { hot: 3, cold: 1 };
     for (const [key, n] of Object.entries(uses))
