@@ -68,7 +68,7 @@ export class InstanceTable {
 
   /** The cache of `policy`'s instances (the semaphore bulkheads for `bulkhead`). */
   of<P extends RegistryPolicy>(policy: P): InstanceCache<PolicyConfigs[P], PolicyInstances[P]> {
-    return this.policies[policy] as InstanceCache<PolicyConfigs[P], PolicyInstances[P]>;
+    return this.policies[policy];
   }
 
   /** The cache that makes the instance `name` of `policy`: the thread pool's for a bulkhead name only it declares. */
