@@ -6,6 +6,7 @@ import { ResilienceRegistry } from '../registry/resilience.registry';
 import { POLICY_SCHEMAS } from '../registry/resolve-options';
 import { CachePolicy } from '../policies/cache/cache.policy';
 import type { HedgePolicy } from '../policies/hedge/hedge.policy';
+import { HEDGE_METRICS } from '../policies/hedge/hedge.metrics';
 import type { LruEntry } from '../registry/instance-lru';
 
 /** A method's fallback policy, in the shape of the registry's instances. */
@@ -154,7 +155,7 @@ export function watchSeries(
 
 /** The keys kept now of every instance of `policy` used per key (hedges included), with how often each was used. */
 export function keysKept(registry: ResilienceRegistry, policy: string): readonly LruEntry<{ readonly name: string }>[] {
-  return policy === 'hedge' ? registry.allHedgeKeys() : registry.allKeys(policy as RegistryPolicy);
+  return policy === HEDGE_METRICS.policy ? registry.allHedgeKeys() : registry.allKeys(policy as RegistryPolicy);
 }
 
 /**
