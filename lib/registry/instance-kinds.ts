@@ -31,7 +31,9 @@ import { checkSharingKept, requireStore } from './shared-stores';
 export interface KindSource {
   /** The options in force (the time limiters read `deadline` from them). */
   readonly options: ResolvedOptions;
+  /** The clock every instance reads. */
   readonly clock: Clock;
+  /** The random source of the jitter. */
   readonly random: () => number;
   /** Where shared rate limiters keep their permits. */
   readonly rateLimiterStore: RateLimiterStore | undefined;
