@@ -32,8 +32,13 @@ export { ResilienceModule } from './nest/resilience.module';
 export { RESILIENCE_MODULE_OPTIONS, ResilienceConfigurableModule } from './nest/resilience.module-definition';
 export type { ResilienceModuleAsyncOptions } from './nest/resilience.module-definition';
 export { ResilienceRegistry } from './registry/resilience.registry';
-export type { InstanceEvictedEvent, InstanceOptions } from './registry/resilience.registry';
-export type { InstanceCreatedEvent, PolicyInstances, RegistryPolicy } from './registry/policy-instances';
+export type { InstanceOptions } from './registry/resilience.registry';
+export type {
+  InstanceCreatedEvent,
+  InstanceEvictedEvent,
+  PolicyInstances,
+  RegistryPolicy,
+} from './registry/policy-instances';
 export type { JitterKind, RetryConfig, RetryConfigInput, RetryExceptionRules } from './policies/retry/retry.config';
 export { RetryBudget } from './kernel/retry-budget';
 export type { RetryBudgetConfig } from './kernel/retry-budget';

@@ -5,6 +5,9 @@ import { InstanceCreatedEvent, RegistryPolicy } from '../registry/policy-instanc
 import { ResilienceRegistry } from '../registry/resilience.registry';
 import { POLICY_SCHEMAS } from '../registry/resolve-options';
 import { CachePolicy } from '../policies/cache/cache.policy';
+import type { HedgePolicy } from '../policies/hedge/hedge.policy';
+import { HEDGE_METRICS } from '../policies/hedge/hedge.metrics';
+import type { LruEntry } from '../registry/instance-lru';
 
 /** A method's fallback policy, in the shape of the registry's instances. */
 export interface ObservedFallback {
@@ -90,6 +93,69 @@ export function watchInstances(
     unsubscribePipelines();
     unsubscribeCaches();
   };
+}
+
+/**
+ * A hedge instance: named, private to one decorated method or pipeline, or
+ * of one key. It reports Prometheus series only, not the rest of the
+ * telemetry channel, so {@link watchSeries} alone hands it out.
+ */
+export interface ObservedHedge {
+  readonly policy: 'hedge';
+  readonly name: string;
+  readonly instance: HedgePolicy;
+  readonly derived: false;
+  readonly key?: string;
+}
+
+/** An instance with Prometheus series: one {@link watchInstances} visits, or a hedge. */
+export type ObservedSeries = ObservedInstance | ObservedHedge;
+
+const observedHedge = (instance: HedgePolicy): ObservedHedge => ({
+  policy: 'hedge',
+  name: instance.name,
+  instance,
+  derived: false,
+  key: instance.key,
+});
+
+/**
+ * Calls `visit` once for every instance with Prometheus series: those
+ * {@link watchInstances} visits, the instance of each key included, and
+ * every hedge (named, a method's or pipeline's own, of one key), made so
+ * far or later; `evicted` is told of each one the registry evicts. Returns
+ * the function that stops watching.
+ */
+export function watchSeries(
+  registry: ResilienceRegistry,
+  fallbacks: readonly FallbackPolicy[],
+  visit: (observed: ObservedSeries) => void,
+  evicted: (observed: ObservedSeries) => void,
+): Unsubscribe {
+  const seen = new Set<HedgePolicy>();
+  const visitHedge = (instance: HedgePolicy): void => {
+    if (seen.has(instance)) return;
+    seen.add(instance);
+    visit(observedHedge(instance));
+  };
+  // Subscribed first, so a hedge made while the existing ones are visited is not missed.
+  const unsubscribeCreated = registry.onHedgeCreated(visitHedge);
+  const unsubscribeEvicted = registry.onHedgeEvicted((instance) => {
+    if (seen.delete(instance)) evicted(observedHedge(instance));
+  });
+  const unsubscribe = watchInstances(registry, fallbacks, visit, { keys: true, evicted });
+  for (const instance of registry.hedges) visitHedge(instance);
+  for (const { instance } of registry.allHedgeKeys()) visitHedge(instance);
+  return () => {
+    unsubscribe();
+    unsubscribeCreated();
+    unsubscribeEvicted();
+  };
+}
+
+/** The keys kept now of every instance of `policy` used per key (hedges included), with how often each was used. */
+export function keysKept(registry: ResilienceRegistry, policy: string): readonly LruEntry<{ readonly name: string }>[] {
+  return policy === HEDGE_METRICS.policy ? registry.allHedgeKeys() : registry.allKeys(policy as RegistryPolicy);
 }
 
 /**

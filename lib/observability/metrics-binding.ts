@@ -2,13 +2,10 @@ import { Unsubscribe } from '../kernel/events';
 import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
 import { FallbackPolicy } from '../policies/fallback/fallback.policy';
 import { POLICY_METRICS } from '../registry/policy-metrics';
-import type { RegistryPolicy } from '../registry/policy-instances';
 import { ResilienceRegistry } from '../registry/resilience.registry';
-import type { LruEntry } from '../registry/instance-lru';
-import type { HedgePolicy } from '../policies/hedge/hedge.policy';
-import { watchInstances } from './instance-catalog';
-import { alsoUnderKey, mostUsedKeys, NO_KEYS, OTHER_KEYS, PolicySeries } from './policy-series';
-import { attachCollectors, Collector, Emit, FamilyDefinition } from './metric-family';
+import { keysKept, watchSeries } from './instance-catalog';
+import { PolicySeries } from './policy-series';
+import { attachCollectors, Collector, FamilyDefinition } from './metric-family';
 import { DEFAULT_BUCKETS, DEFAULT_PER_KEY_SERIES, MetricsRegistry } from './observability.options';
 
 const family = (name: string, type: FamilyDefinition['type'], help: string): FamilyDefinition => ({
@@ -18,17 +15,12 @@ const family = (name: string, type: FamilyDefinition['type'], help: string): Fam
   combine: 'sum',
 });
 
-/** The families of this module's own features: fault injection, idempotency, hedging. */
+/** The families of this module's own features: fault injection, idempotency. */
 const FEATURE_FAMILIES = {
   injectedFaults: family(
     'resilience4nest_injected_faults_total',
     'counter',
     'Faults injected on purpose (module option faultInjection), by instance name and kind',
-  ),
-  hedgeCalls: family(
-    'resilience4nest_hedge_calls_total',
-    'counter',
-    'Hedged attempts started, calls a hedge answered, and attempts cancelled because another answered first',
   ),
   idempotencyRequests: family(
     'resilience4nest_idempotency_requests_total',
@@ -97,12 +89,6 @@ export class ResilienceMetricsBinding {
   private readonly subscriptions: Unsubscribe[] = [];
   private readonly faults: ResilienceRegistry['faults'];
   private readonly detach: () => void;
-  private readonly hedges: ResilienceRegistry['hedges'];
-  private readonly hedgeKeys: () => readonly LruEntry<HedgePolicy>[];
-  /** Hedged, winner and cancelled counts of the evicted keys of each hedging name: no counter goes down. */
-  private readonly retiredHedges = new Map<string, [number, number, number]>();
-  private readonly perKey: boolean;
-  private readonly perKeySeries: number;
   private closed = false;
 
   /**
@@ -113,35 +99,23 @@ export class ResilienceMetricsBinding {
   constructor(registry: ResilienceRegistry, options: MetricsBindingOptions) {
     const buckets = options.buckets ?? DEFAULT_BUCKETS;
     this.faults = registry.faults;
-    this.hedges = registry.hedges;
-    this.hedgeKeys = () => registry.allHedgeKeys();
-    this.perKey = options.perKey ?? false;
-    this.perKeySeries = options.perKeySeries ?? DEFAULT_PER_KEY_SERIES;
     this.series = new PolicySeries(POLICY_METRICS, {
       buckets,
-      perKey: this.perKey,
-      perKeySeries: this.perKeySeries,
+      perKey: options.perKey ?? false,
+      perKeySeries: options.perKeySeries ?? DEFAULT_PER_KEY_SERIES,
       // Only an instance of one key asks: those are the registry's.
-      keysOf: (policy) => registry.allKeys(policy as RegistryPolicy),
+      keysOf: (policy) => keysKept(registry, policy),
       countCalls: options.countCalls,
     });
     // Attached before subscribing, so a name clash leaves nothing subscribed.
     this.detach = attachCollectors(options.registry, this.collectors(), buckets);
     this.subscriptions.push(
-      watchInstances(registry, options.fallbacks ?? [], (observed) => this.series.bind(observed), {
-        keys: true,
-        evicted: (observed) => this.series.unbind(observed),
-      }),
-    );
-    // A hedge's counters are read at scrape time; those of an evicted key are kept under its name.
-    this.subscriptions.push(
-      registry.onHedgeEvicted(({ name, metrics }) => {
-        let counts = this.retiredHedges.get(name);
-        if (counts === undefined) this.retiredHedges.set(name, (counts = [0, 0, 0]));
-        counts[0] += metrics.hedged;
-        counts[1] += metrics.winner;
-        counts[2] += metrics.cancelled;
-      }),
+      watchSeries(
+        registry,
+        options.fallbacks ?? [],
+        (observed) => this.series.bind(observed),
+        (observed) => this.series.unbind(observed),
+      ),
     );
     if (options.idempotency !== undefined) {
       // Counted by outcome only, a fixed set of values: never by key or method, so the series stay few.
@@ -175,24 +149,6 @@ export class ResilienceMetricsBinding {
         },
       ],
       [
-        f.hedgeCalls,
-        (emit) => {
-          for (const { name, metrics: m } of this.hedges) emitHedgeCalls(emit, name, [m.hedged, m.winner, m.cancelled]);
-          // Every key is added into its name's series; with perKey, the most used keys and `other` get their own too.
-          const keys = this.hedgeKeys();
-          const shown = this.perKey ? mostUsedKeys(keys, this.perKeySeries) : NO_KEYS;
-          for (const { key, instance } of keys) {
-            const m = instance.metrics;
-            const e = this.perKey
-              ? alsoUnderKey(emit, shown.has(`${instance.name}\u0000${key}`) ? key : OTHER_KEYS)
-              : emit;
-            emitHedgeCalls(e, instance.name, [m.hedged, m.winner, m.cancelled]);
-          }
-          const retired = this.perKey ? alsoUnderKey(emit, OTHER_KEYS) : emit;
-          for (const [name, counts] of this.retiredHedges) emitHedgeCalls(retired, name, counts);
-        },
-      ],
-      [
         f.idempotencyRequests,
         (emit) => {
           for (const [outcome, count] of this.idempotency) emit({ outcome }, count);
@@ -201,10 +157,4 @@ export class ResilienceMetricsBinding {
     );
     return collectors;
   }
-}
-
-const HEDGE_KINDS = ['hedged', 'winner', 'cancelled'];
-
-function emitHedgeCalls(emit: Emit, name: string, counts: readonly number[]): void {
-  for (let i = 0; i < HEDGE_KINDS.length; i++) emit({ name, kind: HEDGE_KINDS[i] }, counts[i]);
 }

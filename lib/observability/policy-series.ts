@@ -4,10 +4,10 @@ import type { MetricsStart, MetricWriter, PolicyMetrics } from '../kernel/teleme
 import { Collector, Emit, FamilyDefinition } from './metric-family';
 
 /** No key is shown on its own without `perKey`. */
-export const NO_KEYS: ReadonlySet<string> = new Set();
+const NO_KEYS: ReadonlySet<string> = new Set();
 
 /** The `key` label of the keys of a name that have no series of their own. */
-export const OTHER_KEYS = 'other';
+const OTHER_KEYS = 'other';
 
 /** A kept key of an instance used per key, with how often it was used. */
 export interface UsedKey {
@@ -17,7 +17,7 @@ export interface UsedKey {
 }
 
 /** The `perKeySeries` most used keys of each name among `entries` (the keys of several names), as `name\0key`. */
-export function mostUsedKeys(entries: Iterable<UsedKey>, perKeySeries: number): ReadonlySet<string> {
+function mostUsedKeys(entries: Iterable<UsedKey>, perKeySeries: number): ReadonlySet<string> {
   const byName = new Map<string, { name: string; key: string; uses: number }[]>();
   for (const entry of entries) {
     const name = entry.instance.name;
@@ -34,7 +34,7 @@ export function mostUsedKeys(entries: Iterable<UsedKey>, perKeySeries: number): 
 }
 
 /** `emit`, writing each sample a second time with the `key` label `key`. */
-export function alsoUnderKey(emit: Emit, key: string): Emit {
+function alsoUnderKey(emit: Emit, key: string): Emit {
   return (labels, value, suffix) => {
     emit(labels, value, suffix);
     emit({ ...labels, key }, value, suffix);

@@ -34,3 +34,15 @@ export interface InstanceCreatedEvent<P extends RegistryPolicy = RegistryPolicy>
   /** The key, for the instance of one key of a named (or derived) instance; else undefined. */
   readonly key?: string;
 }
+
+/** Announced whenever the registry evicts an instance: an idle or least recently used key, or undeclared name. */
+export interface InstanceEvictedEvent<P extends RegistryPolicy = RegistryPolicy> {
+  /** The policy the instance belongs to. */
+  readonly policy: P;
+  /** The instance's name. */
+  readonly name: string;
+  /** The key evicted, for an instance used per key; undefined for an undeclared name. */
+  readonly key?: string;
+  /** The instance evicted. */
+  readonly instance: PolicyInstances[P];
+}

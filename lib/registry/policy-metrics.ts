@@ -3,13 +3,14 @@ import { BULKHEAD_METRICS } from '../policies/bulkhead/bulkhead.metrics';
 import { CACHE_METRICS } from '../policies/cache/cache.metrics';
 import { CIRCUIT_BREAKER_METRICS } from '../policies/circuit-breaker/circuit-breaker.metrics';
 import { FALLBACK_METRICS } from '../policies/fallback/fallback.metrics';
+import { HEDGE_METRICS } from '../policies/hedge/hedge.metrics';
 import { RATE_LIMITER_METRICS } from '../policies/rate-limiter/rate-limiter.metrics';
 import { RETRY_METRICS } from '../policies/retry/retry.metrics';
 import { TIME_LIMITER_METRICS } from '../policies/time-limiter/time-limiter.metrics';
 
 /**
- * The Prometheus series of each kind of policy the registry makes (and of
- * the fallback policies it tracks), in the order their families are
+ * The Prometheus series of each kind of policy the registry makes (hedges
+ * included, and the fallback policies it tracks), in the order their families are
  * registered. Each is written in its policy's folder.
  */
 export const POLICY_METRICS: readonly PolicyMetrics[] = [
@@ -20,4 +21,5 @@ export const POLICY_METRICS: readonly PolicyMetrics[] = [
   TIME_LIMITER_METRICS,
   FALLBACK_METRICS,
   CACHE_METRICS,
+  HEDGE_METRICS,
 ];

@@ -123,6 +123,25 @@ describe('registry.hedge(name, { key })', () => {
     await clock.advance(60_000);
     expect(registry.hedge('h', { key: 'a' })).not.toBe(remade);
   });
+
+  it("announces each hedge it makes, named, a method's own and each key's, to onHedgeCreated", () => {
+    const registry = registryOf(new VirtualClock());
+    const made: HedgePolicy[] = [];
+    const stop = registry.onHedgeCreated((hedge) => made.push(hedge));
+    const a = registry.hedge('h', { key: 'a' });
+    expect(registry.hedge('h', { key: 'a' })).toBe(a);
+    const b = registry.hedge('h', { key: 'b' });
+    const own = registry.deriveHedge('h', { maxHedgedAttempts: 2 }, "@Hedge('h') on Shop.list", '@Hedge on Shop.list');
+    stop();
+    registry.hedge('h', { key: 'c' });
+    expect(made.map((hedge) => [hedge.name, hedge.key])).toEqual([
+      ['h', undefined],
+      ['h', 'a'],
+      ['h', 'b'],
+      ['h', undefined],
+    ]);
+    expect(made.map((hedge) => [registry.hedge('h'), a, b, own].indexOf(hedge))).toEqual([0, 1, 2, 3]);
+  });
 });
 
 describe('registry.pipeline(…, { key }) with a hedge', () => {
@@ -196,6 +215,44 @@ describe('the metrics of hedges used per key', () => {
     const binding = new ResilienceMetricsBinding(registry, { registry: prom });
     for (const key of ['a', 'b']) await callTaking(clock, registry.hedge('h', { key }), 50);
     expect(await hedged(prom)).toEqual(['resilience4nest_hedge_calls_total{name="h",kind="hedged"} 2']);
+    binding.close();
+  });
+
+  it("count a hedge made after the binding started, a method's own hedge of its name and each of its keys", async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      hedging: { configs: { default: { delay: '10ms', safe: true } } },
+    });
+    const prom = new Registry();
+    const binding = new ResilienceMetricsBinding(registry, { registry: prom, perKey: true, perKeySeries: 1 });
+    await callTaking(clock, registry.hedge('late'), 50);
+    const own = registry.deriveHedge('late', { latencyWindowSize: 20 }, "@Hedge('late') on Shop", '@Hedge on Shop');
+    await callTaking(clock, own, 50);
+    const uses: Record<string, number> = { hot: 3, cold: 1 };
+    for (const [key, n] of Object.entries(uses))
+      for (let i = 0; i < n; i++) await callTaking(clock, registry.hedge('late', { key }), 50);
+    expect(await hedged(prom)).toEqual([
+      'resilience4nest_hedge_calls_total{name="late",kind="hedged"} 6',
+      'resilience4nest_hedge_calls_total{name="late",kind="hedged",key="hot"} 3',
+      'resilience4nest_hedge_calls_total{name="late",kind="hedged",key="other"} 1',
+    ]);
+    binding.close();
+  });
+
+  it('count an undeclared hedge evicted when idle once, under its name alone', async () => {
+    const clock = new VirtualClock();
+    const registry = new ResilienceRegistry({
+      clock,
+      hedging: { keys: { idleTimeout: '1m' }, configs: { default: { delay: '10ms', safe: true } } },
+    });
+    const prom = new Registry();
+    const binding = new ResilienceMetricsBinding(registry, { registry: prom, perKey: true });
+    const idle = registry.hedge('idle');
+    await callTaking(clock, idle, 50);
+    await clock.advance(120_000);
+    expect(registry.hedge('idle')).not.toBe(idle);
+    expect(await hedged(prom)).toEqual(['resilience4nest_hedge_calls_total{name="idle",kind="hedged"} 1']);
     binding.close();
   });
 });
