@@ -65,6 +65,7 @@ export type {
   FleetListener,
   FleetOpenReport,
   FleetProbeClaim,
+  FleetProbeRelease,
   FleetPublication,
   FleetTransition,
   FleetTransitionCause,

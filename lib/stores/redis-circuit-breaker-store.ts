@@ -121,13 +121,13 @@ local f = redis.call('HMGET', KEYS[1], 'state', 'until', 'version', 'replica', '
 if not f[1] then return false end
 local left = 0
 if f[1] == 'OPEN' then left = math.max(0, tonumber(f[2]) - now) end
-local t = cjson.decode(ARGV[1])
-t.s = f[1]
-t.r = left
-t.v = tonumber(f[3])
-t.p = f[4]
-t.c = f[5]
-return cjson.encode(t)
+local last = cjson.decode(ARGV[1])
+last.s = f[1]
+last.r = left
+last.v = tonumber(f[3])
+last.p = f[4]
+last.c = f[5]
+return cjson.encode(last)
 `;
 
 /** The probe lease: one holder, for its time. KEYS: probe. ARGV: replica, leaseMs. */
