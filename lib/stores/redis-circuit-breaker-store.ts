@@ -188,7 +188,10 @@ function escapeKey(key: string): string {
     if (PLAIN.test(c)) out += c;
     else {
       const unit = key.charCodeAt(i);
-      out += unit > 0xff ? `%u${unit.toString(16).toUpperCase().padStart(4, '0')}` : `%${unit.toString(16).toUpperCase().padStart(2, '0')}`;
+      out +=
+        unit > 0xff
+          ? `%u${unit.toString(16).toUpperCase().padStart(4, '0')}`
+          : `%${unit.toString(16).toUpperCase().padStart(2, '0')}`;
     }
   }
   return out;
@@ -196,8 +199,10 @@ function escapeKey(key: string): string {
 
 /** The key {@link escapeKey} escaped. */
 function unescapeKey(escaped: string): string {
-  return escaped.replace(/%u([0-9A-F]{4})|%([0-9A-F]{2})/g, (_all, wide: string | undefined, narrow: string | undefined) =>
-    String.fromCharCode(parseInt(wide ?? (narrow as string), 16)),
+  return escaped.replace(
+    /%u([0-9A-F]{4})|%([0-9A-F]{2})/g,
+    (_all, wide: string | undefined, narrow: string | undefined) =>
+      String.fromCharCode(parseInt(wide ?? (narrow as string), 16)),
   );
 }
 

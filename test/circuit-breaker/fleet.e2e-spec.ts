@@ -325,7 +325,7 @@ describe('fleet-wide circuit breaker (real Redis)', () => {
       expect(resets).toEqual(['h1.example']);
     });
 
-    it('after the wait one replica per key holds the probe lease; each key\'s verdict moves that key everywhere', async () => {
+    it("after the wait one replica per key holds the probe lease; each key's verdict moves that key everywhere", async () => {
       const fleet = await keyedReplicas(3);
       const keys = ['h1.example', 'h2.example'];
       await makeKeys(fleet, ...keys);
@@ -336,7 +336,11 @@ describe('fleet-wide circuit breaker (real Redis)', () => {
       await clock.advance(10_001);
       for (const r of fleet)
         for (const key of keys)
-          expect(await hostOn(r, key).execute(ok).catch((e: unknown) => e)).toBeInstanceOf(CallNotPermittedError);
+          expect(
+            await hostOn(r, key)
+              .execute(ok)
+              .catch((e: unknown) => e),
+          ).toBeInstanceOf(CallNotPermittedError);
       await eventually('a prober for each key', () =>
         keys.every((key) => fleet.some((r) => hostOn(r, key).state === 'HALF_OPEN')),
       );
@@ -434,7 +438,12 @@ describe('fleet-wide circuit breaker (real Redis)', () => {
         'pay undefined CLOSED',
       ]);
       const stored = (await inspector().keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort();
-      expect(stored).toEqual(['{pay|%7Bx%7D}:key:state', '{pay|x%3A1}:key:state', '{pay|x%7D}:key:state', '{pay|x}:state']);
+      expect(stored).toEqual([
+        '{pay|%7Bx%7D}:key:state',
+        '{pay|x%3A1}:key:state',
+        '{pay|x%7D}:key:state',
+        '{pay|x}:state',
+      ]);
     });
 
     it("expires a key's state in Redis: 2 × its OPEN wait + 1 min after its last transition, never while set by hand", async () => {

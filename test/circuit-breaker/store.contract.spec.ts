@@ -155,7 +155,14 @@ describe.each(TARGETS)('CircuitBreakerStore contract ($label)', (target) => {
         ] as const
       ).map(([name, key]) => store.read(name, key)),
     );
-    expect(states.map((t) => t?.state)).toEqual(['FORCED_OPEN', 'DISABLED', undefined, 'OPEN', 'METRICS_ONLY', undefined]);
+    expect(states.map((t) => t?.state)).toEqual([
+      'FORCED_OPEN',
+      'DISABLED',
+      undefined,
+      'OPEN',
+      'METRICS_ONLY',
+      undefined,
+    ]);
     await target.heard();
     expect(heard.map((t) => `${t.name} ${String(t.key)} ${t.state}`)).toEqual([
       'pay a:b FORCED_OPEN',
@@ -193,8 +200,22 @@ describe.each(TARGETS)('CircuitBreakerStore contract ($label)', (target) => {
   });
 
   it("numbers a key's transitions upwards, above any it numbered before", async () => {
-    const first = await store.publish({ name: 'pay', key: 'h1', replica: 'a', state: 'OPEN', waitMs: 100, cause: 'manual' });
-    const second = await store.publish({ name: 'pay', key: 'h1', replica: 'a', state: 'CLOSED', waitMs: 0, cause: 'verdict' });
+    const first = await store.publish({
+      name: 'pay',
+      key: 'h1',
+      replica: 'a',
+      state: 'OPEN',
+      waitMs: 100,
+      cause: 'manual',
+    });
+    const second = await store.publish({
+      name: 'pay',
+      key: 'h1',
+      replica: 'a',
+      state: 'CLOSED',
+      waitMs: 0,
+      cause: 'verdict',
+    });
     expect(second.version).toBeGreaterThan(first.version);
     expect(await store.read('pay', 'h1')).toMatchObject({ state: 'CLOSED', version: second.version, key: 'h1' });
   });
