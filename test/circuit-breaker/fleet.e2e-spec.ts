@@ -507,6 +507,30 @@ describe('fleet-wide circuit breaker (real Redis)', () => {
     });
   });
 
+  it('an evicted undeclared name leaves its fleet: it follows nothing more', async () => {
+    const section = { configs: { default: { ...BREAKER, shared: true } } };
+    const a = replicaRegistry(section);
+    const client = new Redis(url, { maxRetriesPerRequest: 1 });
+    clients.push(client);
+    const b = new ResilienceRegistry({
+      clock,
+      maxUndeclaredInstances: 1,
+      circuitBreakerStore: new RedisCircuitBreakerStore({ client, prefix }),
+      circuitBreaker: section,
+    });
+    registries.push(b);
+    const [onA, onB] = [a.circuitBreaker('ship'), b.circuitBreaker('ship')];
+    await Promise.all([a.fleetJoined(), b.fleetJoined()]);
+    b.circuitBreaker('stock');
+    expect(b.all('circuitBreaker')).not.toContain(onB);
+    onA.transitionToForcedOpenState();
+    await quietFor(300);
+    expect(onB.state).toBe('CLOSED');
+    const again = b.circuitBreaker('ship');
+    await b.fleetJoined();
+    expect(again.state).toBe('FORCED_OPEN');
+  });
+
   it('refuses to take a running breaker out of its fleet, or change its quorum, live: that needs a restart', async () => {
     const a = await replica({ quorum: 2 });
     const registry = registries[0];
