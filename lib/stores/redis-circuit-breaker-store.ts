@@ -52,8 +52,8 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
 /**
  * How long a key's state hash outlives its last transition beyond twice
- * its OPEN wait (the wait, then a report window as long): a key seen on
- * no replica for that long leaves nothing in Redis.
+ * its OPEN wait (the wait, then a window as long for reports and the
+ * probe's verdict): a key no replica moved for that long leaves nothing in Redis.
  */
 const KEY_STATE_GRACE_MS = 60_000;
 
