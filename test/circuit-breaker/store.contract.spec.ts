@@ -172,6 +172,15 @@ describe.each(TARGETS)('CircuitBreakerStore contract ($label)', (target) => {
     ]);
   });
 
+  it('gives back any key as it was given, beyond ASCII and a lone surrogate included', async () => {
+    const key = 'tenant ü/€ \ud83d %41 %u0041';
+    await store.publish({ name: 'pay', key, replica: 'r', state: 'FORCED_OPEN', waitMs: 0, cause: 'manual' });
+    expect(await store.read('pay', key)).toMatchObject({ key, state: 'FORCED_OPEN' });
+    expect(await store.read('pay', 'tenant ü/€ \ufffd %41 %u0041')).toBeUndefined();
+    await target.heard();
+    expect(heard.map((t) => t.key)).toEqual([key]);
+  });
+
   it("counts a key's reports and gives its probe lease apart from the name's", async () => {
     const report = (replica: string, key?: string) =>
       store.reportOpen({ name: 'pay', key, replica, quorum: 2, waitMs: 5000 });
