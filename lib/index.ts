@@ -70,6 +70,7 @@ export type {
   FleetListener,
   FleetOpenReport,
   FleetProbeClaim,
+  FleetProbeRelease,
   FleetPublication,
   FleetTransition,
   FleetTransitionCause,

@@ -68,8 +68,8 @@ const POLICY_FACTORIES: { readonly [P in RegistryPolicy]: Make<PolicyConfigs[P],
   retry: (r, name, config, _place, key) => new RetryPolicy(name, config, r.clock, r.random, key),
   circuitBreaker: (r, name, config, place, key) => {
     const breaker = new CircuitBreakerPolicy(name, config, r.clock, r.random, key);
-    // The fleet shares a name's transitions; the states of its keys stay each replica's own.
-    if (config.shared && key === undefined) r.circuitBreakerFleet(place).join(breaker, config.shared.quorum);
+    // A shared name's keys are fleet-wide too, each apart: a key's breaker joins as it is made, and leaves when evicted.
+    if (config.shared) r.circuitBreakerFleet(place).join(breaker, config.shared.quorum);
     return breaker;
   },
   bulkhead: (r, name, config, _place, key) => new BulkheadPolicy(name, config, r.clock, key),

@@ -109,6 +109,10 @@ export class ResilienceRegistry {
     this.keyed = new PerKeyInstances(this.table);
     this.live = new LiveOptions(resolved, this.table, this.stores, (m) => this.warnOnce(m));
     this.stores.check(resolved.sections.rateLimiter, resolved.sections.circuitBreaker);
+    // An evicted breaker (a key's, or an undeclared name's) leaves its fleet: it follows and reports no more.
+    this.feed.onInstanceEvicted((evicted) => {
+      if (evicted.policy === 'circuitBreaker') this.stores.leaveFleet(evicted.instance as CircuitBreakerPolicy);
+    });
   }
 
   /**

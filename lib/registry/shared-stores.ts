@@ -3,6 +3,7 @@ import type { ResolvedSection } from '../config/schema';
 import type { Clock } from '../kernel/clock';
 import { CircuitBreakerStore, isCircuitBreakerStore } from '../policies/circuit-breaker/circuit-breaker-store';
 import type { CircuitBreakerConfig } from '../policies/circuit-breaker/circuit-breaker.config';
+import type { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
 import { CircuitBreakerFleet } from '../policies/circuit-breaker/circuit-breaker.fleet';
 import {
   NOT_A_STORE as NOT_A_BREAKER_STORE,
@@ -57,6 +58,11 @@ export class SharedStores {
     if (breakers.defaultConfig.shared) this.circuitBreakerFleet(instancePlace('circuitBreaker', 'config', 'default'));
     for (const [name, config] of breakers.instances)
       if (config.shared) this.circuitBreakerFleet(instancePlace('circuitBreaker', 'instance', name));
+  }
+
+  /** Takes `breaker` out of its fleet, if it is in one (it was evicted). */
+  leaveFleet(breaker: CircuitBreakerPolicy): void {
+    this.fleet?.leave(breaker);
   }
 
   /** Resolves once every fleet-wide breaker made so far listens to its fleet and has read its state. */

@@ -133,4 +133,99 @@ describe.each(TARGETS)('CircuitBreakerStore contract ($label)', (target) => {
       'pay CLOSED v2 reset 0',
     ]);
   });
+
+  it("keeps a name's keys apart from each other and from names, and says the key in each transition", async () => {
+    await store.publish({ name: 'pay', key: 'a:b', replica: 'r', state: 'FORCED_OPEN', waitMs: 0, cause: 'manual' });
+    await store.publish({ name: 'pay', key: '{a}', replica: 'r', state: 'DISABLED', waitMs: 0, cause: 'manual' });
+    await store.publish({ name: 'pay|a', replica: 'r', state: 'METRICS_ONLY', waitMs: 0, cause: 'manual' });
+    expect(await store.reportOpen({ name: 'pay', key: '', replica: 'r', quorum: 1, waitMs: 5000 })).toMatchObject({
+      name: 'pay',
+      key: '',
+      state: 'OPEN',
+    });
+    const states = await Promise.all(
+      (
+        [
+          ['pay', 'a:b'],
+          ['pay', '{a}'],
+          ['pay', 'a'],
+          ['pay', ''],
+          ['pay|a', undefined],
+          ['pay', undefined],
+        ] as const
+      ).map(([name, key]) => store.read(name, key)),
+    );
+    expect(states.map((t) => t?.state)).toEqual([
+      'FORCED_OPEN',
+      'DISABLED',
+      undefined,
+      'OPEN',
+      'METRICS_ONLY',
+      undefined,
+    ]);
+    await target.heard();
+    expect(heard.map((t) => `${t.name} ${String(t.key)} ${t.state}`)).toEqual([
+      'pay a:b FORCED_OPEN',
+      'pay {a} DISABLED',
+      'pay|a undefined METRICS_ONLY',
+      'pay  OPEN',
+    ]);
+  });
+
+  it('gives back any key as it was given, beyond ASCII and a lone surrogate included', async () => {
+    const key = 'tenant ü/€ \ud83d %41 %u0041';
+    await store.publish({ name: 'pay', key, replica: 'r', state: 'FORCED_OPEN', waitMs: 0, cause: 'manual' });
+    expect(await store.read('pay', key)).toMatchObject({ key, state: 'FORCED_OPEN' });
+    expect(await store.read('pay', 'tenant ü/€ \ufffd %41 %u0041')).toBeUndefined();
+    await target.heard();
+    expect(heard.map((t) => t.key)).toEqual([key]);
+  });
+
+  it("counts a key's reports and gives its probe lease apart from the name's", async () => {
+    const report = (replica: string, key?: string) =>
+      store.reportOpen({ name: 'pay', key, replica, quorum: 2, waitMs: 5000 });
+    expect(await report('a', 'h1')).toBeUndefined();
+    expect(await report('b', 'h2')).toBeUndefined();
+    expect(await report('c')).toBeUndefined();
+    expect(await report('d', 'h1')).toMatchObject({ name: 'pay', key: 'h1', state: 'OPEN', replica: 'd' });
+    const claim = (replica: string, key?: string) => store.claimProbe({ name: 'pay', key, replica, leaseMs: 5000 });
+    expect([await claim('a', 'h1'), await claim('b', 'h2'), await claim('c'), await claim('d', 'h1')]).toEqual([
+      true,
+      true,
+      true,
+      false,
+    ]);
+  });
+
+  it('gives a probe lease back for its holder only', async () => {
+    const claim = (replica: string) => store.claimProbe({ name: 'pay', key: 'h1', replica, leaseMs: 5000 });
+    const release = (replica: string) => store.releaseProbe({ name: 'pay', key: 'h1', replica });
+    expect(await claim('a')).toBe(true);
+    expect(await release('b')).toBe(false);
+    expect(await claim('b')).toBe(false);
+    expect(await release('a')).toBe(true);
+    expect(await release('a')).toBe(false);
+    expect(await claim('b')).toBe(true);
+  });
+
+  it("numbers a key's transitions upwards, above any it numbered before", async () => {
+    const first = await store.publish({
+      name: 'pay',
+      key: 'h1',
+      replica: 'a',
+      state: 'OPEN',
+      waitMs: 100,
+      cause: 'manual',
+    });
+    const second = await store.publish({
+      name: 'pay',
+      key: 'h1',
+      replica: 'a',
+      state: 'CLOSED',
+      waitMs: 0,
+      cause: 'verdict',
+    });
+    expect(second.version).toBeGreaterThan(first.version);
+    expect(await store.read('pay', 'h1')).toMatchObject({ state: 'CLOSED', version: second.version, key: 'h1' });
+  });
 });

@@ -59,6 +59,7 @@ const unusedBreakerStore: CircuitBreakerStore = {
   reportOpen: () => Promise.reject(new Error('not called')),
   publish: () => Promise.reject(new Error('not called')),
   claimProbe: () => Promise.reject(new Error('not called')),
+  releaseProbe: () => Promise.reject(new Error('not called')),
   read: () => new Promise(() => undefined),
   listen: () => new Promise(() => undefined),
 };

@@ -7,6 +7,8 @@ export type FleetTransitionCause = 'quorum' | 'verdict' | 'manual' | 'reset';
 export interface FleetTransition {
   /** The breaker's instance name. */
   readonly name: string;
+  /** The key, for the breaker of one key of `name` (`{ key }`, a decorator's `key`); undefined for the name's own breaker. */
+  readonly key?: string;
   /** The state every replica moves to. */
   readonly state: CircuitBreakerState;
   /** OPEN only: ms left of the fleet's wait when the store answered (0 once it is over). */
@@ -23,6 +25,8 @@ export interface FleetTransition {
 export interface FleetOpenReport {
   /** The breaker's instance name. */
   readonly name: string;
+  /** The key, for the breaker of one key of `name` (`{ key }`, a decorator's `key`); undefined for the name's own breaker. */
+  readonly key?: string;
   /** The reporting replica. */
   readonly replica: string;
   /** Reports, current ones counted, needed to open the fleet. */
@@ -35,6 +39,8 @@ export interface FleetOpenReport {
 export interface FleetPublication {
   /** The breaker's instance name. */
   readonly name: string;
+  /** The key, for the breaker of one key of `name` (`{ key }`, a decorator's `key`); undefined for the name's own breaker. */
+  readonly key?: string;
   /** The publishing replica. */
   readonly replica: string;
   /** The state every replica moves to. */
@@ -49,10 +55,22 @@ export interface FleetPublication {
 export interface FleetProbeClaim {
   /** The breaker's instance name. */
   readonly name: string;
+  /** The key, for the breaker of one key of `name` (`{ key }`, a decorator's `key`); undefined for the name's own breaker. */
+  readonly key?: string;
   /** The claiming replica. */
   readonly replica: string;
   /** How long the lease lasts unless a verdict ends it first. */
   readonly leaseMs: number;
+}
+
+/** A replica giving back the half-open probe lease it holds (its breaker left the fleet). */
+export interface FleetProbeRelease {
+  /** The breaker's instance name. */
+  readonly name: string;
+  /** The key, for the breaker of one key of `name` (`{ key }`, a decorator's `key`); undefined for the name's own breaker. */
+  readonly key?: string;
+  /** The replica giving it back: a lease another replica holds is kept. */
+  readonly replica: string;
 }
 
 /** What a replica hears from the store. */
@@ -69,7 +87,9 @@ export interface FleetListener {
  * Where fleet-wide circuit breakers (`shared: true`) share their
  * transitions, so that replicas of one service open, probe and close
  * together. Module option `circuitBreakerStore`. Only transitions go
- * through it: a call never touches the store.
+ * through it: a call never touches the store. The breakers of a shared
+ * name's keys are fleet-wide too, each apart from the name's and from the
+ * other keys'.
  */
 export interface CircuitBreakerStore {
   /**
@@ -83,8 +103,10 @@ export interface CircuitBreakerStore {
   publish(publication: FleetPublication): Promise<FleetTransition>;
   /** Takes the half-open probe lease when no replica holds it; true when this replica now holds it. */
   claimProbe(claim: FleetProbeClaim): Promise<boolean>;
-  /** The fleet's last transition of breaker `name`, or `undefined` when it has none. */
-  read(name: string): Promise<FleetTransition | undefined>;
+  /** Gives the probe lease back when `replica` holds it; true when it did. */
+  releaseProbe(release: FleetProbeRelease): Promise<boolean>;
+  /** The fleet's last transition of breaker `name` (of its `key`, when given), or `undefined` when it has none. */
+  read(name: string, key?: string): Promise<FleetTransition | undefined>;
   /** Starts listening; resolves once transitions are being heard, with the function that stops. */
   listen(listener: FleetListener): Promise<() => Promise<void>>;
 }
@@ -97,6 +119,7 @@ export function isCircuitBreakerStore(value: unknown): value is CircuitBreakerSt
     typeof store.reportOpen === 'function' &&
     typeof store.publish === 'function' &&
     typeof store.claimProbe === 'function' &&
+    typeof store.releaseProbe === 'function' &&
     typeof store.read === 'function' &&
     typeof store.listen === 'function'
   );

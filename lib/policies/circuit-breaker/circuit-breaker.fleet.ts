@@ -14,11 +14,23 @@ function errorText(error: unknown): string {
 }
 
 /**
+ * Where the members of one breaker are kept: its name, or for the breaker
+ * of a key its name, a NUL and its key (a name holds no control character,
+ * so no name passes for a key).
+ */
+function subjectOf(name: string, key: string | undefined): string {
+  return key === undefined ? name : `${name}\u0000${key}`;
+}
+
+/**
  * The replicas' shared view of fleet-wide breakers, one per registry: its
  * replica id, its subscription to the store's transitions, and whether the
  * store answers. While it does not, each breaker runs as a local breaker
  * (nothing is sent), one line is logged, and when it is back every breaker
- * reads its fleet's state again. See docs/decisions/0009-fleet-breaker-shares-transitions.md.
+ * reads its fleet's state again. The breakers of a shared name's keys join
+ * it as they are made, each apart, and leave it when they are evicted. See
+ * docs/decisions/0009-fleet-breaker-shares-transitions.md and
+ * docs/decisions/0011-fleet-breakers-per-key.md.
  */
 export class CircuitBreakerFleet implements FleetListener {
   /** This replica's id in the store. */
@@ -41,12 +53,17 @@ export class CircuitBreakerFleet implements FleetListener {
     private readonly log: (message: string) => void,
   ) {}
 
-  /** Makes `breaker` fleet-wide with `quorum`, and brings it to its fleet's current state once known. */
+  /**
+   * Makes `breaker` (a name's, or one key's) fleet-wide with `quorum`, and
+   * brings it to its fleet's current state once known: a key made while
+   * its fleet is OPEN opens too, as a replica starting then does.
+   */
   join(breaker: CircuitBreakerPolicy, quorum: number): void {
     const member = new FleetMember(this, breaker, quorum);
     breaker.joinFleet(member);
-    const same = this.members.get(breaker.name);
-    if (same === undefined) this.members.set(breaker.name, [member]);
+    const subject = subjectOf(breaker.name, breaker.key);
+    const same = this.members.get(subject);
+    if (same === undefined) this.members.set(subject, [member]);
     else same.push(member);
     this.listening ??= this.store.listen(this).then(
       (stop) => {
@@ -58,6 +75,21 @@ export class CircuitBreakerFleet implements FleetListener {
     member.catchUp(this.listening);
   }
 
+  /**
+   * Takes `breaker` out of its fleet (its key, or its undeclared name, was
+   * evicted): it hears no more transitions, tells the fleet nothing more,
+   * and gives back a probe lease it holds or is being granted.
+   */
+  leave(breaker: CircuitBreakerPolicy): void {
+    const subject = subjectOf(breaker.name, breaker.key);
+    const same = this.members.get(subject);
+    const member = same?.find((m) => m.breaker === breaker);
+    if (same === undefined || member === undefined) return;
+    same.splice(same.indexOf(member), 1);
+    if (same.length === 0) this.members.delete(subject);
+    member.leave();
+  }
+
   /** Resolves once the subscription is made and every breaker joined so far has read its fleet's state (or failed to). */
   async joined(): Promise<void> {
     await this.listening;
@@ -66,7 +98,7 @@ export class CircuitBreakerFleet implements FleetListener {
 
   /** {@inheritDoc FleetListener.transition} */
   transition(transition: FleetTransition): void {
-    const members = this.members.get(transition.name);
+    const members = this.members.get(subjectOf(transition.name, transition.key));
     if (members !== undefined) for (const member of members) member.follow(transition);
   }
 
@@ -111,27 +143,31 @@ class FleetMember implements CircuitBreakerFleetHooks {
   private claiming = false;
   /** Clock time before which a lost lease is not asked for again (its holder still has it). */
   private nextClaimAt = Number.NEGATIVE_INFINITY;
+  /** True from the lease being granted to this replica until a transition of the fleet ends it. */
+  private leased = false;
+  /** True once the breaker left the fleet: it runs as a local breaker, and the fleet hears nothing of it. */
+  private left = false;
   /** The pending read of the fleet's state, for {@link CircuitBreakerFleet.joined}. */
   reading: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly fleet: CircuitBreakerFleet,
-    private readonly breaker: CircuitBreakerPolicy,
+    readonly breaker: CircuitBreakerPolicy,
     private readonly quorum: number,
   ) {}
 
   opened(waitMs: number): void {
     this.fleetOpen = false;
-    if (!this.fleet.reachable) return;
-    const { name } = this.breaker;
+    if (!this.fleet.reachable || this.left) return;
+    const { name, key } = this.breaker;
     this.fleet.store
-      .reportOpen({ name, replica: this.fleet.replica, quorum: this.quorum, waitMs })
+      .reportOpen({ name, key, replica: this.fleet.replica, quorum: this.quorum, waitMs })
       .then((transition) => transition !== undefined && this.follow(transition), this.failed);
   }
 
   decided(to: CircuitBreakerState, waitMs: number): void {
     // A round this replica started on its own (below the quorum) is its own business; a failed one is a new report.
-    if (!this.fleetOpen) {
+    if (!this.fleetOpen || this.left) {
       if (to === 'OPEN') this.opened(waitMs);
       return;
     }
@@ -140,7 +176,7 @@ class FleetMember implements CircuitBreakerFleetHooks {
   }
 
   mayProbe(): boolean {
-    if (!this.fleetOpen || !this.fleet.reachable) return true;
+    if (!this.fleetOpen || !this.fleet.reachable || this.left) return true;
     if (this.claiming || this.fleet.clock.now() < this.nextClaimAt) return false;
     this.claiming = true;
     const settings = this.breaker.config;
@@ -148,11 +184,16 @@ class FleetMember implements CircuitBreakerFleetHooks {
       settings.maxWaitDurationInHalfOpenState > 0
         ? settings.maxWaitDurationInHalfOpenState
         : settings.waitDurationInOpenState;
-    this.fleet.store.claimProbe({ name: this.breaker.name, replica: this.fleet.replica, leaseMs }).then(
+    const { name, key } = this.breaker;
+    this.fleet.store.claimProbe({ name, key, replica: this.fleet.replica, leaseMs }).then(
       (held) => {
         this.claiming = false;
-        if (held) this.breaker.probe();
-        else this.nextClaimAt = this.fleet.clock.now() + leaseMs;
+        if (!held) this.nextClaimAt = this.fleet.clock.now() + leaseMs;
+        else if (this.left) this.release();
+        else {
+          this.leased = true;
+          this.breaker.probe();
+        }
       },
       (error: unknown) => {
         this.claiming = false;
@@ -165,16 +206,25 @@ class FleetMember implements CircuitBreakerFleetHooks {
   }
 
   changedByHand(to: CircuitBreakerState, waitMs: number, reset: boolean): void {
+    if (this.left) return;
     this.fleetOpen = to === 'OPEN';
     // A half-open round started by hand stays this replica's own: the fleet's has one prober.
     if (to === 'HALF_OPEN') return;
     this.send(to, waitMs, reset ? 'reset' : 'manual');
   }
 
+  /** Stops following the fleet, and gives back the probe lease this replica holds (granted since, it is given back then). */
+  leave(): void {
+    this.left = true;
+    if (this.leased) this.release();
+  }
+
   /** Follows a transition heard from the store, once, unless this replica made it. */
   follow(transition: FleetTransition): void {
-    if (transition.version <= this.seen) return;
+    if (transition.version <= this.seen || this.left) return;
     this.seen = transition.version;
+    // Every transition of the fleet ends its probe lease.
+    this.leased = false;
     if (transition.replica === this.fleet.replica) {
       if (transition.state === 'OPEN' && this.breaker.state === 'OPEN') this.fleetOpen = true;
       return;
@@ -192,8 +242,8 @@ class FleetMember implements CircuitBreakerFleetHooks {
     this.reading = before
       .then(() => {
         const seenBefore = this.seen;
-        return this.fleet.store.read(this.breaker.name).then((transition) => {
-          if (this.seen !== seenBefore) return;
+        return this.fleet.store.read(this.breaker.name, this.breaker.key).then((transition) => {
+          if (this.seen !== seenBefore || this.left) return;
           this.seen = transition?.version ?? 0;
           if (transition !== undefined && transition.replica !== this.fleet.replica) this.apply(transition);
         });
@@ -227,16 +277,25 @@ class FleetMember implements CircuitBreakerFleetHooks {
   }
 
   private send(state: CircuitBreakerState, waitMs: number, cause: FleetTransition['cause']): void {
+    // The transition published ends the lease in the store.
+    this.leased = false;
     if (!this.fleet.reachable) return;
     this.fleet.store
       .publish({
         name: this.breaker.name,
+        key: this.breaker.key,
         replica: this.fleet.replica,
         state,
         waitMs: state === 'OPEN' ? waitMs : 0,
         cause,
       })
       .then((transition) => this.follow(transition), this.failed);
+  }
+
+  private release(): void {
+    this.leased = false;
+    const { name, key } = this.breaker;
+    this.fleet.store.releaseProbe({ name, key, replica: this.fleet.replica }).catch(this.failed);
   }
 
   private readonly failed = (error: unknown): void => this.fleet.failed(error);

@@ -6,7 +6,7 @@ export const SHARED_WITHOUT_STORE = (place: string): string =>
   `${PREFIX}: invalid configuration of ${place}: key 'shared' is set, but the module option 'circuitBreakerStore' is not (e.g. circuitBreakerStore: new RedisCircuitBreakerStore({ client }))`;
 
 export const NOT_A_STORE = (value: string): string =>
-  `${PREFIX}: invalid module options: key 'circuitBreakerStore' must be a circuit breaker store (an object with reportOpen(), publish(), claimProbe(), read() and listen(), e.g. new RedisCircuitBreakerStore({ client })), got ${value}`;
+  `${PREFIX}: invalid module options: key 'circuitBreakerStore' must be a circuit breaker store (an object with reportOpen(), publish(), claimProbe(), releaseProbe(), read() and listen(), e.g. new RedisCircuitBreakerStore({ client })), got ${value}`;
 
 /** A live change of `shared` (on, off, or its quorum), which only a restart applies. */
 export const SHARED_NOT_LIVE = (place: string, before: string, after: string): string =>
