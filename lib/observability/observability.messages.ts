@@ -59,6 +59,10 @@ export const STATUS_PUBLIC_AND_GUARDED =
 export const UNKNOWN_STATUS_ROUTE = (resource: string, known: readonly string[]): string =>
   `${PREFIX}: no status route '${resource}'; the routes are ${known.map((r) => `'${r}'`).join(', ')}, 'loadshedding', 'faults', 'faultevents' and 'outbox'`;
 
+/** `GET …/:name/keys` on a resource that lists events, not instances. */
+export const NO_KEYS_ROUTE = (resource: string, keyed: readonly string[]): string =>
+  `${PREFIX}: '${resource}' lists events, which have no keys; the keys of an instance are at ${keyed.map((r) => `'${r}/:name/keys'`).join(', ')}`;
+
 /** A status route names an instance that does not exist. */
 export const UNKNOWN_STATUS_INSTANCE = (policy: string, name: string): string =>
   `${PREFIX}: no ${policy} instance named '${name}'`;

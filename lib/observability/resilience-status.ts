@@ -14,6 +14,8 @@ export const RESILIENCE_STATUS_OPTIONS = 'RESILIENCE:STATUS_OPTIONS';
 /** One instance as the status endpoints list it. */
 export interface InstanceStatus {
   readonly name: string;
+  /** The key, for the instance of one key of an instance used per key (`GET …/:name/keys`). */
+  readonly key?: string;
   /** True for a method's private instance made from decorator overrides. */
   readonly derived: boolean;
   /** The settings (durations in ms; error classes and functions by name). */
@@ -86,6 +88,20 @@ export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy
   /** Every instance of `policy` (named `name`, if given). */
   list(policy: StatusPolicy, name?: string): InstanceStatus[] {
     return this.instances.filter((o) => o.policy === policy && (name === undefined || o.name === name)).map(status);
+  }
+
+  /**
+   * The instance of each key of instance `name` of `policy` kept now (empty
+   * for a name without keys, and for fallbacks and caches, which have none).
+   * Reads what is kept: it makes no instance and marks no key used.
+   */
+  keys(policy: StatusPolicy, name: string): InstanceStatus[] {
+    if (policy === 'fallback' || policy === 'cache') return [];
+    const kept = this.catalog.registry.keys(policy, name);
+    return [...kept].map(([key, instance]) => ({
+      ...status({ policy, name, instance, derived: false } as ObservedInstance),
+      key,
+    }));
   }
 
   /** The recorded events of `policy`'s instances (named `name`, if given), oldest first. */

@@ -23,6 +23,7 @@ import {
   UNKNOWN_CONFIG_ROUTE,
   UNKNOWN_STATUS_INSTANCE,
   UNKNOWN_STATUS_ROUTE,
+  NO_KEYS_ROUTE,
 } from './observability.messages';
 import type { ReconfigurablePolicy } from '../kernel/config-change';
 import { isPlainObject } from '../config/plain-object';
@@ -94,6 +95,9 @@ function loadSheddingStatus(shedder: LoadShedder): LoadSheddingStatus {
     shed,
   };
 }
+
+/** The resources whose instances may have keys of their own (`GET …/:name/keys`). */
+const KEYED_RESOURCES = Object.keys(RESOURCES).filter((r) => !RESOURCES[r].events);
 
 function resourceOf(resource: string): Resource {
   const found = Object.prototype.hasOwnProperty.call(RESOURCES, resource) ? RESOURCES[resource] : undefined;
@@ -168,6 +172,16 @@ export function createStatusController(path: string, guards: readonly GuardLike[
     list(@Param('resource') resource: string): Record<string, InstanceStatus[] | RecordedEvent[]> {
       const { policy, key, events } = resourceOf(resource);
       return { [key]: events ? this.status.events(policy) : this.status.list(policy) };
+    }
+
+    @Get(':resource/:name/keys')
+    keys(@Param('resource') resource: string, @Param('name') name: string): Record<string, InstanceStatus[]> {
+      const { policy, key, events } = resourceOf(resource);
+      if (events) throw new OperatorRouteError(404, NO_KEYS_ROUTE(resource, KEYED_RESOURCES));
+      // An unknown name is a 404 before the registry is asked, so that asking makes no instance of it.
+      if (this.status.list(policy, name).length === 0)
+        throw new OperatorRouteError(404, UNKNOWN_STATUS_INSTANCE(policy, name));
+      return { [key]: this.status.keys(policy, name) };
     }
 
     @Get(':resource/:name')

@@ -1,7 +1,11 @@
 import { CanActivate, ExecutionContext, INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { ResilienceEndpointsModule, ResilienceRegistry } from '../../lib';
-import { INVALID_UPDATE_STATE, UNKNOWN_STATUS_INSTANCE } from '../../lib/observability/observability.messages';
+import {
+  INVALID_UPDATE_STATE,
+  NO_KEYS_ROUTE,
+  UNKNOWN_STATUS_INSTANCE,
+} from '../../lib/observability/observability.messages';
 import { PLATFORMS } from '../support/platforms';
 import { bootApp, driveTraffic } from './kit';
 
@@ -88,6 +92,38 @@ describe.each(PLATFORMS)('status endpoints (%s)', (platform) => {
       UNKNOWN_STATUS_INSTANCE('circuitBreaker', 'nope'),
     );
     await get('/nothing').expect(404);
+  });
+
+  it('list the kept keys of an instance used per key, each with its state, and none of a name without keys', async () => {
+    const registry = app.get(ResilienceRegistry);
+    registry.circuitBreaker('psp', { key: 'a.example' });
+    registry.circuitBreaker('psp', { key: 'b.example' }).transitionToOpenState();
+    registry.retry('inventory', { key: 'eu' });
+    const { body } = await get('/circuitbreakers/psp/keys').expect(200);
+    expect(body.circuitBreakers).toEqual([
+      expect.objectContaining({ name: 'psp', key: 'a.example', derived: false, state: 'CLOSED' }),
+      expect.objectContaining({ name: 'psp', key: 'b.example', derived: false, state: 'OPEN' }),
+    ]);
+    expect(body.circuitBreakers[1].metrics).toEqual(expect.objectContaining({ numberOfBufferedCalls: 0 }));
+    expect((await get('/retries/inventory/keys').expect(200)).body).toEqual({
+      retries: [expect.objectContaining({ name: 'inventory', key: 'eu' })],
+    });
+    expect((await get('/bulkheads/pool/keys').expect(200)).body).toEqual({ bulkheads: [] });
+    const unknown = await get('/circuitbreakers/nope/keys').expect(404);
+    expect(unknown.body.detail).toBe(UNKNOWN_STATUS_INSTANCE('circuitBreaker', 'nope'));
+    expect((await get('/circuitbreakerevents/psp/keys').expect(404)).body.detail).toBe(
+      NO_KEYS_ROUTE('circuitbreakerevents', [
+        'circuitbreakers',
+        'retries',
+        'bulkheads',
+        'timelimiters',
+        'ratelimiters',
+        'fallbacks',
+        'caches',
+      ]),
+    );
+    // Asking for an unknown name makes no instance of it.
+    expect(registry.all('circuitBreaker').map((b) => b.name)).not.toContain('nope');
   });
 
   it('keep the last eventBufferSize events of each instance, oldest first', async () => {
