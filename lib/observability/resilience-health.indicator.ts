@@ -7,6 +7,8 @@ import { LoadShedder } from '../features/load-shedding/load-shedder';
 import type { RateLimiterHealth } from '../policies/rate-limiter/rate-limiter.health';
 import { FallbackShare, FallbackShareCounts } from './fallback-share';
 import { InstanceCatalog, ObservedInstance } from './instance-catalog';
+import { POLICY_SCHEMAS } from '../registry/resolve-options';
+import type { RegistryPolicy } from '../registry/policy-instances';
 import { FALLBACK_SHARE_NOT_CONFIGURED, LOAD_SHEDDING_NOT_CONFIGURED } from './observability.messages';
 import { readHealthOptions, ResolvedHealthOptions } from './observability.options';
 import { loadOptionalPeer } from '../kernel/optional-peer';
@@ -263,8 +265,9 @@ export class ResilienceHealthIndicator implements OnApplicationBootstrap, OnModu
 
   /** How many keys of the named instance `observed` are kept, and in each status; undefined when it has none. */
   private keysOf(observed: ObservedInstance): KeysHealth | undefined {
-    if (observed.policy === 'fallback' || observed.policy === 'cache') return undefined;
-    const kept = this.catalog.registry.keys(observed.policy, observed.name);
+    // Only the registry's policies have keys (not fallbacks, caches, or a kind it does not make).
+    if (!Object.prototype.hasOwnProperty.call(POLICY_SCHEMAS, observed.policy)) return undefined;
+    const kept = this.catalog.registry.keys(observed.policy as RegistryPolicy, observed.name);
     if (kept.size === 0) return undefined;
     const statuses = Object.create(null) as Record<string, number>;
     for (const instance of kept.values()) {
