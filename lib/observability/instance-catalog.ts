@@ -120,17 +120,15 @@ const observedHedge = (instance: HedgePolicy): ObservedHedge => ({
 });
 
 /**
- * Calls `visit` once for every instance with Prometheus series: those
- * {@link watchInstances} visits, the instance of each key included, and
- * every hedge (named, a method's or pipeline's own, of one key), made so
- * far or later; `evicted` is told of each one the registry evicts. Returns
- * the function that stops watching.
+ * Calls `visit` once for every hedge of `registry` (named, a method's or
+ * pipeline's own, of one key), made so far or later; `evicted` is told of
+ * each one visited that the registry evicts (an idle key, an undeclared
+ * name). Returns the function that stops watching.
  */
-export function watchSeries(
+export function watchHedges(
   registry: ResilienceRegistry,
-  fallbacks: readonly FallbackPolicy[],
-  visit: (observed: ObservedSeries) => void,
-  evicted: (observed: ObservedSeries) => void,
+  visit: (observed: ObservedHedge) => void,
+  evicted: (observed: ObservedHedge) => void,
 ): Unsubscribe {
   const seen = new Set<HedgePolicy>();
   const visitHedge = (instance: HedgePolicy): void => {
@@ -143,13 +141,31 @@ export function watchSeries(
   const unsubscribeEvicted = registry.onHedgeEvicted((instance) => {
     if (seen.delete(instance)) evicted(observedHedge(instance));
   });
-  const unsubscribe = watchInstances(registry, fallbacks, visit, { keys: true, evicted });
   for (const instance of registry.hedges) visitHedge(instance);
   for (const { instance } of registry.allHedgeKeys()) visitHedge(instance);
   return () => {
-    unsubscribe();
     unsubscribeCreated();
     unsubscribeEvicted();
+  };
+}
+
+/**
+ * Calls `visit` once for every instance with Prometheus series: those
+ * {@link watchInstances} visits, the instance of each key included, and
+ * every hedge ({@link watchHedges}); `evicted` is told of each one the
+ * registry evicts. Returns the function that stops watching.
+ */
+export function watchSeries(
+  registry: ResilienceRegistry,
+  fallbacks: readonly FallbackPolicy[],
+  visit: (observed: ObservedSeries) => void,
+  evicted: (observed: ObservedSeries) => void,
+): Unsubscribe {
+  const unsubscribe = watchInstances(registry, fallbacks, visit, { keys: true, evicted });
+  const unsubscribeHedges = watchHedges(registry, visit, evicted);
+  return () => {
+    unsubscribe();
+    unsubscribeHedges();
   };
 }
 
@@ -182,6 +198,11 @@ export class InstanceCatalog {
     keys = false,
   ): Unsubscribe {
     return watchInstances(this.registry, [], visit, { evicted, keys });
+  }
+
+  /** See {@link watchHedges}. */
+  watchHedges(visit: (observed: ObservedHedge) => void, evicted: (observed: ObservedHedge) => void): Unsubscribe {
+    return watchHedges(this.registry, visit, evicted);
   }
 
   /** The fallback policies of the decorated methods and pipelines. */

@@ -57,6 +57,13 @@ class Inventory {
     return n;
   }
 
+  @Hedge('catalog', { safe: true, key: (region: string) => region })
+  async productIn(_region: string): Promise<number> {
+    const n = ++this.calls;
+    await new Promise<void>((resolve) => this.clock.setTimeout(resolve, n === 1 ? 1000 : 20));
+    return n;
+  }
+
   @Timeout('slow')
   async slow(): Promise<void> {
     await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 1000));
@@ -224,6 +231,77 @@ describe('tracing: resilience events on the active span', () => {
         },
       },
     ]);
+    await moduleRef.close();
+  });
+
+  /** The events of a hedge `name` that started a second attempt at 100 ms and won with it, of `key` if given. */
+  const hedgedAndWon = (name: string, key?: string) => {
+    const hedge = {
+      'resilience.policy': 'hedge',
+      'resilience.instance': name,
+      ...(key === undefined ? {} : { 'resilience.instance.key': key }),
+    };
+    return [
+      {
+        name: 'resilience.hedge',
+        attributes: { ...hedge, 'resilience.hedge.kind': 'started', 'resilience.attempt.number': 2 },
+      },
+      {
+        name: 'resilience.hedge',
+        attributes: {
+          ...hedge,
+          'resilience.hedge.kind': 'won',
+          'resilience.attempt.number': 2,
+          'resilience.hedge.cancelled': 1,
+        },
+      },
+    ];
+  };
+
+  /** A call whose first attempt answers after 1 s and every later one after 20 ms. */
+  const firstSlow = (clock: VirtualClock) => {
+    let attempts = 0;
+    return () =>
+      new Promise<number>((resolve) => {
+        const attempt = ++attempts;
+        clock.setTimeout(() => resolve(attempt), attempt === 1 ? 1000 : 20);
+      });
+  };
+
+  it('shows the hedge of one region with the region as resilience.instance.key', async () => {
+    const { moduleRef, clock } = await boot();
+    await expect(traced(clock, () => moduleRef.get(Inventory).productIn('eu'))).resolves.toBe(2);
+    expect(eventsOf('request')).toEqual(hedgedAndWon('catalog', 'eu'));
+    await moduleRef.close();
+  });
+
+  it('shows the hedges of a hedge made after the application started', async () => {
+    const { moduleRef, clock } = await boot({
+      ...OPTIONS,
+      hedging: { ...OPTIONS.hedging, configs: { default: { delay: '100ms' } } },
+    });
+    const late = moduleRef.get(ResilienceRegistry).hedge('late');
+    await expect(traced(clock, () => late.execute(firstSlow(clock)))).resolves.toBe(2);
+    expect(eventsOf('request')).toEqual(hedgedAndWon('late'));
+    await moduleRef.close();
+  });
+
+  it('stops listening to the hedge of an evicted key: it records nothing, and the key made again is recorded once', async () => {
+    const { moduleRef, clock } = await boot({ ...OPTIONS, hedging: { ...OPTIONS.hedging, keys: { max: 1 } } });
+    const registry = moduleRef.get(ResilienceRegistry);
+    const eu = registry.hedge('catalog', { key: 'eu' });
+    await traced(clock, () => eu.execute(firstSlow(clock)));
+    expect(eventsOf('request')).toEqual(hedgedAndWon('catalog', 'eu'));
+    registry.hedge('catalog', { key: 'us' });
+    expect(eu.observed).toBe(false);
+    exporter.reset();
+    await expect(traced(clock, () => eu.execute(firstSlow(clock)))).resolves.toBe(2);
+    expect(eventsOf('request')).toEqual([]);
+    const euAgain = registry.hedge('catalog', { key: 'eu' });
+    expect(euAgain).not.toBe(eu);
+    exporter.reset();
+    await traced(clock, () => euAgain.execute(firstSlow(clock)));
+    expect(eventsOf('request')).toEqual(hedgedAndWon('catalog', 'eu'));
     await moduleRef.close();
   });
 

@@ -1,7 +1,7 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { IdempotencyRegistry } from '../../features/idempotency/idempotency.registry';
 import { loadOptionalPeer, tryLoadOptionalPeer } from '../../kernel/optional-peer';
-import { InstanceCatalog } from '../instance-catalog';
+import { InstanceCatalog, ObservedSeries } from '../instance-catalog';
 import { withAttemptSpans } from './attempt-spans';
 import { ResilienceSpanEvents } from './span-events';
 import { OPENTELEMETRY_API, OpenTelemetry } from './tracing.peer';
@@ -64,12 +64,14 @@ export class ResilienceTracing implements OnApplicationBootstrap, OnModuleDestro
     if (otel === undefined) return;
     const events = new ResilienceSpanEvents(otel);
     this.events = events;
-    this.stopWatching = this.catalog.watch(
-      (observed) => events.bind(observed),
-      (evicted) => events.unbind(evicted),
-      true,
-    );
-    for (const hedge of this.catalog.registry.hedges) events.bindHedge(hedge);
+    const unbind = (evicted: ObservedSeries): void => events.unbind(evicted);
+    const stopWatchingInstances = this.catalog.watch((observed) => events.bind(observed), unbind, true);
+    // Every hedge too, those of keys and those made after startup; an evicted one is let go.
+    const stopWatchingHedges = this.catalog.watchHedges((observed) => events.bindHedge(observed), unbind);
+    this.stopWatching = () => {
+      stopWatchingInstances();
+      stopWatchingHedges();
+    };
     if (this.catalog.registry.faults.enabled) events.bindFaults(this.catalog.registry.faults);
     events.bindIdempotency(this.idempotency);
   }

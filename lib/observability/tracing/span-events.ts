@@ -1,10 +1,9 @@
 import type { Attributes, Span } from '@opentelemetry/api';
 import { Unsubscribe } from '../../kernel/events';
 import type { PolicyTelemetry, SpanEventSink } from '../../kernel/telemetry';
-import { HedgePolicy } from '../../policies/hedge/hedge.policy';
 import { FaultInjector } from '../../features/fault-injection/fault-injector';
 import { IdempotencyRegistry } from '../../features/idempotency/idempotency.registry';
-import { ObservedInstance } from '../instance-catalog';
+import { ObservedHedge, ObservedInstance, ObservedSeries } from '../instance-catalog';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { OpenTelemetry } from './tracing.peer';
 import { errorEventAttributes } from './error-attributes';
@@ -53,8 +52,8 @@ export class ResilienceSpanEvents {
     this.bound.set(observed.instance, channel.traceEvents(key === undefined ? this.sink : this.keyedSink(key)));
   }
 
-  /** Stops listening to an instance the registry evicted. */
-  unbind(observed: ObservedInstance): void {
+  /** Stops listening to an instance (a hedge included) the registry evicted. */
+  unbind(observed: ObservedSeries): void {
     for (const unsubscribe of this.bound.get(observed.instance) ?? []) unsubscribe();
     this.bound.delete(observed.instance);
   }
@@ -67,11 +66,16 @@ export class ResilienceSpanEvents {
     };
   }
 
-  /** Listens to a hedge instance's hedges and answers. */
-  bindHedge(hedge: HedgePolicy): void {
-    this.subscriptions.push(
+  /**
+   * Listens to the hedges and answers of one hedge instance, with the key
+   * of the hedge of one key as `resilience.instance.key`.
+   */
+  bindHedge(observed: ObservedHedge): void {
+    const { instance: hedge, key } = observed;
+    const sink = key === undefined ? this.sink : this.keyedSink(key);
+    this.bound.set(hedge, [
       hedge.onHedge(({ name, attempt }) =>
-        this.record(E.hedge, {
+        sink.event(E.hedge, {
           [A.policy]: 'hedge',
           [A.instance]: name,
           [A.hedgeKind]: 'started',
@@ -79,7 +83,7 @@ export class ResilienceSpanEvents {
         }),
       ),
       hedge.onWinner(({ name, attempt, cancelled }) =>
-        this.record(E.hedge, {
+        sink.event(E.hedge, {
           [A.policy]: 'hedge',
           [A.instance]: name,
           [A.hedgeKind]: 'won',
@@ -87,7 +91,7 @@ export class ResilienceSpanEvents {
           [A.hedgeCancelled]: cancelled,
         }),
       ),
-    );
+    ]);
   }
 
   /** Listens to the faults injected, each on the span of the call it was injected into. */
