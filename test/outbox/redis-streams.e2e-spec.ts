@@ -218,6 +218,17 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
     return new Map(rows.map((r) => [r.event_id as string, r.n as number]));
   }
 
+  /** Resolves once `count` distinct events are applied; fails, naming what it saw, after `ms`. */
+  async function untilApplied(count: number, ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const applied = (await shipped()).size;
+      if (applied >= count) return;
+      if (Date.now() > deadline) throw new Error(`${applied} of ${count} events applied within ${ms} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
   async function pendingEntries(): Promise<number> {
     const [count] = (await admin.xpending(TOPIC, GROUP)) as [number];
     return count;
@@ -377,9 +388,10 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
       }
       const survivor = childConsumer('shipping-4', 'none', reports);
       await message(survivor, 'listening');
-      // Every entry handed to the group and acknowledged, as Redis counts it: a consumer killed with an XACK in
-      // flight may have had it applied without living to report it.
-      await executed.until(committed.length);
+      // Every event applied, as PostgreSQL counts it, and every entry handed to the group and acknowledged, as Redis
+      // counts it: a consumer killed right after a commit or with an XACK in flight may have had it applied without
+      // living to report it, so the reports cannot be waited for.
+      await untilApplied(committed.length, 60_000);
       await untilGroupCaughtUp(admin, TOPIC, GROUP, 60_000);
       await kill(survivor);
 
@@ -397,7 +409,8 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
       expect(lost).toEqual([]);
       expect(applied.size).toBe(committed.length);
       expect([...applied.values()].every((n) => n === 1)).toBe(true);
-      expect(reports.executed).toBe(committed.length);
+      // Reports a killed consumer sent last may be lost with it: never more than the events, never a second execution.
+      expect(reports.executed).toBeLessThanOrEqual(committed.length);
       // The entry whose handler committed but was never acknowledged came again, and was absorbed.
       expect(reports.replayed).toBeGreaterThanOrEqual(1);
       // The entries left pending by the killed consumers were taken over and handled.
