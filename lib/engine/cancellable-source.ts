@@ -1,5 +1,5 @@
 import { Observable, Subscriber, Subscription, TeardownLogic } from 'rxjs';
-import { callerAbortError } from '../kernel/cancellation';
+import { callerCancellation } from '../kernel/cancellation';
 import { contextStorage } from '../kernel/context';
 
 /**
@@ -25,11 +25,11 @@ class CancellableObservable<T> extends Observable<T> {
 function subscribeCancellable<T>(this: Observable<T>, subscriber: Subscriber<T>): TeardownLogic {
   const upstream = (this as CancellableObservable<T>).upstream;
   const scope = contextStorage.getStore();
-  const caller = scope?.caller;
   // Nothing can cancel a subscription made outside every caller's scope.
-  if (caller === undefined) return upstream.subscribe(subscriber);
-  if (caller.aborted) {
-    subscriber.error(callerAbortError(caller.reason));
+  if (scope?.caller === undefined) return upstream.subscribe(subscriber);
+  const cancelled = callerCancellation(scope);
+  if (cancelled !== undefined) {
+    subscriber.error(cancelled);
     return undefined;
   }
   // Made first, so a cancellation while subscribing finds it.
@@ -37,13 +37,13 @@ function subscribeCancellable<T>(this: Observable<T>, subscriber: Subscriber<T>)
   // It listens to the nearest scope (an attempt's follows its caller's), so it lets go when the attempt ends by its
   // own time limit or a hedge's win, leaving the outcome to the policy that ended it.
   const onAbort = (): void => {
-    const cancelled = scope!.caller;
-    if (cancelled?.aborted !== true) return;
+    const abort = callerCancellation(scope);
+    if (abort === undefined) return;
     inner.unsubscribe();
-    subscriber.error(callerAbortError(cancelled.reason));
+    subscriber.error(abort);
   };
-  scope!.watch(onAbort);
-  subscriber.add(() => scope!.unwatch(onAbort));
+  scope.watch(onAbort);
+  subscriber.add(() => scope.unwatch(onAbort));
   // An observer of its own: unsubscribing `upstream` must leave `subscriber` open for the AbortError.
   inner.add(
     upstream.subscribe({

@@ -30,6 +30,8 @@ export interface InstanceKind<C extends object, I> {
   make(name: string, config: C, place: string, key?: string): I;
   /** True while `instance` holds state a restart would lose (an OPEN breaker, calls in flight, waiters): never evicted. */
   holdsState(instance: I): boolean;
+  /** Lets go of what `make` joined for `instance` (a shared breaker's fleet) once it is evicted. */
+  release?(instance: I): void;
   /** Checks what `make` checks beyond the schema (e.g. a shared rate limiter's store); throws naming `place`. */
   check?(config: C, place: string): void;
   /** The config `patch` makes of `base` when it is written in other keys than the schema's (a thread pool's); default: the schema's overrides. */
@@ -116,6 +118,7 @@ export class InstanceCache<C extends object, I extends object> {
         for (const kept of this.families.get(entry.instance)?.entries() ?? []) this.readers.delete(kept.instance);
         this.families.delete(entry.instance);
         this.readers.delete(entry.instance);
+        this.kind.release?.(entry.instance);
         this.host.evicted(entry.key, entry.instance);
       },
     );
@@ -182,6 +185,7 @@ export class InstanceCache<C extends object, I extends object> {
       (made) => this.kind.holdsState(made),
       (entry: LruEntry<I>) => {
         this.readers.delete(entry.instance);
+        this.kind.release?.(entry.instance);
         this.host.evicted(name, entry.instance, entry.key);
       },
     );

@@ -39,6 +39,8 @@ export interface KindSource {
   readonly rateLimiterStore: RateLimiterStore | undefined;
   /** The fleet of the shared breakers; throws, naming `place`, without a `circuitBreakerStore`. */
   circuitBreakerFleet(place: string): CircuitBreakerFleet;
+  /** Takes an evicted breaker out of its fleet, if it is in one. */
+  leaveFleet(breaker: CircuitBreakerPolicy): void;
   /** The retry instance a hedge's `budget` names, held for good. */
   get(policy: 'retry', name: string, where: string): RetryPolicy;
   /** The keys of a retry instance, whose budgets the hedges of the same keys draw from. */
@@ -137,6 +139,8 @@ export function policyKind<P extends RegistryPolicy>(
       if (policy === 'rateLimiter' && (config as RateLimiterConfig).shared) requireStore(r.rateLimiterStore, place);
       if (policy === 'circuitBreaker' && (config as CircuitBreakerConfig).shared) r.circuitBreakerFleet(place);
     },
+    // A shared breaker joined its fleet when it was made; evicted, it leaves: it follows and reports no more.
+    release: policy === 'circuitBreaker' ? (instance) => r.leaveFleet(instance as CircuitBreakerPolicy) : undefined,
     checkChange:
       policy === 'circuitBreaker'
         ? (checkSharingKept as (before: PolicyConfigs[P], after: PolicyConfigs[P], place: string) => void)

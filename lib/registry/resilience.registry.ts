@@ -109,10 +109,6 @@ export class ResilienceRegistry {
     this.keyed = new PerKeyInstances(this.table);
     this.live = new LiveOptions(resolved, this.table, this.stores, (m) => this.warnOnce(m));
     this.stores.check(resolved.sections.rateLimiter, resolved.sections.circuitBreaker);
-    // An evicted breaker (a key's, or an undeclared name's) leaves its fleet: it follows and reports no more.
-    this.feed.onInstanceEvicted((evicted) => {
-      if (evicted.policy === 'circuitBreaker') this.stores.leaveFleet(evicted.instance as CircuitBreakerPolicy);
-    });
   }
 
   /**
@@ -128,6 +124,11 @@ export class ResilienceRegistry {
   /** @internal The fleet of this registry's shared breakers; throws, naming `place`, without a `circuitBreakerStore`. */
   circuitBreakerFleet(place: string): CircuitBreakerFleet {
     return this.stores.circuitBreakerFleet(place);
+  }
+
+  /** @internal Takes an evicted breaker out of its fleet, if it is in one. */
+  leaveFleet(breaker: CircuitBreakerPolicy): void {
+    this.stores.leaveFleet(breaker);
   }
 
   /**

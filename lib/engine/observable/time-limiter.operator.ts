@@ -107,9 +107,12 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
     const scope = this.scope as ResilienceContext;
     // A cancellation at the subscription's own limit (the request deadline it was cut to, most often) is that limit
     // passing, whichever timer of the instant fired first, as for a promise attempt.
-    if (isCancellation(error, scope) && this.limiter.clock.now() >= scope.deadline) {
-      this.timeOut(scope);
-      return;
+    if (isCancellation(error, scope)) {
+      const now = this.limiter.clock.now();
+      if (now >= scope.deadline) {
+        this.timeOut(scope, now);
+        return;
+      }
     }
     this.finish();
     this.limiter.finished(error, true);
@@ -146,12 +149,11 @@ class LimitedSubscription<T> implements Observer<T>, Unsubscribable, TimedEntry 
       this.arm(scope.deadline - now);
       return;
     }
-    this.timeOut(scope);
+    this.timeOut(scope, now);
   }
 
-  /** Ends the subscription with the limiter's timeout: its limit has passed. */
-  private timeOut(scope: ResilienceContext): void {
-    const now = this.limiter.clock.now();
+  /** Ends the subscription with the limiter's timeout: its limit has passed (`now` is the clock reading that saw it). */
+  private timeOut(scope: ResilienceContext, now: number): void {
     this.finish();
     const parent = scope.parent;
     const byDeadline = parent !== undefined && parent.deadline <= now;
