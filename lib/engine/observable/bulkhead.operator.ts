@@ -88,15 +88,21 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
   error(error: unknown): void {
     // Stryker disable next-line ConditionalExpression: end() releases once; an ended downstream ignores this
     if (this.ended) return;
-    this.end();
+    this.ended = true;
+    // The layers around see the outcome before the permit goes to the next waiter, which starts at once: as they see a
+    // promise attempt's outcome before the queued call it lets in runs.
     this.downstream.error(error);
+    this.end();
   }
 
   complete(): void {
     // Stryker disable next-line ConditionalExpression: end() releases once; an ended downstream ignores this
     if (this.ended) return;
-    this.end();
+    this.ended = true;
+    // The layers around see the outcome before the permit goes to the next waiter, which starts at once: as they see a
+    // promise attempt's outcome before the queued call it lets in runs.
     this.downstream.complete();
+    this.end();
   }
 
   unsubscribe(): void {
