@@ -73,6 +73,8 @@ interface Scenario {
     timeLimiter: boolean;
     bulkhead: boolean;
   };
+  /** The retry's wait: 0 retries at the instant the attempt failed. */
+  readonly retryWait: 0 | 100;
   readonly retryOnResult: boolean;
   readonly failAfterMaxAttempts: boolean;
   readonly recordResult: boolean;
@@ -100,7 +102,7 @@ function build(scenario: Scenario, kind: SideKind, stops = false) {
       instances: {
         r: {
           maxAttempts: 3,
-          waitDuration: 100,
+          waitDuration: scenario.retryWait,
           jitter: 'none',
           retryOnResult: scenario.retryOnResult ? (value: unknown) => value === 'stale' : undefined,
           failAfterMaxAttempts: scenario.failAfterMaxAttempts,
@@ -340,6 +342,7 @@ const scenarios: fc.Arbitrary<Scenario> = fc.record({
     timeLimiter: fc.boolean(),
     bulkhead: fc.boolean(),
   }),
+  retryWait: fc.constantFrom<0 | 100>(100, 0),
   retryOnResult: fc.boolean(),
   failAfterMaxAttempts: fc.boolean(),
   recordResult: fc.boolean(),
@@ -363,12 +366,50 @@ const scenarios: fc.Arbitrary<Scenario> = fc.record({
 
 const RESULT_RETRIES_EXHAUSTED: Scenario = {
   layers: { fallback: true, retry: true, circuitBreaker: true, timeLimiter: true, bulkhead: true },
+  retryWait: 100,
   retryOnResult: true,
   failAfterMaxAttempts: true,
   recordResult: true,
   fallbacks: ['refused', 'unavailable'],
   script: ['stale', 'stale', 'stale', 'bad', 'ok'],
   steps: [{ concurrent: 2, advance: 400, deadline: 'none' }],
+};
+
+/**
+ * A timed-out attempt frees its permit for a queued call (7) at the instant it
+ * decides its retry; both retries then fall due at one instant. The retry
+ * decided first runs first, as it does on the engine: a permit handed over
+ * from the queue is used once the call that gave it back has its outcome.
+ */
+const PERMIT_HANDED_OVER_AT_A_TIMEOUT: Scenario = {
+  layers: { fallback: false, retry: true, circuitBreaker: false, timeLimiter: true, bulkhead: true },
+  retryWait: 100,
+  retryOnResult: false,
+  failAfterMaxAttempts: false,
+  recordResult: false,
+  fallbacks: ['notFound'],
+  script: ['ok', 'throwSync', 'hang', 'ok'],
+  steps: [
+    { concurrent: 3, advance: 0, deadline: 'none' },
+    { concurrent: 1, advance: 400, deadline: 'expired' },
+    { concurrent: 3, advance: 0, deadline: 'none' },
+    { concurrent: 1, advance: 0, deadline: 'none' },
+  ],
+};
+
+/** A retry at once after a failed attempt: the permit that attempt held is free for it, or handed to the queue first. */
+const RETRY_AT_ONCE_BEHIND_A_BULKHEAD: Scenario = {
+  layers: { fallback: false, retry: true, circuitBreaker: true, timeLimiter: false, bulkhead: true },
+  retryWait: 0,
+  retryOnResult: false,
+  failAfterMaxAttempts: false,
+  recordResult: false,
+  fallbacks: ['refused'],
+  script: ['unavailable', 'ok', 'slow'],
+  steps: [
+    { concurrent: 1, advance: 0, deadline: 'none' },
+    { concurrent: 4, advance: 400, deadline: 'none' },
+  ],
 };
 
 /**
@@ -417,7 +458,7 @@ describe('one engine over all layers, against one engine per layer and a code pi
         for (const [state, seen] of Object.entries(STATES)) if (seen(sides[0].events, outcomes[0])) reached.add(state);
       }),
       // The rarest state (three 'stale' answers in a row with failAfterMaxAttempts) is seeded, so the coverage check never flakes.
-      { numRuns: 300, examples: [[RESULT_RETRIES_EXHAUSTED]] },
+      { numRuns: 300, examples: [[RESULT_RETRIES_EXHAUSTED], [RETRY_AT_ONCE_BEHIND_A_BULKHEAD]] },
     );
     expect([...reached].sort()).toEqual(Object.keys(STATES).sort());
   });
@@ -437,6 +478,11 @@ describe('a method returning a one-value Observable, against the engine', () => 
   it('means what the promise method means: the same outcomes, events and policy state, declared or not', async () => {
     await fc.assert(
       fc.asyncProperty(scenarios, async (scenario) => {
+        // A timed-out promise method gives its permit back once it has stopped, some promise callbacks after its
+        // signal fired; a retry at once may ask for one before that (as in Resilience4j, where the interrupted
+        // thread and the retry race). An unsubscribed Observable has stopped when its time limit fires, so which of
+        // the two comes first is defined only for the Observable: such scenarios are not held to the promise method.
+        fc.pre(!(scenario.retryWait === 0 && scenario.layers.timeLimiter && scenario.layers.bulkhead));
         // An Observable's work stops when it is unsubscribed: the promise method it is held to stops on its signal.
         const sides = [
           build(scenario, 'standard', true),
@@ -459,7 +505,10 @@ describe('a method returning a one-value Observable, against the engine', () => 
         }
         expect(without(sides[0].events, sides[2].events)).toEqual([]);
       }),
-      { numRuns: 300, examples: [[RESULT_RETRIES_EXHAUSTED]] },
+      {
+        numRuns: 300,
+        examples: [[RESULT_RETRIES_EXHAUSTED], [PERMIT_HANDED_OVER_AT_A_TIMEOUT], [RETRY_AT_ONCE_BEHIND_A_BULKHEAD]],
+      },
     );
   });
 });

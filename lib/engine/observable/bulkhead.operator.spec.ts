@@ -188,6 +188,54 @@ describe('BulkheadPolicy.observe', () => {
     expect(b.metrics.availableConcurrentCalls).toBe(1);
   });
 
+  it('starts a waiter it hands the permit to once the subscriber of the call that gave it back has the outcome', async () => {
+    const b = bulkhead({ maxWaitDuration: 1000 });
+    const first = new Source(clock, 10);
+    const second = new Source(clock, 10);
+    const atOutcome: object[] = [];
+    b.observe(first.observable).subscribe({
+      complete: () => atOutcome.push({ subscriptions: second.subscriptions, ...b.metrics }),
+    });
+    const { seen } = watch(b.observe(second.observable));
+    await clock.advance(10);
+    // The permit was already the waiter's (none free, none queued), but its source had not started.
+    expect(atOutcome).toEqual([
+      { subscriptions: 0, availableConcurrentCalls: 0, maxAllowedConcurrentCalls: 1, queueDepth: 0 },
+    ]);
+    expect(second.subscriptions).toBe(1);
+    await clock.advance(10);
+    expect(seen).toEqual({ values: ['v'], completed: true });
+  });
+
+  it('gives back unused, with no event, a permit handed to a subscription left before it started', async () => {
+    const b = bulkhead({ maxWaitDuration: 1000 });
+    const permitted: string[] = [];
+    const finished: number[] = [];
+    b.onCallPermitted((e) => permitted.push(e.name));
+    b.onCallFinished((e) => finished.push(e.durationMs));
+    const source = new Source(clock, 10);
+    const waiter: { subscription?: Subscription } = {};
+    b.observe(source.observable).subscribe({ complete: () => waiter.subscription?.unsubscribe() });
+    waiter.subscription = watch(b.observe(source.observable)).subscription;
+    await clock.advance(10);
+    expect(source.subscriptions).toBe(1);
+    expect(permitted).toEqual(['feeds']);
+    expect(finished).toEqual([10]);
+    expect(b.metrics).toEqual({ availableConcurrentCalls: 1, maxAllowedConcurrentCalls: 1, queueDepth: 0 });
+  });
+
+  it('has the permit of a failed subscription back when its subscriber hears the error, for a retry at once', async () => {
+    const b = bulkhead({});
+    const source = new Source(clock, 10, [], new Error('boom'));
+    const bounded = b.observe(source.observable);
+    let retried: Seen | undefined;
+    bounded.subscribe({ error: () => (retried = watch(bounded).seen) });
+    await clock.advance(10);
+    expect(retried?.error).toBeUndefined();
+    expect(source.subscriptions).toBe(2);
+    expect(b.metrics.availableConcurrentCalls).toBe(0);
+  });
+
   it('leaves the queue quietly when unsubscribed while waiting: no event, no subscription, the permit goes back', async () => {
     const b = bulkhead({ maxWaitDuration: 1000 });
     const rejected: string[] = [];

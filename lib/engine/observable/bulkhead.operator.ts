@@ -34,6 +34,8 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
   private permit = NO_PERMIT;
   // Stryker disable next-line BooleanLiteral: end() only runs after hold() set it; every other exit skips it
   private holding = false;
+  /** A permit was handed over from the queue; the subscription starts in a microtask. */
+  private handedOver = false;
   private ended = false;
   private place?: object;
   private inner?: Subscription;
@@ -62,7 +64,14 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
       this.place = this.bulkhead.queueForPermit(
         () => {
           this.place = undefined;
-          contextStorage.run(scope as ResilienceContext, () => this.hold(this.bulkhead.entered()));
+          this.handedOver = true;
+          // As a queued promise call resumes after its wait: the call that gave the permit back has its outcome
+          // seen by the layers around it (a retry decided, a breaker told) before this one starts.
+          queueMicrotask(() => {
+            if (this.ended) return;
+            this.handedOver = false;
+            contextStorage.run(scope as ResilienceContext, () => this.hold(this.bulkhead.entered()));
+          });
         },
         (error) => {
           this.place = undefined;
@@ -88,21 +97,17 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
   error(error: unknown): void {
     // Stryker disable next-line ConditionalExpression: end() releases once; an ended downstream ignores this
     if (this.ended) return;
-    this.ended = true;
-    // The layers around see the outcome before the permit goes to the next waiter, which starts at once: as they see a
-    // promise attempt's outcome before the queued call it lets in runs.
-    this.downstream.error(error);
+    // The permit is back before the layers around see the outcome, as a promise attempt's is: a retry at once may
+    // take it. A waiter it is handed to starts after them.
     this.end();
+    this.downstream.error(error);
   }
 
   complete(): void {
     // Stryker disable next-line ConditionalExpression: end() releases once; an ended downstream ignores this
     if (this.ended) return;
-    this.ended = true;
-    // The layers around see the outcome before the permit goes to the next waiter, which starts at once: as they see a
-    // promise attempt's outcome before the queued call it lets in runs.
-    this.downstream.complete();
     this.end();
+    this.downstream.complete();
   }
 
   unsubscribe(): void {
@@ -112,6 +117,12 @@ class BoundedSubscription<T> implements Observer<T>, Unsubscribable {
       // Stryker disable next-line BooleanLiteral: rxjs tears down once; an unlinked waiter is never served
       this.ended = true;
       this.bulkhead.leaveQueue(this.place);
+      return;
+    }
+    if (this.handedOver) {
+      // Left before it started: the permit goes back unused, with no event (none said it was permitted).
+      this.ended = true;
+      this.bulkhead.exit(Number.NaN);
       return;
     }
     this.end();

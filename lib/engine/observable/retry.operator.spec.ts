@@ -307,6 +307,18 @@ describe('RetryPolicy.observe', () => {
     request.dispose();
   });
 
+  it('re-subscribes at once in the scope it was subscribed in, whatever context the failure came from', async () => {
+    const policy = new RetryPolicy('feed', config({ maxAttempts: 2, waitDuration: 0 }), clock);
+    // The failure is told from a timer the virtual clock fires outside the request's scope.
+    const source = new Source(clock, [{ delayMs: 10, error: new Unavailable('busy') }, { delayMs: 10 }]);
+    const request = new ResilienceContext(clock, 200);
+    const { seen } = contextStorage.run(request, () => watch(policy.observe(source.observable)));
+    await clock.advance(20);
+    expect(source.scopes).toEqual([request, request]);
+    expect(seen).toEqual({ values: ['ok'], completed: true });
+    request.dispose();
+  });
+
   it('ends with the error of the last attempt that reached the source when a later attempt is refused', async () => {
     const policy = new RetryPolicy('feed', config({ maxAttempts: 3, waitDuration: 10 }), clock);
     const reached = new Unavailable('busy');

@@ -187,7 +187,9 @@ class RetriedSubscription<T> implements Observer<T>, Unsubscribable {
     this.wait = wait;
     this.inner = undefined;
     if (wait <= 0) {
-      this.subscribeAttempt();
+      // In the subscriber's scope, not that of whatever notified the failure (a time limit's timer, another call's
+      // source): the next attempt's limits are the caller's deadline's.
+      contextStorage.run(this.scope as ResilienceContext, () => this.subscribeAttempt());
       return;
     }
     this.scope?.watch(this.onCallerAbort);
