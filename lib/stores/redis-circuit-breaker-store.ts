@@ -197,6 +197,20 @@ function escapeKey(key: string): string {
   return out;
 }
 
+/** The longest escaped key a Redis key name holds as it is; a longer one is named by its digest. */
+const LONGEST_KEY_IN_NAME = 200;
+
+/**
+ * `key` as the Redis key names of its state hold it: escaped, or `#` and
+ * the SHA-256 of the escaped key when that is longer than
+ * {@link LONGEST_KEY_IN_NAME} (an escaped key never starts with `#`, so
+ * the two forms cannot meet). Messages carry the escaped key whole.
+ */
+function keyInName(key: string): string {
+  const escaped = escapeKey(key);
+  return escaped.length <= LONGEST_KEY_IN_NAME ? escaped : `#${createHash('sha256').update(escaped).digest('hex')}`;
+}
+
 /** The key {@link escapeKey} escaped. */
 function unescapeKey(escaped: string): string {
   return escaped.replace(
@@ -368,13 +382,13 @@ export class RedisCircuitBreakerStore implements CircuitBreakerStore {
   /**
    * One hash tag per breaker: its keys sit in one Cluster slot, as a script
    * needs. A name's end in `}:part`, a key's in `}:key:part` after the name,
-   * a bar and the escaped key (which holds no bar or brace), so none can
-   * pass for another.
+   * a bar and the key as {@link keyInName} writes it (holding no bar or
+   * brace), so none can pass for another.
    */
   private key(name: string, key: string | undefined, part: 'state' | 'reports' | 'probe'): string {
     return key === undefined
       ? `${this.prefix}{${name}}:${part}`
-      : `${this.prefix}{${name}|${escapeKey(key)}}:key:${part}`;
+      : `${this.prefix}{${name}|${keyInName(key)}}:key:${part}`;
   }
 
   private keys(name: string, key: string | undefined): string[] {

@@ -446,6 +446,22 @@ describe('fleet-wide circuit breaker (real Redis)', () => {
       ]);
     });
 
+    it('names the state of a long key in Redis by its digest: bounded key names, and the key still moves every replica', async () => {
+      const [a, b] = await keyedReplicas(2);
+      // A whole URL as a key, query string and all: 4,000 characters, 11,000 once escaped.
+      const long = `https://api.example.com/search?q=${'é&'.repeat(1_980)}`;
+      const longer = `${long}x`;
+      await makeKeys([a, b], long, longer);
+      hostOn(a, long).transitionToForcedOpenState();
+      hostOn(a, longer).transitionToDisabledState();
+      await eventually('b follows both keys', () => hostOn(b, longer).state === 'DISABLED');
+      expect([hostOn(b, long).state, hostOn(b, longer).state]).toEqual(['FORCED_OPEN', 'DISABLED']);
+      const stored = (await inspector().keys(`${prefix}*`)).map((k) => k.slice(prefix.length));
+      expect(stored).toHaveLength(2);
+      for (const name of stored) expect(name).toMatch(/^\{pay\|#[0-9a-f]{64}\}:key:state$/);
+      expect(new Set(stored).size).toBe(2);
+    });
+
     it("expires a key's state in Redis: 2 × its OPEN wait + 1 min after its last transition, never while set by hand", async () => {
       const [a] = await keyedReplicas(1, { quorum: 2 });
       const redis = inspector();
