@@ -382,7 +382,7 @@ export class RedisCircuitBreakerStore implements CircuitBreakerStore {
   /**
    * One hash tag per breaker: its keys sit in one Cluster slot, as a script
    * needs. A name's end in `}:part`, a key's in `}:key:part` after the name,
-   * a bar and the key as {@link keyInName} writes it (holding no bar or
+   * a bar and the key as `keyInName` writes it (holding no bar or
    * brace), so none can pass for another.
    */
   private key(name: string, key: string | undefined, part: 'state' | 'reports' | 'probe'): string {
