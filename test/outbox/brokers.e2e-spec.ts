@@ -170,7 +170,8 @@ const TRANSPORTS: Transport_[] = [
 /*
  * NestJS 12's microservices package is ES modules only; under Jest's CommonJS runtime (Babel turns it into
  * CommonJS) its transports cannot load their client libraries (`loadPackage` exits the process), so the
- * broker round trips run on NestJS 11, where the same transports load as CommonJS.
+ * broker round trips run on NestJS 11, where the same transports load as CommonJS (test/smoke-esm runs the Redis Streams
+ * round trip on NestJS 12).
  */
 const microservicesAreEsm =
   JSON.parse(readFileSync(join(__dirname, '../../node_modules/@nestjs/microservices/package.json'), 'utf8')).type ===

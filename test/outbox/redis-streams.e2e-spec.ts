@@ -70,7 +70,8 @@ class Shipping {
 
 /*
  * NestJS 12's microservices package is ES modules only; under Jest's CommonJS runtime its transports cannot be
- * loaded (see brokers.e2e-spec.ts), so the consumer round trips run on NestJS 11.
+ * loaded (see brokers.e2e-spec.ts), so the consumer round trips run on NestJS 11; on NestJS 12, test/smoke-esm runs
+ * one under Vitest.
  */
 const microservicesAreEsm =
   JSON.parse(readFileSync(join(__dirname, '../../node_modules/@nestjs/microservices/package.json'), 'utf8')).type ===
