@@ -87,7 +87,12 @@ export class RedisStreamsContext {
     return this.pattern;
   }
 
-  /** Whether the entry was taken over with `XAUTOCLAIM` after another delivery was left unacknowledged. */
+  /**
+   * Whether the entry was delivered before and is handed over again: taken
+   * over with `XAUTOCLAIM` after another delivery was left unacknowledged,
+   * or read back from this consumer's own pending entries (at `listen`, or
+   * once its connection came back).
+   */
   isRedelivery(): boolean {
     return this.claimed;
   }

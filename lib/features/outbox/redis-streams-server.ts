@@ -17,6 +17,12 @@ export interface RedisStreamsServerConnection {
   call(command: string, ...args: (string | number)[]): Promise<unknown>;
   /** Closes the connection at once; a command waiting on it fails. */
   disconnect(): void;
+  /**
+   * Registers a listener of `'ready'`, which an `ioredis` client emits each
+   * time its connection is (re)established. Optional: without it the server
+   * learns of a lost connection only from a read that failed.
+   */
+  on?(event: 'ready', listener: () => void): unknown;
 }
 
 /** The client given to the server; an `ioredis` `Redis` client provides it. */
@@ -115,7 +121,11 @@ export interface RedisStreamsServer extends NestServerBase {
  * is acknowledged (`XACK`) only after its handler succeeded: one whose
  * handler failed, or whose consumer died mid-handling, stays pending and
  * is taken over with `XAUTOCLAIM` once idle longer than `claimIdle`, by
- * this consumer or another of the group, and handled again. Delivery is
+ * this consumer or another of the group, and handled again. At `listen`,
+ * and each time the reading connection comes back, the server first reads
+ * the entries pending for its own consumer name (`XREADGROUP … 0`) and
+ * handles those it is not handling already: a read whose reply was lost
+ * with the connection leaves entries pending that no handler saw. Delivery is
  * therefore at least once; key the handler with
  * `@Idempotent({ key: outboxEventId })` for effects applied once.
  *
@@ -158,6 +168,8 @@ class StreamGroupServer implements RedisStreamsServer {
   private readonly clock: Clock;
   private readonly log = new Logger('RedisStreamsServer');
   private readonly handling = new Set<string>();
+  /** Entries a read returned that the read loop has not handed over yet: another pass leaves them to it. */
+  private readonly received = new Set<string>();
   private readonly errorListeners: Array<(error: unknown) => void> = [];
   private readonly warnedPatterns = new Set<string>();
   private reader: RedisStreamsServerConnection | undefined;
@@ -167,8 +179,10 @@ class StreamGroupServer implements RedisStreamsServer {
   private claimTimer: TimerHandle;
   private pause: { timer: TimerHandle; resolve: () => void } | undefined;
   private running: Promise<void>[] = [];
-  /** Acknowledgements sent and not yet answered: the next entry does not wait for them, `close` does. */
-  private readonly acking = new Set<Promise<void>>();
+  /** A read of this consumer's own pending entries under way, and whether another was asked for meanwhile. */
+  private ownPending: { done: Promise<void>; again: boolean } | undefined;
+  /** Acknowledgements sent and not yet answered, by entry: the next entry does not wait for them, `close` does. */
+  private readonly acking = new Map<string, Promise<void>>();
 
   constructor(options: RedisStreamsServerOptions) {
     const given = new GivenOptions(options, PLACE, [
@@ -247,7 +261,7 @@ class StreamGroupServer implements RedisStreamsServer {
     }
     this.reader?.disconnect();
     await Promise.all(this.running);
-    await Promise.all(this.acking);
+    await Promise.all(this.acking.values());
   }
 
   on(event: string, callback: (error: unknown) => void): void {
@@ -262,8 +276,19 @@ class StreamGroupServer implements RedisStreamsServer {
     this.streams = this.givenStreams ?? this.eventPatterns();
     if (this.streams.length === 0) return;
     await this.createGroups();
-    this.reader = this.client.duplicate();
-    this.running = [this.claimPass().then(() => this.scheduleClaim()), this.readLoop()];
+    const reader = this.client.duplicate();
+    this.reader = reader;
+    // The reply to a read the server served can be lost with the connection: its entries are then pending for
+    // this consumer, and the read sent again on the new connection returns only newer ones.
+    let connectedBefore = false;
+    reader.on?.('ready', () => {
+      if (connectedBefore) void this.readOwnPending();
+      connectedBefore = true;
+    });
+    this.running.push(
+      this.claimPass().then(() => this.scheduleClaim()),
+      this.readLoop(),
+    );
   }
 
   /** The string patterns of the registered event handlers: the streams read by default. */
@@ -281,9 +306,11 @@ class StreamGroupServer implements RedisStreamsServer {
     }
   }
 
+  /** Hands over this consumer's own pending entries (a previous run's), then reads new ones until closed. */
   private async readLoop(): Promise<void> {
     const reader = this.reader as RedisStreamsServerConnection;
     const ids = this.streams.map(() => '>');
+    await this.readOwnPending();
     while (!this.closed) {
       let reply: unknown;
       try {
@@ -303,11 +330,17 @@ class StreamGroupServer implements RedisStreamsServer {
       } catch (error) {
         if (this.closed) return;
         await this.failed('read', error);
+        void this.readOwnPending();
         continue;
       }
       this.failing = false;
-      for (const [stream, entries] of streamsOf(reply))
-        for (const [id, fields] of entries) if (fields !== null) await this.deliver(stream, id, fields, false);
+      const batch = streamsOf(reply);
+      for (const [stream, entries] of batch) for (const [id] of entries) this.received.add(`${stream} ${id}`);
+      for (const [stream, entries] of batch)
+        for (const [id, fields] of entries) {
+          this.received.delete(`${stream} ${id}`);
+          if (fields !== null) await this.deliver(stream, id, fields, false);
+        }
     }
   }
 
@@ -318,6 +351,62 @@ class StreamGroupServer implements RedisStreamsServer {
       this.running.push(pass);
       void pass.finally(() => (this.running = this.running.filter((p) => p !== pass)));
     }, this.claimIntervalMs);
+  }
+
+  /**
+   * Reads this consumer's own pending entries (`XREADGROUP … 0`) and hands
+   * over those not being handled or acknowledged here; one read at a time,
+   * another after it when asked for meanwhile.
+   */
+  private readOwnPending(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.ownPending !== undefined) {
+      this.ownPending.again = true;
+      return this.ownPending.done;
+    }
+    const done: Promise<void> = this.ownPendingPass().then(() => {
+      const again = this.ownPending?.again === true;
+      this.ownPending = undefined;
+      this.running = this.running.filter((p) => p !== done);
+      if (again) void this.readOwnPending();
+    });
+    this.ownPending = { done, again: false };
+    this.running.push(done);
+    return done;
+  }
+
+  /** Handles this consumer's pending entries of every stream, oldest first, in bounded rounds. */
+  private async ownPendingPass(): Promise<void> {
+    for (const stream of this.streams) {
+      let after = '0';
+      for (let round = 0; round < CLAIM_ROUNDS && !this.closed; round++) {
+        let reply: unknown;
+        try {
+          reply = await this.client.call(
+            'XREADGROUP',
+            'GROUP',
+            this.group,
+            this.consumer,
+            'COUNT',
+            this.count,
+            'STREAMS',
+            stream,
+            after,
+          );
+        } catch (error) {
+          this.emitError(error);
+          return;
+        }
+        const entries = streamsOf(reply).find(([name]) => name === stream)?.[1] ?? [];
+        for (const [id, fields] of entries) {
+          // An entry trimmed away while pending: nothing left to handle.
+          if (fields === null) this.ack(stream, id);
+          else await this.deliver(stream, id, fields, true);
+        }
+        if (entries.length < this.count) break;
+        after = entries[entries.length - 1][0];
+      }
+    }
   }
 
   /** Takes over and handles every entry of the group idle longer than `claimIdle`, in bounded rounds. */
@@ -356,8 +445,9 @@ class StreamGroupServer implements RedisStreamsServer {
   /** Hands one entry to its handler; acknowledges it only when the handler succeeded. */
   private async deliver(stream: string, id: string, fields: readonly string[], claimed: boolean): Promise<void> {
     const key = `${stream} ${id}`;
-    // Already being handled here (read, then claimed while its handler runs): the running delivery decides.
-    if (this.handling.has(key)) return;
+    // Already being handled here (read, then claimed while its handler runs): the running delivery decides;
+    // read and waiting its turn: the read loop hands it over; handled, its acknowledgement on the way: done.
+    if (this.handling.has(key) || this.received.has(key) || this.acking.has(key)) return;
     const entry = readStreamEntry(fields);
     const pattern = entry.topic ?? stream;
     const handler = this.getHandlerByPattern(pattern);
@@ -385,13 +475,16 @@ class StreamGroupServer implements RedisStreamsServer {
 
   /** Sends `XACK` for the entry without holding up the next one: a round trip per entry would pace the consumer. */
   private ack(stream: string, id: string): void {
-    const sent: Promise<void> = this.client.call('XACK', stream, this.group, id).then(
-      () => undefined,
-      // Not acknowledged: the entry is claimed and handled again, and the idempotent handler absorbs it.
-      (error: unknown) => this.emitError(error),
-    );
-    this.acking.add(sent);
-    void sent.finally(() => this.acking.delete(sent));
+    const key = `${stream} ${id}`;
+    const sent: Promise<void> = this.client
+      .call('XACK', stream, this.group, id)
+      .then(
+        () => undefined,
+        // Not acknowledged: the entry is claimed and handled again, and the idempotent handler absorbs it.
+        (error: unknown) => this.emitError(error),
+      )
+      .finally(() => this.acking.delete(key));
+    this.acking.set(key, sent);
   }
 
   /** A failed read: groups recreated when Redis lost them, the first failure of an episode logged, then a pause. */
