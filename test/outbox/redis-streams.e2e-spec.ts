@@ -17,6 +17,7 @@ import {
   outboxEventId,
   PostgresIdempotencyStore,
   PostgresOutboxStore,
+  RedisStreamsContext,
   RedisStreamsPublisher,
   RedisStreamsServer,
   ResilienceModule,
@@ -53,15 +54,19 @@ class Counter {
 }
 
 /** The in-process consumer's table, and what it saw. */
-const consumerState = { shipments: '', bodies: 0 };
+const consumerState = { shipments: '', bodies: 0, redelivered: 0 };
 
 /** The consumer: one shipment per event id, written in the key's transaction. */
 @Controller()
 class Shipping {
   @EventPattern(TOPIC)
   @Idempotent({ key: outboxEventId, transactional: true })
-  async onOrderCreated(@Payload() event: OutboxEnvelope<{ orderId: string }>, @Ctx() _context: unknown): Promise<void> {
+  async onOrderCreated(
+    @Payload() event: OutboxEnvelope<{ orderId: string }>,
+    @Ctx() context: RedisStreamsContext,
+  ): Promise<void> {
     consumerState.bodies++;
+    if (context.isRedelivery()) consumerState.redelivered++;
     await idempotencyTransaction().query(
       `INSERT INTO ${consumerState.shipments} (event_id, order_id) VALUES ($1, $2)`,
       [event.id, event.payload.orderId],
@@ -123,6 +128,7 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
     keysTable = tableName('consumer_keys');
     consumerState.shipments = tableName('shipments');
     consumerState.bodies = 0;
+    consumerState.redelivered = 0;
     executed = new Counter();
     await pool.query(
       `CREATE TABLE ${consumerState.shipments} (id serial PRIMARY KEY, event_id text NOT NULL, order_id text NOT NULL)`,
@@ -305,7 +311,8 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
       const lost = committed.filter((id) => !applied.has(id));
       process.stdout.write(
         `[redis streams restart] committed ${committed.length}, in the stream before the stop ${inStreamBeforeStop}, ` +
-          `publishes failed while down ${failedWhileDown}, applied ${applied.size}, lost ${lost.length}\n`,
+          `publishes failed while down ${failedWhileDown}, applied ${applied.size} (handed over again ` +
+          `${consumerState.redelivered}), lost ${lost.length}\n`,
       );
       expect(failedWhileDown).toBeGreaterThan(0);
       expect(inStreamBeforeStop).toBe(50);
@@ -344,6 +351,7 @@ describeWithMicroservices('Redis Streams: outbox → XADD → consumer group →
         consumer = undefined;
         expect(await shipped()).toEqual(new Map([[id, 1]]));
         expect(consumerState.bodies).toBe(1);
+        expect(consumerState.redelivered).toBe(1);
         expect(await pendingEntries()).toBe(0);
       } finally {
         await proxy.close();

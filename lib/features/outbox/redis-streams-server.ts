@@ -314,19 +314,7 @@ class StreamGroupServer implements RedisStreamsServer {
     while (!this.closed) {
       let reply: unknown;
       try {
-        reply = await reader.call(
-          'XREADGROUP',
-          'GROUP',
-          this.group,
-          this.consumer,
-          'COUNT',
-          this.count,
-          'BLOCK',
-          this.blockMs,
-          'STREAMS',
-          ...this.streams,
-          ...ids,
-        );
+        reply = await this.readGroup(reader, ['BLOCK', this.blockMs, 'STREAMS', ...this.streams, ...ids]);
       } catch (error) {
         if (this.closed) return;
         await this.failed('read', error);
@@ -375,69 +363,63 @@ class StreamGroupServer implements RedisStreamsServer {
     return done;
   }
 
+  /** `XREADGROUP` for this consumer on `connection`, at most `count` entries, with the given arguments after. */
+  private readGroup(connection: RedisStreamsServerConnection, rest: (string | number)[]): Promise<unknown> {
+    return connection.call('XREADGROUP', 'GROUP', this.group, this.consumer, 'COUNT', this.count, ...rest);
+  }
+
   /** Handles this consumer's pending entries of every stream, oldest first, in bounded rounds. */
-  private async ownPendingPass(): Promise<void> {
-    for (const stream of this.streams) {
-      let after = '0';
-      for (let round = 0; round < CLAIM_ROUNDS && !this.closed; round++) {
-        let reply: unknown;
-        try {
-          reply = await this.client.call(
-            'XREADGROUP',
-            'GROUP',
-            this.group,
-            this.consumer,
-            'COUNT',
-            this.count,
-            'STREAMS',
-            stream,
-            after,
-          );
-        } catch (error) {
-          this.emitError(error);
-          return;
-        }
-        const entries = streamsOf(reply).find(([name]) => name === stream)?.[1] ?? [];
-        for (const [id, fields] of entries) {
-          // An entry trimmed away while pending: nothing left to handle.
-          if (fields === null) this.ack(stream, id);
-          else await this.deliver(stream, id, fields, true);
-        }
-        if (entries.length < this.count) break;
-        after = entries[entries.length - 1][0];
-      }
-    }
+  private ownPendingPass(): Promise<void> {
+    return this.pendingPass('0', async (stream, after) => {
+      const reply = await this.readGroup(this.client, ['STREAMS', stream, after]);
+      const entries = streamsOf(reply).find(([name]) => name === stream)?.[1] ?? [];
+      return [entries.length < this.count ? undefined : entries[entries.length - 1][0], entries];
+    });
   }
 
   /** Takes over and handles every entry of the group idle longer than `claimIdle`, in bounded rounds. */
-  private async claimPass(): Promise<void> {
+  private claimPass(): Promise<void> {
+    return this.pendingPass('0-0', async (stream, cursor) => {
+      const reply = await this.client.call(
+        'XAUTOCLAIM',
+        stream,
+        this.group,
+        this.consumer,
+        this.claimIdleMs,
+        cursor,
+        'COUNT',
+        this.count,
+      );
+      const [next, entries] = reply as [string, StreamEntry[]];
+      return [next === '0-0' ? undefined : next, entries];
+    });
+  }
+
+  /**
+   * Hands over, as redeliveries, the pending entries `page` answers for each
+   * stream, page after page from `first` while it names a next cursor, in
+   * a bounded number of rounds per stream. A failed page ends the
+   * pass (the error is emitted); the next pass starts over.
+   */
+  private async pendingPass(
+    first: string,
+    page: (stream: string, cursor: string) => Promise<[next: string | undefined, entries: StreamEntry[]]>,
+  ): Promise<void> {
     for (const stream of this.streams) {
-      let cursor = '0-0';
-      for (let round = 0; round < CLAIM_ROUNDS && !this.closed; round++) {
-        let reply: unknown;
+      let cursor: string | undefined = first;
+      for (let round = 0; cursor !== undefined && round < CLAIM_ROUNDS && !this.closed; round++) {
+        let entries: StreamEntry[];
         try {
-          reply = await this.client.call(
-            'XAUTOCLAIM',
-            stream,
-            this.group,
-            this.consumer,
-            this.claimIdleMs,
-            cursor,
-            'COUNT',
-            this.count,
-          );
+          [cursor, entries] = await page(stream, cursor);
         } catch (error) {
           this.emitError(error);
           return;
         }
-        const [next, entries] = reply as [string, Array<[string, string[] | null]>];
         for (const [id, fields] of entries) {
           // An entry trimmed away while pending: nothing left to handle.
           if (fields === null) this.ack(stream, id);
           else await this.deliver(stream, id, fields, true);
         }
-        if (next === '0-0') break;
-        cursor = next;
       }
     }
   }
@@ -520,9 +502,12 @@ function linkToNestServer(): new () => NestServerBase {
   return Server;
 }
 
-/** The `[stream, entries]` pairs of an `XREADGROUP` reply (`null` when the block timed out). */
-function streamsOf(reply: unknown): Array<[string, Array<[string, string[] | null]>]> {
-  return Array.isArray(reply) ? (reply as Array<[string, Array<[string, string[] | null]>]>) : [];
+/** An entry as Redis answers it: its id and fields, or `null` fields when it was trimmed away while pending. */
+type StreamEntry = [id: string, fields: string[] | null];
+
+/** The `[stream, entries]` pairs of an `XREADGROUP` reply (`null` when the block timed out or nothing is pending). */
+function streamsOf(reply: unknown): Array<[string, StreamEntry[]]> {
+  return Array.isArray(reply) ? (reply as Array<[string, StreamEntry[]]>) : [];
 }
 
 function messageOf(error: unknown): string {
