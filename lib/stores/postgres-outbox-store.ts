@@ -125,10 +125,12 @@ export class PostgresOutboxStore implements OutboxStore {
    * The same table with every statement run on `connection` (a connection
    * held out of the pool) instead of the pool: what the relay uses, on its
    * listening connection, so it never waits for a connection the
-   * application's transactions hold.
+   * application's transactions hold. The statements run one at a time, in
+   * the order they were asked, as a `pg` client must be used: one that
+   * fails does not hold up the next.
    */
   on(connection: PostgresQueryable): PostgresOutboxStore {
-    return new PostgresOutboxStore({ pool: connection, table: this.tableName, clock: this.clock });
+    return new PostgresOutboxStore({ pool: oneAtATime(connection), table: this.tableName, clock: this.clock });
   }
 
   /** Creates the table if it does not exist (serialized across processes by an advisory lock). */
@@ -422,4 +424,16 @@ function channelOf(table: string): string {
 
 function digestInt(text: string, offset: number): number {
   return createHash('sha256').update(text).digest().readInt32BE(offset);
+}
+
+/** `connection` with each statement started once the one before it has settled. */
+function oneAtATime(connection: PostgresQueryable): PostgresQueryable {
+  let last: Promise<unknown> = Promise.resolve();
+  return {
+    query: (text, values) => {
+      const run = last.then(() => connection.query(text, values));
+      last = run.catch(() => undefined);
+      return run;
+    },
+  };
 }

@@ -166,6 +166,33 @@ describe('a relay that no stuck publish can stop, and that says why publishes fa
     expect(printed.join('')).not.toMatch(/MaxListenersExceededWarning/);
   });
 
+  it('runs its statements on the listening connection one at a time: pg does not warn of queries queued on a busy client', async () => {
+    // pg warns once per process (util.deprecate) when a client is asked a query while it runs one; Node prints it.
+    const printed: string[] = [];
+    const write = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      printed.push(String(chunk));
+      return true;
+    });
+    // Every publish fails: each row is marked failed on its own, all at once.
+    const { relay, counts } = makeRelay(
+      store,
+      async () => {
+        throw new Error('refused');
+      },
+      { clock, relay: { notify: true, batchSize: 50, pollInterval: 1000 } },
+    );
+    try {
+      for (let n = 0; n < 40; n++) await add(`e${n}`, `key-${n}`);
+      relay.start();
+      await eventually(() => counts.get('t:failed') === 40, 'every publish failed and marked');
+    } finally {
+      await relay.stop();
+      write.mockRestore();
+    }
+    expect(printed.join('')).not.toMatch(/DeprecationWarning/);
+    expect(await states(pool, table)).toEqual({ pending: 40 });
+  });
+
   it('logs the first failure of an episode with its message (never the payload), stores the message in last_error', async () => {
     let refusing = true;
     const { relay, warnings } = makeRelay(
