@@ -47,7 +47,10 @@ export interface PostgresIdempotencyStoreOptions {
   readonly clock?: Clock;
   /** Create the table on first use (default true); set false when migrations own it (see {@link PostgresIdempotencyStore.schemaSql}). */
   readonly createSchema?: boolean;
-  /** Where the failure of one of the pool's idle connections is reported, once per episode. Default a Node process warning. */
+  /**
+   * Where the failure of one of the pool's idle connections is reported, once per episode. Default a Node process
+   * warning. Stores of one kind sharing a pool report through the first one's.
+   */
   readonly warn?: StoreWarn;
 }
 

@@ -30,7 +30,10 @@ export interface PostgresOutboxStoreOptions {
   readonly table?: string;
   /** Wall-clock time written into rows (occurred, due, leased, sent); shared by every process. Default `Date.now`. */
   readonly clock?: Clock;
-  /** Where the failure of one of the pool's idle connections is reported, once per episode. Default a Node process warning. */
+  /**
+   * Where the failure of one of the pool's idle connections is reported, once per episode. Default a Node process
+   * warning. Stores of one kind sharing a pool report through the first one's.
+   */
   readonly warn?: StoreWarn;
 }
 
