@@ -63,10 +63,11 @@ class Shipping {
   @Idempotent({ key: outboxEventId, transactional: true })
   async onOrderCreated(
     @Payload() event: OutboxEnvelope<{ orderId: string }>,
-    @Ctx() context: RedisStreamsContext,
+    // NestJS 12 types an event handler's arguments after the payload as unknown.
+    @Ctx() context: unknown,
   ): Promise<void> {
     consumerState.bodies++;
-    if (context.isRedelivery()) consumerState.redelivered++;
+    if ((context as RedisStreamsContext).isRedelivery()) consumerState.redelivered++;
     await idempotencyTransaction().query(
       `INSERT INTO ${consumerState.shipments} (event_id, order_id) VALUES ($1, $2)`,
       [event.id, event.payload.orderId],
