@@ -49,11 +49,14 @@ function later(a: string, b: string): boolean {
  * server sees it: a blocking read (`>`) hands over what was pushed, which
  * joins the consumer's pending entries; a read from an id answers the
  * pending entries after it; `XACK` removes one (once `ackAll` lets it
- * through, when acknowledgements are held). The reading connection emits
+ * through, when acknowledgements are held); the first `XAUTOCLAIM` takes
+ * over the `claimable` entries. The reading connection emits
  * `'ready'` once connected, and again when told it came back.
  */
-function fakeRedis(options: { holdAcks?: boolean; pending?: Entry[] } = {}) {
+function fakeRedis(options: { holdAcks?: boolean; pending?: Entry[]; claimable?: Entry[] } = {}) {
   const pending = new Map<string, string[]>(options.pending);
+  // Entries another consumer left pending and idle: the first XAUTOCLAIM takes them over for this one.
+  let claimable = options.claimable ?? [];
   const fresh: Entry[] = [];
   const acks: string[] = [];
   const waitingAcks: Array<() => void> = [];
@@ -87,7 +90,12 @@ function fakeRedis(options: { holdAcks?: boolean; pending?: Entry[] } = {}) {
         acks.push(String(args[2]));
         return 1;
       }
-      if (command === 'XAUTOCLAIM') return ['0-0', []];
+      if (command === 'XAUTOCLAIM') {
+        const claimed = claimable;
+        claimable = [];
+        for (const [id, fields] of claimed) pending.set(id, fields);
+        return ['0-0', claimed];
+      }
       return 'OK';
     },
     disconnect: () => failRead(new Error('disconnected')),
@@ -125,20 +133,22 @@ function fakeRedis(options: { holdAcks?: boolean; pending?: Entry[] } = {}) {
   };
 }
 
-/** A server on `redis` whose `orders` handler records each entry and may wait for `gate`. */
-function serverOn(redis: ReturnType<typeof fakeRedis>, clock?: VirtualClock) {
-  const server = RedisStreamsServer({
-    client: redis.connection,
-    group: 'g',
-    consumer: 'c',
-    streams: ['orders'],
-    clock,
-  });
+const turns = async (n: number) => {
+  for (let turn = 0; turn < n; turn++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+/**
+ * A server on `redis` whose `orders` handler records each entry, takes
+ * `turnsFor(event id)` turns of the event loop, and may wait for `gate`.
+ */
+function serverOn(redis: ReturnType<typeof fakeRedis>, turnsFor: (eventId: string) => number = () => 0) {
+  const server = RedisStreamsServer({ client: redis.connection, group: 'g', consumer: 'c', streams: ['orders'] });
   const handled: Array<{ id: string; redelivery: boolean }> = [];
   let gate: Promise<void> | undefined;
   const handler = Object.assign(
     async (data: unknown, context: unknown) => {
       handled.push({ id: (data as { id: string }).id, redelivery: (context as RedisStreamsContext).isRedelivery() });
+      await turns(turnsFor((data as { id: string }).id));
       await gate;
     },
     { isEventHandler: true },
@@ -166,10 +176,6 @@ function serverOn(redis: ReturnType<typeof fakeRedis>, clock?: VirtualClock) {
     },
   };
 }
-
-const turns = async (n: number) => {
-  for (let turn = 0; turn < n; turn++) await new Promise((resolve) => setImmediate(resolve));
-};
 
 describe('RedisStreamsServer acknowledgements', () => {
   it('hands on the next entry without waiting for the previous acknowledgement, and close waits for those in flight', async () => {
@@ -242,6 +248,19 @@ describe("RedisStreamsServer: this consumer's own pending entries", () => {
     ]);
     expect(redis.acks.sort()).toEqual(['1-0', '2-0', '3-0']);
     expect(redis.pending.size).toBe(0);
+  });
+
+  it('hands over once each entry that a claim and the read of its own pending entries both return', async () => {
+    // At listen, XAUTOCLAIM takes over another consumer's idle entries, and the read of this consumer's pending
+    // entries, sent right after it, returns them again.
+    const redis = fakeRedis({ claimable: [entry('1-0', 'e1'), entry('2-0', 'e2'), entry('3-0', 'e3')] });
+    // e2 takes longer than the others: the pass that handles it comes to e3 after the other pass handled it.
+    const { server, handled, listening } = serverOn(redis, (id) => (id === 'e2' ? 6 : 1));
+    await listening;
+    await turns(100);
+    await server.close();
+    expect(handled.map((h) => h.id)).toEqual(['e1', 'e2', 'e3']);
+    expect(redis.acks).toEqual(['1-0', '2-0', '3-0']);
   });
 
   it('reads them after a failed read too, when the connection cannot say it came back', async () => {

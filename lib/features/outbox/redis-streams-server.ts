@@ -168,8 +168,8 @@ class StreamGroupServer implements RedisStreamsServer {
   private readonly clock: Clock;
   private readonly log = new Logger('RedisStreamsServer');
   private readonly handling = new Set<string>();
-  /** Entries a read returned that the read loop has not handed over yet: another pass leaves them to it. */
-  private readonly received = new Set<string>();
+  /** Entries a pass read and will hand over, not handling yet: another pass that read them too leaves them to it. */
+  private readonly taken = new Set<string>();
   private readonly errorListeners: Array<(error: unknown) => void> = [];
   private readonly warnedPatterns = new Set<string>();
   private reader: RedisStreamsServerConnection | undefined;
@@ -322,13 +322,7 @@ class StreamGroupServer implements RedisStreamsServer {
         continue;
       }
       this.failing = false;
-      const batch = streamsOf(reply);
-      for (const [stream, entries] of batch) for (const [id] of entries) this.received.add(`${stream} ${id}`);
-      for (const [stream, entries] of batch)
-        for (const [id, fields] of entries) {
-          this.received.delete(`${stream} ${id}`);
-          if (fields !== null) await this.deliver(stream, id, fields, false);
-        }
+      await this.handOver(streamsOf(reply), false);
     }
   }
 
@@ -415,21 +409,38 @@ class StreamGroupServer implements RedisStreamsServer {
           this.emitError(error);
           return;
         }
-        for (const [id, fields] of entries) {
-          // An entry trimmed away while pending: nothing left to handle.
-          if (fields === null) this.ack(stream, id);
-          else await this.deliver(stream, id, fields, true);
-        }
+        await this.handOver([[stream, entries]], true);
       }
     }
   }
 
-  /** Hands one entry to its handler; acknowledges it only when the handler succeeded. */
+  /**
+   * Hands over, one after the other, the entries read that no other pass
+   * has taken and none is handling or acknowledging. They are taken at
+   * once: passes run side by side (reads, claims, this consumer's own
+   * pending entries) and may read the same entry, which only the first
+   * hands over.
+   */
+  private async handOver(batch: ReadonlyArray<[string, readonly StreamEntry[]]>, claimed: boolean): Promise<void> {
+    const mine: Array<[string, StreamEntry]> = [];
+    for (const [stream, entries] of batch)
+      for (const entry of entries) {
+        const key = `${stream} ${entry[0]}`;
+        if (this.taken.has(key) || this.handling.has(key) || this.acking.has(key)) continue;
+        this.taken.add(key);
+        mine.push([stream, entry]);
+      }
+    for (const [stream, [id, fields]] of mine) {
+      this.taken.delete(`${stream} ${id}`);
+      // An entry trimmed away while pending: nothing left to handle.
+      if (fields === null) this.ack(stream, id);
+      else await this.deliver(stream, id, fields, claimed);
+    }
+  }
+
+  /** Hands one entry, taken by the caller, to its handler; acknowledges it only when the handler succeeded. */
   private async deliver(stream: string, id: string, fields: readonly string[], claimed: boolean): Promise<void> {
     const key = `${stream} ${id}`;
-    // Already being handled here (read, then claimed while its handler runs): the running delivery decides;
-    // read and waiting its turn: the read loop hands it over; handled, its acknowledgement on the way: done.
-    if (this.handling.has(key) || this.received.has(key) || this.acking.has(key)) return;
     const entry = readStreamEntry(fields);
     const pattern = entry.topic ?? stream;
     const handler = this.getHandlerByPattern(pattern);
