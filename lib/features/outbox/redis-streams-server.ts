@@ -167,8 +167,7 @@ class StreamGroupServer implements RedisStreamsServer {
   private readonly givenStreams: readonly string[] | undefined;
   private readonly clock: Clock;
   private readonly log = new Logger('RedisStreamsServer');
-  private readonly handling = new Set<string>();
-  /** Entries a pass read and will hand over, not handling yet: another pass that read them too leaves them to it. */
+  /** Entries a pass has taken, waiting their turn in it or being handled: another pass that read them leaves them. */
   private readonly taken = new Set<string>();
   private readonly errorListeners: Array<(error: unknown) => void> = [];
   private readonly warnedPatterns = new Set<string>();
@@ -416,7 +415,7 @@ class StreamGroupServer implements RedisStreamsServer {
 
   /**
    * Hands over, one after the other, the entries read that no other pass
-   * has taken and none is handling or acknowledging. They are taken at
+   * has taken and none is acknowledging. They are taken at
    * once: passes run side by side (reads, claims, this consumer's own
    * pending entries) and may read the same entry, which only the first
    * hands over.
@@ -426,21 +425,24 @@ class StreamGroupServer implements RedisStreamsServer {
     for (const [stream, entries] of batch)
       for (const entry of entries) {
         const key = `${stream} ${entry[0]}`;
-        if (this.taken.has(key) || this.handling.has(key) || this.acking.has(key)) continue;
+        if (this.taken.has(key) || this.acking.has(key)) continue;
         this.taken.add(key);
         mine.push([stream, entry]);
       }
     for (const [stream, [id, fields]] of mine) {
-      this.taken.delete(`${stream} ${id}`);
-      // An entry trimmed away while pending: nothing left to handle.
-      if (fields === null) this.ack(stream, id);
-      else await this.deliver(stream, id, fields, claimed);
+      try {
+        // An entry trimmed away while pending: nothing left to handle.
+        if (fields === null) this.ack(stream, id);
+        else await this.deliver(stream, id, fields, claimed);
+      } finally {
+        // Acknowledged by now when it succeeded: the acknowledgement in flight keeps other passes off it.
+        this.taken.delete(`${stream} ${id}`);
+      }
     }
   }
 
   /** Hands one entry, taken by the caller, to its handler; acknowledges it only when the handler succeeded. */
   private async deliver(stream: string, id: string, fields: readonly string[], claimed: boolean): Promise<void> {
-    const key = `${stream} ${id}`;
     const entry = readStreamEntry(fields);
     const pattern = entry.topic ?? stream;
     const handler = this.getHandlerByPattern(pattern);
@@ -451,7 +453,6 @@ class StreamGroupServer implements RedisStreamsServer {
       }
       return;
     }
-    this.handling.add(key);
     try {
       const result = await handler(entry.data, new RedisStreamsContext(stream, id, entry.eventId, pattern, claimed));
       if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
@@ -460,8 +461,6 @@ class StreamGroupServer implements RedisStreamsServer {
         `entry ${id} of stream '${stream}' left pending for redelivery after ${this.claimIdleMs} ms: its handler failed (${messageOf(error)})`,
       );
       return;
-    } finally {
-      this.handling.delete(key);
     }
     this.ack(stream, id);
   }
