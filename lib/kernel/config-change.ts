@@ -1,7 +1,7 @@
 import type { EventStream } from './events';
 
 /** A policy whose instances can be reconfigured while they run. */
-export type ReconfigurablePolicy = 'retry' | 'circuitBreaker' | 'bulkhead' | 'timeLimiter' | 'rateLimiter';
+export type ReconfigurablePolicy = 'retry' | 'circuitBreaker' | 'bulkhead' | 'timeLimiter' | 'rateLimiter' | 'hedge';
 
 /**
  * An instance's settings were replaced while it runs (`CONFIG_CHANGED`):
@@ -20,7 +20,12 @@ export interface ConfigChangedEvent<C extends object = object> {
   readonly after: Readonly<C>;
   /** The keys whose values differ, in the order of the settings. */
   readonly changed: readonly string[];
-  /** Circuit breakers: true when the sliding window's type or size changed, so the window started empty. */
+  /**
+   * Circuit breakers: true when the sliding window's type or size changed, so
+   * the window started empty. Hedges with a percentile delay: true when it
+   * follows a fixed delay, so no latency is known yet (false when the
+   * latencies known were kept).
+   */
   readonly windowReset?: boolean;
 }
 

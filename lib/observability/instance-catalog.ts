@@ -104,18 +104,19 @@ export interface ObservedHedge {
   readonly policy: 'hedge';
   readonly name: string;
   readonly instance: HedgePolicy;
-  readonly derived: false;
+  /** True for a hedge private to one decorated method or pipeline. */
+  readonly derived: boolean;
   readonly key?: string;
 }
 
 /** An instance with Prometheus series: one {@link watchInstances} visits, or a hedge. */
 export type ObservedSeries = ObservedInstance | ObservedHedge;
 
-const observedHedge = (instance: HedgePolicy): ObservedHedge => ({
+const observedHedge = (registry: ResilienceRegistry, instance: HedgePolicy): ObservedHedge => ({
   policy: 'hedge',
   name: instance.name,
   instance,
-  derived: false,
+  derived: registry.isDerivedHedge(instance),
   key: instance.key,
 });
 
@@ -134,12 +135,12 @@ export function watchHedges(
   const visitHedge = (instance: HedgePolicy): void => {
     if (seen.has(instance)) return;
     seen.add(instance);
-    visit(observedHedge(instance));
+    visit(observedHedge(registry, instance));
   };
   // Subscribed first, so a hedge made while the existing ones are visited is not missed.
   const unsubscribeCreated = registry.onHedgeCreated(visitHedge);
   const unsubscribeEvicted = registry.onHedgeEvicted((instance) => {
-    if (seen.delete(instance)) evicted(observedHedge(instance));
+    if (seen.delete(instance)) evicted(observedHedge(registry, instance));
   });
   for (const instance of registry.hedges) visitHedge(instance);
   for (const { instance } of registry.allHedgeKeys()) visitHedge(instance);

@@ -17,7 +17,12 @@ export const CONFIG_CHANGED = (event: ConfigChangedEvent): string => {
   const before = event.before as Record<string, unknown>;
   const after = event.after as Record<string, unknown>;
   const keys = event.changed.map((k) => `${k} ${shownSetting(before[k])} -> ${shownSetting(after[k])}`).join(', ');
-  const window = event.windowReset === true ? ' (the sliding window starts empty)' : '';
+  const window =
+    event.windowReset !== true
+      ? ''
+      : event.policy === 'hedge'
+        ? ' (its latency window starts empty)'
+        : ' (the sliding window starts empty)';
   return `${event.policy} '${event.name}' reconfigured: ${keys}${window}; calls from now on use the new settings`;
 };
 

@@ -114,6 +114,28 @@ describe('ResilienceEventLogger', () => {
     logger.onModuleDestroy();
   });
 
+  it("logs one line per change of a hedge, not one per key or per method's own hedge made from it", () => {
+    const { registry, logger, lines } = start({
+      hedging: { instances: { catalog: { delay: 'p95', latencyWindowSize: 100, safe: true } } },
+    });
+    registry.hedge('catalog');
+    registry.hedge('catalog', { key: 'eu' });
+    registry.deriveHedge('catalog', { maxHedgedAttempts: 2 }, 'a method', 'test');
+
+    const events = registry.reconfigure('hedge', 'catalog', { delay: '250ms' });
+    registry.reconfigure('hedge', 'catalog', { delay: 'p99' });
+
+    expect(events).toHaveLength(3);
+    expect(lines).toEqual([
+      ['log', 'hedge \'catalog\' reconfigured: delay "p95" -> 250; calls from now on use the new settings'],
+      [
+        'log',
+        'hedge \'catalog\' reconfigured: delay 250 -> "p99" (its latency window starts empty); calls from now on use the new settings',
+      ],
+    ]);
+    logger.onModuleDestroy();
+  });
+
   it('logs an episode of budget denials when it starts and at the first call after a quiet period', async () => {
     const { registry, clock, logger, lines } = start({
       retry: { instances: { inventory: { maxAttempts: 2, waitDuration: 0, budget: { ratio: 0.1, maxTokens: 1 } } } },

@@ -5,7 +5,7 @@ import { IdempotencyStoreUnavailableError } from '../kernel/errors';
 import { Unsubscribe } from '../kernel/events';
 import { errorText, PolicyTelemetry, TelemetryLog } from '../kernel/telemetry';
 import { IdempotencyRegistry } from '../features/idempotency/idempotency.registry';
-import { InstanceCatalog, ObservedInstance } from './instance-catalog';
+import { InstanceCatalog, ObservedHedge, ObservedInstance, watchHedges } from './instance-catalog';
 import {
   CONFIG_CHANGED,
   IDEMPOTENCY_STORE_ANSWERING,
@@ -93,6 +93,11 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
         (evicted) => this.unbind(evicted),
         true,
       ),
+      watchHedges(
+        this.catalog.registry,
+        (observed) => this.bindHedge(observed),
+        (evicted) => this.release(evicted.instance),
+      ),
     );
     this.watchIdempotencyStore();
   }
@@ -126,6 +131,13 @@ export class ResilienceEventLogger implements OnApplicationBootstrap, OnModuleDe
         ),
       );
     if (channel.logEvents !== undefined) held.subscriptions.push(...channel.logEvents(this.logFor(key, held)));
+  }
+
+  /** A hedge logs a change of its config once, by its name's instance, as the policies' instances do. */
+  private bindHedge(observed: ObservedHedge): void {
+    if (observed.derived || observed.key !== undefined) return;
+    const subscriptions = [observed.instance.onConfigChanged((event) => this.logger.log(CONFIG_CHANGED(event)))];
+    this.bound.set(observed.instance, { subscriptions, episodes: [] });
   }
 
   /** An evicted instance (an idle key): its listeners and pending episode ends go with it. */

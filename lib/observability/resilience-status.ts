@@ -119,7 +119,7 @@ export class ResilienceStatus implements OnApplicationBootstrap, OnModuleDestroy
    * `ResilienceRegistry.reconfigure`); returns its instances with their new
    * settings. Throws the startup message for a bad value, changing nothing.
    */
-  reconfigure(policy: ReconfigurablePolicy, name: string, patch: object): InstanceStatus[] {
+  reconfigure(policy: Exclude<ReconfigurablePolicy, 'hedge'>, name: string, patch: object): InstanceStatus[] {
     this.catalog.registry.reconfigure(policy, name, patch);
     return this.list(policy, name);
   }

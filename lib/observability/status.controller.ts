@@ -58,8 +58,13 @@ const RESOURCES: Readonly<Record<string, Resource>> = {
 
 const LISTS = Object.values(RESOURCES).filter((r) => !r.events);
 
-/** The routes whose instances take a config change (`PATCH <resource>/:name/config`), as the status routes name them. */
-const CONFIG_RESOURCES: Readonly<Record<string, { readonly policy: ReconfigurablePolicy; readonly key: string }>> = {
+/**
+ * The routes whose instances take a config change (`PATCH <resource>/:name/config`), as the status routes name them.
+ * Hedges have no status route (their counters are in the metrics), so they change through the registry alone.
+ */
+const CONFIG_RESOURCES: Readonly<
+  Record<string, { readonly policy: Exclude<ReconfigurablePolicy, 'hedge'>; readonly key: string }>
+> = {
   circuitbreakers: { policy: 'circuitBreaker', key: 'circuitBreakers' },
   retries: { policy: 'retry', key: 'retries' },
   bulkheads: { policy: 'bulkhead', key: 'bulkheads' },

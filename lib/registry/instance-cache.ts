@@ -38,8 +38,8 @@ export interface InstanceKind<C extends object, I> {
   patch?(base: C, patch: unknown, place: string, warn: (message: string) => void): C;
   /** Throws, naming `place`, when moving a running instance from `before` to `after` needs a restart. */
   checkChange?(before: C, after: C, place: string): void;
-  /** Runs `instance` with `config` from now on, keeping its state; absent for a kind that is not reconfigured live. */
-  reconfigure?(instance: I, config: C): ConfigChangedEvent | undefined;
+  /** Runs `instance` (whose config was written at `place`) with `config` from now on, keeping its state; absent for a kind that is not reconfigured live. */
+  reconfigure?(instance: I, config: C, place: string): ConfigChangedEvent | undefined;
 }
 
 /**
@@ -251,16 +251,18 @@ export class InstanceCache<C extends object, I extends object> {
 
   /**
    * What moving to `section` would change: each instance whose config
-   * differs from the one it was given, with its new config, checked.
-   * Throws (naming where the bad value was written) before anything changes.
+   * differs from the one it was given, with its new config, checked (by
+   * `check` too, which sees what else the move changes). Throws (naming
+   * where the bad value was written) before anything changes.
    */
-  plan(section: ResolvedSection<C>): PendingChange<C, I>[] {
+  plan(section: ResolvedSection<C>, check?: (config: C, place: string) => void): PendingChange<C, I>[] {
     const changes: PendingChange<C, I>[] = [];
     for (const [instance, reader] of this.readers) {
       const config = reader.configFor(section);
       if (sameSetting(config, reader.given)) continue;
       this.kind.check?.(config, reader.place);
       this.kind.checkChange?.(reader.given, config, reader.place);
+      check?.(config, reader.place);
       changes.push({ instance, config });
     }
     return changes;
@@ -271,11 +273,20 @@ export class InstanceCache<C extends object, I extends object> {
     this.section = section;
     const events: ConfigChangedEvent[] = [];
     for (const { instance, config } of changes) {
-      (this.readers.get(instance) as Reader<C>).given = config;
-      const event = this.kind.reconfigure?.(instance, config);
+      const reader = this.readers.get(instance) as Reader<C>;
+      reader.given = config;
+      const event = this.kind.reconfigure?.(instance, config, reader.place);
       if (event !== undefined) events.push(event);
     }
     return events;
+  }
+
+  /**
+   * The config the instance `name` has under `section` (its declaration, or
+   * `configs.default`); in strict mode an undeclared name throws, naming `where` it was asked for.
+   */
+  configIn(section: ResolvedSection<C>, name: string, where: string): C {
+    return section.instances.get(name) ?? this.undeclaredConfig(name, where, section);
   }
 
   /** True when `name` is declared in the section. */
@@ -300,10 +311,10 @@ export class InstanceCache<C extends object, I extends object> {
   }
 
   /** `configs.default`, for an undeclared `name`: refused in strict mode, a near miss of a declared name warned. */
-  private undeclaredConfig(name: string, where: string): C {
-    const close = this.kind.warnsCloseName ? closeName(name, this.section.instances.keys()) : undefined;
+  private undeclaredConfig(name: string, where: string, section = this.section): C {
+    const close = this.kind.warnsCloseName ? closeName(name, section.instances.keys()) : undefined;
     if (this.host.strict) throw new Error(UNKNOWN_INSTANCE(this.kind.section, name, where, close));
     if (close !== undefined) this.host.warnOnce(UNDECLARED_INSTANCE_CLOSE(this.kind.section, name, where, close));
-    return this.section.defaultConfig;
+    return section.defaultConfig;
   }
 }

@@ -25,6 +25,8 @@ export class InstanceFeed {
   readonly derived: InstanceCreatedEvent[] = [];
   /** Every hedge made but those of keys, the private ones of decorated methods included. */
   readonly hedges: HedgePolicy[] = [];
+  /** The hedges private to one decorated method or pipeline. */
+  readonly derivedHedges = new WeakSet<HedgePolicy>();
   /** Every cache made, the private ones of decorated methods and pipelines included. */
   readonly caches: CachePolicy[] = [];
   /** The fallback policies of the pipelines and decorated methods made so far. */
@@ -47,6 +49,7 @@ export class InstanceFeed {
   made(kind: KindName, name: string, instance: unknown, derived: boolean, key?: string): void {
     if (kind === 'hedging') {
       if (key === undefined) this.hedges.push(instance as HedgePolicy);
+      if (derived) this.derivedHedges.add(instance as HedgePolicy);
       if (this.hedgeCreatedStream.active) this.hedgeCreatedStream.emit(instance as HedgePolicy);
     } else if (kind === 'cache') {
       this.caches.push(instance as CachePolicy);

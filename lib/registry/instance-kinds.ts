@@ -14,14 +14,15 @@ import type { CircuitBreakerConfig } from '../policies/circuit-breaker/circuit-b
 import type { CircuitBreakerFleet } from '../policies/circuit-breaker/circuit-breaker.fleet';
 import { CircuitBreakerPolicy } from '../policies/circuit-breaker/circuit-breaker.policy';
 import { HEDGE_SCHEMA, HedgeConfig } from '../policies/hedge/hedge.config';
-import { HEDGE_BUDGET_WITHOUT_RETRY_BUDGET } from '../policies/hedge/hedge.messages';
+import { HEDGE_BUDGET_WITHOUT_RETRY_BUDGET, SAFE_NOT_LIVE } from '../policies/hedge/hedge.messages';
 import { HedgePolicy } from '../policies/hedge/hedge.policy';
 import type { RateLimiterConfig } from '../policies/rate-limiter/rate-limiter.config';
 import { RateLimiterPolicy } from '../policies/rate-limiter/rate-limiter.policy';
 import type { RateLimiterStore } from '../policies/rate-limiter/rate-limiter-store';
+import type { RetryConfig } from '../policies/retry/retry.config';
 import { RetryPolicy } from '../policies/retry/retry.policy';
 import { TimeLimiter } from '../policies/time-limiter/time-limiter.policy';
-import type { InstanceKind } from './instance-cache';
+import type { InstanceCache, InstanceKind } from './instance-cache';
 import type { KeyedInstances } from './keyed-instances';
 import type { PolicyInstances, RegistryPolicy } from './policy-instances';
 import { POLICY_SCHEMAS, PolicyConfigs, ResolvedOptions } from './resolve-options';
@@ -99,22 +100,53 @@ function bulkheadHoldsState(bulkhead: BulkheadPolicy): boolean {
 }
 
 /**
- * A hedge draws from a budget of its own, or from a retry's, which that
- * retry refills; the hedge of a key draws from the same key of that retry,
- * as it is when the hedge is due (an evicted retry key is made afresh).
+ * The budget of retry instance `retry` that a hedge (of `key`) draws from,
+ * which that retry refills: the hedge of a key draws from the same key of
+ * that retry, as it is when the hedge is due (an evicted retry key is made
+ * afresh). Throws, naming `place`, when the retry has no budget.
  */
-const makeHedge: Make<HedgeConfig, HedgePolicy> = (r, name, config, place, key) => {
-  if (typeof config.budget !== 'string')
-    return new HedgePolicy(name, config, r.clock, new RetryBudget(config.budget), true, key);
-  const retry = r.get('retry', config.budget, place);
-  const shared = retry.retryBudget;
-  if (shared === undefined) throw new Error(HEDGE_BUDGET_WITHOUT_RETRY_BUDGET(place, config.budget));
-  if (key === undefined) return new HedgePolicy(name, config, r.clock, shared, false);
-  const retries = r.keysOf('retry', retry);
+function retryBudgetOf(
+  r: KindSource,
+  retry: string,
+  place: string,
+  key: string | undefined,
+): RetryBudget | (() => RetryBudget) {
+  const instance = r.get('retry', retry, place);
+  const shared = instance.retryBudget;
+  if (shared === undefined) throw new Error(HEDGE_BUDGET_WITHOUT_RETRY_BUDGET(place, retry));
+  if (key === undefined) return shared;
+  const retries = r.keysOf('retry', instance);
   // A budget a live change removed from the retry stays the one its hedges draw from, as for a hedge without key.
   let budget = retries.get(key).retryBudget ?? shared;
-  return new HedgePolicy(name, config, r.clock, () => (budget = retries.get(key).retryBudget ?? budget), false, key);
-};
+  return () => (budget = retries.get(key).retryBudget ?? budget);
+}
+
+/** A hedge draws from a budget of its own, or from a retry's (see {@link retryBudgetOf}). */
+const makeHedge: Make<HedgeConfig, HedgePolicy> = (r, name, config, place, key) =>
+  typeof config.budget === 'string'
+    ? new HedgePolicy(name, config, r.clock, retryBudgetOf(r, config.budget, place, key), false, key)
+    : new HedgePolicy(name, config, r.clock, new RetryBudget(config.budget), true, key);
+
+/**
+ * Checks that a hedge config's `budget`, when it names a retry instance,
+ * names one with a budget under `retries` (the retry section a live change
+ * moves to, which may give or take that budget); throws naming `place`.
+ */
+export function checkHedgeBudget(
+  cache: InstanceCache<RetryConfig, RetryPolicy>,
+  retries: ResolvedSection<RetryConfig>,
+): (config: HedgeConfig, place: string) => void {
+  return (config, place) => {
+    if (typeof config.budget !== 'string') return;
+    if (cache.configIn(retries, config.budget, place).budget === undefined)
+      throw new Error(HEDGE_BUDGET_WITHOUT_RETRY_BUDGET(place, config.budget));
+  };
+}
+
+/** Throws, naming `place`, when a running hedge's `safe` would change: methods and pipelines are checked against it when they are wired. */
+function checkSafeKept(before: HedgeConfig, after: HedgeConfig, place: string): void {
+  if (before.safe !== after.safe) throw new Error(SAFE_NOT_LIVE(place, before.safe, after.safe));
+}
 
 /** The kind of `policy`'s instances: its section of the options, its factory, its checks and how it follows a change. */
 export function policyKind<P extends RegistryPolicy>(
@@ -168,7 +200,7 @@ export function threadPoolBulkheadKind(
   };
 }
 
-/** The hedges (section `hedging`), read at startup only. */
+/** The hedges (section `hedging`): a change keeps a hedge's latencies and its own budget's tokens. */
 export function hedgeKind(
   r: KindSource,
   configs: ResolvedSection<HedgeConfig>,
@@ -180,6 +212,14 @@ export function hedgeKind(
     warnsCloseName: false,
     make: (name, config, place, key) => makeHedge(r, name, config, place, key),
     holdsState: () => false,
+    checkChange: checkSafeKept,
+    reconfigure: (instance, config, place) =>
+      instance.reconfigure(
+        config,
+        typeof config.budget === 'string' && config.budget !== instance.config.budget
+          ? retryBudgetOf(r, config.budget, place, instance.key)
+          : undefined,
+      ),
   };
 }
 

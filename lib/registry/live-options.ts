@@ -7,15 +7,22 @@ import type { RegistryOptions } from './registry.options';
 import { ResolvedOptions, resolveOptions } from './resolve-options';
 import type { SharedStores } from './shared-stores';
 import { checkStartupOnly } from './startup-options';
+import { checkHedgeBudget } from './instance-kinds';
+import { findKey } from '../config/relaxed-binding';
 
-/** The policies whose instances follow a change of their options. */
-const RECONFIGURABLE: readonly ReconfigurablePolicy[] = [
+/** The policies with a section of their own in the options, whose instances follow a change of it. */
+const RECONFIGURABLE: readonly Exclude<ReconfigurablePolicy, 'hedge'>[] = [
   'retry',
   'circuitBreaker',
   'bulkhead',
   'timeLimiter',
   'rateLimiter',
 ];
+
+/** True when `options` gives a `hedging` section (in any spelling relaxed binding accepts). */
+function givesHedging(options: RegistryOptions): boolean {
+  return Object.entries(options).some(([key, value]) => value !== undefined && findKey(key, ['hedging']) !== undefined);
+}
 
 /**
  * The options in force, and the moves to new ones while the instances
@@ -45,6 +52,14 @@ export class LiveOptions {
 
   /** See `ResilienceRegistry.reconfigure`. */
   reconfigure(policy: ReconfigurablePolicy, name: string, patch: object): ConfigChangedEvent[] {
+    if (policy === 'hedge') {
+      const hedging = this.table.hedging;
+      const section = hedging.patched(name, patch, 'ResilienceRegistry.reconfigure');
+      const changes = hedging.plan(section, checkHedgeBudget(this.table.policies.retry, this.resolved.sections.retry));
+      const events = hedging.commit(section, changes);
+      this.resolved = { ...this.resolved, hedging: section };
+      return events;
+    }
     const cache = this.table.cacheOf(policy, name) as unknown as InstanceCache<object, object>;
     const section = cache.patched(name, patch, 'ResilienceRegistry.reconfigure');
     const events = cache.commit(section, cache.plan(section));
@@ -64,8 +79,9 @@ export class LiveOptions {
     const stage = <C extends object, I extends object>(
       cache: InstanceCache<C, I>,
       section: ResolvedSection<C>,
+      check?: (config: C, place: string) => void,
     ): void => {
-      const changes = cache.plan(section);
+      const changes = cache.plan(section, check);
       moves.push(() => cache.commit(section, changes));
     };
     for (const policy of RECONFIGURABLE)
@@ -74,7 +90,16 @@ export class LiveOptions {
         next.sections[policy] as ResolvedSection<object>,
       );
     stage(this.table.threadPoolBulkheads, next.threadPoolBulkhead);
-    this.resolved = { ...this.resolved, sections: next.sections, threadPoolBulkhead: next.threadPoolBulkhead };
+    // Hedging has no place in a Resilience4j file, so a reload source need not repeat it: left out, it keeps its value.
+    const hedging = givesHedging(options) ? next.hedging : this.resolved.hedging;
+    // After the retries, whose budgets a hedge may draw from once they have moved.
+    stage(this.table.hedging, hedging, checkHedgeBudget(this.table.policies.retry, next.sections.retry));
+    this.resolved = {
+      ...this.resolved,
+      sections: next.sections,
+      threadPoolBulkhead: next.threadPoolBulkhead,
+      hedging,
+    };
     return moves.flatMap((move) => move());
   }
 }

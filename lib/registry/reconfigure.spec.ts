@@ -444,8 +444,6 @@ describe('ResilienceRegistry.applyOptions, options read at startup only', () => 
     ['order', { order: [...DEFAULT_ORDER].reverse() }],
     ['deadline.defaultBudget', { deadline: { defaultBudget: '9s' } }],
     ['deadline.header', { deadline: { defaultBudget: '5s', header: 'x-budget' } }],
-    ['hedging.instances.catalog', { hedging: { instances: { catalog: { delay: '20ms', safe: true } } } }],
-    ['hedging.instances.search', { hedging: { instances: { catalog: { delay: '10ms', safe: true }, search: {} } } }],
   ])('refuses a different %s, naming it, and changes nothing', (path, different) => {
     const registry = new ResilienceRegistry(base);
     const retry = registry.retry('payments');

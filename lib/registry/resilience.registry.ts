@@ -304,6 +304,11 @@ export class ResilienceRegistry {
     return this.table.hedging.derive(name, overrides, place, where, anonymous);
   }
 
+  /** @internal True for a hedge private to one decorated method or pipeline (made by {@link ResilienceRegistry.deriveHedge}). */
+  isDerivedHedge(hedge: HedgePolicy): boolean {
+    return this.feed.derivedHedges.has(hedge);
+  }
+
   /** @internal True when the `hedging` section declares `name`. */
   declaresHedge(name: string): boolean {
     return this.table.hedging.declares(name);

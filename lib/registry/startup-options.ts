@@ -5,7 +5,7 @@ import { NOT_LIVE } from './reconfigure.messages';
 import type { ResolvedOptions } from './resolve-options';
 
 /** Module options read at startup only, which `applyOptions` cannot move a running registry to. */
-const STARTUP_ONLY = ['clock', 'random', 'order', 'deadline', 'hedging', 'cache'] as const;
+const STARTUP_ONLY = ['clock', 'random', 'order', 'deadline', 'cache'] as const;
 type StartupOnly = (typeof STARTUP_ONLY)[number];
 
 /** Where two resolved sections differ (`configs.default`, `instances.<name>`, `keys`), or undefined when they do not. */
@@ -29,7 +29,6 @@ function changeOf(key: StartupOnly, inForce: ResolvedOptions, next: ResolvedOpti
       // `inbound` says whether the option was given at all: a deadline added or taken away.
       return changed === undefined ? undefined : changed === 'inbound' ? key : `${key}.${changed}`;
     }
-    case 'hedging':
     case 'cache': {
       const where = sectionChange(inForce[key], next[key]);
       return where === undefined ? undefined : `${key}.${where}`;

@@ -4,12 +4,13 @@ import { Clock, TimerHandle } from '../../kernel/clock';
 import { ResilienceContext } from '../../kernel/context';
 import { isRefusal, withRefusalCause } from '../../kernel/refusal';
 import { supersede } from '../../kernel/superseded-attempts';
+import type { HedgeConfig } from './hedge.config';
 
 /** @internal What a hedged call or subscription asks of its hedge policy (the policy, without a cycle back to it). */
 export interface HedgeDecisions {
   readonly clock: Clock;
-  readonly config: { readonly maxHedgedAttempts: number };
-  readonly currentDelay: number;
+  readonly config: HedgeConfig;
+  delayUnder(settings: HedgeConfig): number;
   recordLatency(ms: number): void;
   admitHedge(attempt: number, parent: ResilienceContext | undefined): boolean;
   hedged(attempt: number, waitedMs: number): void;
@@ -51,6 +52,8 @@ export abstract class HedgeRun {
   private reachedAny = false;
   /** Listens to the cancellation of `parent` while the call runs; set only under a parent. */
   private onParentAbort: (() => void) | undefined;
+  /** The settings in force when the call started, which it keeps to its end. */
+  private readonly settings: HedgeConfig;
 
   /**
    * @param context - runs a hedge in the caller's async context, whichever context fired the timer (when someone listens)
@@ -59,7 +62,9 @@ export abstract class HedgeRun {
     protected readonly policy: HedgeDecisions,
     protected readonly parent: ResilienceContext | undefined,
     private readonly context: ((fn: () => void) => void) | undefined,
-  ) {}
+  ) {
+    this.settings = policy.config;
+  }
 
   /** True once an attempt's answer was taken: later answers are dropped. */
   protected abstract get decided(): boolean;
@@ -108,11 +113,16 @@ export abstract class HedgeRun {
     return attempt;
   }
 
+  /** True when the call's settings allow one more attempt. */
+  private get mayHedge(): boolean {
+    return this.attempts.length <= this.settings.maxHedgedAttempts;
+  }
+
   /** Arms the timer of the next hedge, when one may follow and can start before the deadline. */
   private armTimer(): void {
     const policy = this.policy;
-    if (this.attempts.length > policy.config.maxHedgedAttempts) return;
-    const delay = policy.currentDelay;
+    if (!this.mayHedge) return;
+    const delay = policy.delayUnder(this.settings);
     if (delay === Number.POSITIVE_INFINITY) return;
     if (this.parent !== undefined && delay >= this.parent.remaining()) return;
     this.timer = policy.clock.setTimeout(this.onDelay, delay);
@@ -127,7 +137,7 @@ export abstract class HedgeRun {
   private readonly hedgeNow = (): void => {
     if (this.decided || this.closed) return;
     const attempt = this.attempts.length + 1;
-    if (!this.policy.admitHedge(attempt, this.parent)) return;
+    if (!this.mayHedge || !this.policy.admitHedge(attempt, this.parent)) return;
     this.policy.hedged(attempt, this.policy.clock.now() - this.lastStart);
     this.launch();
   };
@@ -155,7 +165,7 @@ export abstract class HedgeRun {
   /** Starts the next attempt now, when one may start; false when none does. */
   private handOver(): boolean {
     const number = this.attempts.length + 1;
-    if (!this.policy.admitHedge(number, this.parent)) return false;
+    if (!this.mayHedge || !this.policy.admitHedge(number, this.parent)) return false;
     this.clearTimer();
     this.policy.hedged(number, 0);
     this.launch();

@@ -15,6 +15,11 @@ export const HEDGE_BUDGET_WITHOUT_RETRY_BUDGET = (place: string, retry: string):
   `${PREFIX}: ${place}: 'budget' names retry instance '${shownText(retry)}', which has no budget; ` +
   `give retry instance '${shownText(retry)}' a budget ({ ratio, maxTokens }), or give this hedge instance a budget of its own`;
 
+/** A live change would turn a running hedge's `safe` around. */
+export const SAFE_NOT_LIVE = (place: string, before: boolean, after: boolean): string =>
+  `${PREFIX}: invalid change of ${place}: key 'safe' cannot change while the hedge runs (${before} -> ${after}): ` +
+  `methods and pipelines are checked against it when they are wired; restart the application to apply it. Nothing was changed`;
+
 export const HEDGE_KEY_OPTIONAL = (target: string, instance: string): string =>
   `${PREFIX}: @Hedge on ${target} would run a call without an idempotency key more than once at a time: ` +
   `its @Idempotent says 'required: false', so such a call runs unprotected; ` +

@@ -2,10 +2,11 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Observable } from 'rxjs';
 import { Clock } from '../../kernel/clock';
 import { contextStorage, ResilienceContext } from '../../kernel/context';
-import { EventStream } from '../../kernel/events';
+import { EventStream, EventSubscriber } from '../../kernel/events';
+import { changedSettings, ConfigChangedEvent, publishConfigChange, sameSetting } from '../../kernel/config-change';
 import { AttemptFunction, executeUnder } from '../../kernel/policy';
 import { callerAbortError, ExecuteOptions } from '../../kernel/cancellation';
-import { RetryBudget } from '../../kernel/retry-budget';
+import { RetryBudget, RetryBudgetConfig } from '../../kernel/retry-budget';
 import { HedgeConfig, quantileOf } from './hedge.config';
 import { HedgeAttempt, HedgeRun } from './hedge-run';
 import { HedgedObservable } from './hedge.operator';
@@ -43,14 +44,19 @@ export interface HedgeMetrics {
  *
  * The instance of one key (`@Hedge(name, { key })`, `registry.hedge(name, { key })`)
  * keeps latencies and a budget of its own, and its events carry `key`.
+ *
+ * Its settings change while it runs through `registry.reconfigure('hedge', name, patch)`
+ * and `registry.applyOptions`: a call runs under the settings in force when it started.
  */
 export class HedgePolicy {
-  private readonly latencies?: LatencyWindow;
-  private readonly budgetOf: () => RetryBudget;
+  private settings: HedgeConfig;
+  private latencies?: LatencyWindow;
+  private budgetOf: () => RetryBudget;
   private readonly counters: HedgeMetrics = { hedged: 0, winner: 0, cancelled: 0, budgetDenied: 0 };
   private readonly hedgeStream = new EventStream<HedgeEvent>();
   private readonly winnerStream = new EventStream<HedgeWinnerEvent>();
   private readonly deniedStream = new EventStream<HedgeBudgetDeniedEvent>();
+  private readonly configStream = new EventStream<ConfigChangedEvent<HedgeConfig>>();
 
   /** A hedge started. */
   readonly onHedge = this.hedgeStream.subscribe;
@@ -58,6 +64,8 @@ export class HedgePolicy {
   readonly onWinner = this.winnerStream.subscribe;
   /** A hedge was refused by the retry budget. */
   readonly onBudgetDenied = this.deniedStream.subscribe;
+  /** Its settings changed (`CONFIG_CHANGED`). */
+  readonly onConfigChanged: EventSubscriber<ConfigChangedEvent<HedgeConfig>> = this.configStream.subscribe;
 
   /**
    * @param name - instance name
@@ -70,18 +78,71 @@ export class HedgePolicy {
   constructor(
     /** The instance's name, as configured. */
     readonly name: string,
-    /** The resolved settings (durations in ms). */
-    readonly config: HedgeConfig,
+    config: HedgeConfig,
     /** The time source for delays and latencies. */
     readonly clock: Clock,
     budget: RetryBudget | (() => RetryBudget),
-    private readonly refills: boolean,
+    private refills: boolean,
     /** The key this instance serves, for an instance used per key (`key` on `@Hedge`, `{ key }` on `registry.hedge`); else undefined. */
     readonly key?: string,
   ) {
+    this.settings = config;
     this.budgetOf = typeof budget === 'function' ? budget : () => budget;
     if (typeof config.delay === 'string')
       this.latencies = new LatencyWindow(config.latencyWindowSize, quantileOf(config.delay));
+  }
+
+  /** The resolved settings in force (durations in ms). */
+  get config(): HedgeConfig {
+    return this.settings;
+  }
+
+  /**
+   * @internal Runs with `config` from calls that start now on; a call
+   * already hedging goes on under the settings it started with. The
+   * latencies known so far are kept (the latest of them, in a smaller
+   * window); a percentile delay that follows a fixed one starts with none,
+   * which the event says (`windowReset`). A budget of its own keeps its
+   * tokens (down to a lower `maxTokens`); one given anew starts half full.
+   * A `budget` naming a retry instance draws from `drawFrom`, its budget
+   * (or what answers it when a hedge is due). Publishes `CONFIG_CHANGED`;
+   * returns its event, or undefined when nothing differs.
+   */
+  reconfigure(
+    config: HedgeConfig,
+    drawFrom?: RetryBudget | (() => RetryBudget),
+  ): ConfigChangedEvent<HedgeConfig> | undefined {
+    const before = this.settings;
+    const changed = changedSettings(before, config);
+    if (changed.length === 0) return undefined;
+    this.settings = config;
+    const hadLatencies = this.latencies !== undefined;
+    this.latencies =
+      typeof config.delay === 'number'
+        ? undefined
+        : (this.latencies?.resized(config.latencyWindowSize, quantileOf(config.delay)) ??
+          new LatencyWindow(config.latencyWindowSize, quantileOf(config.delay)));
+    if (!sameSetting(before.budget, config.budget)) this.drawFrom(config.budget, drawFrom);
+    const windowReset = typeof config.delay === 'number' ? undefined : !hadLatencies;
+    return publishConfigChange(this.configStream, 'hedge', this, before, config, changed, windowReset);
+  }
+
+  /** Hedges draw from `budget` from now on: a budget of its own (the one it has, resized), or a retry's (`drawFrom`). */
+  private drawFrom(budget: RetryBudgetConfig | string, drawFrom: RetryBudget | (() => RetryBudget) | undefined): void {
+    if (typeof budget === 'string') {
+      if (drawFrom === undefined)
+        throw new TypeError(`hedge '${this.name}' draws from retry '${budget}': its budget is needed`);
+      this.budgetOf = typeof drawFrom === 'function' ? drawFrom : () => drawFrom;
+      this.refills = false;
+      return;
+    }
+    if (this.refills) {
+      this.budgetOf().reconfigure(budget);
+      return;
+    }
+    const own = new RetryBudget(budget);
+    this.budgetOf = () => own;
+    this.refills = true;
   }
 
   /** A snapshot of the counters. */
@@ -96,8 +157,17 @@ export class HedgePolicy {
 
   /** The delay before the next hedge now, in ms: the fixed one, or the percentile (`Infinity` until enough latencies are known). */
   get currentDelay(): number {
-    const delay = this.config.delay;
-    return typeof delay === 'number' ? delay : this.latencies!.percentile();
+    return this.delayUnder(this.settings);
+  }
+
+  /**
+   * @internal The delay before the next hedge now of a call that started under
+   * `settings`: their fixed delay, or the percentile of the latencies known
+   * (`Infinity` until enough are, or once the delay in force is fixed).
+   */
+  delayUnder(settings: HedgeConfig): number {
+    const delay = settings.delay;
+    return typeof delay === 'number' ? delay : (this.latencies?.percentile() ?? Number.POSITIVE_INFINITY);
   }
 
   /**
@@ -139,12 +209,12 @@ export class HedgePolicy {
   }
 
   /**
-   * @internal Whether attempt `attempt` may start now under `parent`:
-   * attempts remain, time is left before the deadline, and the budget gives
-   * a token (counted and published when it does not).
+   * @internal Whether attempt `attempt` of a call under `parent` may start
+   * now (the call has checked that its settings allow it): time is left
+   * before the deadline, and the budget gives a token (counted and
+   * published when it does not).
    */
   admitHedge(attempt: number, parent: ResilienceContext | undefined): boolean {
-    if (attempt > this.config.maxHedgedAttempts + 1) return false;
     if (parent !== undefined && (parent.aborted || parent.remaining() <= 0)) return false;
     if (!this.budgetOf().tryWithdraw()) {
       this.counters.budgetDenied++;

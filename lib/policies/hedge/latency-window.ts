@@ -34,6 +34,18 @@ export class LatencyWindow {
     return this.size;
   }
 
+  /**
+   * A window of `capacity` latencies reporting `quantile`, holding the
+   * latest of this one's (as many as fit), oldest first.
+   */
+  resized(capacity: number, quantile: number): LatencyWindow {
+    const next = new LatencyWindow(capacity, quantile);
+    const kept = Math.min(this.size, capacity);
+    for (let i = kept; i > 0; i--) next.record(this.ring[(this.next - i + this.ring.length) % this.ring.length]);
+    next.resort();
+    return next;
+  }
+
   /** Adds one latency in ms. */
   record(ms: number): void {
     this.ring[this.next] = ms;
