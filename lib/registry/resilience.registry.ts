@@ -148,8 +148,9 @@ export class ResilienceRegistry {
    * as at startup (a bad value throws the startup message and changes
    * nothing). Calls that start after it use the new settings; the instance
    * keeps its state (a breaker its state and window, a bulkhead its calls
-   * in flight, a rate limiter its current period). A method's own instance
-   * made from `name` with decorator overrides changes with it. An
+   * in flight, a rate limiter its current period, a hedge the latencies it
+   * knows and its own budget's tokens). A method's own instance made from
+   * `name` with decorator overrides changes with it, as do its keys. An
    * undeclared name is declared with its `configs.default` patched (in
    * strict mode it throws). Each instance that changes publishes
    * `CONFIG_CHANGED`; returns those events.
@@ -170,11 +171,12 @@ export class ResilienceRegistry {
    * reconfigured as by {@link ResilienceRegistry.reconfigure}; the others
    * are left as they are. The options are checked as at startup, all of
    * them before anything changes: an invalid value throws the startup
-   * message and changes nothing anywhere. `clock`, `random`, `order`,
-   * `deadline`, `hedging` and `cache` are read at startup only: given
-   * with another value than the one in force, they are refused naming
-   * the option (left out, they keep theirs); other module sections
-   * (metrics, logging…) are read at startup only. Returns the
+   * message and changes nothing anywhere. `hedging` is live too, and keeps
+   * its value when left out (a Spring file has no such section).
+   * `clock`, `random`, `order`, `deadline` and `cache` are read at startup
+   * only: given with another value than the one in force, they are
+   * refused naming the option (left out, they keep theirs); other module
+   * sections (metrics, logging…) are read at startup only. Returns the
    * `CONFIG_CHANGED` events, one per instance changed.
    */
   applyOptions(options: RegistryOptions): ConfigChangedEvent[] {
