@@ -1,7 +1,8 @@
 import type { EventStream } from './events';
 
 /** A policy whose instances can be reconfigured while they run. */
-export type ReconfigurablePolicy = 'retry' | 'circuitBreaker' | 'bulkhead' | 'timeLimiter' | 'rateLimiter' | 'hedge';
+export type ReconfigurablePolicy =
+  'retry' | 'circuitBreaker' | 'bulkhead' | 'timeLimiter' | 'rateLimiter' | 'hedge' | 'cache';
 
 /**
  * An instance's settings were replaced while it runs (`CONFIG_CHANGED`):

@@ -23,7 +23,8 @@ export interface ObservedCache {
   readonly policy: 'cache';
   readonly name: string;
   readonly instance: CachePolicy;
-  readonly derived: false;
+  /** True for a cache private to one decorated method or pipeline. */
+  readonly derived: boolean;
 }
 
 /** An instance observability reports on: one of the registry's, a cache, or a method's fallback policy. */
@@ -72,7 +73,7 @@ export function watchInstances(
     once({ policy: 'fallback', name: instance.name, instance, derived: false });
   const unsubscribePipelines = registry.onFallbackCreated(visitFallback);
   const visitCache = (instance: CachePolicy): void =>
-    once({ policy: 'cache', name: instance.name, instance, derived: false });
+    once({ policy: 'cache', name: instance.name, instance, derived: registry.isDerived(instance) });
   const unsubscribeCaches = registry.onCacheCreated(visitCache);
   for (const policy of POLICIES) {
     for (const name of registry.options.sections[policy].instances.keys()) registry.get(policy, name);
@@ -116,7 +117,7 @@ const observedHedge = (registry: ResilienceRegistry, instance: HedgePolicy): Obs
   policy: 'hedge',
   name: instance.name,
   instance,
-  derived: registry.isDerivedHedge(instance),
+  derived: registry.isDerived(instance),
   key: instance.key,
 });
 

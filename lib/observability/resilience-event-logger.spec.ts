@@ -136,6 +136,20 @@ describe('ResilienceEventLogger', () => {
     logger.onModuleDestroy();
   });
 
+  it("logs one line per change of a cache, not one per method's own cache made from it", () => {
+    const { registry, logger, lines } = start({ cache: { instances: { rates: { ttl: '1m' } } } });
+    registry.cache('rates');
+    registry.deriveCache('rates', { staleIfError: '1h' }, 'a method', 'test');
+
+    const events = registry.reconfigure('cache', 'rates', { ttl: '5m' });
+
+    expect(events).toHaveLength(2);
+    expect(lines).toEqual([
+      ['log', "cache 'rates' reconfigured: ttl 60000 -> 300000; calls from now on use the new settings"],
+    ]);
+    logger.onModuleDestroy();
+  });
+
   it('logs an episode of budget denials when it starts and at the first call after a quiet period', async () => {
     const { registry, clock, logger, lines } = start({
       retry: { instances: { inventory: { maxAttempts: 2, waitDuration: 0, budget: { ratio: 0.1, maxTokens: 1 } } } },

@@ -70,6 +70,7 @@ const CONFIG_RESOURCES: Readonly<
   bulkheads: { policy: 'bulkhead', key: 'bulkheads' },
   ratelimiters: { policy: 'rateLimiter', key: 'rateLimiters' },
   timelimiters: { policy: 'timeLimiter', key: 'timeLimiters' },
+  caches: { policy: 'cache', key: 'caches' },
 };
 
 /** What `GET <status path>/loadshedding` answers. */
@@ -207,7 +208,7 @@ export function createStatusController(path: string, guards: readonly GuardLike[
 /**
  * The state-changing status routes at `path`, behind `guards`:
  * `POST /circuitbreakers/:name` with `{ "updateState": "FORCE_OPEN" | "CLOSE" | "DISABLE" | "METRICS_ONLY" }`;
- * `PATCH /{circuitbreakers|retries|bulkheads|ratelimiters|timelimiters}/:name/config` with the settings to
+ * `PATCH /{circuitbreakers|retries|bulkheads|ratelimiters|timelimiters|caches}/:name/config` with the settings to
  * change (`{ "failureRateThreshold": 30 }`, checked as at startup: a bad one is a 400 naming the key);
  * `POST /faults/:name` with a fault (`{ "error": { "rate": 1, "error": 503 }, "for": "5m" }`),
  * `DELETE /faults/:name` and `DELETE /faults` (fault injection must be enabled).

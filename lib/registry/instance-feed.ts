@@ -25,8 +25,8 @@ export class InstanceFeed {
   readonly derived: InstanceCreatedEvent[] = [];
   /** Every hedge made but those of keys, the private ones of decorated methods included. */
   readonly hedges: HedgePolicy[] = [];
-  /** The hedges private to one decorated method or pipeline. */
-  readonly derivedHedges = new WeakSet<HedgePolicy>();
+  /** The hedges and caches private to one decorated method or pipeline. */
+  readonly derivedOwn = new WeakSet<HedgePolicy | CachePolicy>();
   /** Every cache made, the private ones of decorated methods and pipelines included. */
   readonly caches: CachePolicy[] = [];
   /** The fallback policies of the pipelines and decorated methods made so far. */
@@ -49,10 +49,11 @@ export class InstanceFeed {
   made(kind: KindName, name: string, instance: unknown, derived: boolean, key?: string): void {
     if (kind === 'hedging') {
       if (key === undefined) this.hedges.push(instance as HedgePolicy);
-      if (derived) this.derivedHedges.add(instance as HedgePolicy);
+      if (derived) this.derivedOwn.add(instance as HedgePolicy);
       if (this.hedgeCreatedStream.active) this.hedgeCreatedStream.emit(instance as HedgePolicy);
     } else if (kind === 'cache') {
       this.caches.push(instance as CachePolicy);
+      if (derived) this.derivedOwn.add(instance as CachePolicy);
       if (this.cacheStream.active) this.cacheStream.emit(instance as CachePolicy);
     } else {
       const event = { policy: kind, name, instance, derived, key } as InstanceCreatedEvent;

@@ -223,7 +223,7 @@ export function hedgeKind(
   };
 }
 
-/** The caches (section `cache`), read at startup only; `warn` receives each cache's warnings. */
+/** The caches (section `cache`): a change keeps what each has stored; `warn` receives each cache's warnings. */
 export function cacheKind(
   r: KindSource,
   configs: ResolvedSection<CacheConfig>,
@@ -236,5 +236,6 @@ export function cacheKind(
     warnsCloseName: true,
     make: (name, config) => new CachePolicy(name, config, r.clock, warn),
     holdsState: () => false,
+    reconfigure: (instance, config) => instance.reconfigure(config),
   };
 }

@@ -1,6 +1,5 @@
 import type { ResolvedSection } from '../config/schema';
 import type { ConfigChangedEvent, ReconfigurablePolicy } from '../kernel/config-change';
-import type { BulkheadConfig } from '../policies/bulkhead/bulkhead.config';
 import type { InstanceCache } from './instance-cache';
 import type { InstanceTable } from './instance-table';
 import type { RegistryOptions } from './registry.options';
@@ -10,8 +9,8 @@ import { checkStartupOnly } from './startup-options';
 import { checkHedgeBudget } from './instance-kinds';
 import { findKey } from '../config/relaxed-binding';
 
-/** The policies with a section of their own in the options, whose instances follow a change of it. */
-const RECONFIGURABLE: readonly Exclude<ReconfigurablePolicy, 'hedge'>[] = [
+/** The policies with a section of their own among the policy sections, whose instances follow a change of it. */
+const RECONFIGURABLE: readonly Exclude<ReconfigurablePolicy, 'hedge' | 'cache'>[] = [
   'retry',
   'circuitBreaker',
   'bulkhead',
@@ -19,9 +18,32 @@ const RECONFIGURABLE: readonly Exclude<ReconfigurablePolicy, 'hedge'>[] = [
   'rateLimiter',
 ];
 
-/** True when `options` gives a `hedging` section (in any spelling relaxed binding accepts). */
-function givesHedging(options: RegistryOptions): boolean {
-  return Object.entries(options).some(([key, value]) => value !== undefined && findKey(key, ['hedging']) !== undefined);
+/**
+ * The module's sections of instances that no Resilience4j file has
+ * (`hedging`, `cache`): a reload source need not repeat them, so one left
+ * out keeps its value.
+ */
+type ModuleSection = 'hedging' | 'cache';
+
+/** True when `options` gives `section` (in any spelling relaxed binding accepts). */
+function gives(options: RegistryOptions, section: ModuleSection): boolean {
+  return Object.entries(options).some(([key, value]) => value !== undefined && findKey(key, [section]) !== undefined);
+}
+
+/** One move of one kind of instance: its cache, what else checks its configs, and where its section is kept. */
+interface Move {
+  readonly cache: InstanceCache<object, object>;
+  readonly check?: (config: object, place: string) => void;
+  readonly keep: (section: ResolvedSection<object>) => ResolvedOptions;
+}
+
+/** The move of `cache`'s instances, whose section `keep` keeps in the options, checked by `check` too. */
+function moveOf<C extends object, I extends object>(
+  cache: InstanceCache<C, I>,
+  keep: (section: ResolvedSection<C>) => ResolvedOptions,
+  check?: (config: C, place: string) => void,
+): Move {
+  return { cache, keep, check } as unknown as Move;
 }
 
 /**
@@ -52,21 +74,10 @@ export class LiveOptions {
 
   /** See `ResilienceRegistry.reconfigure`. */
   reconfigure(policy: ReconfigurablePolicy, name: string, patch: object): ConfigChangedEvent[] {
-    if (policy === 'hedge') {
-      const hedging = this.table.hedging;
-      const section = hedging.patched(name, patch, 'ResilienceRegistry.reconfigure');
-      const changes = hedging.plan(section, checkHedgeBudget(this.table.policies.retry, this.resolved.sections.retry));
-      const events = hedging.commit(section, changes);
-      this.resolved = { ...this.resolved, hedging: section };
-      return events;
-    }
-    const cache = this.table.cacheOf(policy, name) as unknown as InstanceCache<object, object>;
+    const { cache, check, keep } = this.moveOf(policy, name);
     const section = cache.patched(name, patch, 'ResilienceRegistry.reconfigure');
-    const events = cache.commit(section, cache.plan(section));
-    this.resolved =
-      cache === (this.table.threadPoolBulkheads as unknown)
-        ? { ...this.resolved, threadPoolBulkhead: section as ResolvedSection<BulkheadConfig> }
-        : { ...this.resolved, sections: { ...this.resolved.sections, [policy]: section } };
+    const events = cache.commit(section, cache.plan(section, check));
+    this.resolved = keep(section);
     return events;
   }
 
@@ -90,16 +101,37 @@ export class LiveOptions {
         next.sections[policy] as ResolvedSection<object>,
       );
     stage(this.table.threadPoolBulkheads, next.threadPoolBulkhead);
-    // Hedging has no place in a Resilience4j file, so a reload source need not repeat it: left out, it keeps its value.
-    const hedging = givesHedging(options) ? next.hedging : this.resolved.hedging;
+    const hedging = gives(options, 'hedging') ? next.hedging : this.resolved.hedging;
+    const cache = gives(options, 'cache') ? next.cache : this.resolved.cache;
     // After the retries, whose budgets a hedge may draw from once they have moved.
     stage(this.table.hedging, hedging, checkHedgeBudget(this.table.policies.retry, next.sections.retry));
+    stage(this.table.caching, cache);
     this.resolved = {
       ...this.resolved,
       sections: next.sections,
       threadPoolBulkhead: next.threadPoolBulkhead,
       hedging,
+      cache,
     };
     return moves.flatMap((move) => move());
+  }
+
+  /** How instance `name` of `policy` moves: a thread-pool bulkhead in its own section, a hedge checked against the retries. */
+  private moveOf(policy: ReconfigurablePolicy, name: string): Move {
+    const resolved = this.resolved;
+    const table = this.table;
+    if (policy === 'hedge')
+      return moveOf(
+        table.hedging,
+        (hedging) => ({ ...resolved, hedging }),
+        checkHedgeBudget(table.policies.retry, resolved.sections.retry),
+      );
+    if (policy === 'cache') return moveOf(table.caching, (cache) => ({ ...resolved, cache }));
+    if (policy === 'bulkhead' && table.onlyThreadPool(name))
+      return moveOf(table.threadPoolBulkheads, (threadPoolBulkhead) => ({ ...resolved, threadPoolBulkhead }));
+    return moveOf(table.of(policy), (section) => ({
+      ...resolved,
+      sections: { ...resolved.sections, [policy]: section },
+    }));
   }
 }

@@ -440,7 +440,6 @@ describe('ResilienceRegistry.applyOptions, options read at startup only', () => 
   it.each<[string, RegistryOptions]>([
     ['clock', { clock: new VirtualClock() }],
     ['random', { random: () => 0.5 }],
-    ['cache.instances.rates', { cache: { instances: { rates: { ttl: '2m' } } } }],
     ['order', { order: [...DEFAULT_ORDER].reverse() }],
     ['deadline.defaultBudget', { deadline: { defaultBudget: '9s' } }],
     ['deadline.header', { deadline: { defaultBudget: '5s', header: 'x-budget' } }],

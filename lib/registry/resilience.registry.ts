@@ -149,7 +149,7 @@ export class ResilienceRegistry {
    * nothing). Calls that start after it use the new settings; the instance
    * keeps its state (a breaker its state and window, a bulkhead its calls
    * in flight, a rate limiter its current period, a hedge the latencies it
-   * knows and its own budget's tokens). A method's own instance made from
+   * knows and its own budget's tokens, a cache what it stored). A method's own instance made from
    * `name` with decorator overrides changes with it, as do its keys. An
    * undeclared name is declared with its `configs.default` patched (in
    * strict mode it throws). Each instance that changes publishes
@@ -171,10 +171,10 @@ export class ResilienceRegistry {
    * reconfigured as by {@link ResilienceRegistry.reconfigure}; the others
    * are left as they are. The options are checked as at startup, all of
    * them before anything changes: an invalid value throws the startup
-   * message and changes nothing anywhere. `hedging` is live too, and keeps
-   * its value when left out (a Spring file has no such section).
-   * `clock`, `random`, `order`, `deadline` and `cache` are read at startup
-   * only: given with another value than the one in force, they are
+   * message and changes nothing anywhere. `hedging` and `cache` are live
+   * too, and keep their value when left out (a Spring file has no such
+   * sections). `clock`, `random`, `order` and `deadline` are read at
+   * startup only: given with another value than the one in force, they are
    * refused naming the option (left out, they keep theirs); other module
    * sections (metrics, logging…) are read at startup only. Returns the
    * `CONFIG_CHANGED` events, one per instance changed.
@@ -306,9 +306,12 @@ export class ResilienceRegistry {
     return this.table.hedging.derive(name, overrides, place, where, anonymous);
   }
 
-  /** @internal True for a hedge private to one decorated method or pipeline (made by {@link ResilienceRegistry.deriveHedge}). */
-  isDerivedHedge(hedge: HedgePolicy): boolean {
-    return this.feed.derivedHedges.has(hedge);
+  /**
+   * @internal True for a hedge or cache private to one decorated method or
+   * pipeline (made by {@link ResilienceRegistry.deriveHedge} or {@link ResilienceRegistry.deriveCache}).
+   */
+  isDerived(instance: HedgePolicy | CachePolicy): boolean {
+    return this.feed.derivedOwn.has(instance);
   }
 
   /** @internal True when the `hedging` section declares `name`. */

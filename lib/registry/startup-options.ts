@@ -1,20 +1,11 @@
 import { findKey } from '../config/relaxed-binding';
-import type { ResolvedSection } from '../config/schema';
 import { changedSettings, sameSetting } from '../kernel/config-change';
 import { NOT_LIVE } from './reconfigure.messages';
 import type { ResolvedOptions } from './resolve-options';
 
 /** Module options read at startup only, which `applyOptions` cannot move a running registry to. */
-const STARTUP_ONLY = ['clock', 'random', 'order', 'deadline', 'cache'] as const;
+const STARTUP_ONLY = ['clock', 'random', 'order', 'deadline'] as const;
 type StartupOnly = (typeof STARTUP_ONLY)[number];
-
-/** Where two resolved sections differ (`configs.default`, `instances.<name>`, `keys`), or undefined when they do not. */
-function sectionChange(before: ResolvedSection<object>, after: ResolvedSection<object>): string | undefined {
-  if (!sameSetting(before.defaultConfig, after.defaultConfig)) return 'configs.default';
-  for (const name of new Set([...before.instances.keys(), ...after.instances.keys()]))
-    if (!sameSetting(before.instances.get(name), after.instances.get(name))) return `instances.${name}`;
-  return sameSetting(before.keys, after.keys) ? undefined : 'keys';
-}
 
 /** Where option `key` differs between the options in force and the next ones, under `key`; undefined when it does not. */
 function changeOf(key: StartupOnly, inForce: ResolvedOptions, next: ResolvedOptions): string | undefined {
@@ -28,10 +19,6 @@ function changeOf(key: StartupOnly, inForce: ResolvedOptions, next: ResolvedOpti
       const changed = changedSettings(inForce.deadline, next.deadline)[0];
       // `inbound` says whether the option was given at all: a deadline added or taken away.
       return changed === undefined ? undefined : changed === 'inbound' ? key : `${key}.${changed}`;
-    }
-    case 'cache': {
-      const where = sectionChange(inForce[key], next[key]);
-      return where === undefined ? undefined : `${key}.${where}`;
     }
   }
 }

@@ -3,7 +3,7 @@ import request from 'supertest';
 import { ResilienceEndpointsModule, ResilienceRegistry } from '../../lib';
 import { CONFIG_BODY_NOT_AN_OBJECT, UNKNOWN_STATUS_INSTANCE } from '../../lib/observability/observability.messages';
 import { PLATFORMS } from '../support/platforms';
-import { bootApp } from './kit';
+import { bootApp, Shop } from './kit';
 
 /** Lets a request through when it says it is an operator. */
 class OperatorGuard implements CanActivate {
@@ -15,6 +15,7 @@ class OperatorGuard implements CanActivate {
 describe.each(PLATFORMS)('PATCH <status path>/<policy>/<name>/config (%s)', (platform) => {
   let app: INestApplication;
   let registry: ResilienceRegistry;
+  let shop: Shop;
 
   beforeAll(async () => {
     const booted = await bootApp(
@@ -27,6 +28,7 @@ describe.each(PLATFORMS)('PATCH <status path>/<policy>/<name>/config (%s)', (pla
       platform,
     );
     app = booted.app;
+    shop = booted.shop;
     registry = app.get(ResilienceRegistry);
   });
 
@@ -85,5 +87,25 @@ describe.each(PLATFORMS)('PATCH <status path>/<policy>/<name>/config (%s)', (pla
     expect(registry.retry('inventory').config.maxAttempts).toBe(5);
     const events = await request(app.getHttpServer()).get('/actuator/circuitbreakerevents/psp').expect(200);
     expect(events.body.circuitBreakerEvents.map((e: { type: string }) => e.type)).toContain('CONFIG_CHANGED');
+  });
+
+  it("changes a cache's settings, keeping what it stored", async () => {
+    const cache = registry.cache('rates');
+    await shop.rate('EUR');
+    const calls = shop.rateCalls;
+    const { body } = await patch('/caches/rates/config', { ttl: '5m', staleIfError: '1h' }).expect(200);
+    expect(body.caches).toEqual([
+      expect.objectContaining({
+        name: 'rates',
+        config: expect.objectContaining({ ttl: 300_000, staleIfError: 3_600_000, store: 'memory' }),
+      }),
+    ]);
+    expect(cache.config.ttl).toBe(300_000);
+    await expect(shop.rate('EUR')).resolves.toBe(1);
+    expect(shop.rateCalls).toBe(calls);
+    const bad = await patch('/caches/rates/config', { ttl: 'soon' }).expect(400);
+    expect(bad.body.detail).toMatch(/cache instance 'rates': key 'ttl' must be/);
+    const events = await request(app.getHttpServer()).get('/actuator/cacheevents/rates').expect(200);
+    expect(events.body.cacheEvents.map((e: { type: string }) => e.type)).toContain('CONFIG_CHANGED');
   });
 });

@@ -37,7 +37,16 @@ export class MemoryCacheStore implements CacheStore {
   private readonly entries = new Map<string, CacheEntry>();
 
   /** @param maxEntries - the most entries kept */
-  constructor(private readonly maxEntries: number) {}
+  constructor(private maxEntries: number) {}
+
+  /** @internal Keeps at most `maxEntries` from now on, evicting the least recently used down to it. */
+  resize(maxEntries: number): void {
+    this.maxEntries = maxEntries;
+    for (const key of this.entries.keys()) {
+      if (this.entries.size <= maxEntries) return;
+      this.entries.delete(key);
+    }
+  }
 
   /** Entries held now. */
   get size(): number {

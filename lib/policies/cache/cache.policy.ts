@@ -1,8 +1,9 @@
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { Clock, systemClock } from '../../kernel/clock';
 import { isCancellation } from '../../kernel/cancellation';
-import { EventStream } from '../../kernel/events';
-import { EventTap, InstanceSnapshot, SpanEventSink } from '../../kernel/telemetry';
+import { EventStream, EventSubscriber } from '../../kernel/events';
+import { changedSettings, ConfigChangedEvent, publishConfigChange } from '../../kernel/config-change';
+import { EventTap, InstanceSnapshot, SpanEventSink, tapStream } from '../../kernel/telemetry';
 import { RESILIENCE_SPAN_ATTRIBUTES as A, RESILIENCE_SPAN_EVENTS as E } from '../../kernel/span-attributes';
 import { Policy } from '../../kernel/policy';
 import { Unsubscribe } from '../../kernel/events';
@@ -34,6 +35,29 @@ const EVENT_TYPES: Readonly<Record<CacheResult, string>> = {
 
 const NO_ARGS: unknown[] = [];
 
+/** What a call reads of its cache's settings, made once per change so that a call runs under one of them from start to end. */
+interface Setup {
+  readonly config: CacheConfig;
+  readonly store: CacheStore;
+  /** Keys are prefixed with the instance name in a store shared with other instances. */
+  readonly prefix: string;
+  /** How long the store must keep an answer: as long as it may answer, fresh or stale. */
+  readonly keepMs: number;
+  readonly keyOf: (...args: unknown[]) => string;
+}
+
+/** The setup of `config` for instance `name`; `memory`: the in-process store it keeps, resized to `config`. */
+function setupOf(name: string, config: CacheConfig, memory?: MemoryCacheStore): Setup {
+  memory?.resize(config.maxEntries);
+  return {
+    config,
+    store: config.store ?? memory ?? new MemoryCacheStore(config.maxEntries),
+    prefix: config.store === undefined ? '' : `${name}:`,
+    keepMs: Math.max(config.ttl, config.staleIfError ?? 0),
+    keyOf: config.key ?? jsonKey,
+  };
+}
+
 /**
  * The default key: the JSON of the arguments. A single string or number
  * argument, the common case, is keyed without `JSON.stringify` (a tagged
@@ -60,22 +84,23 @@ function jsonKey(...args: unknown[]): string {
  * Placed outside the retry and inside the fallback: the retry's attempts
  * are one call to the cache, and a fallback answers only when the cache had
  * nothing fit to answer with.
+ *
+ * Its settings change while it runs through `registry.reconfigure('cache', name, patch)`
+ * and `registry.applyOptions`: a call runs under the settings in force when it started.
  */
 export class CachePolicy {
   private readonly counters: CacheMetrics = { hit: 0, miss: 0, stale: 0, coalesced: 0 };
   private readonly results = new EventStream<CacheResultEvent>();
+  private readonly configStream = new EventStream<ConfigChangedEvent<CacheConfig>>();
   private readonly inflight = new Map<string, Promise<unknown>>();
-  private readonly store: CacheStore;
-  /** Keys are prefixed with the instance name in a store shared with other instances. */
-  private readonly prefix: string;
-  /** How long the store must keep an answer: as long as it may answer, fresh or stale. */
-  private readonly keepMs: number;
-  private readonly keyOf: (...args: unknown[]) => string;
+  private setup: Setup;
   private readonly wallOffset: number;
   private storeFailing = false;
 
   /** A call was answered (see {@link CacheResultEvent}). */
   readonly onResult = this.results.subscribe;
+  /** Its settings changed (`CONFIG_CHANGED`). */
+  readonly onConfigChanged: EventSubscriber<ConfigChangedEvent<CacheConfig>> = this.configStream.subscribe;
 
   /**
    * @param name - instance name
@@ -86,18 +111,38 @@ export class CachePolicy {
   constructor(
     /** The instance's name, as configured. */
     readonly name: string,
-    /** The resolved settings (durations in ms). */
-    readonly config: CacheConfig,
+    config: CacheConfig,
     /** The time source for the answers' ages. */
     readonly clock: Clock,
     private readonly log: (message: string) => void,
   ) {
-    this.store = config.store ?? new MemoryCacheStore(config.maxEntries);
-    this.prefix = config.store === undefined ? '' : `${name}:`;
-    this.keepMs = Math.max(config.ttl, config.staleIfError ?? 0);
-    this.keyOf = config.key ?? jsonKey;
+    this.setup = setupOf(name, config);
     // The system clock is monotonic and per process; a stored time must mean the same to the next process.
     this.wallOffset = clock === systemClock ? performance.timeOrigin : 0;
+  }
+
+  /** The resolved settings in force (durations in ms). */
+  get config(): CacheConfig {
+    return this.setup.config;
+  }
+
+  /**
+   * @internal Runs with `config` from calls that start now on; a call under
+   * way ends under the settings it started with. What is stored stays: the
+   * in-process store keeps its answers (its least recently used evicted
+   * down to a lower `maxEntries`), and a store given anew is read and
+   * written from the next call (the answers of the one before are not
+   * moved). An answer is stored for the longest it may answer under the
+   * settings of the call that stored it. Publishes `CONFIG_CHANGED`;
+   * returns its event, or undefined when nothing differs.
+   */
+  reconfigure(config: CacheConfig): ConfigChangedEvent<CacheConfig> | undefined {
+    const before = this.setup;
+    const changed = changedSettings(before.config, config);
+    if (changed.length === 0) return undefined;
+    const keepsMemory = before.config.store === undefined && config.store === undefined;
+    this.setup = setupOf(this.name, config, keepsMemory ? (before.store as MemoryCacheStore) : undefined);
+    return publishConfigChange(this.configStream, 'cache', this, before.config, config, changed);
   }
 
   /** A snapshot of the counters. */
@@ -117,8 +162,10 @@ export class CachePolicy {
       const listener = tap(type);
       if (listener !== undefined) listeners.set(result, listener);
     }
-    if (listeners.size === 0) return [];
-    return [this.results.subscribe((event) => listeners.get(event.result)?.(event))];
+    const into: Unsubscribe[] = [];
+    if (listeners.size > 0) into.push(this.results.subscribe((event) => listeners.get(event.result)?.(event)));
+    tapStream(into, tap, 'CONFIG_CHANGED', this.onConfigChanged);
+    return into;
   }
 
   /** @internal See {@link CachePolicy.tapEvents}. */
@@ -197,20 +244,22 @@ export class CachePolicy {
     keyArgs: unknown[],
     onStale: (() => void) | undefined,
   ): Promise<R> {
+    const setup = this.setup;
     let key: string;
     try {
-      key = this.prefix + this.keyOf(...keyArgs);
+      key = setup.prefix + setup.keyOf(...keyArgs);
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.config.ttl <= 0) return this.miss(next, arg, key, onStale);
-    const stored = this.read(key);
+    if (setup.config.ttl <= 0) return this.miss(setup, next, arg, key, onStale);
+    const stored = this.read(setup, key);
     if (isThenable(stored))
-      return Promise.resolve(stored).then((entry) => this.fromEntry(next, arg, key, entry, onStale));
-    return this.fromEntry(next, arg, key, stored, onStale);
+      return Promise.resolve(stored).then((entry) => this.fromEntry(setup, next, arg, key, entry, onStale));
+    return this.fromEntry(setup, next, arg, key, stored, onStale);
   }
 
   private fromEntry<A, R>(
+    setup: Setup,
     next: (arg: A) => R | PromiseLike<R>,
     arg: A,
     key: string,
@@ -219,22 +268,23 @@ export class CachePolicy {
   ): Promise<R> {
     if (entry !== undefined) {
       const ageMs = this.now() - entry.asOf;
-      if (ageMs < this.config.ttl) {
+      if (ageMs < setup.config.ttl) {
         this.count('hit', onStale, ageMs);
         return Promise.resolve(entry.value as R);
       }
     }
-    return this.miss(next, arg, key, onStale);
+    return this.miss(setup, next, arg, key, onStale);
   }
 
   /** Calls through (or joins the call in flight for `key`, when coalescing); stores a success, answers stale on a failure. */
   private miss<A, R>(
+    setup: Setup,
     next: (arg: A) => R | PromiseLike<R>,
     arg: A,
     key: string,
     onStale: (() => void) | undefined,
   ): Promise<R> {
-    if (this.config.coalesce) {
+    if (setup.config.coalesce) {
       const shared = this.inflight.get(key) as Promise<R> | undefined;
       if (shared !== undefined)
         return shared.then(
@@ -242,7 +292,7 @@ export class CachePolicy {
             this.count('coalesced', onStale);
             return value;
           },
-          (error: unknown) => this.failed(key, error, 'coalesced', onStale),
+          (error: unknown) => this.failed(setup, key, error, 'coalesced', onStale),
         );
     }
     let pending: R | PromiseLike<R>;
@@ -252,10 +302,10 @@ export class CachePolicy {
       pending = Promise.reject(error);
     }
     const outcome = Promise.resolve(pending).then((value) => {
-      this.write(key, value);
+      this.write(setup, key, value);
       return value;
     });
-    if (this.config.coalesce) {
+    if (setup.config.coalesce) {
       this.inflight.set(key, outcome);
       const done = (): void => {
         if (this.inflight.get(key) === outcome) this.inflight.delete(key);
@@ -267,30 +317,31 @@ export class CachePolicy {
         this.count('miss', onStale);
         return value;
       },
-      (error: unknown) => this.failed(key, error, 'miss', onStale),
+      (error: unknown) => this.failed(setup, key, error, 'miss', onStale),
     );
   }
 
   /** A call failed with `error`: the last known good when one is young enough, else the error. */
   private failed<R>(
+    setup: Setup,
     key: string,
     error: unknown,
     otherwise: CacheResult,
     onStale: (() => void) | undefined,
   ): Promise<R> {
-    const shelfLife = this.config.staleIfError;
+    const shelfLife = setup.config.staleIfError;
     if (shelfLife === undefined || isCancellation(error)) {
       this.count(otherwise, onStale);
       return Promise.reject(error);
     }
-    const stored = this.read(key);
+    const stored = this.read(setup, key);
     const answer = (entry: CacheEntry | undefined): R => {
       const ageMs = entry === undefined ? Infinity : this.now() - entry.asOf;
       if (ageMs > shelfLife) {
         this.count(otherwise, onStale);
         throw error;
       }
-      const mark = this.config.mark;
+      const mark = setup.config.mark;
       const value = mark === undefined ? entry!.value : mark(entry!.value, { asOf: entry!.asOf, ageMs });
       this.count('stale', onStale, ageMs);
       onStale?.();
@@ -304,11 +355,11 @@ export class CachePolicy {
     }
   }
 
-  /** The entry under `key`; a store that fails is a miss. */
-  private read(key: string): CacheEntry | undefined | PromiseLike<CacheEntry | undefined> {
+  /** The entry under `key` in `setup`'s store; a store that fails is a miss. */
+  private read(setup: Setup, key: string): CacheEntry | undefined | PromiseLike<CacheEntry | undefined> {
     let stored: CacheEntry | undefined | PromiseLike<CacheEntry | undefined>;
     try {
-      stored = this.store.get(key);
+      stored = setup.store.get(key);
     } catch (error) {
       this.storeFailed(error);
       return undefined;
@@ -330,11 +381,11 @@ export class CachePolicy {
   }
 
   /** Stores a successful answer, when it may answer a later call; a store that fails is logged, never the call's failure. */
-  private write(key: string, value: unknown): void {
-    if (this.keepMs <= 0) return;
+  private write(setup: Setup, key: string, value: unknown): void {
+    if (setup.keepMs <= 0) return;
     let written: void | PromiseLike<void>;
     try {
-      written = this.store.set(key, { value, asOf: this.now() }, this.keepMs);
+      written = setup.store.set(key, { value, asOf: this.now() }, setup.keepMs);
     } catch (error) {
       this.storeFailed(error);
       return;
