@@ -214,12 +214,7 @@ export function hedgeKind(
     holdsState: () => false,
     checkChange: checkSafeKept,
     reconfigure: (instance, config, place) =>
-      instance.reconfigure(
-        config,
-        typeof config.budget === 'string' && config.budget !== instance.config.budget
-          ? retryBudgetOf(r, config.budget, place, instance.key)
-          : undefined,
-      ),
+      instance.reconfigure(config, (retry) => retryBudgetOf(r, retry, place, instance.key)),
   };
 }
 

@@ -137,7 +137,8 @@ export abstract class HedgeRun {
   private readonly hedgeNow = (): void => {
     if (this.decided || this.closed) return;
     const attempt = this.attempts.length + 1;
-    if (!this.mayHedge || !this.policy.admitHedge(attempt, this.parent)) return;
+    // The timer is armed only when the call's settings allow one more attempt, and cleared when another starts.
+    if (!this.policy.admitHedge(attempt, this.parent)) return;
     this.policy.hedged(attempt, this.policy.clock.now() - this.lastStart);
     this.launch();
   };

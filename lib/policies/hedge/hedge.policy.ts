@@ -104,13 +104,14 @@ export class HedgePolicy {
    * window); a percentile delay that follows a fixed one starts with none,
    * which the event says (`windowReset`). A budget of its own keeps its
    * tokens (down to a lower `maxTokens`); one given anew starts half full.
-   * A `budget` naming a retry instance draws from `drawFrom`, its budget
-   * (or what answers it when a hedge is due). Publishes `CONFIG_CHANGED`;
-   * returns its event, or undefined when nothing differs.
+   * A `budget` that comes to name a retry instance draws from what
+   * `retryBudget` answers for that name: its budget, or what answers it when
+   * a hedge is due. Publishes `CONFIG_CHANGED`; returns its event, or
+   * undefined when nothing differs.
    */
   reconfigure(
     config: HedgeConfig,
-    drawFrom?: RetryBudget | (() => RetryBudget),
+    retryBudget: (retry: string) => RetryBudget | (() => RetryBudget),
   ): ConfigChangedEvent<HedgeConfig> | undefined {
     const before = this.settings;
     const changed = changedSettings(before, config);
@@ -122,17 +123,19 @@ export class HedgePolicy {
         ? undefined
         : (this.latencies?.resized(config.latencyWindowSize, quantileOf(config.delay)) ??
           new LatencyWindow(config.latencyWindowSize, quantileOf(config.delay)));
-    if (!sameSetting(before.budget, config.budget)) this.drawFrom(config.budget, drawFrom);
+    if (!sameSetting(before.budget, config.budget))
+      this.drawFrom(typeof config.budget === 'string' ? retryBudget(config.budget) : config.budget);
     const windowReset = typeof config.delay === 'number' ? undefined : !hadLatencies;
     return publishConfigChange(this.configStream, 'hedge', this, before, config, changed, windowReset);
   }
 
-  /** Hedges draw from `budget` from now on: a budget of its own (the one it has, resized), or a retry's (`drawFrom`). */
-  private drawFrom(budget: RetryBudgetConfig | string, drawFrom: RetryBudget | (() => RetryBudget) | undefined): void {
-    if (typeof budget === 'string') {
-      if (drawFrom === undefined)
-        throw new TypeError(`hedge '${this.name}' draws from retry '${budget}': its budget is needed`);
-      this.budgetOf = typeof drawFrom === 'function' ? drawFrom : () => drawFrom;
+  /**
+   * Hedges draw from `budget` from now on: a budget of its own (settings: the
+   * one it has, resized, or a new one), or a retry's (the budget, or what answers it).
+   */
+  private drawFrom(budget: RetryBudgetConfig | RetryBudget | (() => RetryBudget)): void {
+    if (budget instanceof RetryBudget || typeof budget === 'function') {
+      this.budgetOf = typeof budget === 'function' ? budget : () => budget;
       this.refills = false;
       return;
     }
